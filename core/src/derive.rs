@@ -1,0 +1,297 @@
+//! Key derivation: canonical JSON of the normalized fields, HMAC-SHA256.
+//!
+//! The canonical form is `{"a":<action>,"p":{<field>:<value>,...},"t":<tenant>,"v":<n>}`:
+//! keys sorted, no whitespace, non-ASCII written as UTF-8, every value a JSON
+//! string. Any language with HMAC-SHA256 and a JSON writer reproduces it
+//! (Python: `json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`).
+
+use crate::catalog::{ActionSpec, Catalog, RulesVersion};
+use crate::normalize;
+use crate::{Error, Payload, Secret, TenantId};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::fmt;
+
+/// The keyed HMAC state, prepared once and cloned per key (cloning copies
+/// two SHA-256 states; re-keying would hash the secret again every time).
+#[derive(Clone)]
+pub struct KeyDeriver {
+    mac: Hmac<Sha256>,
+}
+
+impl fmt::Debug for KeyDeriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyDeriver([redacted])")
+    }
+}
+
+/// A derived key: 64 lowercase hexadecimal characters.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<&str> for IdempotencyKey {
+    type Error = Error;
+    fn try_from(s: &str) -> Result<Self, Error> {
+        if s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(Error::Payload("a key is 64 lowercase hexadecimal characters".into()))
+        }
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdempotencyKey({})", self.0)
+    }
+}
+
+/// The normalized fields of one action, sorted by name: what gets frozen in
+/// the intent record and hashed into the key.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NormalizedPayload {
+    fields: Vec<(String, String)>,
+}
+
+impl NormalizedPayload {
+    /// `(name, normalized value)` pairs, sorted by name.
+    pub fn fields(&self) -> &[(String, String)] {
+        &self.fields
+    }
+
+    /// One field's normalized value.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The fields as a JSON object (sorted, compact), for storage.
+    pub fn to_json(&self) -> String {
+        let mut out = Vec::with_capacity(64);
+        write_fields(&mut out, &self.fields);
+        // Only valid UTF-8 was written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Reads back a stored frozen payload (a JSON object of strings).
+    pub fn from_json(text: &str) -> Result<Self, Error> {
+        let map: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(text).map_err(|e| Error::Payload(e.to_string()))?;
+        Ok(Self { fields: map.into_iter().collect() })
+    }
+}
+
+impl serde::Serialize for NormalizedPayload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.fields.len()))?;
+        for (k, v) in &self.fields {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// The outcome of a derivation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Derived {
+    /// The key.
+    pub key: IdempotencyKey,
+    /// The rules version it was derived with.
+    pub rules_version: RulesVersion,
+    /// The normalized fields it was derived from.
+    pub normalized: NormalizedPayload,
+}
+
+impl Derived {
+    /// The normalized intent reference (the catalog's reference field).
+    pub fn reference<'a>(&'a self, spec: &ActionSpec) -> &'a str {
+        self.normalized.get(&spec.reference).unwrap_or_default()
+    }
+}
+
+/// Where canonical bytes go: a buffer (to show them) or the MAC (to hash).
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for Hmac<Sha256> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
+/// Writes a JSON string exactly as Python's `json.dumps(ensure_ascii=False)`
+/// and serde_json do: `"` and `\` escaped, control characters as `\n`-style
+/// escapes or `\u00XX` in lowercase hex, everything else verbatim UTF-8.
+fn write_str<S: Sink>(out: &mut S, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.put(b"\"");
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.put(&bytes[start..i]);
+        if esc.is_empty() {
+            out.put(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        } else {
+            out.put(esc);
+        }
+        start = i + 1;
+    }
+    out.put(&bytes[start..]);
+    out.put(b"\"");
+}
+
+fn write_fields<S: Sink>(out: &mut S, fields: &[(String, String)]) {
+    out.put(b"{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.put(b",");
+        }
+        write_str(out, k);
+        out.put(b":");
+        write_str(out, v);
+    }
+    out.put(b"}");
+}
+
+fn write_canonical<S: Sink>(out: &mut S, tenant: &str, action: &str, version: RulesVersion, fields: &[(String, String)]) {
+    out.put(b"{\"a\":");
+    write_str(out, action);
+    out.put(b",\"p\":");
+    write_fields(out, fields);
+    out.put(b",\"t\":");
+    write_str(out, tenant);
+    out.put(match version {
+        RulesVersion::V1 => b",\"v\":1}",
+        RulesVersion::V2 => b",\"v\":2}",
+    });
+}
+
+/// The canonical JSON bytes that are hashed, for documentation and for
+/// checking another language's implementation.
+pub fn canonical_json(tenant: &TenantId, action: &str, version: RulesVersion, normalized: &NormalizedPayload) -> String {
+    let mut out = Vec::with_capacity(256);
+    write_canonical(&mut out, tenant.as_str(), action, version, &normalized.fields);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+impl KeyDeriver {
+    /// Prepares the keyed HMAC state.
+    pub fn new(secret: &Secret) -> Self {
+        // HMAC accepts keys of any length; this cannot fail.
+        let mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
+        Self { mac }
+    }
+
+    /// The key of already-normalized fields.
+    pub fn key(&self, tenant: &TenantId, action: &str, version: RulesVersion, normalized: &NormalizedPayload) -> IdempotencyKey {
+        let mut mac = self.mac.clone();
+        write_canonical(&mut mac, tenant.as_str(), action, version, &normalized.fields);
+        IdempotencyKey(hex::encode(mac.finalize().into_bytes()))
+    }
+
+    /// Normalizes a candidate payload with its action's rules and derives its
+    /// key. `version` overrides the catalog's rules version when given.
+    pub fn derive(
+        &self,
+        catalog: &Catalog,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+        version: Option<RulesVersion>,
+    ) -> Result<Derived, Error> {
+        let spec = catalog.action(action)?;
+        let rules_version = version.unwrap_or(spec.rules_version);
+        let normalized = normalize_payload(spec, rules_version, payload)?;
+        let key = self.key(tenant, spec.action.as_str(), rules_version, &normalized);
+        Ok(Derived { key, rules_version, normalized })
+    }
+}
+
+/// Applies an action's rules to a candidate payload. Fields outside the
+/// action's list are ignored: they can never change the key.
+pub fn normalize_payload(spec: &ActionSpec, version: RulesVersion, payload: &Payload<'_>) -> Result<NormalizedPayload, Error> {
+    let mut fields = Vec::with_capacity(spec.fields().len());
+    for f in spec.fields() {
+        let value = payload.get(&f.name).ok_or_else(|| Error::MissingField {
+            action: spec.action.to_string(),
+            field: f.name.clone(),
+        })?;
+        fields.push((f.name.clone(), normalize::apply(spec, version, f, value, payload)?));
+    }
+    Ok(NormalizedPayload { fields })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deriver() -> KeyDeriver {
+        KeyDeriver::new(&Secret::new(b"vetor-publico-nao-e-segredo".to_vec()).unwrap())
+    }
+
+    #[test]
+    fn canonical_form_is_python_compatible() {
+        let c = Catalog::builtin();
+        let t = TenantId::try_from("loja-do-zé").unwrap();
+        let p = Payload::from_json(r#"{"cliente_id":"a\"b\n\u0001","referencia_intencao":" R1 ","template":" X "}"#).unwrap();
+        let d = deriver().derive(&c, &t, "email.cobranca", &p, None).unwrap();
+        assert_eq!(
+            canonical_json(&t, "email.cobranca", d.rules_version, &d.normalized),
+            "{\"a\":\"email.cobranca\",\"p\":{\"cliente_id\":\"a\\\"b\\n\\u0001\",\"referencia_intencao\":\"R1\",\"template\":\"x\"},\"t\":\"loja-do-zé\",\"v\":1}"
+        );
+        assert_eq!(d.key.as_str().len(), 64);
+    }
+
+    #[test]
+    fn typed_errors_name_action_and_field() {
+        let c = Catalog::builtin();
+        let t = TenantId::try_from("t").unwrap();
+        let p = Payload::from_json(r#"{"cliente_id":"c","valor":"10.001","chave_pix_destino":"x","referencia_intencao":"r"}"#).unwrap();
+        let e = deriver().derive(&c, &t, "pix.cobranca", &p, None).unwrap_err();
+        assert!(matches!(&e, Error::BadAmount { field, action, .. } if field == "valor" && action == "pix.cobranca"), "{e}");
+        let p = Payload::from_json(r#"{"cliente_id":"c","valor":"1"}"#).unwrap();
+        let e = deriver().derive(&c, &t, "pix.cobranca", &p, None).unwrap_err();
+        assert!(matches!(&e, Error::MissingField { field, .. } if field == "chave_pix_destino"), "{e}");
+        let p = Payload::from_json(r#"{"cliente_id":true,"referencia_intencao":"r","template":"x"}"#).unwrap();
+        let e = deriver().derive(&c, &t, "email.cobranca", &p, None).unwrap_err();
+        assert!(e.to_string().contains("cliente_id") && e.to_string().contains("boolean"), "{e}");
+    }
+
+    #[test]
+    fn frozen_payload_round_trips() {
+        let n = NormalizedPayload { fields: vec![("a".into(), "é\"".into()), ("b".into(), "2".into())] };
+        assert_eq!(NormalizedPayload::from_json(&n.to_json()).unwrap(), n);
+    }
+}

@@ -1,0 +1,136 @@
+//! Normalization rules: how each kind of field is written before it enters
+//! a key. Rules are named kinds, not field names, so a catalog can reuse them.
+
+use crate::catalog::{ActionSpec, FieldSpec, Rule, RulesVersion};
+use crate::payload::{FieldValue, Payload};
+use crate::pix::{self, PixKeyType};
+use crate::{Cents, Error};
+use std::borrow::Cow;
+
+/// Python's `str.isspace`, which the reference derivation's `strip()` uses:
+/// Unicode White_Space plus the four information separators U+001C..U+001F.
+pub fn py_isspace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.strip()` with no argument.
+pub fn py_strip(s: &str) -> &str {
+    s.trim_matches(py_isspace)
+}
+
+/// Python's `str.isalnum`: letters and numbers, but not the combining marks
+/// that Rust's `is_alphanumeric` also counts as alphabetic.
+pub fn py_isalnum(c: char) -> bool {
+    c.is_alphanumeric() && !unicode_normalization::char::is_combining_mark(c)
+}
+
+/// Text of a field whose rule takes text: a string, or an integer written
+/// as its digits (what `str()` of a JSON integer gives). Anything else is
+/// refused rather than stringified in a way another language would not.
+fn text<'a>(spec: &ActionSpec, field: &FieldSpec, v: FieldValue<'a>) -> Result<Cow<'a, str>, Error> {
+    match v {
+        FieldValue::Str(s) => Ok(s),
+        FieldValue::Num(n) if is_json_integer(n) => Ok(Cow::Owned(canonical_integer(n))),
+        other => Err(Error::FieldType {
+            action: spec.action.to_string(),
+            field: field.name.clone(),
+            expected: "a string or an integer",
+            got: if matches!(other, FieldValue::Num(_)) { "a non-integer number" } else { other.type_name() },
+        }),
+    }
+}
+
+fn is_json_integer(n: &str) -> bool {
+    let d = n.strip_prefix('-').unwrap_or(n);
+    !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `-0` is `0` once parsed by any JSON reader.
+fn canonical_integer(n: &str) -> String {
+    if n.trim_start_matches('-').bytes().all(|b| b == b'0') {
+        "0".into()
+    } else {
+        n.to_owned()
+    }
+}
+
+/// Applies one field's rule to its value.
+pub fn apply(
+    spec: &ActionSpec,
+    version: RulesVersion,
+    field: &FieldSpec,
+    value: FieldValue<'_>,
+    payload: &Payload<'_>,
+) -> Result<String, Error> {
+    match field.rule {
+        Rule::RawText => text(spec, field, value).map(Cow::into_owned),
+        Rule::Trim => text(spec, field, value).map(|s| py_strip(&s).to_owned()),
+        Rule::TrimLower => text(spec, field, value).map(|s| py_strip(&s).to_lowercase()),
+        Rule::Digits => text(spec, field, value).map(|s| s.chars().filter(char::is_ascii_digit).collect()),
+        Rule::MoneyCents => {
+            let t = match &value {
+                FieldValue::Str(s) => s.as_ref(),
+                FieldValue::Num(n) => n,
+                other => {
+                    return Err(Error::FieldType {
+                        action: spec.action.to_string(),
+                        field: field.name.clone(),
+                        expected: "an amount (a JSON number or a decimal string)",
+                        got: other.type_name(),
+                    })
+                }
+            };
+            Cents::parse(t).map(|c| c.to_string()).map_err(|reason| Error::BadAmount {
+                action: spec.action.to_string(),
+                field: field.name.clone(),
+                reason,
+            })
+        }
+        Rule::PixKey => {
+            let s = text(spec, field, value)?;
+            match version {
+                RulesVersion::V1 => Ok(pix::normalize_v1(&s)),
+                RulesVersion::V2 => {
+                    let declared = declared_pix_type(spec, field, payload)?;
+                    pix::normalize_v2(&s, declared).map(|(_, c)| c).map_err(|reason| Error::BadPixKey {
+                        action: spec.action.to_string(),
+                        field: field.name.clone(),
+                        reason,
+                    })
+                }
+            }
+        }
+    }
+}
+
+fn declared_pix_type(spec: &ActionSpec, field: &FieldSpec, payload: &Payload<'_>) -> Result<Option<PixKeyType>, Error> {
+    let Some(type_field) = spec.pix_type_field.as_deref() else {
+        return Ok(None);
+    };
+    match payload.get(type_field) {
+        None | Some(FieldValue::Null) => Ok(None),
+        Some(FieldValue::Str(s)) if py_strip(&s).is_empty() => Ok(None),
+        Some(FieldValue::Str(s)) => s.parse().map(Some).map_err(|reason| Error::BadPixKey {
+            action: spec.action.to_string(),
+            field: field.name.clone(),
+            reason: format!("`{type_field}`: {reason}"),
+        }),
+        Some(other) => Err(Error::FieldType {
+            action: spec.action.to_string(),
+            field: type_field.to_owned(),
+            expected: "a Pix key type (cpf, cnpj, phone, email or evp)",
+            got: other.type_name(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_whitespace() {
+        assert_eq!(py_strip("\u{a0} x \u{1f}\t"), "x");
+        assert!(py_isalnum('é') && py_isalnum('7') && !py_isalnum('\u{301}') && !py_isalnum('-'));
+    }
+}
