@@ -6,6 +6,7 @@ use crate::{ActionType, Error};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The built-in catalog: the two actions of the reference article.
 pub const BUILTIN_TOML: &str = include_str!("../default-catalog.toml");
@@ -91,8 +92,8 @@ impl Rule {
 /// One field of an action's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldSpec {
-    /// The payload field's name.
-    pub name: String,
+    /// The payload field's name (shared with every normalized payload).
+    pub name: Arc<str>,
     /// How it is normalized.
     pub rule: Rule,
 }
@@ -191,14 +192,14 @@ impl Catalog {
                         Rule::NAMES.join(", ")
                     ))
                 })?;
-                if fields.iter().any(|x: &FieldSpec| x.name == fname) {
+                if fields.iter().any(|x: &FieldSpec| *x.name == *fname) {
                     return Err(Error::Catalog(format!("action `{name}`: field `{fname}` is listed twice")));
                 }
-                fields.push(FieldSpec { name: fname, rule });
+                fields.push(FieldSpec { name: Arc::from(fname), rule });
             }
             fields.sort_by(|a, b| a.name.cmp(&b.name));
             let reference = a.reference.unwrap_or_else(|| "referencia_intencao".into());
-            if !fields.iter().any(|f| f.name == reference) {
+            if !fields.iter().any(|f| *f.name == *reference) {
                 return Err(Error::Catalog(format!(
                     "action `{name}`: the reference field `{reference}` must be one of its fields"
                 )));
@@ -230,7 +231,7 @@ mod tests {
     fn builtin_loads() {
         let c = Catalog::builtin();
         let pix = c.action("pix.cobranca").unwrap();
-        let names: Vec<_> = pix.fields().iter().map(|f| f.name.as_str()).collect();
+        let names: Vec<_> = pix.fields().iter().map(|f| &*f.name).collect();
         assert_eq!(names, ["chave_pix_destino", "cliente_id", "referencia_intencao", "valor"]);
         assert_eq!(pix.rules_version, RulesVersion::V1);
         assert!(c.action("email.cobranca").is_ok());

@@ -11,6 +11,7 @@ use crate::{Error, Payload, Secret, TenantId};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::fmt;
+use std::sync::Arc;
 
 /// The keyed HMAC state, prepared once and cloned per key (cloning copies
 /// two SHA-256 states; re-keying would hash the secret again every time).
@@ -64,18 +65,18 @@ impl fmt::Debug for IdempotencyKey {
 /// the intent record and hashed into the key.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NormalizedPayload {
-    fields: Vec<(String, String)>,
+    fields: Vec<(Arc<str>, String)>,
 }
 
 impl NormalizedPayload {
     /// `(name, normalized value)` pairs, sorted by name.
-    pub fn fields(&self) -> &[(String, String)] {
+    pub fn fields(&self) -> &[(Arc<str>, String)] {
         &self.fields
     }
 
     /// One field's normalized value.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.fields.iter().find(|(k, _)| &**k == name).map(|(_, v)| v.as_str())
     }
 
     /// The fields as a JSON object (sorted, compact), for storage.
@@ -90,7 +91,7 @@ impl NormalizedPayload {
     pub fn from_json(text: &str) -> Result<Self, Error> {
         let map: std::collections::BTreeMap<String, String> =
             serde_json::from_str(text).map_err(|e| Error::Payload(e.to_string()))?;
-        Ok(Self { fields: map.into_iter().collect() })
+        Ok(Self { fields: map.into_iter().map(|(k, v)| (Arc::from(k), v)).collect() })
     }
 }
 
@@ -99,7 +100,7 @@ impl serde::Serialize for NormalizedPayload {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.fields.len()))?;
         for (k, v) in &self.fields {
-            m.serialize_entry(k, v)?;
+            m.serialize_entry(&**k, v)?;
         }
         m.end()
     }
@@ -172,7 +173,7 @@ fn write_str<S: Sink>(out: &mut S, s: &str) {
     out.put(b"\"");
 }
 
-fn write_fields<S: Sink>(out: &mut S, fields: &[(String, String)]) {
+fn write_fields<S: Sink>(out: &mut S, fields: &[(Arc<str>, String)]) {
     out.put(b"{");
     for (i, (k, v)) in fields.iter().enumerate() {
         if i > 0 {
@@ -185,7 +186,7 @@ fn write_fields<S: Sink>(out: &mut S, fields: &[(String, String)]) {
     out.put(b"}");
 }
 
-fn write_canonical<S: Sink>(out: &mut S, tenant: &str, action: &str, version: RulesVersion, fields: &[(String, String)]) {
+fn write_canonical<S: Sink>(out: &mut S, tenant: &str, action: &str, version: RulesVersion, fields: &[(Arc<str>, String)]) {
     out.put(b"{\"a\":");
     write_str(out, action);
     out.put(b",\"p\":");
@@ -246,9 +247,9 @@ pub fn normalize_payload(spec: &ActionSpec, version: RulesVersion, payload: &Pay
     for f in spec.fields() {
         let value = payload.get(&f.name).ok_or_else(|| Error::MissingField {
             action: spec.action.to_string(),
-            field: f.name.clone(),
+            field: f.name.to_string(),
         })?;
-        fields.push((f.name.clone(), normalize::apply(spec, version, f, value, payload)?));
+        fields.push((Arc::clone(&f.name), normalize::apply(spec, version, f, value, payload)?));
     }
     Ok(NormalizedPayload { fields })
 }
@@ -291,7 +292,7 @@ mod tests {
 
     #[test]
     fn frozen_payload_round_trips() {
-        let n = NormalizedPayload { fields: vec![("a".into(), "é\"".into()), ("b".into(), "2".into())] };
+        let n = NormalizedPayload { fields: vec![(Arc::from("a"), "é\"".into()), (Arc::from("b"), "2".into())] };
         assert_eq!(NormalizedPayload::from_json(&n.to_json()).unwrap(), n);
     }
 }

@@ -1,1 +1,277 @@
-//! placeholder
+//! Locale-aware number reading and writing (pt-BR by default, en-US), shared
+//! by the CLI and the dashboard so both print the same "R$ 1.782,00".
+
+use crate::Error;
+use rust_decimal::{Decimal, RoundingStrategy};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// A display locale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+pub enum Locale {
+    /// Brazilian Portuguese: `1.234,56`.
+    #[default]
+    #[serde(rename = "pt-BR")]
+    PtBr,
+    /// US English: `1,234.56`.
+    #[serde(rename = "en-US")]
+    EnUs,
+}
+
+impl Locale {
+    /// The BCP 47 tag.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Locale::PtBr => "pt-BR",
+            Locale::EnUs => "en-US",
+        }
+    }
+
+    /// Reads a tag, case-insensitively (`pt-BR`, `pt`, `en-US`, `en`).
+    pub fn from_tag(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "pt-br" | "pt" | "pt_br" => Some(Locale::PtBr),
+            "en-us" | "en" | "en_us" => Some(Locale::EnUs),
+            _ => None,
+        }
+    }
+
+    fn separators(self) -> (char, char) {
+        match self {
+            Locale::PtBr => (',', '.'),
+            Locale::EnUs => ('.', ','),
+        }
+    }
+}
+
+/// The display currency: a label, not a conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+pub enum Currency {
+    /// Brazilian real.
+    #[default]
+    #[serde(rename = "BRL")]
+    Brl,
+    /// US dollar.
+    #[serde(rename = "USD")]
+    Usd,
+    /// Euro.
+    #[serde(rename = "EUR")]
+    Eur,
+}
+
+impl Currency {
+    /// ISO 4217 code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Currency::Brl => "BRL",
+            Currency::Usd => "USD",
+            Currency::Eur => "EUR",
+        }
+    }
+
+    /// Reads an ISO code, case-insensitively.
+    pub fn from_code(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "BRL" => Some(Currency::Brl),
+            "USD" => Some(Currency::Usd),
+            "EUR" => Some(Currency::Eur),
+            _ => None,
+        }
+    }
+
+    fn symbol(self, locale: Locale) -> &'static str {
+        match (self, locale) {
+            (Currency::Brl, _) => "R$",
+            (Currency::Usd, Locale::PtBr) => "US$",
+            (Currency::Usd, Locale::EnUs) => "$",
+            (Currency::Eur, _) => "€",
+        }
+    }
+}
+
+fn group(int_digits: &str, sep: char) -> String {
+    let n = int_digits.len();
+    let mut out = String::with_capacity(n + n / 3);
+    for (i, c) in int_digits.chars().enumerate() {
+        if i > 0 && (n - i) % 3 == 0 {
+            out.push(sep);
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Writes a decimal with the locale's separators, rounded half away from
+/// zero to at most `max_frac` places and padded to at least `min_frac`.
+pub fn format_decimal(d: Decimal, locale: Locale, min_frac: u32, max_frac: u32) -> String {
+    let (dec, grp) = locale.separators();
+    let mut r = d.round_dp_with_strategy(max_frac, RoundingStrategy::MidpointAwayFromZero).normalize();
+    if r.scale() < min_frac {
+        r.rescale(min_frac);
+    }
+    let s = r.abs().to_string();
+    let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+    let mut out = String::new();
+    if r.is_sign_negative() && !r.is_zero() {
+        out.push('-');
+    }
+    out.push_str(&group(int, grp));
+    if !frac.is_empty() {
+        out.push(dec);
+        out.push_str(frac);
+    }
+    out
+}
+
+/// Money: cents always shown, sub-cent digits kept up to four places
+/// (a price per call of R$ 0,165 stays R$ 0,165).
+pub fn format_money(d: Decimal, locale: Locale, currency: Currency) -> String {
+    let number = format_decimal(d, locale, 2, 4);
+    match locale {
+        Locale::PtBr => format!("{} {number}", currency.symbol(locale)),
+        Locale::EnUs => format!("{}{number}", currency.symbol(locale)),
+    }
+}
+
+/// A whole count, grouped ("30.000").
+pub fn format_count(d: Decimal, locale: Locale) -> String {
+    format_decimal(d, locale, 0, 2)
+}
+
+/// A percentage with two decimals ("0,41%").
+pub fn format_pct(d: Decimal, locale: Locale) -> String {
+    format!("{}%", format_decimal(d, locale, 2, 2))
+}
+
+fn valid_grouping(int: &str, sep: char) -> bool {
+    let mut parts = int.split(sep);
+    let first = parts.next().unwrap_or("");
+    let first_ok = (1..=3).contains(&first.len()) && !(first.starts_with('0'));
+    first_ok && parts.all(|p| p.len() == 3)
+}
+
+/// Reads a number as a person of `locale` types it: pt-BR takes
+/// `1.234,56` and `1234,56` (and `1234.56`, whose dot cannot be grouping);
+/// en-US takes `1,234.56` and `1234.56`. Spaces and a leading currency
+/// symbol are ignored. Anything else is refused with a hint.
+pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
+    let fail = |hint: &str| Error::Number {
+        input: input.to_owned(),
+        hint: if hint.is_empty() { String::new() } else { format!(": {hint}") },
+    };
+    let mut s: String = input.chars().filter(|c| !c.is_whitespace()).collect();
+    for sym in ["R$", "US$", "$", "€", "%"] {
+        s = s.replace(sym, "");
+    }
+    if s.is_empty() {
+        return Err(fail("type a number"));
+    }
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b.to_owned()),
+        None => (false, s.clone()),
+    };
+    if !body.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',') {
+        return Err(fail("only digits, `.` and `,` are allowed"));
+    }
+    let (dec, grp) = locale.separators();
+    let has_dec = body.contains(dec);
+    let has_grp = body.contains(grp);
+    let (int, frac) = if has_dec {
+        if body.matches(dec).count() > 1 {
+            return Err(fail(&format!("`{dec}` marks decimals and may appear once")));
+        }
+        let (int, frac) = body.split_once(dec).unwrap_or((&body, ""));
+        if frac.contains(grp) {
+            return Err(fail(&format!("`{grp}` cannot come after the decimal mark `{dec}`")));
+        }
+        if has_grp && !valid_grouping(int, grp) {
+            return Err(fail(&format!("thousands are grouped in threes with `{grp}`")));
+        }
+        (int.replace(grp, ""), frac.to_owned())
+    } else if has_grp {
+        if valid_grouping(&body, grp) {
+            (body.replace(grp, ""), String::new())
+        } else if body.matches(grp).count() == 1 {
+            // Not a valid grouping, so the only reading left is a decimal
+            // mark typed in the other convention ("1234.56" in pt-BR).
+            let (i, f) = body.split_once(grp).unwrap_or((&body, ""));
+            (i.to_owned(), f.to_owned())
+        } else {
+            return Err(fail(&format!("thousands are grouped in threes with `{grp}`")));
+        }
+    } else {
+        (body.clone(), String::new())
+    };
+    if int.is_empty() && frac.is_empty() {
+        return Err(fail("type a number"));
+    }
+    let text = format!("{}{}.{}", if neg { "-" } else { "" }, if int.is_empty() { "0" } else { &int }, if frac.is_empty() { "0" } else { &frac });
+    Decimal::from_str(&text).map_err(|_| fail("it has too many digits"))
+}
+
+/// Reads a number written with either convention, for command-line flags:
+/// with both marks the last one is the decimal mark; a lone `,` is a decimal
+/// mark; a lone `.` is a decimal mark.
+pub fn parse_decimal_any(input: &str) -> Result<Decimal, Error> {
+    let s = input.trim();
+    let last_comma = s.rfind(',');
+    let last_dot = s.rfind('.');
+    let locale = match (last_comma, last_dot) {
+        (Some(c), Some(d)) if c > d => Locale::PtBr,
+        (Some(_), None) if s.matches(',').count() == 1 => Locale::PtBr,
+        (Some(_), None) => Locale::EnUs,
+        (None, Some(_)) if s.matches('.').count() > 1 => Locale::PtBr,
+        _ => Locale::EnUs,
+    };
+    parse_decimal(s, locale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(format_money(d("1782"), Locale::PtBr, Currency::Brl), "R$ 1.782,00");
+        assert_eq!(format_money(d("148.5"), Locale::PtBr, Currency::Brl), "R$ 148,50");
+        assert_eq!(format_money(d("0.165"), Locale::PtBr, Currency::Brl), "R$ 0,165");
+        assert_eq!(format_money(d("1782"), Locale::EnUs, Currency::Usd), "$1,782.00");
+        assert_eq!(format_pct(d("0.4125"), Locale::PtBr), "0,41%");
+        assert_eq!(format_count(d("30000"), Locale::PtBr), "30.000");
+        assert_eq!(format_count(d("1234567"), Locale::EnUs), "1,234,567");
+        assert_eq!(format_decimal(d("-1234.5"), Locale::PtBr, 2, 2), "-1.234,50");
+    }
+
+    #[test]
+    fn parses_as_the_locale_implies() {
+        let pt = Locale::PtBr;
+        assert_eq!(parse_decimal("1.234,56", pt).unwrap(), d("1234.56"));
+        assert_eq!(parse_decimal("1234,56", pt).unwrap(), d("1234.56"));
+        assert_eq!(parse_decimal("1234.56", pt).unwrap(), d("1234.56"));
+        assert_eq!(parse_decimal("30.000", pt).unwrap(), d("30000"));
+        assert_eq!(parse_decimal("0,015", pt).unwrap(), d("0.015"));
+        assert_eq!(parse_decimal("0.015", pt).unwrap(), d("0.015"));
+        assert_eq!(parse_decimal("R$ 1,20", pt).unwrap(), d("1.2"));
+        let en = Locale::EnUs;
+        assert_eq!(parse_decimal("1,234.56", en).unwrap(), d("1234.56"));
+        assert_eq!(parse_decimal("1234.56", en).unwrap(), d("1234.56"));
+        assert_eq!(parse_decimal("30,000", en).unwrap(), d("30000"));
+        for bad in ["", "abc", "1,2,3,4.5.6", "1.2,3.4", "12,34,56"] {
+            assert!(parse_decimal(bad, pt).is_err() || parse_decimal(bad, en).is_err(), "{bad}");
+        }
+        assert!(parse_decimal("1.23.4", pt).is_err());
+    }
+
+    #[test]
+    fn command_line_numbers() {
+        assert_eq!(parse_decimal_any("0,015").unwrap(), d("0.015"));
+        assert_eq!(parse_decimal_any("0.015").unwrap(), d("0.015"));
+        assert_eq!(parse_decimal_any("1.234,5").unwrap(), d("1234.5"));
+        assert_eq!(parse_decimal_any("1,234.5").unwrap(), d("1234.5"));
+        assert_eq!(parse_decimal_any("3").unwrap(), d("3"));
+    }
+}

@@ -18,6 +18,29 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_isspace)
 }
 
+/// Python's `str.lower()`, without allocating when there is nothing to lower.
+pub fn lower(s: &str) -> Cow<'_, str> {
+    if s.is_ascii() {
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(s.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(s)
+        }
+    } else {
+        Cow::Owned(s.to_lowercase())
+    }
+}
+
+/// Unicode NFC, without allocating when the text is already composed (the
+/// quick check answers yes for all ASCII and nearly all real text).
+pub fn nfc(s: &str) -> Cow<'_, str> {
+    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+    match is_nfc_quick(s.chars()) {
+        IsNormalized::Yes => Cow::Borrowed(s),
+        _ => Cow::Owned(s.nfc().collect()),
+    }
+}
+
 /// Python's `str.isalnum`: letters and numbers, but not the combining marks
 /// that Rust's `is_alphanumeric` also counts as alphabetic.
 pub fn py_isalnum(c: char) -> bool {
@@ -33,7 +56,7 @@ fn text<'a>(spec: &ActionSpec, field: &FieldSpec, v: FieldValue<'a>) -> Result<C
         FieldValue::Num(n) if is_json_integer(n) => Ok(Cow::Owned(canonical_integer(n))),
         other => Err(Error::FieldType {
             action: spec.action.to_string(),
-            field: field.name.clone(),
+            field: field.name.to_string(),
             expected: "a string or an integer",
             got: if matches!(other, FieldValue::Num(_)) { "a non-integer number" } else { other.type_name() },
         }),
@@ -65,7 +88,7 @@ pub fn apply(
     match field.rule {
         Rule::RawText => text(spec, field, value).map(Cow::into_owned),
         Rule::Trim => text(spec, field, value).map(|s| py_strip(&s).to_owned()),
-        Rule::TrimLower => text(spec, field, value).map(|s| py_strip(&s).to_lowercase()),
+        Rule::TrimLower => text(spec, field, value).map(|s| lower(py_strip(&s)).into_owned()),
         Rule::Digits => text(spec, field, value).map(|s| s.chars().filter(char::is_ascii_digit).collect()),
         Rule::MoneyCents => {
             let t = match &value {
@@ -74,7 +97,7 @@ pub fn apply(
                 other => {
                     return Err(Error::FieldType {
                         action: spec.action.to_string(),
-                        field: field.name.clone(),
+                        field: field.name.to_string(),
                         expected: "an amount (a JSON number or a decimal string)",
                         got: other.type_name(),
                     })
@@ -82,7 +105,7 @@ pub fn apply(
             };
             Cents::parse(t).map(|c| c.to_string()).map_err(|reason| Error::BadAmount {
                 action: spec.action.to_string(),
-                field: field.name.clone(),
+                field: field.name.to_string(),
                 reason,
             })
         }
@@ -94,7 +117,7 @@ pub fn apply(
                     let declared = declared_pix_type(spec, field, payload)?;
                     pix::normalize_v2(&s, declared).map(|(_, c)| c).map_err(|reason| Error::BadPixKey {
                         action: spec.action.to_string(),
-                        field: field.name.clone(),
+                        field: field.name.to_string(),
                         reason,
                     })
                 }
@@ -112,7 +135,7 @@ fn declared_pix_type(spec: &ActionSpec, field: &FieldSpec, payload: &Payload<'_>
         Some(FieldValue::Str(s)) if py_strip(&s).is_empty() => Ok(None),
         Some(FieldValue::Str(s)) => s.parse().map(Some).map_err(|reason| Error::BadPixKey {
             action: spec.action.to_string(),
-            field: field.name.clone(),
+            field: field.name.to_string(),
             reason: format!("`{type_field}`: {reason}"),
         }),
         Some(other) => Err(Error::FieldType {

@@ -8,10 +8,9 @@
 //!   lowercase e-mail, lowercase hyphenated random key (EVP). The key type is
 //!   taken from the payload when given and inferred only when unambiguous.
 
-use crate::normalize::{py_isalnum, py_strip};
+use crate::normalize::{lower, nfc, py_isalnum, py_strip};
 use std::fmt;
 use std::str::FromStr;
-use unicode_normalization::UnicodeNormalization;
 
 /// The five kinds of Pix key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,10 +58,10 @@ impl FromStr for PixKeyType {
 
 /// The v1 rule: the reference derivation, byte for byte.
 pub fn normalize_v1(input: &str) -> String {
-    let nfc: String = input.nfc().collect();
-    let text = py_strip(&nfc).to_lowercase();
+    let composed = nfc(input);
+    let text = lower(py_strip(&composed));
     if text.contains('@') {
-        return text;
+        return text.into_owned();
     }
     text.chars().filter(|&c| py_isalnum(c)).collect()
 }
@@ -70,8 +69,8 @@ pub fn normalize_v1(input: &str) -> String {
 /// The v2 rule: the canonical Pix directory form, with the key type given
 /// or inferred. Returns the type and the canonical text.
 pub fn normalize_v2(input: &str, declared: Option<PixKeyType>) -> Result<(PixKeyType, String), String> {
-    let nfc: String = input.nfc().collect();
-    let s = py_strip(&nfc);
+    let composed = nfc(input);
+    let s = py_strip(&composed);
     if s.is_empty() {
         return Err("it is empty".into());
     }

@@ -1,0 +1,7 @@
+//! idem-server: the `idem` command line, the HTTP server and the dashboard host.
+
+pub mod cli;
+mod cost_cmd;
+mod key_cmd;
+pub mod secret;
+pub mod web;

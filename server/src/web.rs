@@ -1,0 +1,123 @@
+//! The HTTP side: one `AppState`, `router(state)` for tests, `serve` for the binary.
+
+use crate::cli::ServeArgs;
+use app::{shell, App};
+use axum::extract::{FromRef, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use idem_core::{Catalog, KeyDeriver};
+use idem_store::Store;
+use leptos::config::LeptosOptions;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Everything a handler may need, cloned cheaply per request.
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    /// Where the site's files are and how they are named.
+    pub leptos_options: LeptosOptions,
+    /// The database.
+    pub store: Store,
+    /// The action catalog.
+    pub catalog: Arc<Catalog>,
+    /// The keyed HMAC state.
+    pub deriver: Arc<KeyDeriver>,
+}
+
+/// The site options: cargo-leptos's environment variables when present
+/// (`LEPTOS_OUTPUT_NAME`, `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`,
+/// `LEPTOS_SITE_ADDR`), else the workspace's defaults.
+pub fn leptos_options(addr: Option<&str>) -> anyhow::Result<LeptosOptions> {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
+    let addr = match addr {
+        Some(a) => a.to_owned(),
+        None => env("LEPTOS_SITE_ADDR", "127.0.0.1:3000"),
+    };
+    let site_addr: std::net::SocketAddr = addr
+        .parse()
+        .map_err(|e| anyhow::anyhow!("`{addr}` is not an address like 127.0.0.1:3000: {e}"))?;
+    Ok(LeptosOptions::builder()
+        .output_name(env("LEPTOS_OUTPUT_NAME", "idem"))
+        .site_root(env("LEPTOS_SITE_ROOT", "target/site"))
+        .site_pkg_dir(env("LEPTOS_SITE_PKG_DIR", "pkg"))
+        .site_addr(site_addr)
+        .build())
+}
+
+/// The application's routes, without a listener: tests call this directly.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let options = state.leptos_options.clone();
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .leptos_routes(&state, routes, move || shell(options.clone()))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .with_state(state)
+}
+
+async fn readyz(State(store): State<Store>) -> (StatusCode, &'static str) {
+    match store.ping().await {
+        Ok(()) => (StatusCode::OK, "ready"),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable")
+        }
+    }
+}
+
+/// Serves `router` on `listener` until Ctrl-C or SIGTERM.
+pub async fn serve(listener: TcpListener, router: Router) -> anyhow::Result<()> {
+    axum::serve(listener, router).with_graceful_shutdown(shutdown()).await?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    tracing::info!("shutting down");
+}
+
+/// `idem serve`: open the database, load the secret and catalog, listen.
+pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
+    let url = args.db.url()?;
+    let store = Store::connect(&url).await?;
+    store.migrate().await?;
+    let (secret, created) = crate::secret::for_serve(&args.db.data_dir)?;
+    if created {
+        tracing::info!(
+            path = %args.db.data_dir.join(crate::secret::FILE).display(),
+            "created a random HMAC secret for this data directory (export it as {} to derive the same keys elsewhere)",
+            crate::secret::ENV
+        );
+    }
+    let catalog = args.catalog.load()?;
+    let leptos_options = leptos_options(args.addr.as_deref())?;
+    let addr = leptos_options.site_addr;
+    let state = AppState {
+        leptos_options,
+        store: store.clone(),
+        catalog: Arc::new(catalog),
+        deriver: Arc::new(KeyDeriver::new(&secret)),
+    };
+    let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    tracing::info!(backend = ?store.backend(), "listening on http://{}", listener.local_addr()?);
+    serve(listener, router(state)).await?;
+    store.close().await;
+    Ok(())
+}
