@@ -47,8 +47,15 @@ pub fn Calculator() -> impl IntoView {
     // A value in the address bar wins over the reference default, so a
     // submitted form (no JavaScript) or a shared link renders its numbers.
     let field = |key: &'static str, label: &'static str, suffix: &'static str| {
-        let initial = query.with_untracked(|q| q.get(key)).unwrap_or_else(|| default_text(key, locale));
-        Field { key, label, suffix, text: RwSignal::new(initial) }
+        let initial = query
+            .with_untracked(|q| q.get(key))
+            .unwrap_or_else(|| default_text(key, locale));
+        Field {
+            key,
+            label,
+            suffix,
+            text: RwSignal::new(initial),
+        }
     };
     let conversations = field("c", "Conversas por mês", "");
     let tokens_in = field("ti", "Tokens de entrada por chamada", "tokens");
@@ -57,7 +64,15 @@ pub fn Calculator() -> impl IntoView {
     let price_out = field("po", "Preço de saída por 1k tokens", "R$");
     let ticket = field("tk", "Receita por conversa resolvida", "R$");
     let dup = field("d", "Conversas que repetem a chamada", "%");
-    let fields = [conversations, tokens_in, tokens_out, price_in, price_out, ticket, dup];
+    let fields = [
+        conversations,
+        tokens_in,
+        tokens_out,
+        price_in,
+        price_out,
+        ticket,
+        dup,
+    ];
 
     let result = Memo::new(move |_| -> Result<(CostInputs, CostOutputs), String> {
         let v = |f: &Field| f.parsed(locale).map_err(|e| format!("{}: {e}", f.label));
@@ -142,7 +157,12 @@ fn NumberField(field: Field, locale: Locale) -> impl IntoView {
 }
 
 #[component]
-fn Results(inputs: CostInputs, outputs: CostOutputs, locale: Locale, currency: Currency) -> impl IntoView {
+fn Results(
+    inputs: CostInputs,
+    outputs: CostOutputs,
+    locale: Locale,
+    currency: Currency,
+) -> impl IntoView {
     let m = move |d: Decimal| format_money(d, locale, currency);
     let n = move |d: Decimal| format_count(d, locale);
     let unit = n(inputs.price_unit.tokens());
@@ -169,20 +189,35 @@ fn Results(inputs: CostInputs, outputs: CostOutputs, locale: Locale, currency: C
             "duplicated_conversations",
             "Conversas duplicadas",
             n(outputs.duplicated_conversations),
-            format!("{} × {}", n(inputs.conversations), format_pct(inputs.duplicate_rate_pct, locale)),
+            format!(
+                "{} × {}",
+                n(inputs.conversations),
+                format_pct(inputs.duplicate_rate_pct, locale)
+            ),
         ),
         (
             "monthly_token_waste",
             "Token queimado por mês",
             m(outputs.monthly_token_waste),
-            format!("{} × {}", n(outputs.duplicated_conversations), m(outputs.cost_per_call)),
+            format!(
+                "{} × {}",
+                n(outputs.duplicated_conversations),
+                m(outputs.cost_per_call)
+            ),
         ),
         (
             "waste_share_of_revenue_pct",
             "Parcela da receita",
-            outputs.waste_share_of_revenue_pct.map(|p| format_pct(p, locale)).unwrap_or_else(|| "—".into()),
+            outputs
+                .waste_share_of_revenue_pct
+                .map(|p| format_pct(p, locale))
+                .unwrap_or_else(|| "—".into()),
             match outputs.waste_share_of_revenue_pct {
-                Some(_) => format!("{} / {}", m(outputs.monthly_token_waste), m(outputs.monthly_revenue)),
+                Some(_) => format!(
+                    "{} / {}",
+                    m(outputs.monthly_token_waste),
+                    m(outputs.monthly_revenue)
+                ),
                 None => "sem receita, não há parcela a calcular".into(),
             },
         ),
@@ -195,9 +230,16 @@ fn Results(inputs: CostInputs, outputs: CostOutputs, locale: Locale, currency: C
         (
             "break_even_conversations",
             "Conversas a mais para empatar",
-            outputs.break_even_conversations.map(n).unwrap_or_else(|| "—".into()),
+            outputs
+                .break_even_conversations
+                .map(n)
+                .unwrap_or_else(|| "—".into()),
             match outputs.break_even_conversations {
-                Some(_) => format!("⌈{} / {}⌉", m(outputs.monthly_token_waste), m(inputs.ticket)),
+                Some(_) => format!(
+                    "⌈{} / {}⌉",
+                    m(outputs.monthly_token_waste),
+                    m(inputs.ticket)
+                ),
                 None => "ticket zero: nenhuma quantidade de conversas cobre o desperdício".into(),
             },
         ),

@@ -61,4 +61,12 @@ pub fn App() -> impl IntoView {
 pub fn hydrate() {
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_body(App);
+    // A marker the browser tests (and curious humans) can wait on: the page
+    // is interactive from here on.
+    if let Some(body) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.body())
+    {
+        let _ = body.set_attribute("data-hydrated", "true");
+    }
 }

@@ -3,6 +3,9 @@
 //! `cargo bench -p idem-core --bench derive`; criterion reports elements/s,
 //! which here are keys/s on one core.
 
+#![allow(clippy::unwrap_used)] // tests and benches fail loudly by design
+#![allow(missing_docs)] // criterion_group! generates an undocumented fn
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use idem_core::{Catalog, KeyDeriver, Payload, Secret, TenantId};
 use std::hint::black_box;
@@ -21,7 +24,8 @@ struct Case {
 }
 
 fn bench(c: &mut Criterion) {
-    let doc: Doc = serde_json::from_str(include_str!("../tests/fixtures/derivation-v1.json")).unwrap();
+    let doc: Doc =
+        serde_json::from_str(include_str!("../tests/fixtures/derivation-v1.json")).unwrap();
     let deriver = KeyDeriver::new(&Secret::new(doc.secret.into_bytes()).unwrap());
     let catalog = Catalog::builtin();
     let cases: Vec<(TenantId, String, Box<serde_json::value::RawValue>)> = doc
@@ -44,7 +48,10 @@ fn bench(c: &mut Criterion) {
     });
     // Normalize and HMAC a payload already parsed (what the store does with
     // a request body it has parsed once).
-    let parsed: Vec<_> = cases.iter().map(|(t, a, p)| (t, a, Payload::from_json(p.get()).unwrap())).collect();
+    let parsed: Vec<_> = cases
+        .iter()
+        .map(|(t, a, p)| (t, a, Payload::from_json(p.get()).unwrap()))
+        .collect();
     g.bench_function("from_parsed_payload", |b| {
         b.iter(|| {
             for (t, a, p) in &parsed {
@@ -57,7 +64,11 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|(t, a, p)| {
             let payload = Payload::from_json(p.get()).unwrap();
-            (t, a, deriver.derive(&catalog, t, a, &payload, None).unwrap())
+            (
+                t,
+                a,
+                deriver.derive(&catalog, t, a, &payload, None).unwrap(),
+            )
         })
         .collect();
     g.bench_function("hmac_only", |b| {

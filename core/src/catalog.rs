@@ -74,7 +74,14 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule's name as written in a catalog file.
-    pub const NAMES: [&'static str; 6] = ["raw_text", "trim", "trim_lower", "digits", "money_cents", "pix_key"];
+    pub const NAMES: [&'static str; 6] = [
+        "raw_text",
+        "trim",
+        "trim_lower",
+        "digits",
+        "money_cents",
+        "pix_key",
+    ];
 
     fn from_name(s: &str) -> Option<Self> {
         Some(match s {
@@ -162,24 +169,29 @@ impl Catalog {
     /// fields without a rule, duplicate fields and unknown settings are
     /// refused with a message naming the action and field.
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let raw: RawCatalog = toml::from_str(text).map_err(|e| Error::Catalog(e.message().to_owned()))?;
+        let raw: RawCatalog =
+            toml::from_str(text).map_err(|e| Error::Catalog(e.message().to_owned()))?;
         if raw.actions.is_empty() {
-            return Err(Error::Catalog("the catalog defines no action ([actions.\"name\"] tables)".into()));
+            return Err(Error::Catalog(
+                "the catalog defines no action ([actions.\"name\"] tables)".into(),
+            ));
         }
         let mut actions = BTreeMap::new();
         for (name, a) in raw.actions {
-            let action = ActionType::try_from(name.as_str()).map_err(|e| Error::Catalog(e.to_string()))?;
+            let action =
+                ActionType::try_from(name.as_str()).map_err(|e| Error::Catalog(e.to_string()))?;
             if a.fields.is_empty() {
-                return Err(Error::Catalog(format!("action `{name}` has no fields: a key must depend on something")));
+                return Err(Error::Catalog(format!(
+                    "action `{name}` has no fields: a key must depend on something"
+                )));
             }
             let rules_version = RulesVersion::try_from(a.rules_version.unwrap_or(1))
                 .map_err(|e| Error::Catalog(format!("action `{name}`: {e}")))?;
             let mut fields = Vec::with_capacity(a.fields.len());
             for (i, f) in a.fields.into_iter().enumerate() {
-                let fname = f
-                    .name
-                    .filter(|n| !n.is_empty())
-                    .ok_or_else(|| Error::Catalog(format!("action `{name}`: field #{} has no name", i + 1)))?;
+                let fname = f.name.filter(|n| !n.is_empty()).ok_or_else(|| {
+                    Error::Catalog(format!("action `{name}`: field #{} has no name", i + 1))
+                })?;
                 let rule_name = f.rule.ok_or_else(|| {
                     Error::Catalog(format!(
                         "action `{name}`: field `{fname}` has no rule (known rules: {})",
@@ -193,9 +205,14 @@ impl Catalog {
                     ))
                 })?;
                 if fields.iter().any(|x: &FieldSpec| *x.name == *fname) {
-                    return Err(Error::Catalog(format!("action `{name}`: field `{fname}` is listed twice")));
+                    return Err(Error::Catalog(format!(
+                        "action `{name}`: field `{fname}` is listed twice"
+                    )));
                 }
-                fields.push(FieldSpec { name: Arc::from(fname), rule });
+                fields.push(FieldSpec {
+                    name: Arc::from(fname),
+                    rule,
+                });
             }
             fields.sort_by(|a, b| a.name.cmp(&b.name));
             let reference = a.reference.unwrap_or_else(|| "referencia_intencao".into());
@@ -206,7 +223,13 @@ impl Catalog {
             }
             actions.insert(
                 name,
-                ActionSpec { action, rules_version, reference, pix_type_field: a.pix_type_field, fields },
+                ActionSpec {
+                    action,
+                    rules_version,
+                    reference,
+                    pix_type_field: a.pix_type_field,
+                    fields,
+                },
             );
         }
         Ok(Self { actions })
@@ -214,7 +237,9 @@ impl Catalog {
 
     /// The recipe of an action type.
     pub fn action(&self, name: &str) -> Result<&ActionSpec, Error> {
-        self.actions.get(name).ok_or_else(|| Error::UnknownAction { action: name.to_owned() })
+        self.actions.get(name).ok_or_else(|| Error::UnknownAction {
+            action: name.to_owned(),
+        })
     }
 
     /// Every action, by name.
@@ -232,7 +257,15 @@ mod tests {
         let c = Catalog::builtin();
         let pix = c.action("pix.cobranca").unwrap();
         let names: Vec<_> = pix.fields().iter().map(|f| &*f.name).collect();
-        assert_eq!(names, ["chave_pix_destino", "cliente_id", "referencia_intencao", "valor"]);
+        assert_eq!(
+            names,
+            [
+                "chave_pix_destino",
+                "cliente_id",
+                "referencia_intencao",
+                "valor"
+            ]
+        );
         assert_eq!(pix.rules_version, RulesVersion::V1);
         assert!(c.action("email.cobranca").is_ok());
         assert!(matches!(c.action("nope"), Err(Error::UnknownAction { .. })));
@@ -244,19 +277,34 @@ mod tests {
 fields = [{ name = "x", rule = "shout" }]
 reference = "x""#;
         let e = Catalog::from_toml(unknown).unwrap_err().to_string();
-        assert!(e.contains("a.b") && e.contains("`x`") && e.contains("shout"), "{e}");
+        assert!(
+            e.contains("a.b") && e.contains("`x`") && e.contains("shout"),
+            "{e}"
+        );
 
         let empty = "[actions.\"a.b\"]\nfields = []";
-        assert!(Catalog::from_toml(empty).unwrap_err().to_string().contains("no fields"));
+        assert!(Catalog::from_toml(empty)
+            .unwrap_err()
+            .to_string()
+            .contains("no fields"));
 
         let norule = "[actions.\"a.b\"]\nreference = \"x\"\nfields = [{ name = \"x\" }]";
-        assert!(Catalog::from_toml(norule).unwrap_err().to_string().contains("has no rule"));
+        assert!(Catalog::from_toml(norule)
+            .unwrap_err()
+            .to_string()
+            .contains("has no rule"));
 
         let v9 = "[actions.\"a.b\"]\nrules_version = 9\nreference = \"x\"\nfields = [{ name = \"x\", rule = \"trim\" }]";
-        assert!(Catalog::from_toml(v9).unwrap_err().to_string().contains("rules version 9"));
+        assert!(Catalog::from_toml(v9)
+            .unwrap_err()
+            .to_string()
+            .contains("rules version 9"));
 
         let noref = "[actions.\"a.b\"]\nfields = [{ name = \"x\", rule = \"trim\" }]";
-        assert!(Catalog::from_toml(noref).unwrap_err().to_string().contains("reference field"));
+        assert!(Catalog::from_toml(noref)
+            .unwrap_err()
+            .to_string()
+            .contains("reference field"));
 
         assert!(Catalog::from_toml("[actions.\"a.b\"]\ncolour = 1").is_err());
         assert!(Catalog::from_toml("").is_err());

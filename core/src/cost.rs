@@ -51,7 +51,10 @@ impl std::str::FromStr for PriceUnit {
         match s.trim().to_ascii_lowercase().as_str() {
             "1k" | "k" | "1000" => Ok(PriceUnit::PerThousand),
             "1m" | "m" | "1000000" => Ok(PriceUnit::PerMillion),
-            _ => Err(Error::CostInput { field: "price-unit", reason: format!("`{s}` is not 1k or 1m") }),
+            _ => Err(Error::CostInput {
+                field: "price-unit",
+                reason: format!("`{s}` is not 1k or 1m"),
+            }),
         }
     }
 }
@@ -160,13 +163,18 @@ impl CostOutputs {
     pub fn break_even(&self) -> Result<Decimal, Error> {
         self.break_even_conversations.ok_or(Error::CostInput {
             field: "ticket",
-            reason: "is zero, so no number of conversations covers the waste (break-even is undefined)".into(),
+            reason:
+                "is zero, so no number of conversations covers the waste (break-even is undefined)"
+                    .into(),
         })
     }
 }
 
 fn overflow(field: &'static str) -> Error {
-    Error::CostInput { field, reason: "the result is too large to compute exactly".into() }
+    Error::CostInput {
+        field,
+        reason: "the result is too large to compute exactly".into(),
+    }
 }
 
 fn mul(a: Decimal, b: Decimal, field: &'static str) -> Result<Decimal, Error> {
@@ -183,7 +191,10 @@ fn div(a: Decimal, b: Decimal, field: &'static str) -> Result<Decimal, Error> {
 
 fn non_negative(v: Decimal, field: &'static str) -> Result<(), Error> {
     if v.is_sign_negative() && !v.is_zero() {
-        return Err(Error::CostInput { field, reason: "must not be negative".into() });
+        return Err(Error::CostInput {
+            field,
+            reason: "must not be negative".into(),
+        });
     }
     Ok(())
 }
@@ -191,7 +202,10 @@ fn non_negative(v: Decimal, field: &'static str) -> Result<(), Error> {
 fn whole(v: Decimal, field: &'static str) -> Result<(), Error> {
     non_negative(v, field)?;
     if !v.fract().is_zero() {
-        return Err(Error::CostInput { field, reason: "must be a whole number".into() });
+        return Err(Error::CostInput {
+            field,
+            reason: "must be a whole number".into(),
+        });
     }
     Ok(())
 }
@@ -199,7 +213,10 @@ fn whole(v: Decimal, field: &'static str) -> Result<(), Error> {
 fn percent(v: Decimal, field: &'static str) -> Result<(), Error> {
     non_negative(v, field)?;
     if v > Decimal::ONE_HUNDRED {
-        return Err(Error::CostInput { field, reason: "is a percentage and cannot be above 100".into() });
+        return Err(Error::CostInput {
+            field,
+            reason: "is a percentage and cannot be above 100".into(),
+        });
     }
     Ok(())
 }
@@ -240,16 +257,28 @@ pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
     let twelve = Decimal::from(12);
     // Multiply before dividing so the result stays exact.
     let cost_in = div(mul(i.tokens_in, i.price_in, "price-in")?, unit, "price-in")?;
-    let cost_out = div(mul(i.tokens_out, i.price_out, "price-out")?, unit, "price-out")?;
+    let cost_out = div(
+        mul(i.tokens_out, i.price_out, "price-out")?,
+        unit,
+        "price-out",
+    )?;
     let cost_per_call = add(cost_in, cost_out, "cost-per-call")?;
     let monthly_useful_spend = mul(i.conversations, cost_per_call, "conversations")?;
     let monthly_revenue = mul(i.conversations, i.ticket, "ticket")?;
-    let duplicated = div(mul(i.conversations, i.duplicate_rate_pct, "duplicate-rate")?, hundred, "duplicate-rate")?;
+    let duplicated = div(
+        mul(i.conversations, i.duplicate_rate_pct, "duplicate-rate")?,
+        hundred,
+        "duplicate-rate",
+    )?;
     let waste = mul(duplicated, cost_per_call, "monthly-token-waste")?;
     let share = if monthly_revenue.is_zero() {
         None
     } else {
-        Some(div(mul(waste, hundred, "waste-share")?, monthly_revenue, "waste-share")?)
+        Some(div(
+            mul(waste, hundred, "waste-share")?,
+            monthly_revenue,
+            "waste-share",
+        )?)
     };
     let annual = mul(waste, twelve, "annual-token-waste")?;
     let break_even = if waste.is_zero() {
@@ -257,15 +286,26 @@ pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
     } else if i.ticket.is_zero() {
         None
     } else {
-        Some(div(waste, i.ticket, "break-even")?.round_dp_with_strategy(0, RoundingStrategy::ToPositiveInfinity))
+        Some(
+            div(waste, i.ticket, "break-even")?
+                .round_dp_with_strategy(0, RoundingStrategy::ToPositiveInfinity),
+        )
     };
     let risk = match &i.risk {
         None => None,
         Some(r) => {
-            let charges = div(mul(duplicated, r.money_share_pct, "money-share")?, hundred, "money-share")?;
+            let charges = div(
+                mul(duplicated, r.money_share_pct, "money-share")?,
+                hundred,
+                "money-share",
+            )?;
             let amount = mul(charges, r.avg_charge, "avg-charge")?;
             let ops = mul(charges, r.ops_cost, "ops-cost")?;
-            let claims = div(mul(amount, r.claim_rate_pct, "claim-rate")?, hundred, "claim-rate")?;
+            let claims = div(
+                mul(amount, r.claim_rate_pct, "claim-rate")?,
+                hundred,
+                "claim-rate",
+            )?;
             let total = add(ops, claims, "monthly-total-risk")?;
             let all = add(total, waste, "monthly-total-cost")?;
             Some(RiskOutputs {
@@ -321,7 +361,10 @@ mod tests {
         i.price_in = d("15");
         i.price_out = d("75");
         i.price_unit = PriceUnit::PerMillion;
-        assert_eq!(compute(&i).unwrap(), compute(&CostInputs::reference()).unwrap());
+        assert_eq!(
+            compute(&i).unwrap(),
+            compute(&CostInputs::reference()).unwrap()
+        );
         assert_eq!(PriceUnit::PerThousand.convert(d("0.015")), d("15"));
     }
 

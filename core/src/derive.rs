@@ -41,10 +41,15 @@ impl IdempotencyKey {
 impl TryFrom<&str> for IdempotencyKey {
     type Error = Error;
     fn try_from(s: &str) -> Result<Self, Error> {
-        if s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             Ok(Self(s.to_owned()))
         } else {
-            Err(Error::Payload("a key is 64 lowercase hexadecimal characters".into()))
+            Err(Error::Payload(
+                "a key is 64 lowercase hexadecimal characters".into(),
+            ))
         }
     }
 }
@@ -76,7 +81,10 @@ impl NormalizedPayload {
 
     /// One field's normalized value.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(k, _)| &**k == name).map(|(_, v)| v.as_str())
+        self.fields
+            .iter()
+            .find(|(k, _)| &**k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The fields as a JSON object (sorted, compact), for storage.
@@ -91,7 +99,9 @@ impl NormalizedPayload {
     pub fn from_json(text: &str) -> Result<Self, Error> {
         let map: std::collections::BTreeMap<String, String> =
             serde_json::from_str(text).map_err(|e| Error::Payload(e.to_string()))?;
-        Ok(Self { fields: map.into_iter().map(|(k, v)| (Arc::from(k), v)).collect() })
+        Ok(Self {
+            fields: map.into_iter().map(|(k, v)| (Arc::from(k), v)).collect(),
+        })
     }
 }
 
@@ -163,7 +173,14 @@ fn write_str<S: Sink>(out: &mut S, s: &str) {
         };
         out.put(&bytes[start..i]);
         if esc.is_empty() {
-            out.put(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+            out.put(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]);
         } else {
             out.put(esc);
         }
@@ -186,7 +203,13 @@ fn write_fields<S: Sink>(out: &mut S, fields: &[(Arc<str>, String)]) {
     out.put(b"}");
 }
 
-fn write_canonical<S: Sink>(out: &mut S, tenant: &str, action: &str, version: RulesVersion, fields: &[(Arc<str>, String)]) {
+fn write_canonical<S: Sink>(
+    out: &mut S,
+    tenant: &str,
+    action: &str,
+    version: RulesVersion,
+    fields: &[(Arc<str>, String)],
+) {
     out.put(b"{\"a\":");
     write_str(out, action);
     out.put(b",\"p\":");
@@ -201,9 +224,20 @@ fn write_canonical<S: Sink>(out: &mut S, tenant: &str, action: &str, version: Ru
 
 /// The canonical JSON bytes that are hashed, for documentation and for
 /// checking another language's implementation.
-pub fn canonical_json(tenant: &TenantId, action: &str, version: RulesVersion, normalized: &NormalizedPayload) -> String {
+pub fn canonical_json(
+    tenant: &TenantId,
+    action: &str,
+    version: RulesVersion,
+    normalized: &NormalizedPayload,
+) -> String {
     let mut out = Vec::with_capacity(256);
-    write_canonical(&mut out, tenant.as_str(), action, version, &normalized.fields);
+    write_canonical(
+        &mut out,
+        tenant.as_str(),
+        action,
+        version,
+        &normalized.fields,
+    );
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -211,14 +245,27 @@ impl KeyDeriver {
     /// Prepares the keyed HMAC state.
     pub fn new(secret: &Secret) -> Self {
         // HMAC accepts keys of any length; this cannot fail.
-        let mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
+        let mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.expose())
+            .unwrap_or_else(|_| unreachable!());
         Self { mac }
     }
 
     /// The key of already-normalized fields.
-    pub fn key(&self, tenant: &TenantId, action: &str, version: RulesVersion, normalized: &NormalizedPayload) -> IdempotencyKey {
+    pub fn key(
+        &self,
+        tenant: &TenantId,
+        action: &str,
+        version: RulesVersion,
+        normalized: &NormalizedPayload,
+    ) -> IdempotencyKey {
         let mut mac = self.mac.clone();
-        write_canonical(&mut mac, tenant.as_str(), action, version, &normalized.fields);
+        write_canonical(
+            &mut mac,
+            tenant.as_str(),
+            action,
+            version,
+            &normalized.fields,
+        );
         IdempotencyKey(hex::encode(mac.finalize().into_bytes()))
     }
 
@@ -236,20 +283,31 @@ impl KeyDeriver {
         let rules_version = version.unwrap_or(spec.rules_version);
         let normalized = normalize_payload(spec, rules_version, payload)?;
         let key = self.key(tenant, spec.action.as_str(), rules_version, &normalized);
-        Ok(Derived { key, rules_version, normalized })
+        Ok(Derived {
+            key,
+            rules_version,
+            normalized,
+        })
     }
 }
 
 /// Applies an action's rules to a candidate payload. Fields outside the
 /// action's list are ignored: they can never change the key.
-pub fn normalize_payload(spec: &ActionSpec, version: RulesVersion, payload: &Payload<'_>) -> Result<NormalizedPayload, Error> {
+pub fn normalize_payload(
+    spec: &ActionSpec,
+    version: RulesVersion,
+    payload: &Payload<'_>,
+) -> Result<NormalizedPayload, Error> {
     let mut fields = Vec::with_capacity(spec.fields().len());
     for f in spec.fields() {
         let value = payload.get(&f.name).ok_or_else(|| Error::MissingField {
             action: spec.action.to_string(),
             field: f.name.to_string(),
         })?;
-        fields.push((Arc::clone(&f.name), normalize::apply(spec, version, f, value, payload)?));
+        fields.push((
+            Arc::clone(&f.name),
+            normalize::apply(spec, version, f, value, payload)?,
+        ));
     }
     Ok(NormalizedPayload { fields })
 }
@@ -266,8 +324,13 @@ mod tests {
     fn canonical_form_is_python_compatible() {
         let c = Catalog::builtin();
         let t = TenantId::try_from("loja-do-zé").unwrap();
-        let p = Payload::from_json(r#"{"cliente_id":"a\"b\n\u0001","referencia_intencao":" R1 ","template":" X "}"#).unwrap();
-        let d = deriver().derive(&c, &t, "email.cobranca", &p, None).unwrap();
+        let p = Payload::from_json(
+            r#"{"cliente_id":"a\"b\n\u0001","referencia_intencao":" R1 ","template":" X "}"#,
+        )
+        .unwrap();
+        let d = deriver()
+            .derive(&c, &t, "email.cobranca", &p, None)
+            .unwrap();
         assert_eq!(
             canonical_json(&t, "email.cobranca", d.rules_version, &d.normalized),
             "{\"a\":\"email.cobranca\",\"p\":{\"cliente_id\":\"a\\\"b\\n\\u0001\",\"referencia_intencao\":\"R1\",\"template\":\"x\"},\"t\":\"loja-do-zé\",\"v\":1}"
@@ -280,19 +343,38 @@ mod tests {
         let c = Catalog::builtin();
         let t = TenantId::try_from("t").unwrap();
         let p = Payload::from_json(r#"{"cliente_id":"c","valor":"10.001","chave_pix_destino":"x","referencia_intencao":"r"}"#).unwrap();
-        let e = deriver().derive(&c, &t, "pix.cobranca", &p, None).unwrap_err();
-        assert!(matches!(&e, Error::BadAmount { field, action, .. } if field == "valor" && action == "pix.cobranca"), "{e}");
+        let e = deriver()
+            .derive(&c, &t, "pix.cobranca", &p, None)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::BadAmount { field, action, .. } if field == "valor" && action == "pix.cobranca"),
+            "{e}"
+        );
         let p = Payload::from_json(r#"{"cliente_id":"c","valor":"1"}"#).unwrap();
-        let e = deriver().derive(&c, &t, "pix.cobranca", &p, None).unwrap_err();
-        assert!(matches!(&e, Error::MissingField { field, .. } if field == "chave_pix_destino"), "{e}");
-        let p = Payload::from_json(r#"{"cliente_id":true,"referencia_intencao":"r","template":"x"}"#).unwrap();
-        let e = deriver().derive(&c, &t, "email.cobranca", &p, None).unwrap_err();
-        assert!(e.to_string().contains("cliente_id") && e.to_string().contains("boolean"), "{e}");
+        let e = deriver()
+            .derive(&c, &t, "pix.cobranca", &p, None)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::MissingField { field, .. } if field == "chave_pix_destino"),
+            "{e}"
+        );
+        let p =
+            Payload::from_json(r#"{"cliente_id":true,"referencia_intencao":"r","template":"x"}"#)
+                .unwrap();
+        let e = deriver()
+            .derive(&c, &t, "email.cobranca", &p, None)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("cliente_id") && e.to_string().contains("boolean"),
+            "{e}"
+        );
     }
 
     #[test]
     fn frozen_payload_round_trips() {
-        let n = NormalizedPayload { fields: vec![(Arc::from("a"), "é\"".into()), (Arc::from("b"), "2".into())] };
+        let n = NormalizedPayload {
+            fields: vec![(Arc::from("a"), "é\"".into()), (Arc::from("b"), "2".into())],
+        };
         assert_eq!(NormalizedPayload::from_json(&n.to_json()).unwrap(), n);
     }
 }

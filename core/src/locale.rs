@@ -93,7 +93,7 @@ fn group(int_digits: &str, sep: char) -> String {
     let n = int_digits.len();
     let mut out = String::with_capacity(n + n / 3);
     for (i, c) in int_digits.chars().enumerate() {
-        if i > 0 && (n - i) % 3 == 0 {
+        if i > 0 && (n - i).is_multiple_of(3) {
             out.push(sep);
         }
         out.push(c);
@@ -105,7 +105,9 @@ fn group(int_digits: &str, sep: char) -> String {
 /// zero to at most `max_frac` places and padded to at least `min_frac`.
 pub fn format_decimal(d: Decimal, locale: Locale, min_frac: u32, max_frac: u32) -> String {
     let (dec, grp) = locale.separators();
-    let mut r = d.round_dp_with_strategy(max_frac, RoundingStrategy::MidpointAwayFromZero).normalize();
+    let mut r = d
+        .round_dp_with_strategy(max_frac, RoundingStrategy::MidpointAwayFromZero)
+        .normalize();
     if r.scale() < min_frac {
         r.rescale(min_frac);
     }
@@ -157,7 +159,11 @@ fn valid_grouping(int: &str, sep: char) -> bool {
 pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
     let fail = |hint: &str| Error::Number {
         input: input.to_owned(),
-        hint: if hint.is_empty() { String::new() } else { format!(": {hint}") },
+        hint: if hint.is_empty() {
+            String::new()
+        } else {
+            format!(": {hint}")
+        },
     };
     let mut s: String = input.chars().filter(|c| !c.is_whitespace()).collect();
     for sym in ["R$", "US$", "$", "€", "%"] {
@@ -170,7 +176,10 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
         Some(b) => (true, b.to_owned()),
         None => (false, s.clone()),
     };
-    if !body.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',') {
+    if !body
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+    {
         return Err(fail("only digits, `.` and `,` are allowed"));
     }
     let (dec, grp) = locale.separators();
@@ -182,10 +191,14 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
         }
         let (int, frac) = body.split_once(dec).unwrap_or((&body, ""));
         if frac.contains(grp) {
-            return Err(fail(&format!("`{grp}` cannot come after the decimal mark `{dec}`")));
+            return Err(fail(&format!(
+                "`{grp}` cannot come after the decimal mark `{dec}`"
+            )));
         }
         if has_grp && !valid_grouping(int, grp) {
-            return Err(fail(&format!("thousands are grouped in threes with `{grp}`")));
+            return Err(fail(&format!(
+                "thousands are grouped in threes with `{grp}`"
+            )));
         }
         (int.replace(grp, ""), frac.to_owned())
     } else if has_grp {
@@ -197,7 +210,9 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
             let (i, f) = body.split_once(grp).unwrap_or((&body, ""));
             (i.to_owned(), f.to_owned())
         } else {
-            return Err(fail(&format!("thousands are grouped in threes with `{grp}`")));
+            return Err(fail(&format!(
+                "thousands are grouped in threes with `{grp}`"
+            )));
         }
     } else {
         (body.clone(), String::new())
@@ -205,7 +220,12 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
     if int.is_empty() && frac.is_empty() {
         return Err(fail("type a number"));
     }
-    let text = format!("{}{}.{}", if neg { "-" } else { "" }, if int.is_empty() { "0" } else { &int }, if frac.is_empty() { "0" } else { &frac });
+    let text = format!(
+        "{}{}.{}",
+        if neg { "-" } else { "" },
+        if int.is_empty() { "0" } else { &int },
+        if frac.is_empty() { "0" } else { &frac }
+    );
     Decimal::from_str(&text).map_err(|_| fail("it has too many digits"))
 }
 
@@ -236,14 +256,29 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(format_money(d("1782"), Locale::PtBr, Currency::Brl), "R$ 1.782,00");
-        assert_eq!(format_money(d("148.5"), Locale::PtBr, Currency::Brl), "R$ 148,50");
-        assert_eq!(format_money(d("0.165"), Locale::PtBr, Currency::Brl), "R$ 0,165");
-        assert_eq!(format_money(d("1782"), Locale::EnUs, Currency::Usd), "$1,782.00");
+        assert_eq!(
+            format_money(d("1782"), Locale::PtBr, Currency::Brl),
+            "R$ 1.782,00"
+        );
+        assert_eq!(
+            format_money(d("148.5"), Locale::PtBr, Currency::Brl),
+            "R$ 148,50"
+        );
+        assert_eq!(
+            format_money(d("0.165"), Locale::PtBr, Currency::Brl),
+            "R$ 0,165"
+        );
+        assert_eq!(
+            format_money(d("1782"), Locale::EnUs, Currency::Usd),
+            "$1,782.00"
+        );
         assert_eq!(format_pct(d("0.4125"), Locale::PtBr), "0,41%");
         assert_eq!(format_count(d("30000"), Locale::PtBr), "30.000");
         assert_eq!(format_count(d("1234567"), Locale::EnUs), "1,234,567");
-        assert_eq!(format_decimal(d("-1234.5"), Locale::PtBr, 2, 2), "-1.234,50");
+        assert_eq!(
+            format_decimal(d("-1234.5"), Locale::PtBr, 2, 2),
+            "-1.234,50"
+        );
     }
 
     #[test]
@@ -261,7 +296,10 @@ mod tests {
         assert_eq!(parse_decimal("1234.56", en).unwrap(), d("1234.56"));
         assert_eq!(parse_decimal("30,000", en).unwrap(), d("30000"));
         for bad in ["", "abc", "1,2,3,4.5.6", "1.2,3.4", "12,34,56"] {
-            assert!(parse_decimal(bad, pt).is_err() || parse_decimal(bad, en).is_err(), "{bad}");
+            assert!(
+                parse_decimal(bad, pt).is_err() || parse_decimal(bad, en).is_err(),
+                "{bad}"
+            );
         }
         assert!(parse_decimal("1.23.4", pt).is_err());
     }

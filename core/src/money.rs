@@ -48,7 +48,8 @@ fn parse_cents(text: &str) -> Result<i64, AmountError> {
     if int_part.is_empty() && frac_part.is_empty() {
         return Err(bad());
     }
-    if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit())
+    if !int_part.bytes().all(|b| b.is_ascii_digit())
+        || !frac_part.bytes().all(|b| b.is_ascii_digit())
     {
         return Err(bad());
     }
@@ -115,7 +116,9 @@ mod tests {
 
     #[test]
     fn spellings_of_ten() {
-        for s in ["10", "10.0", "10.00", "10.000", " 10 ", "1e1", "1.0E+1", "+10", "10.", "0010"] {
+        for s in [
+            "10", "10.0", "10.00", "10.000", " 10 ", "1e1", "1.0E+1", "+10", "10.", "0010",
+        ] {
             assert_eq!(c(s), Ok(1000), "{s}");
         }
         assert_eq!(c(".5"), Ok(50));
@@ -132,7 +135,9 @@ mod tests {
         assert_eq!(c("-1"), Err(AmountError::Negative));
         assert_eq!(c("1e30"), Err(AmountError::TooLarge));
         assert_eq!(c("1e99999999999999999999"), Err(AmountError::TooLarge));
-        for s in ["", ".", "abc", "1,00", "NaN", "inf", "1_000", "1e", "--1", "1.2.3"] {
+        for s in [
+            "", ".", "abc", "1,00", "NaN", "inf", "1_000", "1e", "--1", "1.2.3",
+        ] {
             assert!(matches!(c(s), Err(AmountError::NotANumber(_))), "{s}");
         }
     }

@@ -50,7 +50,11 @@ pub fn py_isalnum(c: char) -> bool {
 /// Text of a field whose rule takes text: a string, or an integer written
 /// as its digits (what `str()` of a JSON integer gives). Anything else is
 /// refused rather than stringified in a way another language would not.
-fn text<'a>(spec: &ActionSpec, field: &FieldSpec, v: FieldValue<'a>) -> Result<Cow<'a, str>, Error> {
+fn text<'a>(
+    spec: &ActionSpec,
+    field: &FieldSpec,
+    v: FieldValue<'a>,
+) -> Result<Cow<'a, str>, Error> {
     match v {
         FieldValue::Str(s) => Ok(s),
         FieldValue::Num(n) if is_json_integer(n) => Ok(Cow::Owned(canonical_integer(n))),
@@ -58,7 +62,11 @@ fn text<'a>(spec: &ActionSpec, field: &FieldSpec, v: FieldValue<'a>) -> Result<C
             action: spec.action.to_string(),
             field: field.name.to_string(),
             expected: "a string or an integer",
-            got: if matches!(other, FieldValue::Num(_)) { "a non-integer number" } else { other.type_name() },
+            got: if matches!(other, FieldValue::Num(_)) {
+                "a non-integer number"
+            } else {
+                other.type_name()
+            },
         }),
     }
 }
@@ -89,7 +97,9 @@ pub fn apply(
         Rule::RawText => text(spec, field, value).map(Cow::into_owned),
         Rule::Trim => text(spec, field, value).map(|s| py_strip(&s).to_owned()),
         Rule::TrimLower => text(spec, field, value).map(|s| lower(py_strip(&s)).into_owned()),
-        Rule::Digits => text(spec, field, value).map(|s| s.chars().filter(char::is_ascii_digit).collect()),
+        Rule::Digits => {
+            text(spec, field, value).map(|s| s.chars().filter(char::is_ascii_digit).collect())
+        }
         Rule::MoneyCents => {
             let t = match &value {
                 FieldValue::Str(s) => s.as_ref(),
@@ -103,11 +113,13 @@ pub fn apply(
                     })
                 }
             };
-            Cents::parse(t).map(|c| c.to_string()).map_err(|reason| Error::BadAmount {
-                action: spec.action.to_string(),
-                field: field.name.to_string(),
-                reason,
-            })
+            Cents::parse(t)
+                .map(|c| c.to_string())
+                .map_err(|reason| Error::BadAmount {
+                    action: spec.action.to_string(),
+                    field: field.name.to_string(),
+                    reason,
+                })
         }
         Rule::PixKey => {
             let s = text(spec, field, value)?;
@@ -115,18 +127,24 @@ pub fn apply(
                 RulesVersion::V1 => Ok(pix::normalize_v1(&s)),
                 RulesVersion::V2 => {
                     let declared = declared_pix_type(spec, field, payload)?;
-                    pix::normalize_v2(&s, declared).map(|(_, c)| c).map_err(|reason| Error::BadPixKey {
-                        action: spec.action.to_string(),
-                        field: field.name.to_string(),
-                        reason,
-                    })
+                    pix::normalize_v2(&s, declared)
+                        .map(|(_, c)| c)
+                        .map_err(|reason| Error::BadPixKey {
+                            action: spec.action.to_string(),
+                            field: field.name.to_string(),
+                            reason,
+                        })
                 }
             }
         }
     }
 }
 
-fn declared_pix_type(spec: &ActionSpec, field: &FieldSpec, payload: &Payload<'_>) -> Result<Option<PixKeyType>, Error> {
+fn declared_pix_type(
+    spec: &ActionSpec,
+    field: &FieldSpec,
+    payload: &Payload<'_>,
+) -> Result<Option<PixKeyType>, Error> {
     let Some(type_field) = spec.pix_type_field.as_deref() else {
         return Ok(None);
     };

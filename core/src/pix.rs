@@ -48,7 +48,9 @@ impl FromStr for PixKeyType {
             "cnpj" => Ok(PixKeyType::Cnpj),
             "phone" | "telefone" | "celular" => Ok(PixKeyType::Phone),
             "email" | "e-mail" => Ok(PixKeyType::Email),
-            "evp" | "aleatoria" | "aleatória" | "random" | "chave_aleatoria" => Ok(PixKeyType::Evp),
+            "evp" | "aleatoria" | "aleatória" | "random" | "chave_aleatoria" => {
+                Ok(PixKeyType::Evp)
+            }
             other => Err(format!(
                 "unknown Pix key type `{other}` (expected cpf, cnpj, phone, email or evp)"
             )),
@@ -68,7 +70,10 @@ pub fn normalize_v1(input: &str) -> String {
 
 /// The v2 rule: the canonical Pix directory form, with the key type given
 /// or inferred. Returns the type and the canonical text.
-pub fn normalize_v2(input: &str, declared: Option<PixKeyType>) -> Result<(PixKeyType, String), String> {
+pub fn normalize_v2(
+    input: &str,
+    declared: Option<PixKeyType>,
+) -> Result<(PixKeyType, String), String> {
     let composed = nfc(input);
     let s = py_strip(&composed);
     if s.is_empty() {
@@ -167,7 +172,12 @@ fn email(s: &str) -> Result<String, String> {
         (Some(l), Some(d), None) => (l, d),
         _ => return Err("an e-mail key has exactly one `@`".into()),
     };
-    if local.is_empty() || domain.len() < 3 || !domain.contains('.') || domain.starts_with('.') || domain.ends_with('.') {
+    if local.is_empty()
+        || domain.len() < 3
+        || !domain.contains('.')
+        || domain.starts_with('.')
+        || domain.ends_with('.')
+    {
         return Err("an e-mail key needs a local part and a domain with a dot".into());
     }
     if lower.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -183,13 +193,24 @@ fn evp(s: &str) -> Result<String, String> {
     let hex: String = s.chars().filter(|&c| c != '-').collect();
     let hyphens_ok = !s.contains('-') || {
         let b = s.as_bytes();
-        b.len() == 36 && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-') && s.matches('-').count() == 4
+        b.len() == 36
+            && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+            && s.matches('-').count() == 4
     };
     if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) || !hyphens_ok {
-        return Err("a random key is 32 hexadecimal digits, optionally hyphenated 8-4-4-4-12".into());
+        return Err(
+            "a random key is 32 hexadecimal digits, optionally hyphenated 8-4-4-4-12".into(),
+        );
     }
     let h = hex.to_ascii_lowercase();
-    Ok(format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    ))
 }
 
 /// A Brazilian area code: two digits, neither zero.
@@ -219,16 +240,23 @@ fn phone(s: &str) -> Result<String, String> {
     if has_plus && !digits.starts_with("55") {
         return Err("Pix phone keys are Brazilian numbers (+55)".into());
     }
-    if let Some(national) = digits.strip_prefix("55").filter(|n| has_plus || n.len() >= 10) {
+    if let Some(national) = digits
+        .strip_prefix("55")
+        .filter(|n| has_plus || n.len() >= 10)
+    {
         if let Some(e164) = national_phone(national) {
             return Ok(e164);
         }
         if has_plus || digits.len() > 11 {
-            return Err("after +55 a phone key needs a 2-digit area code and an 8- or 9-digit number".into());
+            return Err(
+                "after +55 a phone key needs a 2-digit area code and an 8- or 9-digit number"
+                    .into(),
+            );
         }
     }
     national_phone(&digits).ok_or_else(|| {
-        "a phone key needs a 2-digit area code and a 9-digit mobile or 8-digit landline number".into()
+        "a phone key needs a 2-digit area code and a 9-digit mobile or 8-digit landline number"
+            .into()
     })
 }
 
@@ -238,9 +266,15 @@ fn cpf_check(d: &str) -> bool {
         return false;
     }
     let digit = |n: usize| -> u8 {
-        let sum: u32 = (0..n).map(|i| u32::from(b[i] - b'0') * (n as u32 + 1 - i as u32)).sum();
+        let sum: u32 = (0..n)
+            .map(|i| u32::from(b[i] - b'0') * (n as u32 + 1 - i as u32))
+            .sum();
         let r = (sum * 10) % 11;
-        if r == 10 { 0 } else { r as u8 }
+        if r == 10 {
+            0
+        } else {
+            r as u8
+        }
     };
     digit(9) == b[9] - b'0' && digit(10) == b[10] - b'0'
 }
@@ -258,7 +292,10 @@ fn cpf(s: &str) -> Result<String, String> {
 
 fn cnpj_check(d: &str) -> bool {
     let b = d.as_bytes();
-    if b.len() != 14 || !b[12..].iter().all(u8::is_ascii_digit) || !b[..12].iter().all(u8::is_ascii_alphanumeric) {
+    if b.len() != 14
+        || !b[12..].iter().all(u8::is_ascii_digit)
+        || !b[..12].iter().all(u8::is_ascii_alphanumeric)
+    {
         return false;
     }
     if b.iter().all(|&c| c == b[0]) {
@@ -275,7 +312,11 @@ fn cnpj_check(d: &str) -> bool {
             })
             .sum();
         let r = sum % 11;
-        if r < 2 { 0 } else { 11 - r }
+        if r < 2 {
+            0
+        } else {
+            11 - r
+        }
     };
     digit(12) == value(b[12]) && digit(13) == value(b[13])
 }
@@ -301,7 +342,12 @@ mod tests {
 
     #[test]
     fn v2_phone_spellings_agree() {
-        for s in ["+55 (11) 99999-9999", "5511999999999", "+5511999999999", "(11) 99999-9999"] {
+        for s in [
+            "+55 (11) 99999-9999",
+            "5511999999999",
+            "+5511999999999",
+            "(11) 99999-9999",
+        ] {
             assert_eq!(v2(s).as_deref(), Ok("+5511999999999"), "{s}");
         }
         assert_eq!(v2("+55 11 3333-4444").as_deref(), Ok("+551133334444"));
@@ -329,12 +375,18 @@ mod tests {
             .unwrap();
         assert!(v2(&both).unwrap_err().contains("give the key type"));
         assert_eq!(normalize_v2(&both, Some(PixKeyType::Cpf)).unwrap().1, both);
-        assert_eq!(normalize_v2(&both, Some(PixKeyType::Phone)).unwrap().1, format!("+55{both}"));
+        assert_eq!(
+            normalize_v2(&both, Some(PixKeyType::Phone)).unwrap().1,
+            format!("+55{both}")
+        );
     }
 
     #[test]
     fn v2_email_and_evp() {
-        assert_eq!(v2(" Fulano@Example.COM ").as_deref(), Ok("fulano@example.com"));
+        assert_eq!(
+            v2(" Fulano@Example.COM ").as_deref(),
+            Ok("fulano@example.com")
+        );
         assert!(v2("a@b@c.com").is_err());
         let k = "123e4567-e89b-12d3-a456-426614174000";
         assert_eq!(v2(&k.to_uppercase()).as_deref(), Ok(k));
@@ -346,6 +398,9 @@ mod tests {
     fn v1_matches_reference_rule() {
         assert_eq!(normalize_v1(" 131.144.024-26 "), "13114402426");
         assert_eq!(normalize_v1("+55 11 90259-9058"), "5511902599058");
-        assert_eq!(normalize_v1(" THsDDDX@Example.com\t"), "thsdddx@example.com");
+        assert_eq!(
+            normalize_v1(" THsDDDX@Example.com\t"),
+            "thsdddx@example.com"
+        );
     }
 }

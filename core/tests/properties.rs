@@ -1,5 +1,7 @@
 //! Property tests: what must not change a key, and what must.
 
+#![allow(clippy::unwrap_used)] // tests and benches fail loudly by design
+
 use idem_core::{Catalog, KeyDeriver, Payload, RulesVersion, Secret, TenantId};
 use proptest::prelude::*;
 
@@ -11,7 +13,11 @@ fn key(tenant: &str, action: &str, json: &str, v: Option<RulesVersion>) -> Strin
     let c = Catalog::builtin();
     let t = TenantId::try_from(tenant).unwrap();
     let p = Payload::from_json(json).unwrap();
-    deriver().derive(&c, &t, action, &p, v).unwrap().key.to_string()
+    deriver()
+        .derive(&c, &t, action, &p, v)
+        .unwrap()
+        .key
+        .to_string()
 }
 
 fn js(s: &str) -> String {
@@ -22,7 +28,9 @@ fn js(s: &str) -> String {
 fn cpf_from(nine: [u8; 9]) -> String {
     let mut d: Vec<u8> = nine.to_vec();
     for n in [9usize, 10] {
-        let s: u32 = (0..n).map(|i| u32::from(d[i]) * (n as u32 + 1 - i as u32)).sum();
+        let s: u32 = (0..n)
+            .map(|i| u32::from(d[i]) * (n as u32 + 1 - i as u32))
+            .sum();
         let r = (s * 10) % 11;
         d.push(if r == 10 { 0 } else { r as u8 });
     }

@@ -1,5 +1,7 @@
 //! Every case of the reference vectors (rules v1), byte for byte.
 
+#![allow(clippy::unwrap_used)] // tests and benches fail loudly by design
+
 use idem_core::{Catalog, KeyDeriver, Payload, Secret, TenantId};
 
 #[test]
@@ -18,7 +20,12 @@ fn every_reference_vector_matches() {
         let derived = deriver
             .derive(&catalog, &tenant, &case.action, &payload, None)
             .unwrap_or_else(|e| panic!("case {i}: {e}"));
-        assert_eq!(derived.key.as_str(), case.expected_key, "case {i}: {}", case.payload.get());
+        assert_eq!(
+            derived.key.as_str(),
+            case.expected_key,
+            "case {i}: {}",
+            case.payload.get()
+        );
         checked += 1;
     }
     assert_eq!(checked, 60);

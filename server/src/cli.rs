@@ -73,9 +73,13 @@ impl DbArgs {
         match &self.database_url {
             Some(u) => Ok(u.clone()),
             None => {
-                std::fs::create_dir_all(&self.data_dir)
-                    .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", self.data_dir.display()))?;
-                Ok(format!("sqlite://{}", self.data_dir.join("idem.db").display()))
+                std::fs::create_dir_all(&self.data_dir).map_err(|e| {
+                    anyhow::anyhow!("cannot create {}: {e}", self.data_dir.display())
+                })?;
+                Ok(format!(
+                    "sqlite://{}",
+                    self.data_dir.join("idem.db").display()
+                ))
             }
         }
     }
@@ -99,7 +103,9 @@ pub struct ServeArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Key { command: KeyCommand::Derive(args) } => crate::key_cmd::run(&args),
+        Command::Key {
+            command: KeyCommand::Derive(args),
+        } => crate::key_cmd::run(&args),
         Command::Cost(args) => crate::cost_cmd::run(&args),
         Command::Serve(args) => run_async(crate::web::serve_cmd(args)),
         Command::Migrate(args) => run_async(migrate(args)),
@@ -108,7 +114,10 @@ pub fn main() -> ExitCode {
 
 fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
     init_tracing();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -126,8 +135,12 @@ fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("IDEM_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let filter =
+        EnvFilter::try_from_env("IDEM_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 async fn migrate(args: DbArgs) -> anyhow::Result<()> {

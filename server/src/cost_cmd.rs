@@ -1,7 +1,9 @@
 //! `idem cost`: the cost model on the command line.
 
 use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit, RiskInputs};
-use idem_core::locale::{format_count, format_money, format_pct, parse_decimal_any, Currency, Locale};
+use idem_core::locale::{
+    format_count, format_money, format_pct, parse_decimal_any, Currency, Locale,
+};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
@@ -71,7 +73,10 @@ fn inputs(a: &CostArgs) -> Result<CostInputs, String> {
         tokens_out: num("tokens-out", &a.tokens_out)?,
         price_in: num("price-in", &a.price_in)?,
         price_out: num("price-out", &a.price_out)?,
-        price_unit: a.price_unit.parse::<PriceUnit>().map_err(|e| format!("--{e}"))?,
+        price_unit: a
+            .price_unit
+            .parse::<PriceUnit>()
+            .map_err(|e| format!("--{e}"))?,
         ticket: num("ticket", &a.ticket)?,
         duplicate_rate_pct: num("duplicate-rate", &a.duplicate_rate)?,
         risk,
@@ -85,14 +90,26 @@ pub fn to_json(o: &CostOutputs) -> Value {
     m.insert("cost_per_call".into(), s(o.cost_per_call));
     m.insert("monthly_useful_spend".into(), s(o.monthly_useful_spend));
     m.insert("monthly_revenue".into(), s(o.monthly_revenue));
-    m.insert("duplicated_conversations".into(), s(o.duplicated_conversations));
+    m.insert(
+        "duplicated_conversations".into(),
+        s(o.duplicated_conversations),
+    );
     m.insert("monthly_token_waste".into(), s(o.monthly_token_waste));
-    m.insert("waste_share_of_revenue_pct".into(), o.waste_share_of_revenue_pct.map_or(Value::Null, s));
+    m.insert(
+        "waste_share_of_revenue_pct".into(),
+        o.waste_share_of_revenue_pct.map_or(Value::Null, s),
+    );
     m.insert("annual_token_waste".into(), s(o.annual_token_waste));
-    m.insert("break_even_conversations".into(), o.break_even_conversations.map_or(Value::Null, s));
+    m.insert(
+        "break_even_conversations".into(),
+        o.break_even_conversations.map_or(Value::Null, s),
+    );
     if let Some(r) = &o.risk {
         m.insert("duplicated_charges".into(), s(r.duplicated_charges));
-        m.insert("monthly_duplicated_amount".into(), s(r.monthly_duplicated_amount));
+        m.insert(
+            "monthly_duplicated_amount".into(),
+            s(r.monthly_duplicated_amount),
+        );
         m.insert("monthly_ops_cost".into(), s(r.monthly_ops_cost));
         m.insert("monthly_claim_exposure".into(), s(r.monthly_claim_exposure));
         m.insert("monthly_total_risk".into(), s(r.monthly_total_risk));
@@ -110,24 +127,49 @@ fn table(i: &CostInputs, o: &CostOutputs) -> String {
     let mut rows = vec![
         ("Custo por chamada", m(o.cost_per_call)),
         ("Receita do mês", m(o.monthly_revenue)),
-        ("Conversas duplicadas", format!("{} ({} de {})", n(o.duplicated_conversations), format_pct(i.duplicate_rate_pct, l), n(i.conversations))),
+        (
+            "Conversas duplicadas",
+            format!(
+                "{} ({} de {})",
+                n(o.duplicated_conversations),
+                format_pct(i.duplicate_rate_pct, l),
+                n(i.conversations)
+            ),
+        ),
         ("Token queimado por mês", m(o.monthly_token_waste)),
-        ("Parcela da receita", o.waste_share_of_revenue_pct.map_or("—".into(), |p| format_pct(p, l))),
+        (
+            "Parcela da receita",
+            o.waste_share_of_revenue_pct
+                .map_or("—".into(), |p| format_pct(p, l)),
+        ),
         ("Token queimado por ano", m(o.annual_token_waste)),
-        ("Conversas a mais para empatar", o.break_even_conversations.map_or("—".into(), n)),
+        (
+            "Conversas a mais para empatar",
+            o.break_even_conversations.map_or("—".into(), n),
+        ),
     ];
     if let Some(r) = &o.risk {
         rows.extend([
             ("Cobranças duplicadas por mês", n(r.duplicated_charges)),
-            ("Valor cobrado em dobro por mês", m(r.monthly_duplicated_amount)),
+            (
+                "Valor cobrado em dobro por mês",
+                m(r.monthly_duplicated_amount),
+            ),
             ("Custo operacional por mês", m(r.monthly_ops_cost)),
-            ("Exposição a reclamações (CDC art. 42)", m(r.monthly_claim_exposure)),
+            (
+                "Exposição a reclamações (CDC art. 42)",
+                m(r.monthly_claim_exposure),
+            ),
             ("Risco financeiro por mês", m(r.monthly_total_risk)),
             ("Risco financeiro por ano", m(r.annual_total_risk)),
             ("Custo total das duplicatas por ano", m(r.annual_total_cost)),
         ]);
     }
-    let width = rows.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
     rows.iter()
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
         .collect()

@@ -93,7 +93,8 @@ fn derive_line(
     if line.trim().is_empty() {
         return Err("empty line".into());
     }
-    let parsed: Line<'_> = serde_json::from_str(line).map_err(|e| format!("not a JSON line with tenant, action and payload: {e}"))?;
+    let parsed: Line<'_> = serde_json::from_str(line)
+        .map_err(|e| format!("not a JSON line with tenant, action and payload: {e}"))?;
     let tenant = match last_tenant {
         Some(t) if t.as_str() == parsed.tenant => t.clone(),
         _ => {

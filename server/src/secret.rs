@@ -32,7 +32,8 @@ pub fn for_serve(data_dir: &Path) -> anyhow::Result<(Secret, bool)> {
     }
     let path = data_dir.join(FILE);
     if path.exists() {
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         return Ok((Secret::new(text.trim().as_bytes().to_vec())?, false));
     }
     let bytes: [u8; 32] = rand::random();
@@ -45,7 +46,11 @@ pub fn for_serve(data_dir: &Path) -> anyhow::Result<(Secret, bool)> {
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     f.write_all(bytes)?;
     f.sync_all()
 }
@@ -74,7 +79,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.path().join(FILE)).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.path().join(FILE))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
     }

@@ -70,7 +70,9 @@ async fn readyz(State(store): State<Store>) -> (StatusCode, &'static str) {
 
 /// Serves `router` on `listener` until Ctrl-C or SIGTERM.
 pub async fn serve(listener: TcpListener, router: Router) -> anyhow::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown()).await?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown())
+        .await?;
     Ok(())
 }
 
@@ -115,7 +117,9 @@ pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
         catalog: Arc::new(catalog),
         deriver: Arc::new(KeyDeriver::new(&secret)),
     };
-    let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     tracing::info!(backend = ?store.backend(), "listening on http://{}", listener.local_addr()?);
     serve(listener, router(state)).await?;
     store.close().await;

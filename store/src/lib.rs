@@ -2,7 +2,9 @@
 //! PostgreSQL (production), chosen from the database URL.
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -59,7 +61,10 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(5))
                 .foreign_keys(true);
-            let pool = SqlitePoolOptions::new().max_connections(8).connect_with(opts).await?;
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(opts)
+                .await?;
             Ok(Store::Sqlite(pool))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             tracing::Span::current().record("backend", "postgres");
@@ -119,7 +124,9 @@ mod tests {
     async fn sqlite_file_is_created_and_migrated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("idem.db");
-        let store = Store::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let store = Store::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
         store.migrate().await.unwrap();
         store.ping().await.unwrap();
         assert!(path.exists());
@@ -131,7 +138,9 @@ mod tests {
     #[tokio::test]
     async fn postgres_when_configured() {
         let Ok(url) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
-            eprintln!("SKIPPED: IDEM_TEST_POSTGRES_URL is not set; the Postgres store test did not run");
+            eprintln!(
+                "SKIPPED: IDEM_TEST_POSTGRES_URL is not set; the Postgres store test did not run"
+            );
             return;
         };
         let store = Store::connect(&url).await.unwrap();
@@ -142,6 +151,9 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_urls_are_refused() {
-        assert!(matches!(Store::connect("mysql://x").await, Err(Error::Url(_))));
+        assert!(matches!(
+            Store::connect("mysql://x").await,
+            Err(Error::Url(_))
+        ));
     }
 }

@@ -1,0 +1,36 @@
+// Shared set-up for the browser tests: Debian's Chromium through
+// playwright-core, and a guard that fails a test on any console or page error
+// (a hydration failure shows up there and nowhere else).
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+
+export const BASE_URL = process.env.IDEM_BASE_URL ?? 'http://127.0.0.1:3000';
+export const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
+mkdirSync(ARTIFACTS, { recursive: true });
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+}
+
+/** A fresh page that records every console error and uncaught exception. */
+export async function openPage(browser, path = '/') {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('requestfailed', (r) => errors.push(`requestfailed: ${r.url()}`));
+  await page.goto(BASE_URL + path, { waitUntil: 'load' });
+  return { context, page, errors };
+}
+
+/** Waits until the wasm has hydrated the server-rendered page. */
+export async function hydrated(page) {
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 20000 });
+}

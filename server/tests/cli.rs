@@ -1,0 +1,283 @@
+//! The `idem` command line, driven from the outside as a user scripts it.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const VECTORS: &str = include_str!("../../core/tests/fixtures/derivation-v1.json");
+
+fn idem(args: &[&str], stdin: &str, secret: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.args(args)
+        .env_remove("IDEMPOTENCY_HMAC_KEY")
+        .env_remove("IDEM_CATALOG");
+    if let Some(s) = secret {
+        cmd.env("IDEMPOTENCY_HMAC_KEY", s);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+const REFERENCE: &[&str] = &[
+    "cost",
+    "--conversations",
+    "30000",
+    "--tokens-in",
+    "8000",
+    "--tokens-out",
+    "600",
+    "--price-in",
+    "0,015",
+    "--price-out",
+    "0.075",
+    "--price-unit",
+    "1k",
+    "--ticket",
+    "1,20",
+    "--duplicate-rate",
+    "3",
+];
+
+#[test]
+fn cost_json_is_the_reference_scenario_exactly() {
+    let mut args = REFERENCE.to_vec();
+    args.push("--json");
+    let o = idem(&args, "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["cost_per_call"], "0.165");
+    assert_eq!(v["monthly_revenue"], "36000.00");
+    assert_eq!(v["duplicated_conversations"], "900");
+    assert_eq!(v["monthly_token_waste"], "148.50");
+    assert_eq!(v["waste_share_of_revenue_pct"], "0.4125");
+    assert_eq!(v["annual_token_waste"], "1782.00");
+    assert_eq!(v["break_even_conversations"], "124");
+    assert!(
+        v.get("duplicated_charges").is_none(),
+        "no risk block without risk inputs"
+    );
+}
+
+#[test]
+fn cost_risk_block_and_table() {
+    let mut args = REFERENCE.to_vec();
+    args.extend([
+        "--money-share",
+        "50",
+        "--avg-charge",
+        "180",
+        "--ops-cost",
+        "12,50",
+        "--claim-rate",
+        "2",
+        "--json",
+    ]);
+    let o = idem(&args, "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["duplicated_charges"], "450");
+    assert_eq!(v["monthly_ops_cost"], "5625.00");
+    assert_eq!(v["monthly_claim_exposure"], "1620.00");
+    assert_eq!(v["monthly_total_risk"], "7245.00");
+    assert_eq!(v["annual_total_risk"], "86940.00");
+
+    let o = idem(REFERENCE, "", None);
+    let table = stdout(&o);
+    for want in [
+        "R$ 0,165",
+        "R$ 36.000,00",
+        "R$ 148,50",
+        "0,41%",
+        "R$ 1.782,00",
+        "124",
+    ] {
+        assert!(table.contains(want), "{want} missing from:\n{table}");
+    }
+}
+
+#[test]
+fn cost_refuses_bad_input_with_the_flag_named() {
+    let mut args = REFERENCE.to_vec();
+    let rate = args.iter().position(|a| *a == "--duplicate-rate").unwrap() + 1;
+    args[rate] = "101";
+    let o = idem(&args, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("duplicate-rate"), "{}", stderr(&o));
+
+    args[rate] = "abc";
+    let o = idem(&args, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--duplicate-rate"), "{}", stderr(&o));
+
+    let mut args = REFERENCE.to_vec();
+    let ticket = args.iter().position(|a| *a == "--ticket").unwrap() + 1;
+    args[ticket] = "0";
+    let o = idem(&args, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("break-even"), "{}", stderr(&o));
+}
+
+#[derive(serde::Deserialize)]
+struct Doc {
+    secret: String,
+    cases: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    tenant: String,
+    action: String,
+    payload: Box<serde_json::value::RawValue>,
+    expected_key: String,
+}
+
+#[test]
+fn key_derive_single_payload() {
+    let doc: Doc = serde_json::from_str(VECTORS).unwrap();
+    let c = &doc.cases[0];
+    let o = idem(
+        &[
+            "key", "derive", "--tenant", &c.tenant, "--action", &c.action,
+        ],
+        c.payload.get(),
+        Some(&doc.secret),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), c.expected_key);
+
+    // Without the secret: a clear refusal, not a key under some default.
+    let o = idem(
+        &[
+            "key", "derive", "--tenant", &c.tenant, "--action", &c.action,
+        ],
+        c.payload.get(),
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("IDEMPOTENCY_HMAC_KEY is not set"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn batch_prints_one_line_per_input_line_in_order() {
+    let doc: Doc = serde_json::from_str(VECTORS).unwrap();
+    let mut input = String::new();
+    let mut want = Vec::new();
+    for (i, c) in doc.cases.iter().enumerate() {
+        let line =
+            serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload});
+        input.push_str(&line.to_string());
+        input.push('\n');
+        want.push(c.expected_key.clone());
+        if i == 10 {
+            input.push_str("{not json\n");
+            want.push("error:".into());
+            input.push_str(r#"{"tenant":"t","action":"pix.cobranca","payload":{"cliente_id":"c","valor":"-1","chave_pix_destino":"x","referencia_intencao":"r"}}"#);
+            input.push('\n');
+            want.push("error: action `pix.cobranca`: field `valor`".into());
+        }
+    }
+    let o = idem(&["key", "derive", "--batch"], &input, Some(&doc.secret));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a bad line makes the exit status 1"
+    );
+    let out = stdout(&o);
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!(g.starts_with(w.as_str()), "got {g}, want {w}");
+    }
+
+    // Every line good: exit 0.
+    let good: String = input
+        .lines()
+        .filter(|l| l.starts_with("{\"action\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let o = idem(&["key", "derive", "--batch"], &good, Some(&doc.secret));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 60);
+}
+
+#[test]
+fn catalog_errors_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    std::fs::write(
+        &path,
+        "[actions.\"a.b\"]\nreference = \"x\"\nfields = [{ name = \"x\", rule = \"uppercase\" }]\n",
+    )
+    .unwrap();
+    let o = idem(
+        &[
+            "key",
+            "derive",
+            "--tenant",
+            "t",
+            "--action",
+            "a.b",
+            "--catalog",
+            path.to_str().unwrap(),
+        ],
+        "{}",
+        Some("s"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown rule `uppercase`"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A custom catalog with rules v2 for a new action.
+    std::fs::write(
+        &path,
+        "[actions.\"pix.estorno\"]\nrules_version = 2\nreference = \"ref\"\nfields = [{ name = \"ref\", rule = \"trim\" }, { name = \"chave\", rule = \"pix_key\" }]\n",
+    )
+    .unwrap();
+    let run = |chave: &str| {
+        let o = idem(
+            &[
+                "key",
+                "derive",
+                "--tenant",
+                "t",
+                "--action",
+                "pix.estorno",
+                "--catalog",
+                path.to_str().unwrap(),
+            ],
+            &format!(r#"{{"ref":"r1","chave":"{chave}"}}"#),
+            Some("s"),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    assert_eq!(run("+55 (11) 99999-9999"), run("5511999999999"));
+}
