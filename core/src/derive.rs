@@ -134,7 +134,7 @@ impl Derived {
     }
 }
 
-/// Where canonical bytes go: a buffer (to show them) or the MAC (to hash).
+/// Where canonical bytes go.
 trait Sink {
     fn put(&mut self, bytes: &[u8]);
 }
@@ -145,19 +145,19 @@ impl Sink for Vec<u8> {
     }
 }
 
-impl Sink for Hmac<Sha256> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.update(bytes);
-    }
-}
-
 /// Writes a JSON string exactly as Python's `json.dumps(ensure_ascii=False)`
 /// and serde_json do: `"` and `\` escaped, control characters as `\n`-style
 /// escapes or `\u00XX` in lowercase hex, everything else verbatim UTF-8.
 fn write_str<S: Sink>(out: &mut S, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.put(b"\"");
     let bytes = s.as_bytes();
+    out.put(b"\"");
+    // Nearly every value needs no escape: copy it whole.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.put(bytes);
+        out.put(b"\"");
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let esc: &[u8] = match b {
@@ -188,6 +188,18 @@ fn write_str<S: Sink>(out: &mut S, s: &str) {
     }
     out.put(&bytes[start..]);
     out.put(b"\"");
+}
+
+/// Lowercase hex of a digest, without the per-character iterator of `hex`.
+fn to_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(HEX[(b >> 4) as usize]);
+        out.push(HEX[(b & 15) as usize]);
+    }
+    // Only ASCII hex digits were pushed.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn write_fields<S: Sink>(out: &mut S, fields: &[(Arc<str>, String)]) {
@@ -258,15 +270,19 @@ impl KeyDeriver {
         version: RulesVersion,
         normalized: &NormalizedPayload,
     ) -> IdempotencyKey {
-        let mut mac = self.mac.clone();
+        // One buffer, one MAC update: many small updates cost more than the
+        // copy into the buffer.
+        let mut buf = Vec::with_capacity(256);
         write_canonical(
-            &mut mac,
+            &mut buf,
             tenant.as_str(),
             action,
             version,
             &normalized.fields,
         );
-        IdempotencyKey(hex::encode(mac.finalize().into_bytes()))
+        let mut mac = self.mac.clone();
+        mac.update(&buf);
+        IdempotencyKey(to_hex(&mac.finalize().into_bytes()))
     }
 
     /// Normalizes a candidate payload with its action's rules and derives its

@@ -65,6 +65,10 @@ pub fn normalize_v1(input: &str) -> String {
     if text.contains('@') {
         return text.into_owned();
     }
+    if text.is_ascii() {
+        // The common case, without a Unicode table lookup per character.
+        return text.chars().filter(char::is_ascii_alphanumeric).collect();
+    }
     text.chars().filter(|&c| py_isalnum(c)).collect()
 }
 

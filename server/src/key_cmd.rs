@@ -3,7 +3,7 @@
 use crate::cli::CatalogArgs;
 use idem_core::{Catalog, KeyDeriver, Payload, RulesVersion, TenantId};
 use std::borrow::Cow;
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
 /// Options of `idem key derive`.
@@ -113,40 +113,120 @@ fn derive_line(
         .map_err(|e| e.to_string())
 }
 
-fn batch(catalog: &Catalog, deriver: &KeyDeriver, version: Option<RulesVersion>) -> ExitCode {
-    let stdin = std::io::stdin();
-    let mut input = std::io::BufReader::with_capacity(1 << 20, stdin.lock());
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    let mut buf = Vec::with_capacity(4096);
-    let mut all_ok = true;
-    let mut last_tenant = None;
-    loop {
-        buf.clear();
-        match input.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("error: reading stdin: {e}");
-                return ExitCode::from(2);
+/// Bytes of input handed to one worker at a time.
+const CHUNK: usize = 2 << 20;
+
+/// Reads up to about `CHUNK` bytes ending at a line boundary (or at end of
+/// input). `carry` holds the partial line left over from the last read.
+fn next_chunk(input: &mut impl Read, carry: &mut Vec<u8>) -> std::io::Result<Option<Vec<u8>>> {
+    let mut chunk = std::mem::take(carry);
+    chunk.reserve(CHUNK + 4096);
+    let mut eof = false;
+    while chunk.len() < CHUNK {
+        let start = chunk.len();
+        chunk.resize(start + 64 * 1024, 0);
+        let n = input.read(&mut chunk[start..])?;
+        chunk.truncate(start + n);
+        if n == 0 {
+            eof = true;
+            break;
+        }
+    }
+    if chunk.is_empty() {
+        return Ok(None);
+    }
+    if !eof {
+        match chunk.iter().rposition(|&b| b == b'\n') {
+            Some(i) => *carry = chunk.split_off(i + 1),
+            // One line longer than a chunk: keep reading until it ends.
+            None => {
+                *carry = chunk;
+                return next_chunk(input, carry).map(|c| c.or_else(|| Some(std::mem::take(carry))));
             }
         }
-        let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let result = std::str::from_utf8(bytes)
+    }
+    Ok(Some(chunk))
+}
+
+/// Derives every line of a chunk; returns the output and whether all succeeded.
+fn process_chunk(
+    chunk: &[u8],
+    catalog: &Catalog,
+    deriver: &KeyDeriver,
+    version: Option<RulesVersion>,
+) -> (Vec<u8>, bool) {
+    let mut out = Vec::with_capacity(chunk.len() / 2);
+    let mut all_ok = true;
+    let mut last_tenant = None;
+    let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
+    for raw in body.split(|&b| b == b'\n') {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let result = std::str::from_utf8(raw)
             .map_err(|_| "the line is not valid UTF-8".to_owned())
             .and_then(|line| derive_line(line, catalog, deriver, version, &mut last_tenant));
-        let written = match result {
-            Ok(key) => writeln!(out, "{key}"),
+        match result {
+            Ok(key) => {
+                out.extend_from_slice(key.as_str().as_bytes());
+                out.push(b'\n');
+            }
             Err(msg) => {
                 all_ok = false;
                 // One output line per input line, whatever the message says.
-                writeln!(out, "error: {}", msg.replace(['\n', '\r'], " "))
+                out.extend_from_slice(b"error: ");
+                out.extend_from_slice(msg.replace(['\n', '\r'], " ").as_bytes());
+                out.push(b'\n');
             }
-        };
-        if written.is_err() {
-            // The reader went away (e.g. `| head`): stop quietly.
-            return ExitCode::from(1);
+        }
+    }
+    (out, all_ok)
+}
+
+/// Batch mode: chunks of lines derived on every core, written in input order.
+fn batch(catalog: &Catalog, deriver: &KeyDeriver, version: Option<RulesVersion>) -> ExitCode {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 16);
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut carry = Vec::new();
+    let mut all_ok = true;
+    loop {
+        let mut round = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            match next_chunk(&mut input, &mut carry) {
+                Ok(Some(c)) => round.push(c),
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("error: reading stdin: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        if round.is_empty() {
+            break;
+        }
+        let results: Vec<(Vec<u8>, bool)> = std::thread::scope(|s| {
+            let handles: Vec<_> = round[1..]
+                .iter()
+                .map(|c| s.spawn(move || process_chunk(c, catalog, deriver, version)))
+                .collect();
+            let mut results = vec![process_chunk(&round[0], catalog, deriver, version)];
+            for h in handles {
+                results.push(
+                    h.join()
+                        .unwrap_or_else(|_| (b"error: internal failure\n".to_vec(), false)),
+                );
+            }
+            results
+        });
+        for (bytes, ok) in results {
+            all_ok &= ok;
+            if out.write_all(&bytes).is_err() {
+                // The reader went away (e.g. `| head`): stop quietly.
+                return ExitCode::from(1);
+            }
         }
     }
     if out.flush().is_err() {
