@@ -26,13 +26,15 @@ impl Field {
 fn default_text(key: &str, locale: Locale) -> String {
     let r = CostInputs::reference();
     let d = |v: Decimal| idem_core::locale::format_decimal(v, locale, 0, 6);
+    // Money fields show cents, as a finance lead writes them ("1,20").
+    let m = |v: Decimal| idem_core::locale::format_decimal(v, locale, 2, 6);
     match key {
         "c" => d(r.conversations),
         "ti" => d(r.tokens_in),
         "to" => d(r.tokens_out),
-        "pi" => d(r.price_in),
-        "po" => d(r.price_out),
-        "tk" => d(r.ticket),
+        "pi" => m(r.price_in),
+        "po" => m(r.price_out),
+        "tk" => m(r.ticket),
         "d" => d(r.duplicate_rate_pct),
         _ => String::new(),
     }

@@ -281,3 +281,32 @@ fn catalog_errors_name_the_problem() {
     };
     assert_eq!(run("+55 (11) 99999-9999"), run("5511999999999"));
 }
+
+#[test]
+fn batch_keeps_order_across_chunks_and_without_a_final_newline() {
+    let doc: Doc = serde_json::from_str(VECTORS).unwrap();
+    let mut input = String::new();
+    let mut want = Vec::new();
+    // About 5 MB: several chunks, so several worker threads.
+    for round in 0..400 {
+        for c in &doc.cases {
+            let line = serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload});
+            input.push_str(&line.to_string());
+            input.push('\n');
+            want.push(c.expected_key.as_str());
+        }
+        if round % 97 == 0 {
+            input.push_str("not json\n");
+            want.push("error:");
+        }
+    }
+    input.pop(); // no newline after the last line
+    let o = idem(&["key", "derive", "--batch"], &input, Some(&doc.secret));
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.starts_with(w), "line {i}: got {g}, want {w}");
+    }
+}
