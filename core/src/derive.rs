@@ -387,6 +387,21 @@ mod tests {
     }
 
     #[test]
+    fn key_is_hmac_of_the_canonical_form_even_when_large() {
+        let long = "x".repeat(2000);
+        let n = NormalizedPayload {
+            fields: vec![(Arc::from("a"), long.clone())],
+        };
+        let t = TenantId::try_from("t").unwrap();
+        let key = deriver().key(&t, "act", RulesVersion::V1, &n);
+        let canonical = canonical_json(&t, "act", RulesVersion::V1, &n);
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(b"vetor-publico-nao-e-segredo").unwrap();
+        mac.update(canonical.as_bytes());
+        assert_eq!(key.as_str(), to_hex(&mac.finalize().into_bytes()));
+    }
+
+    #[test]
     fn frozen_payload_round_trips() {
         let n = NormalizedPayload {
             fields: vec![(Arc::from("a"), "é\"".into()), (Arc::from("b"), "2".into())],

@@ -70,36 +70,42 @@ fn parse_cents(text: &str) -> Result<i64, AmountError> {
             }
         }
     };
-    // All digits as one integer string, with the decimal point `scale`
-    // places from the right; cents means shifting the point two places right.
-    let digits = format!("{int_part}{frac_part}");
-    let digits = digits.trim_start_matches('0');
-    let shift = 2 + exp - frac_part.len() as i64;
-    let is_zero = digits.is_empty();
-    if negative && !is_zero {
-        return Err(AmountError::Negative);
-    }
-    if is_zero {
+    // The amount is the digit sequence int_part ++ frac_part with the
+    // decimal point `frac_part.len()` places from the right; cents shift it
+    // two places right (plus the exponent). Walk the digits without joining
+    // them into a new string.
+    let all = || int_part.bytes().chain(frac_part.bytes());
+    let total = int_part.len() + frac_part.len();
+    let leading_zeros = all().take_while(|&b| b == b'0').count();
+    let significant = total - leading_zeros;
+    if significant == 0 {
         return Ok(0);
     }
-    let kept: &str = if shift >= 0 {
-        digits
+    if negative {
+        return Err(AmountError::Negative);
+    }
+    let shift = 2 + exp - frac_part.len() as i64;
+    // Digits kept before the point moves past them; the rest must be zeros.
+    let kept = if shift >= 0 {
+        significant
     } else {
         let drop = (-shift) as usize;
-        if drop >= digits.len() {
+        if drop >= significant {
             return Err(AmountError::BelowCent);
         }
-        let (kept, dropped) = digits.split_at(digits.len() - drop);
-        if dropped.bytes().any(|b| b != b'0') {
+        if all().skip(total - drop).any(|b| b != b'0') {
             return Err(AmountError::BelowCent);
         }
-        kept
+        significant - drop
     };
     let zeros = shift.max(0) as usize;
-    if kept.len() + zeros > 18 {
+    if kept + zeros > 18 {
         return Err(AmountError::TooLarge);
     }
-    let mut value: i64 = kept.parse().map_err(|_| AmountError::TooLarge)?;
+    let mut value: i64 = 0;
+    for b in all().skip(leading_zeros).take(kept) {
+        value = value * 10 + i64::from(b - b'0');
+    }
     for _ in 0..zeros {
         value = value.checked_mul(10).ok_or(AmountError::TooLarge)?;
     }

@@ -78,6 +78,10 @@ impl<'a> Payload<'a> {
 fn classify(raw: &RawValue) -> FieldValue<'_> {
     let text = raw.get();
     match text.as_bytes().first() {
+        // No backslash: the string's text is its value, no parsing needed.
+        Some(b'"') if !text.contains('\\') && text.len() >= 2 => {
+            FieldValue::Str(Cow::Borrowed(&text[1..text.len() - 1]))
+        }
         Some(b'"') => match serde_json::from_str::<CowStr<'_>>(text) {
             Ok(s) => FieldValue::Str(s.0),
             // RawValue already validated the string; this cannot fail, but

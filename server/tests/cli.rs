@@ -290,7 +290,8 @@ fn batch_keeps_order_across_chunks_and_without_a_final_newline() {
     // About 5 MB: several chunks, so several worker threads.
     for round in 0..400 {
         for c in &doc.cases {
-            let line = serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload});
+            let line =
+                serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload});
             input.push_str(&line.to_string());
             input.push('\n');
             want.push(c.expected_key.as_str());
