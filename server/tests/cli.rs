@@ -21,13 +21,17 @@ fn idem(args: &[&str], stdin: &str, secret: Option<&str>) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    // Feed stdin from another thread: a large input would otherwise fill
+    // the output pipe while we are still writing, and both sides would wait.
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_owned();
+    let writer = std::thread::spawn(move || {
+        // The child may exit before reading everything (a usage error).
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
 }
 
 fn stdout(o: &Output) -> String {
