@@ -79,6 +79,10 @@ impl NormalizedPayload {
         &self.fields
     }
 
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.iter().map(|(k, v)| (&**k, v.as_str()))
+    }
+
     /// One field's normalized value.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.fields
@@ -90,7 +94,7 @@ impl NormalizedPayload {
     /// The fields as a JSON object (sorted, compact), for storage.
     pub fn to_json(&self) -> String {
         let mut out = Vec::with_capacity(64);
-        write_fields(&mut out, &self.fields);
+        write_fields(&mut out, self.pairs());
         // Only valid UTF-8 was written.
         String::from_utf8(out).unwrap_or_default()
     }
@@ -202,9 +206,9 @@ fn to_hex(bytes: &[u8]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_fields<S: Sink>(out: &mut S, fields: &[(Arc<str>, String)]) {
+fn write_fields<'a, S: Sink>(out: &mut S, fields: impl Iterator<Item = (&'a str, &'a str)>) {
     out.put(b"{");
-    for (i, (k, v)) in fields.iter().enumerate() {
+    for (i, (k, v)) in fields.enumerate() {
         if i > 0 {
             out.put(b",");
         }
@@ -215,12 +219,12 @@ fn write_fields<S: Sink>(out: &mut S, fields: &[(Arc<str>, String)]) {
     out.put(b"}");
 }
 
-fn write_canonical<S: Sink>(
+fn write_canonical<'a, S: Sink>(
     out: &mut S,
     tenant: &str,
     action: &str,
     version: RulesVersion,
-    fields: &[(Arc<str>, String)],
+    fields: impl Iterator<Item = (&'a str, &'a str)>,
 ) {
     out.put(b"{\"a\":");
     write_str(out, action);
@@ -248,7 +252,7 @@ pub fn canonical_json(
         tenant.as_str(),
         action,
         version,
-        &normalized.fields,
+        normalized.pairs(),
     );
     String::from_utf8(out).unwrap_or_default()
 }
@@ -270,19 +274,48 @@ impl KeyDeriver {
         version: RulesVersion,
         normalized: &NormalizedPayload,
     ) -> IdempotencyKey {
+        self.hash(tenant.as_str(), action, version, normalized.pairs())
+    }
+
+    fn hash<'a>(
+        &self,
+        tenant: &str,
+        action: &str,
+        version: RulesVersion,
+        fields: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> IdempotencyKey {
         // One buffer, one MAC update: many small updates cost more than the
         // copy into the buffer.
         let mut buf = Vec::with_capacity(256);
-        write_canonical(
-            &mut buf,
-            tenant.as_str(),
-            action,
-            version,
-            &normalized.fields,
-        );
+        write_canonical(&mut buf, tenant, action, version, fields);
         let mut mac = self.mac.clone();
         mac.update(&buf);
         IdempotencyKey(to_hex(&mac.finalize().into_bytes()))
+    }
+
+    /// Like [`derive`](Self::derive), for callers that need only the key:
+    /// no normalized payload is built, so nothing shared is touched (worker
+    /// threads would otherwise contend on the field names' reference counts).
+    pub fn derive_key(
+        &self,
+        catalog: &Catalog,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+        version: Option<RulesVersion>,
+    ) -> Result<(IdempotencyKey, RulesVersion), Error> {
+        let spec = catalog.action(action)?;
+        let rules_version = version.unwrap_or(spec.rules_version);
+        let values = normalize_values(spec, rules_version, payload)?;
+        let pairs = spec
+            .fields()
+            .iter()
+            .zip(&values)
+            .map(|(f, v)| (&*f.name, v.as_str()));
+        Ok((
+            self.hash(tenant.as_str(), spec.action.as_str(), rules_version, pairs),
+            rules_version,
+        ))
     }
 
     /// Normalizes a candidate payload with its action's rules and derives its
@@ -314,18 +347,31 @@ pub fn normalize_payload(
     version: RulesVersion,
     payload: &Payload<'_>,
 ) -> Result<NormalizedPayload, Error> {
-    let mut fields = Vec::with_capacity(spec.fields().len());
+    let values = normalize_values(spec, version, payload)?;
+    let fields = spec
+        .fields()
+        .iter()
+        .map(|f| Arc::clone(&f.name))
+        .zip(values)
+        .collect();
+    Ok(NormalizedPayload { fields })
+}
+
+/// The normalized values, in the spec's (sorted) field order.
+fn normalize_values(
+    spec: &ActionSpec,
+    version: RulesVersion,
+    payload: &Payload<'_>,
+) -> Result<Vec<String>, Error> {
+    let mut values = Vec::with_capacity(spec.fields().len());
     for f in spec.fields() {
         let value = payload.get(&f.name).ok_or_else(|| Error::MissingField {
             action: spec.action.to_string(),
             field: f.name.to_string(),
         })?;
-        fields.push((
-            Arc::clone(&f.name),
-            normalize::apply(spec, version, f, value, payload)?,
-        ));
+        values.push(normalize::apply(spec, version, f, value, payload)?);
     }
-    Ok(NormalizedPayload { fields })
+    Ok(values)
 }
 
 #[cfg(test)]
@@ -399,6 +445,18 @@ mod tests {
             <Hmac<Sha256> as Mac>::new_from_slice(b"vetor-publico-nao-e-segredo").unwrap();
         mac.update(canonical.as_bytes());
         assert_eq!(key.as_str(), to_hex(&mac.finalize().into_bytes()));
+    }
+
+    #[test]
+    fn derive_key_agrees_with_derive() {
+        let c = Catalog::builtin();
+        let t = TenantId::try_from("t").unwrap();
+        let p = Payload::from_json(r#"{"cliente_id":"c","valor":1,"chave_pix_destino":"a@b.com","referencia_intencao":"r"}"#).unwrap();
+        for v in [None, Some(RulesVersion::V2)] {
+            let full = deriver().derive(&c, &t, "pix.cobranca", &p, v).unwrap();
+            let (key, version) = deriver().derive_key(&c, &t, "pix.cobranca", &p, v).unwrap();
+            assert_eq!((key, version), (full.key, full.rules_version));
+        }
     }
 
     #[test]

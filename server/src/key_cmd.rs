@@ -108,8 +108,8 @@ fn derive_line(
         None => version,
     };
     deriver
-        .derive(catalog, &tenant, &parsed.action, &parsed.payload, version)
-        .map(|d| d.key)
+        .derive_key(catalog, &tenant, &parsed.action, &parsed.payload, version)
+        .map(|(key, _)| key)
         .map_err(|e| e.to_string())
 }
 
@@ -159,22 +159,44 @@ fn process_chunk(
     let mut all_ok = true;
     let mut last_tenant = None;
     let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
-    for raw in body.split(|&b| b == b'\n') {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let result = std::str::from_utf8(raw)
-            .map_err(|_| "the line is not valid UTF-8".to_owned())
-            .and_then(|line| derive_line(line, catalog, deriver, version, &mut last_tenant));
-        match result {
-            Ok(key) => {
-                out.extend_from_slice(key.as_str().as_bytes());
-                out.push(b'\n');
+    let mut emit = |result: Result<idem_core::IdempotencyKey, String>| match result {
+        Ok(key) => {
+            out.extend_from_slice(key.as_str().as_bytes());
+            out.push(b'\n');
+        }
+        Err(msg) => {
+            all_ok = false;
+            // One output line per input line, whatever the message says.
+            out.extend_from_slice(b"error: ");
+            out.extend_from_slice(msg.replace(['\n', '\r'], " ").as_bytes());
+            out.push(b'\n');
+        }
+    };
+    match std::str::from_utf8(body) {
+        // The common case: validate the whole chunk once and split with the
+        // standard library's memchr-based search.
+        Ok(text) => {
+            for line in text.split('\n') {
+                let line = line.strip_suffix('\r').unwrap_or(line);
+                emit(derive_line(
+                    line,
+                    catalog,
+                    deriver,
+                    version,
+                    &mut last_tenant,
+                ));
             }
-            Err(msg) => {
-                all_ok = false;
-                // One output line per input line, whatever the message says.
-                out.extend_from_slice(b"error: ");
-                out.extend_from_slice(msg.replace(['\n', '\r'], " ").as_bytes());
-                out.push(b'\n');
+        }
+        // Some line is not UTF-8: go line by line so only that one fails.
+        Err(_) => {
+            for raw in body.split(|&b| b == b'\n') {
+                let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+                let result = std::str::from_utf8(raw)
+                    .map_err(|_| "the line is not valid UTF-8".to_owned())
+                    .and_then(|line| {
+                        derive_line(line, catalog, deriver, version, &mut last_tenant)
+                    });
+                emit(result);
             }
         }
     }

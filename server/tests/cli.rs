@@ -315,3 +315,34 @@ fn batch_keeps_order_across_chunks_and_without_a_final_newline() {
         assert!(g.starts_with(w), "line {i}: got {g}, want {w}");
     }
 }
+
+#[test]
+fn batch_reports_a_non_utf8_line_and_keeps_going() {
+    let doc: Doc = serde_json::from_str(VECTORS).unwrap();
+    let c = &doc.cases[1];
+    let good = serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload})
+        .to_string();
+    let mut input = format!("{good}\n").into_bytes();
+    input.extend_from_slice(b"\xff\xfe\n");
+    input.extend_from_slice(format!("{good}\r\n").as_bytes());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["key", "derive", "--batch"])
+        .env("IDEMPOTENCY_HMAC_KEY", &doc.secret)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            c.expected_key.as_str(),
+            "error: the line is not valid UTF-8",
+            c.expected_key.as_str()
+        ]
+    );
+}
