@@ -304,16 +304,9 @@ impl KeyDeriver {
         payload: &Payload<'_>,
         version: Option<RulesVersion>,
     ) -> Result<(IdempotencyKey, RulesVersion), Error> {
-        let spec = catalog.action(action)?;
-        let rules_version = version.unwrap_or(spec.rules_version);
-        let values = normalize_values(spec, rules_version, payload)?;
-        let pairs = spec
-            .fields()
-            .iter()
-            .zip(&values)
-            .map(|(f, v)| (&*f.name, v.as_str()));
+        let (spec, rules_version, values) = prepare(catalog, action, payload, version)?;
         Ok((
-            self.hash(tenant.as_str(), spec.action.as_str(), rules_version, pairs),
+            self.hash_values(tenant, spec, rules_version, &values),
             rules_version,
         ))
     }
@@ -328,16 +321,42 @@ impl KeyDeriver {
         payload: &Payload<'_>,
         version: Option<RulesVersion>,
     ) -> Result<Derived, Error> {
-        let spec = catalog.action(action)?;
-        let rules_version = version.unwrap_or(spec.rules_version);
-        let normalized = normalize_payload(spec, rules_version, payload)?;
-        let key = self.key(tenant, spec.action.as_str(), rules_version, &normalized);
+        let (spec, rules_version, values) = prepare(catalog, action, payload, version)?;
+        let key = self.hash_values(tenant, spec, rules_version, &values);
         Ok(Derived {
             key,
             rules_version,
-            normalized,
+            normalized: with_names(spec, values),
         })
     }
+
+    fn hash_values(
+        &self,
+        tenant: &TenantId,
+        spec: &ActionSpec,
+        version: RulesVersion,
+        values: &[String],
+    ) -> IdempotencyKey {
+        let pairs = spec
+            .fields()
+            .iter()
+            .zip(values)
+            .map(|(f, v)| (&*f.name, v.as_str()));
+        self.hash(tenant.as_str(), spec.action.as_str(), version, pairs)
+    }
+}
+
+/// The action's recipe, the rules version in force and the normalized values.
+fn prepare<'c>(
+    catalog: &'c Catalog,
+    action: &str,
+    payload: &Payload<'_>,
+    version: Option<RulesVersion>,
+) -> Result<(&'c ActionSpec, RulesVersion, Vec<String>), Error> {
+    let spec = catalog.action(action)?;
+    let rules_version = version.unwrap_or(spec.rules_version);
+    let values = normalize_values(spec, rules_version, payload)?;
+    Ok((spec, rules_version, values))
 }
 
 /// Applies an action's rules to a candidate payload. Fields outside the
@@ -347,14 +366,18 @@ pub fn normalize_payload(
     version: RulesVersion,
     payload: &Payload<'_>,
 ) -> Result<NormalizedPayload, Error> {
-    let values = normalize_values(spec, version, payload)?;
+    normalize_values(spec, version, payload).map(|values| with_names(spec, values))
+}
+
+/// Pairs the values with the spec's field names.
+fn with_names(spec: &ActionSpec, values: Vec<String>) -> NormalizedPayload {
     let fields = spec
         .fields()
         .iter()
         .map(|f| Arc::clone(&f.name))
         .zip(values)
         .collect();
-    Ok(NormalizedPayload { fields })
+    NormalizedPayload { fields }
 }
 
 /// The normalized values, in the spec's (sorted) field order.

@@ -62,13 +62,19 @@ const REFERENCE: &[&str] = &[
     "3",
 ];
 
-#[test]
-fn cost_json_is_the_reference_scenario_exactly() {
+/// `idem cost` on the reference scenario plus `extra` flags, with `--json`.
+fn cost_json(extra: &[&str]) -> serde_json::Value {
     let mut args = REFERENCE.to_vec();
+    args.extend(extra);
     args.push("--json");
     let o = idem(&args, "", None);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+#[test]
+fn cost_json_is_the_reference_scenario_exactly() {
+    let v = cost_json(&[]);
     assert_eq!(v["cost_per_call"], "0.165");
     assert_eq!(v["monthly_revenue"], "36000.00");
     assert_eq!(v["duplicated_conversations"], "900");
@@ -84,8 +90,7 @@ fn cost_json_is_the_reference_scenario_exactly() {
 
 #[test]
 fn cost_risk_block_and_table() {
-    let mut args = REFERENCE.to_vec();
-    args.extend([
+    let v = cost_json(&[
         "--money-share",
         "50",
         "--avg-charge",
@@ -94,11 +99,7 @@ fn cost_risk_block_and_table() {
         "12,50",
         "--claim-rate",
         "2",
-        "--json",
     ]);
-    let o = idem(&args, "", None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["duplicated_charges"], "450");
     assert_eq!(v["monthly_ops_cost"], "5625.00");
     assert_eq!(v["monthly_claim_exposure"], "1620.00");
