@@ -18,6 +18,14 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_isspace)
 }
 
+/// Python's `strip()` of a possibly borrowed text, borrowing when it can.
+fn trimmed(s: Cow<'_, str>) -> Cow<'_, str> {
+    match s {
+        Cow::Borrowed(b) => Cow::Borrowed(py_strip(b)),
+        Cow::Owned(o) => Cow::Owned(py_strip(&o).to_owned()),
+    }
+}
+
 /// Python's `str.lower()`, without allocating when there is nothing to lower.
 pub fn lower(s: &str) -> Cow<'_, str> {
     if s.is_ascii() {
@@ -86,20 +94,25 @@ fn canonical_integer(n: &str) -> String {
 }
 
 /// Applies one field's rule to its value.
-pub fn apply(
+///
+/// The result borrows from the payload when the rule leaves the text as it
+/// is (ids, already-trimmed references): most fields cost no allocation.
+pub fn apply<'a>(
     spec: &ActionSpec,
     version: RulesVersion,
     field: &FieldSpec,
-    value: FieldValue<'_>,
+    value: FieldValue<'a>,
     payload: &Payload<'_>,
-) -> Result<String, Error> {
+) -> Result<Cow<'a, str>, Error> {
     match field.rule {
-        Rule::RawText => text(spec, field, value).map(Cow::into_owned),
-        Rule::Trim => text(spec, field, value).map(|s| py_strip(&s).to_owned()),
-        Rule::TrimLower => text(spec, field, value).map(|s| lower(py_strip(&s)).into_owned()),
-        Rule::Digits => {
-            text(spec, field, value).map(|s| s.chars().filter(char::is_ascii_digit).collect())
-        }
+        Rule::RawText => text(spec, field, value),
+        Rule::Trim => text(spec, field, value).map(trimmed),
+        Rule::TrimLower => text(spec, field, value).map(|s| match trimmed(s) {
+            Cow::Borrowed(b) => lower(b),
+            Cow::Owned(o) => Cow::Owned(lower(&o).into_owned()),
+        }),
+        Rule::Digits => text(spec, field, value)
+            .map(|s| Cow::Owned(s.chars().filter(char::is_ascii_digit).collect())),
         Rule::MoneyCents => {
             let t = match &value {
                 FieldValue::Str(s) => s.as_ref(),
@@ -114,7 +127,7 @@ pub fn apply(
                 }
             };
             Cents::parse(t)
-                .map(|c| c.to_string())
+                .map(|c| Cow::Owned(c.to_string()))
                 .map_err(|reason| Error::BadAmount {
                     action: spec.action.to_string(),
                     field: field.name.to_string(),
@@ -124,11 +137,11 @@ pub fn apply(
         Rule::PixKey => {
             let s = text(spec, field, value)?;
             match version {
-                RulesVersion::V1 => Ok(pix::normalize_v1(&s)),
+                RulesVersion::V1 => Ok(Cow::Owned(pix::normalize_v1(&s))),
                 RulesVersion::V2 => {
                     let declared = declared_pix_type(spec, field, payload)?;
                     pix::normalize_v2(&s, declared)
-                        .map(|(_, c)| c)
+                        .map(|(_, c)| Cow::Owned(c))
                         .map_err(|reason| Error::BadPixKey {
                             action: spec.action.to_string(),
                             field: field.name.to_string(),
