@@ -156,6 +156,11 @@ struct Case {
     expected_key: String,
 }
 
+/// One `--batch` input line for a reference case.
+fn batch_line(c: &Case) -> String {
+    serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload}).to_string()
+}
+
 #[test]
 fn key_derive_single_payload() {
     let doc: Doc = serde_json::from_str(VECTORS).unwrap();
@@ -193,9 +198,8 @@ fn batch_prints_one_line_per_input_line_in_order() {
     let mut input = String::new();
     let mut want = Vec::new();
     for (i, c) in doc.cases.iter().enumerate() {
-        let line =
-            serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload});
-        input.push_str(&line.to_string());
+        let line = batch_line(c);
+        input.push_str(&line);
         input.push('\n');
         want.push(c.expected_key.clone());
         if i == 10 {
@@ -295,9 +299,8 @@ fn batch_keeps_order_across_chunks_and_without_a_final_newline() {
     // About 5 MB: several chunks, so several worker threads.
     for round in 0..400 {
         for c in &doc.cases {
-            let line =
-                serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload});
-            input.push_str(&line.to_string());
+            let line = batch_line(c);
+            input.push_str(&line);
             input.push('\n');
             want.push(c.expected_key.as_str());
         }
@@ -321,8 +324,7 @@ fn batch_keeps_order_across_chunks_and_without_a_final_newline() {
 fn batch_reports_a_non_utf8_line_and_keeps_going() {
     let doc: Doc = serde_json::from_str(VECTORS).unwrap();
     let c = &doc.cases[1];
-    let good = serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload})
-        .to_string();
+    let good = batch_line(c);
     let mut input = format!("{good}\n").into_bytes();
     input.extend_from_slice(b"\xff\xfe\n");
     input.extend_from_slice(format!("{good}\r\n").as_bytes());
