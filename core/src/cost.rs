@@ -28,11 +28,12 @@ impl PriceUnit {
         }
     }
 
-    /// The same price expressed in the other unit.
-    pub fn convert(self, price: Decimal) -> Decimal {
+    /// The same price expressed in the other unit; `None` when it does not
+    /// fit a decimal (a typed price of absurd size), never a panic.
+    pub fn convert(self, price: Decimal) -> Option<Decimal> {
         match self {
-            PriceUnit::PerThousand => price * Decimal::from(1_000),
-            PriceUnit::PerMillion => price / Decimal::from(1_000),
+            PriceUnit::PerThousand => price.checked_mul(Decimal::from(1_000)),
+            PriceUnit::PerMillion => price.checked_div(Decimal::from(1_000)),
         }
     }
 
@@ -365,7 +366,9 @@ mod tests {
             compute(&i).unwrap(),
             compute(&CostInputs::reference()).unwrap()
         );
-        assert_eq!(PriceUnit::PerThousand.convert(d("0.015")), d("15"));
+        assert_eq!(PriceUnit::PerThousand.convert(d("0.015")), Some(d("15")));
+        assert_eq!(PriceUnit::PerMillion.convert(d("15")), Some(d("0.015")));
+        assert_eq!(PriceUnit::PerThousand.convert(Decimal::MAX), None);
     }
 
     #[test]

@@ -156,6 +156,25 @@ struct Case {
     expected_key: String,
 }
 
+/// `idem key derive` for tenant `t` with a catalog file and the secret `s`.
+fn derive_with_catalog(catalog: &std::path::Path, action: &str, payload: &str) -> Output {
+    let catalog = catalog.to_str().unwrap();
+    idem(
+        &[
+            "key",
+            "derive",
+            "--tenant",
+            "t",
+            "--action",
+            action,
+            "--catalog",
+            catalog,
+        ],
+        payload,
+        Some("s"),
+    )
+}
+
 /// One `--batch` input line for a reference case.
 fn batch_line(c: &Case) -> String {
     serde_json::json!({"tenant": c.tenant, "action": c.action, "payload": c.payload}).to_string()
@@ -243,20 +262,7 @@ fn catalog_errors_name_the_problem() {
         "[actions.\"a.b\"]\nreference = \"x\"\nfields = [{ name = \"x\", rule = \"uppercase\" }]\n",
     )
     .unwrap();
-    let o = idem(
-        &[
-            "key",
-            "derive",
-            "--tenant",
-            "t",
-            "--action",
-            "a.b",
-            "--catalog",
-            path.to_str().unwrap(),
-        ],
-        "{}",
-        Some("s"),
-    );
+    let o = derive_with_catalog(&path, "a.b", "{}");
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("unknown rule `uppercase`"),
@@ -271,19 +277,10 @@ fn catalog_errors_name_the_problem() {
     )
     .unwrap();
     let run = |chave: &str| {
-        let o = idem(
-            &[
-                "key",
-                "derive",
-                "--tenant",
-                "t",
-                "--action",
-                "pix.estorno",
-                "--catalog",
-                path.to_str().unwrap(),
-            ],
+        let o = derive_with_catalog(
+            &path,
+            "pix.estorno",
             &format!(r#"{{"ref":"r1","chave":"{chave}"}}"#),
-            Some("s"),
         );
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o)
