@@ -26,6 +26,66 @@ enum Command {
     Serve(ServeArgs),
     /// Apply the database migrations and exit.
     Migrate(DbArgs),
+    /// Remove expired rows (per each tenant's retention) in bounded batches,
+    /// mark claims whose lease ran out as uncertain, print what was done.
+    Purge(PurgeArgs),
+    /// Show a tenant's retention, or change it with the options.
+    Retention(RetentionArgs),
+}
+
+/// `idem purge` options.
+#[derive(Debug, Clone, Args)]
+pub struct PurgeArgs {
+    /// Rows per delete statement: small batches keep every lock short.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub batch: u32,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem retention` options. Durations are whole numbers with a unit:
+/// `90s`, `30m`, `24h`, `7d`.
+#[derive(Debug, Clone, Args)]
+pub struct RetentionArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Keep intents, their history and consumed-event marks this long after
+    /// their last delivery. Must exceed the longest redelivery horizon.
+    #[arg(long, value_parser = parse_duration_ms)]
+    pub intents: Option<i64>,
+    /// Keep actions and sent outbox messages this long after their last change.
+    #[arg(long, value_parser = parse_duration_ms)]
+    pub actions: Option<i64>,
+    /// Keep HTTP Idempotency-Key records this long.
+    #[arg(long = "http-keys", value_parser = parse_duration_ms)]
+    pub http_keys: Option<i64>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Parses `90s`, `30m`, `24h` or `7d` into milliseconds.
+pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a whole number and a unit (s, m, h, d), e.g. 7d"))?;
+    let unit_ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
+    };
+    match n.checked_mul(unit_ms) {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(format!(
+            "{s:?}: must be positive and at most a few million years"
+        )),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,6 +157,13 @@ pub struct ServeArgs {
     /// Action catalog.
     #[command(flatten)]
     pub catalog: CatalogArgs,
+    /// How often to purge expired rows and sweep expired leases (e.g. 5m).
+    #[arg(long, env = "IDEM_PURGE_EVERY", default_value = "5m", value_parser = parse_duration)]
+    pub purge_every: std::time::Duration,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_ms(s).map(|ms| std::time::Duration::from_millis(ms.unsigned_abs()))
 }
 
 /// Parses the arguments and runs the command.
@@ -109,6 +176,8 @@ pub fn main() -> ExitCode {
         Command::Cost(args) => crate::cost_cmd::run(&args),
         Command::Serve(args) => run_async(crate::web::serve_cmd(args)),
         Command::Migrate(args) => run_async(migrate(args)),
+        Command::Purge(args) => run_async(purge(args)),
+        Command::Retention(args) => run_async(retention(args)),
     }
 }
 
@@ -143,10 +212,49 @@ fn init_tracing() {
         .try_init();
 }
 
-async fn migrate(args: DbArgs) -> anyhow::Result<()> {
-    let store = idem_store::Store::connect(&args.url()?).await?;
+/// Opens and migrates the store for admin work (no key secret needed).
+async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {
+    let store = idem_store::Store::connect(&db.url()?, idem_store::Options::admin()).await?;
     store.migrate().await?;
+    Ok(store)
+}
+
+async fn migrate(args: DbArgs) -> anyhow::Result<()> {
+    let store = admin_store(&args).await?;
     tracing::info!(backend = ?store.backend(), "migrations applied");
+    store.close().await;
+    Ok(())
+}
+
+async fn purge(args: PurgeArgs) -> anyhow::Result<()> {
+    let store = admin_store(&args.db).await?;
+    let report = store.purge(args.batch).await?;
+    println!("{}", serde_json::to_string(&report)?);
+    store.close().await;
+    Ok(())
+}
+
+async fn retention(args: RetentionArgs) -> anyhow::Result<()> {
+    let tenant = idem_core::TenantId::try_from(args.tenant.as_str())?;
+    let store = admin_store(&args.db).await?;
+    let mut s = store.session().await?;
+    let mut r = s.retention(&tenant).await?;
+    if args.intents.is_some() || args.actions.is_some() || args.http_keys.is_some() {
+        r.intent_ms = args.intents.unwrap_or(r.intent_ms);
+        r.action_ms = args.actions.unwrap_or(r.action_ms);
+        r.http_ms = args.http_keys.unwrap_or(r.http_ms);
+        s.set_retention(&tenant, &r).await?;
+    }
+    drop(s);
+    println!(
+        "{}",
+        serde_json::json!({
+            "tenant": tenant.as_str(),
+            "intents_ms": r.intent_ms,
+            "actions_ms": r.action_ms,
+            "http_keys_ms": r.http_ms,
+        })
+    );
     store.close().await;
     Ok(())
 }

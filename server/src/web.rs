@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use idem_core::{Catalog, KeyDeriver};
-use idem_store::Store;
+use idem_store::{Options, Store};
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::sync::Arc;
@@ -98,8 +98,6 @@ async fn shutdown() {
 /// `idem serve`: open the database, load the secret and catalog, listen.
 pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
     let url = args.db.url()?;
-    let store = Store::connect(&url).await?;
-    store.migrate().await?;
     let (secret, created) = crate::secret::for_serve(&args.db.data_dir)?;
     if created {
         tracing::info!(
@@ -108,20 +106,37 @@ pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
             crate::secret::ENV
         );
     }
-    let catalog = args.catalog.load()?;
+    let catalog = Arc::new(args.catalog.load()?);
+    let deriver = Arc::new(KeyDeriver::new(&secret));
+    let store = Store::connect(&url, Options::new(catalog.clone(), deriver.clone())).await?;
+    store.migrate().await?;
+    let maintenance = tokio::spawn(maintain(store.clone(), args.purge_every));
     let leptos_options = leptos_options(args.addr.as_deref())?;
     let addr = leptos_options.site_addr;
     let state = AppState {
         leptos_options,
         store: store.clone(),
-        catalog: Arc::new(catalog),
-        deriver: Arc::new(KeyDeriver::new(&secret)),
+        catalog,
+        deriver,
     };
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     tracing::info!(backend = ?store.backend(), "listening on http://{}", listener.local_addr()?);
     serve(listener, router(state)).await?;
+    maintenance.abort();
     store.close().await;
     Ok(())
+}
+
+/// Purges expired rows and sweeps expired leases every `every`.
+async fn maintain(store: Store, every: std::time::Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = store.purge(1000).await {
+            tracing::warn!(error = %e, "periodic purge failed; it runs again next period");
+        }
+    }
 }

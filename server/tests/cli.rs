@@ -346,3 +346,85 @@ fn batch_reports_a_non_utf8_line_and_keeps_going() {
         ]
     );
 }
+
+/// `idem migrate`, `idem retention` and `idem purge` on a SQLite data directory.
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_and_purge_from_the_command_line() {
+    use idem_store::{ManualClock, Options, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let out = idem(&["migrate", "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Defaults, then a change, as one JSON object each.
+    let out = idem(&["retention", "acme", "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(shown["intents_ms"], 7 * 86_400_000i64);
+    assert_eq!(shown["http_keys_ms"], 86_400_000);
+    let out = idem(
+        &["retention", "acme", "--intents", "3d", "--data-dir", data],
+        "",
+        None,
+    );
+    let shown: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(shown["intents_ms"], 3 * 86_400_000i64);
+    assert_eq!(
+        shown["actions_ms"],
+        7 * 86_400_000i64,
+        "untouched settings stay"
+    );
+    let bad = idem(
+        &[
+            "retention",
+            "acme",
+            "--intents",
+            "3 weeks",
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unit"), "{}", stderr(&bad));
+
+    // Intents recorded four days ago by a store whose clock says so.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let clock = ManualClock::new(now - 4 * 86_400_000);
+    let deriver = idem_core::KeyDeriver::new(&idem_core::Secret::new(b"s".to_vec()).unwrap());
+    let mut options = Options::new(
+        std::sync::Arc::new(idem_core::Catalog::builtin()),
+        std::sync::Arc::new(deriver),
+    );
+    options.clock = std::sync::Arc::new(clock);
+    let url = format!("sqlite://{}/idem.db", data);
+    let store = Store::connect(&url, options).await.unwrap();
+    for (tenant, n) in [("acme", 5), ("other", 2)] {
+        let tenant = idem_core::TenantId::try_from(tenant).unwrap();
+        for i in 0..n {
+            let json = format!(
+                r#"{{"cliente_id":"c","valor":"1.00","chave_pix_destino":"a@b.co","referencia_intencao":"F-{i}"}}"#
+            );
+            let p = idem_core::Payload::from_json(&json).unwrap();
+            store
+                .record_intent(&tenant, "pix.cobranca", &p)
+                .await
+                .unwrap();
+        }
+    }
+    store.close().await;
+
+    let out = idem(&["purge", "--batch", "2", "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    // acme keeps 3 days: its 5 go; other keeps the default 7 days.
+    assert_eq!(report["intents"], 5, "{report}");
+    assert_eq!(report["tenants"], 2, "{report}");
+    assert!(report["batches"].as_u64().unwrap() >= 3, "{report}");
+    let bad = idem(&["purge", "--batch", "0", "--data-dir", data], "", None);
+    assert_eq!(bad.status.code(), Some(2));
+}

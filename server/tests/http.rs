@@ -8,18 +8,17 @@ use std::sync::Arc;
 
 async fn start() -> (String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let store = idem_store::Store::connect(&format!(
-        "sqlite://{}",
-        dir.path().join("idem.db").display()
-    ))
-    .await
-    .unwrap();
+    let catalog = Arc::new(Catalog::builtin());
+    let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap()));
+    let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    let options = idem_store::Options::new(catalog.clone(), deriver.clone());
+    let store = idem_store::Store::connect(&url, options).await.unwrap();
     store.migrate().await.unwrap();
     let state = AppState {
         leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
         store,
-        catalog: Arc::new(Catalog::builtin()),
-        deriver: Arc::new(KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap())),
+        catalog,
+        deriver,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

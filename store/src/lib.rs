@@ -1,11 +1,33 @@
 //! idem-store: the intent store, over SQLite (the embedded default) or
 //! PostgreSQL (production), chosen from the database URL.
+//!
+//! "Record the intent before acting" and "the primary key decides, not an
+//! if" live here: [`Session::record_intent`] is one upsert whose conflict
+//! target is the intent's primary key, [`Session::begin_action`] one upsert
+//! on the action's, and every statement is scoped to one tenant.
 
+mod backend;
+mod batch;
+mod clock;
+mod maintenance;
+mod model;
+mod session;
+pub mod sql;
+pub mod stats;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use maintenance::PurgeReport;
+pub use model::*;
+pub use session::Session;
+
+use idem_core::{Catalog, IdempotencyKey, KeyDeriver, Payload, TenantId};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use stats::{Accumulator, Cell, Granularity};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Store errors. Database details stay in the logs; callers see the kind.
@@ -14,18 +36,37 @@ pub enum Error {
     /// The row asked for does not exist (for this tenant).
     #[error("not found")]
     NotFound,
-    /// The write conflicts with what is stored.
+    /// The write conflicts with what is stored (a stale fencing token, a
+    /// concurrent correction).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The input cannot be recorded (unknown action, bad payload, ...).
+    #[error("{0}")]
+    Invalid(String),
     /// The database URL is not one idem understands.
     #[error("unsupported database URL: {0}")]
     Url(String),
     /// Applying migrations failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored value could not be read back.
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
     /// The database failed or could not be reached.
     #[error("database error")]
     Database(#[from] sqlx::Error),
+    /// A coalesced write failed; every caller in it gets the same error.
+    #[error("database error")]
+    Shared(Arc<sqlx::Error>),
+    /// The store is shutting down.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<idem_core::Error> for Error {
+    fn from(e: idem_core::Error) -> Self {
+        Error::Invalid(e.to_string())
+    }
 }
 
 /// The backend in use.
@@ -37,62 +78,178 @@ pub enum Backend {
     Postgres,
 }
 
-/// A connection pool to one of the two backends.
 #[derive(Debug, Clone)]
-pub enum Store {
-    /// SQLite.
+pub(crate) enum Db {
     Sqlite(SqlitePool),
-    /// PostgreSQL.
     Postgres(PgPool),
+}
+
+/// How the store is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The action catalog keys are derived with.
+    pub catalog: Arc<Catalog>,
+    /// The keyed HMAC; `None` for admin work (migrate, purge, statistics)
+    /// that never derives a key.
+    pub deriver: Option<Arc<KeyDeriver>>,
+    /// Where "now" comes from.
+    pub clock: Arc<dyn Clock>,
+    /// Whether to keep live statistics (on by default; off only to measure
+    /// what they cost).
+    pub stats: bool,
+    /// How often a background task flushes statistics (`None`: only when
+    /// [`Store::flush_stats`] is called).
+    pub flush_every: Option<Duration>,
+    /// Coalesce concurrent `record_intent` calls into one statement on Postgres.
+    pub coalesce: bool,
+    /// Largest connection pool.
+    pub max_connections: u32,
+}
+
+impl Options {
+    /// Defaults: system clock, statistics flushed every second, coalescing on.
+    pub fn new(catalog: Arc<Catalog>, deriver: Arc<KeyDeriver>) -> Self {
+        Self {
+            catalog,
+            deriver: Some(deriver),
+            ..Self::admin()
+        }
+    }
+
+    /// For admin commands that never record intents: no key secret needed.
+    pub fn admin() -> Self {
+        Self {
+            catalog: Arc::new(Catalog::builtin()),
+            deriver: None,
+            clock: Arc::new(SystemClock),
+            stats: true,
+            flush_every: Some(Duration::from_secs(1)),
+            coalesce: true,
+            max_connections: 32,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub db: Db,
+    pub clock: Arc<dyn Clock>,
+    catalog: Arc<Catalog>,
+    deriver: Option<Arc<KeyDeriver>>,
+    stats: Option<Mutex<Accumulator>>,
+    flush: tokio::sync::Mutex<()>,
+    pub batcher: Option<batch::Batcher>,
+}
+
+/// A handle to the store: cheap to clone, one pool underneath.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Store {
     /// Connects to `sqlite://path` (created when missing) or `postgres://...`.
+    ///
+    /// SQLite runs in WAL mode with `synchronous=NORMAL` unless the URL says
+    /// `?synchronous=full`: NORMAL survives a crash of idem, and a power cut
+    /// may lose the last commits but never corrupts the file; FULL makes
+    /// every commit durable at several times the cost.
     #[tracing::instrument(skip_all, fields(backend))]
-    pub async fn connect(url: &str) -> Result<Self, Error> {
-        if url.starts_with("sqlite:") {
+    pub async fn connect(url: &str, options: Options) -> Result<Self, Error> {
+        let db = if url.starts_with("sqlite:") {
             tracing::Span::current().record("backend", "sqlite");
-            let opts = SqliteConnectOptions::from_str(url)?
+            let (url, sync) = sqlite_sync(url)?;
+            let opts = SqliteConnectOptions::from_str(&url)?
                 .create_if_missing(true)
-                // WAL lets readers (the dashboard) run beside the writer;
-                // NORMAL syncs at checkpoints: a power cut may lose the last
-                // transactions, never corrupt the file. Documented in the README.
                 .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
+                .synchronous(sync)
                 .busy_timeout(Duration::from_secs(5))
                 .foreign_keys(true);
             let pool = SqlitePoolOptions::new()
-                .max_connections(8)
+                .max_connections(options.max_connections.clamp(1, 8))
                 .connect_with(opts)
                 .await?;
-            Ok(Store::Sqlite(pool))
+            Db::Sqlite(pool)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             tracing::Span::current().record("backend", "postgres");
             let pool = PgPoolOptions::new()
-                .max_connections(32)
+                .max_connections(options.max_connections.max(1))
                 .acquire_timeout(Duration::from_secs(5))
                 .connect(url)
                 .await?;
-            Ok(Store::Postgres(pool))
+            Db::Postgres(pool)
         } else {
-            Err(Error::Url("expected sqlite://… or postgres://…".into()))
+            return Err(Error::Url("expected sqlite://… or postgres://…".into()));
+        };
+        let batcher = match (&db, options.coalesce) {
+            (Db::Postgres(pool), true) => Some(batch::Batcher::new(pool.clone())),
+            _ => None,
+        };
+        let store = Store {
+            inner: Arc::new(Inner {
+                db,
+                clock: options.clock,
+                catalog: options.catalog,
+                deriver: options.deriver,
+                stats: options.stats.then(|| Mutex::new(Accumulator::default())),
+                flush: tokio::sync::Mutex::new(()),
+                batcher,
+            }),
+        };
+        if let (Some(every), true) = (options.flush_every, options.stats) {
+            store.spawn_flusher(every);
         }
+        Ok(store)
+    }
+
+    /// Flushes statistics every `every` until the last handle is dropped.
+    fn spawn_flusher(&self, every: Duration) {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { break };
+                let store = Store { inner };
+                if let Err(e) = store.flush_stats().await {
+                    tracing::warn!(error = %e, "statistics flush failed; counts kept for the next one");
+                }
+            }
+        });
     }
 
     /// Which backend this is.
     pub fn backend(&self) -> Backend {
-        match self {
-            Store::Sqlite(_) => Backend::Sqlite,
-            Store::Postgres(_) => Backend::Postgres,
+        match self.inner.db {
+            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
         }
+    }
+
+    /// The catalog keys are derived with.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The store's clock reading.
+    pub fn now_ms(&self) -> Millis {
+        self.inner.clock.now_ms()
     }
 
     /// Applies the backend's migrations (`migrations/sqlite` or `migrations/postgres`).
     #[tracing::instrument(skip_all)]
     pub async fn migrate(&self) -> Result<(), Error> {
-        match self {
-            Store::Sqlite(p) => sqlx::migrate!("../migrations/sqlite").run(p).await?,
-            Store::Postgres(p) => sqlx::migrate!("../migrations/postgres").run(p).await?,
+        match &self.inner.db {
+            Db::Sqlite(p) => sqlx::migrate!("../migrations/sqlite").run(p).await?,
+            Db::Postgres(p) => sqlx::migrate!("../migrations/postgres").run(p).await?,
         }
         Ok(())
     }
@@ -100,20 +257,234 @@ impl Store {
     /// Checks that the database answers (for `/readyz`).
     #[tracing::instrument(skip_all)]
     pub async fn ping(&self) -> Result<(), Error> {
-        match self {
-            Store::Sqlite(p) => sqlx::query("select 1").execute(p).await.map(|_| ())?,
-            Store::Postgres(p) => sqlx::query("select 1").execute(p).await.map(|_| ())?,
+        match &self.inner.db {
+            Db::Sqlite(p) => sqlx::query("select 1").execute(p).await.map(|_| ())?,
+            Db::Postgres(p) => sqlx::query("select 1").execute(p).await.map(|_| ())?,
         }
         Ok(())
     }
 
-    /// Closes every connection.
+    /// Flushes statistics, then closes every connection.
     pub async fn close(&self) {
-        match self {
-            Store::Sqlite(p) => p.close().await,
-            Store::Postgres(p) => p.close().await,
+        if let Err(e) = self.flush_stats().await {
+            tracing::warn!(error = %e, "final statistics flush failed");
+        }
+        match &self.inner.db {
+            Db::Sqlite(p) => p.close().await,
+            Db::Postgres(p) => p.close().await,
         }
     }
+
+    /// A pooled connection; each call on it commits on its own.
+    pub async fn session(&self) -> Result<Session, Error> {
+        Session::open(self, false).await
+    }
+
+    /// A transaction; commit it with [`Session::commit`], or drop it to roll back.
+    pub async fn transaction(&self) -> Result<Session, Error> {
+        Session::open(self, true).await
+    }
+
+    /// Records a delivery of an intent (see [`Session::record_intent`]). On
+    /// Postgres, concurrent calls are coalesced into one statement.
+    pub async fn record_intent(
+        &self,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+    ) -> Result<RecordedIntent, Error> {
+        if let Some(b) = &self.inner.batcher {
+            let candidate = self.derive(tenant, action, payload)?;
+            let now = self.now_ms();
+            let recorded = b.record(tenant, action, candidate, now).await?;
+            self.count(tenant.as_str(), action, now, |c| {
+                session::count_delivery(c, &recorded, now)
+            });
+            return Ok(recorded);
+        }
+        self.session()
+            .await?
+            .record_intent(tenant, action, payload)
+            .await
+    }
+
+    /// Claims an action (see [`Session::begin_action`]).
+    pub async fn begin_action(
+        &self,
+        tenant: &TenantId,
+        action: &idem_core::ActionType,
+        key: &IdempotencyKey,
+        lease: Duration,
+    ) -> Result<Begin, Error> {
+        self.session()
+            .await?
+            .begin_action(tenant, action, key, lease)
+            .await
+    }
+
+    /// Consumes an event once (see [`Session::consume_once`]).
+    pub async fn consume_once(
+        &self,
+        tenant: &TenantId,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Consumed, Error> {
+        self.session()
+            .await?
+            .consume_once(tenant, source, event_id)
+            .await
+    }
+
+    pub(crate) fn derive(
+        &self,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+    ) -> Result<session::Candidate, Error> {
+        let spec = self.inner.catalog.action(action)?;
+        let Some(deriver) = &self.inner.deriver else {
+            return Err(Error::Invalid(
+                "this store was opened without a key secret; it cannot record intents".into(),
+            ));
+        };
+        let d = deriver.derive(&self.inner.catalog, tenant, action, payload, None)?;
+        let reference = d.reference(spec).to_owned();
+        if reference.is_empty() {
+            return Err(Error::Invalid(format!(
+                "the intent reference field {:?} is empty",
+                spec.reference
+            )));
+        }
+        Ok(session::Candidate {
+            reference,
+            key: d.key,
+            rules_version: d.rules_version,
+            payload: d.normalized,
+        })
+    }
+
+    /// Adds to the live statistics (no-op when they are off).
+    pub(crate) fn count(&self, tenant: &str, action: &str, now: Millis, f: impl FnOnce(&mut Cell)) {
+        if let Some(acc) = &self.inner.stats {
+            let mut acc = acc.lock().unwrap_or_else(|p| p.into_inner());
+            f(acc.cell(tenant, action, now));
+        }
+    }
+
+    pub(crate) fn merge_counts(&self, other: Accumulator) {
+        if let Some(acc) = &self.inner.stats {
+            if !other.is_empty() {
+                acc.lock().unwrap_or_else(|p| p.into_inner()).merge(other);
+            }
+        }
+    }
+
+    /// Writes the counted statistics into the rollup tables. On failure the
+    /// counts go back into the accumulator for the next flush.
+    #[tracing::instrument(skip_all)]
+    pub async fn flush_stats(&self) -> Result<(), Error> {
+        let Some(acc) = &self.inner.stats else {
+            return Ok(());
+        };
+        // One flush at a time, so a slow one cannot be overtaken and double-count.
+        let _guard = self.inner.flush.lock().await;
+        let taken = std::mem::take(&mut *acc.lock().unwrap_or_else(|p| p.into_inner()));
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let result = self.write_rollups(&taken).await;
+        if result.is_err() {
+            self.merge_counts(taken);
+        }
+        result
+    }
+
+    async fn write_rollups(&self, acc: &Accumulator) -> Result<(), Error> {
+        let mut tx = self.transaction().await?;
+        for ((tenant, g, start, action), cell) in acc.rollups() {
+            session::on!(tx.flush_cell(&tenant, g, start, &action, &cell))?;
+        }
+        tx.commit().await
+    }
+
+    /// A tenant's statistics between `from_ms` (inclusive) and `to_ms`
+    /// (exclusive), bucketed by `granularity`. Flushes first, so the report
+    /// includes this process's latest counts.
+    #[tracing::instrument(skip(self))]
+    pub async fn stats(
+        &self,
+        tenant: &TenantId,
+        granularity: Granularity,
+        from_ms: Millis,
+        to_ms: Millis,
+    ) -> Result<stats::Report, Error> {
+        self.flush_stats().await?;
+        let mut s = self.session().await?;
+        let from = granularity.floor(from_ms);
+        let t = tenant.as_str();
+        let rows = session::on!(s.read_rollup(t, granularity, from, to_ms))?;
+        let delays = session::on!(s.read_delay(t, granularity, from, to_ms))?;
+        Ok(stats::report(
+            granularity,
+            from,
+            to_ms,
+            rows.into_iter()
+                .map(backend::RollupRow::into_parts)
+                .collect(),
+            delays,
+        ))
+    }
+
+    /// Admin: per-tenant totals over a range, read from the rollups.
+    pub async fn admin_totals(
+        &self,
+        granularity: Granularity,
+        from_ms: Millis,
+        to_ms: Millis,
+    ) -> Result<Vec<stats::TenantTotals>, Error> {
+        self.flush_stats().await?;
+        let mut s = self.session().await?;
+        let rows = session::on!(s.admin_totals(granularity, granularity.floor(from_ms), to_ms))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| stats::TenantTotals {
+                tenant: r.tenant_id,
+                intents: r.intents.unwrap_or(0),
+                deliveries: r.deliveries.unwrap_or(0),
+                redeliveries: r.redeliveries.unwrap_or(0),
+                redelivered_intents: r.redelivered_intents.unwrap_or(0),
+                divergences: r.divergences.unwrap_or(0),
+                actions_uncertain: r.actions_uncertain.unwrap_or(0),
+            })
+            .collect())
+    }
+}
+
+/// Splits idem's own `synchronous=` setting off a SQLite URL.
+fn sqlite_sync(url: &str) -> Result<(String, SqliteSynchronous), Error> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), SqliteSynchronous::Normal));
+    };
+    let mut sync = SqliteSynchronous::Normal;
+    let mut rest = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("synchronous", v)) => {
+                sync = match v.to_ascii_lowercase().as_str() {
+                    "normal" => SqliteSynchronous::Normal,
+                    "full" => SqliteSynchronous::Full,
+                    _ => return Err(Error::Url(format!("synchronous={v}: use normal or full"))),
+                }
+            }
+            _ => rest.push(pair),
+        }
+    }
+    let url = if rest.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    };
+    Ok((url, sync))
 }
 
 #[cfg(test)]
@@ -121,39 +492,39 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn sqlite_file_is_created_and_migrated() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("idem.db");
-        let store = Store::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .unwrap();
-        store.migrate().await.unwrap();
-        store.ping().await.unwrap();
-        assert!(path.exists());
-        // Migrating twice is a no-op, not an error.
-        store.migrate().await.unwrap();
-        assert_eq!(store.backend(), Backend::Sqlite);
-    }
-
-    #[tokio::test]
-    async fn postgres_when_configured() {
-        let Ok(url) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
-            eprintln!(
-                "SKIPPED: IDEM_TEST_POSTGRES_URL is not set; the Postgres store test did not run"
-            );
-            return;
-        };
-        let store = Store::connect(&url).await.unwrap();
-        store.migrate().await.unwrap();
-        store.ping().await.unwrap();
-        assert_eq!(store.backend(), Backend::Postgres);
-    }
-
-    #[tokio::test]
     async fn unknown_urls_are_refused() {
         assert!(matches!(
-            Store::connect("mysql://x").await,
+            Store::connect("mysql://x", Options::admin()).await,
             Err(Error::Url(_))
         ));
+    }
+
+    #[test]
+    fn synchronous_is_read_off_the_sqlite_url() {
+        let (url, s) = sqlite_sync("sqlite://a.db?synchronous=FULL&mode=rwc").unwrap();
+        assert_eq!(url, "sqlite://a.db?mode=rwc");
+        assert!(matches!(s, SqliteSynchronous::Full));
+        let (url, s) = sqlite_sync("sqlite://a.db").unwrap();
+        assert_eq!(url, "sqlite://a.db");
+        assert!(matches!(s, SqliteSynchronous::Normal));
+        assert!(sqlite_sync("sqlite://a.db?synchronous=off").is_err());
+    }
+
+    #[tokio::test]
+    async fn admin_stores_refuse_to_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("a.db").display());
+        let store = Store::connect(&url, Options::admin()).await.unwrap();
+        store.migrate().await.unwrap();
+        let tenant = TenantId::try_from("t").unwrap();
+        let p = Payload::from_json(r#"{"referencia_intencao":"x"}"#).unwrap();
+        let e = store
+            .record_intent(&tenant, "email.cobranca", &p)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Invalid(ref m) if m.contains("secret")),
+            "{e:?}"
+        );
     }
 }

@@ -1,0 +1,637 @@
+//! One function per query, written once and compiled for each backend: the
+//! `backend!` macro stamps the same bodies over SQLite's and Postgres'
+//! connection types, so the two cannot drift apart. Each function takes a
+//! connection, pooled or inside the caller's transaction.
+
+use crate::model::{Millis, OutboxMessage};
+use crate::stats::{Cell, Counts, Granularity};
+
+/// The frozen intent columns.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct IntentRow {
+    pub rules_version: i32,
+    pub idem_key: String,
+    pub payload: String,
+    pub revision: i32,
+    pub deliveries: i64,
+    pub divergences: i64,
+    pub first_seen_ms: i64,
+    pub last_seen_ms: i64,
+}
+
+/// A superseded intent version.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct HistoryRow {
+    pub revision: i32,
+    pub rules_version: i32,
+    pub idem_key: String,
+    pub payload: String,
+    pub replaced_ms: i64,
+    pub reason: String,
+}
+
+/// What a successful claim returns.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct BeginRow {
+    pub state: String,
+    pub fencing_token: i64,
+    pub attempts: i32,
+    pub lease_until_ms: Option<i64>,
+    pub prev_state: Option<String>,
+    pub prev_token: Option<i64>,
+    pub prev_started_ms: Option<i64>,
+    pub prev_lease_until_ms: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// An action as stored.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ActionRow {
+    pub action: String,
+    pub state: String,
+    pub fencing_token: i64,
+    pub attempts: i32,
+    pub lease_until_ms: Option<i64>,
+    pub started_ms: i64,
+    pub updated_ms: i64,
+    pub response: Option<String>,
+    pub error: Option<String>,
+    pub retryable: Option<bool>,
+    pub reconciled: bool,
+}
+
+/// An HTTP key record.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct HttpRow {
+    pub fingerprint: String,
+    pub state: String,
+    #[allow(dead_code)] // read for debugging output only
+    pub locked_until_ms: Option<i64>,
+    pub status: Option<i32>,
+    pub headers: Option<String>,
+    pub body: Option<Vec<u8>>,
+    #[allow(dead_code)]
+    pub expires_at_ms: i64,
+}
+
+/// A tenant's retention row.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct RetentionRow {
+    pub intent_retention_ms: i64,
+    pub action_retention_ms: i64,
+    pub http_retention_ms: i64,
+}
+
+/// A rollup row.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct RollupRow {
+    pub bucket_start_ms: i64,
+    pub action: String,
+    pub intents: i64,
+    pub deliveries: i64,
+    pub redeliveries: i64,
+    pub redelivered_intents: i64,
+    pub divergences: i64,
+    pub corrections: i64,
+    pub actions_started: i64,
+    pub actions_completed: i64,
+    pub actions_failed: i64,
+    pub actions_uncertain: i64,
+    pub http_replays: i64,
+    pub http_409: i64,
+    pub http_422: i64,
+    pub delay_max_ms: i64,
+}
+
+impl RollupRow {
+    pub(crate) fn into_parts(self) -> (Millis, String, Counts) {
+        (
+            self.bucket_start_ms,
+            self.action,
+            Counts {
+                intents: self.intents,
+                deliveries: self.deliveries,
+                redeliveries: self.redeliveries,
+                redelivered_intents: self.redelivered_intents,
+                divergences: self.divergences,
+                corrections: self.corrections,
+                actions_started: self.actions_started,
+                actions_completed: self.actions_completed,
+                actions_failed: self.actions_failed,
+                actions_uncertain: self.actions_uncertain,
+                http_replays: self.http_replays,
+                http_409: self.http_409,
+                http_422: self.http_422,
+                delay_max_ms: self.delay_max_ms,
+            },
+        )
+    }
+}
+
+/// An admin totals row.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct TotalsRow {
+    pub tenant_id: String,
+    pub intents: Option<i64>,
+    pub deliveries: Option<i64>,
+    pub redeliveries: Option<i64>,
+    pub redelivered_intents: Option<i64>,
+    pub divergences: Option<i64>,
+    pub actions_uncertain: Option<i64>,
+}
+
+/// The arguments of one intent write.
+pub(crate) struct IntentWrite<'a> {
+    pub tenant: &'a str,
+    pub reference: &'a str,
+    pub action: &'a str,
+    pub rules_version: i32,
+    pub key: &'a str,
+    pub payload: &'a str,
+}
+
+macro_rules! backend {
+    ($db:ty, $conn:ty, $sql:path) => {
+        use super::*;
+        use sqlx::Row as _;
+        use $sql as q;
+
+        type Conn = $conn;
+        type R<T> = Result<T, sqlx::Error>;
+
+        pub(crate) async fn record_intent(
+            c: &mut Conn,
+            w: &IntentWrite<'_>,
+            n: i64,
+            now: Millis,
+        ) -> R<IntentRow> {
+            sqlx::query_as::<$db, IntentRow>(q::RECORD_INTENT)
+                .bind(w.tenant)
+                .bind(w.reference)
+                .bind(w.action)
+                .bind(w.rules_version)
+                .bind(w.key)
+                .bind(w.payload)
+                .bind(n)
+                .bind(now)
+                .fetch_one(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn select_intent(
+            c: &mut Conn,
+            tenant: &str,
+            reference: &str,
+            action: &str,
+        ) -> R<Option<IntentRow>> {
+            sqlx::query_as::<$db, IntentRow>(q::SELECT_INTENT)
+                .bind(tenant)
+                .bind(reference)
+                .bind(action)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn archive_intent(
+            c: &mut Conn,
+            w: &IntentWrite<'_>,
+            now: Millis,
+            reason: &str,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::ARCHIVE_INTENT)
+                .bind(w.tenant)
+                .bind(w.reference)
+                .bind(w.action)
+                .bind(w.payload)
+                .bind(now)
+                .bind(reason)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn replace_intent(
+            c: &mut Conn,
+            w: &IntentWrite<'_>,
+            now: Millis,
+        ) -> R<Option<IntentRow>> {
+            sqlx::query_as::<$db, IntentRow>(q::REPLACE_INTENT)
+                .bind(w.tenant)
+                .bind(w.reference)
+                .bind(w.action)
+                .bind(w.rules_version)
+                .bind(w.key)
+                .bind(w.payload)
+                .bind(now)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn intent_history(
+            c: &mut Conn,
+            tenant: &str,
+            reference: &str,
+            action: &str,
+        ) -> R<Vec<HistoryRow>> {
+            sqlx::query_as::<$db, HistoryRow>(q::INTENT_HISTORY)
+                .bind(tenant)
+                .bind(reference)
+                .bind(action)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn begin_action(
+            c: &mut Conn,
+            tenant: &str,
+            key: &str,
+            action: &str,
+            now: Millis,
+            lease_until: Millis,
+        ) -> R<Option<BeginRow>> {
+            sqlx::query_as::<$db, BeginRow>(q::BEGIN_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(action)
+                .bind(now)
+                .bind(lease_until)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn select_action(
+            c: &mut Conn,
+            tenant: &str,
+            key: &str,
+        ) -> R<Option<ActionRow>> {
+            sqlx::query_as::<$db, ActionRow>(q::SELECT_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn complete_action(
+            c: &mut Conn,
+            tenant: &str,
+            key: &str,
+            token: i64,
+            response: &str,
+            now: Millis,
+            reconciled: bool,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::COMPLETE_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(token)
+                .bind(response)
+                .bind(now)
+                .bind(reconciled)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        #[allow(clippy::too_many_arguments)] // one bind per column
+        pub(crate) async fn fail_action(
+            c: &mut Conn,
+            tenant: &str,
+            key: &str,
+            token: i64,
+            error: &str,
+            retryable: bool,
+            now: Millis,
+            reconciled: bool,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::FAIL_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(token)
+                .bind(error)
+                .bind(retryable)
+                .bind(now)
+                .bind(reconciled)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn sweep_expired_leases(
+            c: &mut Conn,
+            tenant: &str,
+            now: Millis,
+            limit: i64,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::SWEEP_EXPIRED_LEASES)
+                .bind(tenant)
+                .bind(now)
+                .bind(limit)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn http_begin(
+            c: &mut Conn,
+            tenant: &str,
+            k: &crate::model::HttpRequestKey<'_>,
+            locked_until: Millis,
+            now: Millis,
+            default_ttl: Millis,
+        ) -> R<bool> {
+            sqlx::query::<$db>(q::HTTP_BEGIN)
+                .bind(tenant)
+                .bind(k.client_key)
+                .bind(k.fingerprint)
+                .bind(k.method)
+                .bind(k.path)
+                .bind(locked_until)
+                .bind(now)
+                .bind(default_ttl)
+                .fetch_optional(&mut *c)
+                .await
+                .map(|r| r.is_some())
+        }
+
+        pub(crate) async fn select_http_key(
+            c: &mut Conn,
+            tenant: &str,
+            client_key: &str,
+        ) -> R<Option<HttpRow>> {
+            sqlx::query_as::<$db, HttpRow>(q::SELECT_HTTP_KEY)
+                .bind(tenant)
+                .bind(client_key)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn http_complete(
+            c: &mut Conn,
+            tenant: &str,
+            client_key: &str,
+            fingerprint: &str,
+            r: &crate::model::StoredResponse,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::HTTP_COMPLETE)
+                .bind(tenant)
+                .bind(client_key)
+                .bind(fingerprint)
+                .bind(i32::from(r.status))
+                .bind(&r.headers)
+                .bind(&r.body)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn http_release(
+            c: &mut Conn,
+            tenant: &str,
+            client_key: &str,
+            fingerprint: &str,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::HTTP_RELEASE)
+                .bind(tenant)
+                .bind(client_key)
+                .bind(fingerprint)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn consume_event(
+            c: &mut Conn,
+            tenant: &str,
+            source: &str,
+            event_id: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::CONSUME_EVENT)
+                .bind(tenant)
+                .bind(source)
+                .bind(event_id)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn outbox_insert(
+            c: &mut Conn,
+            tenant: &str,
+            topic: &str,
+            payload: &str,
+            now: Millis,
+        ) -> R<i64> {
+            sqlx::query::<$db>(q::OUTBOX_INSERT)
+                .bind(tenant)
+                .bind(topic)
+                .bind(payload)
+                .bind(now)
+                .fetch_one(&mut *c)
+                .await?
+                .try_get::<i64, _>("id")
+        }
+
+        pub(crate) async fn outbox_fetch(
+            c: &mut Conn,
+            tenant: &str,
+            limit: i64,
+        ) -> R<Vec<OutboxMessage>> {
+            let rows = sqlx::query::<$db>(q::OUTBOX_FETCH)
+                .bind(tenant)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(OutboxMessage {
+                        id: r.try_get("id")?,
+                        topic: r.try_get("topic")?,
+                        payload: r.try_get("payload")?,
+                        created_ms: r.try_get("created_ms")?,
+                    })
+                })
+                .collect()
+        }
+
+        pub(crate) async fn outbox_mark_sent(
+            c: &mut Conn,
+            tenant: &str,
+            id: i64,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::OUTBOX_MARK_SENT)
+                .bind(tenant)
+                .bind(id)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn select_retention(
+            c: &mut Conn,
+            tenant: &str,
+        ) -> R<Option<RetentionRow>> {
+            sqlx::query_as::<$db, RetentionRow>(q::SELECT_RETENTION)
+                .bind(tenant)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn upsert_retention(
+            c: &mut Conn,
+            tenant: &str,
+            r: &crate::model::Retention,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::UPSERT_RETENTION)
+                .bind(tenant)
+                .bind(r.intent_ms)
+                .bind(r.action_ms)
+                .bind(r.http_ms)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        /// One bounded purge batch of one table (`sql` is a `PURGE_*` statement).
+        pub(crate) async fn purge_batch(
+            c: &mut Conn,
+            sql: &'static str,
+            tenant: &str,
+            cutoff: Millis,
+            limit: i64,
+            granularity: Option<Granularity>,
+        ) -> R<u64> {
+            let mut query = sqlx::query::<$db>(sql)
+                .bind(tenant)
+                .bind(cutoff)
+                .bind(limit);
+            if let Some(g) = granularity {
+                query = query.bind(g.as_str());
+            }
+            query.execute(&mut *c).await.map(|r| r.rows_affected())
+        }
+
+        /// Admin: the tenants with rows in one table.
+        pub(crate) async fn tenants_in(c: &mut Conn, sql: &'static str) -> R<Vec<String>> {
+            let rows = sqlx::query::<$db>(sql).fetch_all(&mut *c).await?;
+            rows.iter()
+                .map(|r| r.try_get::<String, _>("tenant_id"))
+                .collect()
+        }
+
+        pub(crate) async fn flush_cell(
+            c: &mut Conn,
+            tenant: &str,
+            g: Granularity,
+            start: Millis,
+            action: &str,
+            cell: &Cell,
+        ) -> R<()> {
+            let n = &cell.counts;
+            sqlx::query::<$db>(q::FLUSH_ROLLUP)
+                .bind(tenant)
+                .bind(g.as_str())
+                .bind(start)
+                .bind(action)
+                .bind(n.intents)
+                .bind(n.deliveries)
+                .bind(n.redeliveries)
+                .bind(n.redelivered_intents)
+                .bind(n.divergences)
+                .bind(n.corrections)
+                .bind(n.actions_started)
+                .bind(n.actions_completed)
+                .bind(n.actions_failed)
+                .bind(n.actions_uncertain)
+                .bind(n.http_replays)
+                .bind(n.http_409)
+                .bind(n.http_422)
+                .bind(n.delay_max_ms)
+                .execute(&mut *c)
+                .await?;
+            for (le, count) in crate::stats::DELAY_BOUNDS_MS.iter().zip(cell.delays.iter()) {
+                if *count > 0 {
+                    sqlx::query::<$db>(q::FLUSH_DELAY)
+                        .bind(tenant)
+                        .bind(g.as_str())
+                        .bind(start)
+                        .bind(action)
+                        .bind(*le)
+                        .bind(*count)
+                        .execute(&mut *c)
+                        .await?;
+                }
+            }
+            Ok(())
+        }
+
+        pub(crate) async fn read_rollup(
+            c: &mut Conn,
+            tenant: &str,
+            g: Granularity,
+            from: Millis,
+            to: Millis,
+        ) -> R<Vec<RollupRow>> {
+            sqlx::query_as::<$db, RollupRow>(q::READ_ROLLUP)
+                .bind(tenant)
+                .bind(g.as_str())
+                .bind(from)
+                .bind(to)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn read_delay(
+            c: &mut Conn,
+            tenant: &str,
+            g: Granularity,
+            from: Millis,
+            to: Millis,
+        ) -> R<Vec<(Millis, String, Millis, i64)>> {
+            let rows = sqlx::query::<$db>(q::READ_DELAY)
+                .bind(tenant)
+                .bind(g.as_str())
+                .bind(from)
+                .bind(to)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok((
+                        r.try_get("bucket_start_ms")?,
+                        r.try_get("action")?,
+                        r.try_get("le_ms")?,
+                        r.try_get("count")?,
+                    ))
+                })
+                .collect()
+        }
+
+        pub(crate) async fn admin_totals(
+            c: &mut Conn,
+            g: Granularity,
+            from: Millis,
+            to: Millis,
+        ) -> R<Vec<TotalsRow>> {
+            sqlx::query_as::<$db, TotalsRow>(q::ADMIN_TOTALS)
+                .bind(g.as_str())
+                .bind(from)
+                .bind(to)
+                .fetch_all(&mut *c)
+                .await
+        }
+    };
+}
+
+/// The SQLite functions.
+pub(crate) mod sqlite {
+    backend!(sqlx::Sqlite, sqlx::SqliteConnection, crate::sql::sqlite);
+}
+
+/// The PostgreSQL functions.
+pub(crate) mod pg {
+    backend!(sqlx::Postgres, sqlx::PgConnection, crate::sql::pg);
+}

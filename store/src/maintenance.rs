@@ -1,0 +1,161 @@
+//! Retention, lease sweeping and statistics flushing: the store's background
+//! chores, run by `idem purge` and periodically by `idem serve`.
+
+use crate::model::{Millis, Retention};
+use crate::session::{on, Session};
+use crate::sql::shared as q;
+use crate::stats::Granularity;
+use crate::{Error, Store};
+use idem_core::TenantId;
+use std::collections::BTreeSet;
+
+/// What one purge removed, per table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PurgeReport {
+    /// Tenants visited.
+    pub tenants: usize,
+    /// Intents removed.
+    pub intents: u64,
+    /// Intent history rows removed.
+    pub intent_history: u64,
+    /// Actions removed.
+    pub actions: u64,
+    /// HTTP key records removed.
+    pub http_keys: u64,
+    /// Consumed-event marks removed.
+    pub consumed_events: u64,
+    /// Sent outbox messages removed.
+    pub outbox: u64,
+    /// Statistics rows removed.
+    pub stats: u64,
+    /// Claims whose lease ran out, now marked uncertain.
+    pub leases_expired: u64,
+    /// Batches (statements) run.
+    pub batches: u64,
+}
+
+impl Store {
+    /// Removes expired rows of every tenant in batches of `batch` rows, each
+    /// batch its own short statement so no lock is held for long, and marks
+    /// claims whose lease ran out as uncertain.
+    #[tracing::instrument(skip(self))]
+    pub async fn purge(&self, batch: u32) -> Result<PurgeReport, Error> {
+        let batch = i64::from(batch.max(1));
+        let mut s = self.session().await?;
+        let mut tenants = BTreeSet::new();
+        for sql in crate::sql::TENANTS_IN_TABLES {
+            tenants.extend(on!(s.tenants_in(sql))?);
+        }
+        let now = self.inner.clock.now_ms();
+        let mut report = PurgeReport {
+            tenants: tenants.len(),
+            ..PurgeReport::default()
+        };
+        for tenant in tenants {
+            let Ok(tenant) = TenantId::try_from(tenant) else {
+                continue; // not written through this API; leave it alone
+            };
+            let r = s.retention(&tenant).await?;
+            purge_tenant(&mut s, &tenant, &r, now, batch, &mut report).await?;
+            let mut swept = 0;
+            loop {
+                let n = on!(s.sweep_expired_leases(tenant.as_str(), now, batch))?;
+                report.batches += 1;
+                swept += n;
+                if full(n, batch) {
+                    continue;
+                }
+                break;
+            }
+            if swept > 0 {
+                self.count_uncertain(&tenant, swept, now);
+            }
+            report.leases_expired += swept;
+        }
+        tracing::info!(?report, "purge finished");
+        Ok(report)
+    }
+
+    fn count_uncertain(&self, tenant: &TenantId, n: u64, now: Millis) {
+        // Swept claims are counted under the catch-all action: the sweep
+        // statement does not return which action each claim was.
+        self.count(tenant.as_str(), "*", now, |c| {
+            c.counts.actions_uncertain += i64::try_from(n).unwrap_or(i64::MAX);
+        });
+    }
+}
+
+/// Whether a batch came back full (so another may follow).
+fn full(n: u64, batch: i64) -> bool {
+    i64::try_from(n).unwrap_or(i64::MAX) >= batch
+}
+
+async fn purge_tenant(
+    s: &mut Session,
+    tenant: &TenantId,
+    r: &Retention,
+    now: Millis,
+    batch: i64,
+    report: &mut PurgeReport,
+) -> Result<(), Error> {
+    let plan: [(&'static str, Millis, Option<Granularity>); 9] = [
+        (q::PURGE_INTENTS, now - r.intent_ms, None),
+        (q::PURGE_INTENT_HISTORY, now - r.intent_ms, None),
+        (q::PURGE_CONSUMED_EVENTS, now - r.intent_ms, None),
+        (q::PURGE_ACTIONS, now - r.action_ms, None),
+        (q::PURGE_OUTBOX, now - r.action_ms, None),
+        // HTTP records carry their own expiry instant.
+        (q::PURGE_HTTP_KEYS, now, None),
+        (
+            q::PURGE_STATS_ROLLUP,
+            now - Granularity::Minute.retention_ms(),
+            Some(Granularity::Minute),
+        ),
+        (
+            q::PURGE_STATS_ROLLUP,
+            now - Granularity::Hour.retention_ms(),
+            Some(Granularity::Hour),
+        ),
+        (
+            q::PURGE_STATS_ROLLUP,
+            now - Granularity::Day.retention_ms(),
+            Some(Granularity::Day),
+        ),
+    ];
+    for (sql, cutoff, g) in plan {
+        let mut n = 0;
+        loop {
+            let got = on!(s.purge_batch(sql, tenant.as_str(), cutoff, batch, g))?;
+            let mut more = full(got, batch);
+            n += got;
+            report.batches += 1;
+            if let (Some(g), true) = (g, sql == q::PURGE_STATS_ROLLUP) {
+                // The delay histograms age out with their rollup rows.
+                let d = on!(s.purge_batch(
+                    q::PURGE_STATS_DELAY,
+                    tenant.as_str(),
+                    cutoff,
+                    batch,
+                    Some(g)
+                ))?;
+                more |= full(d, batch);
+                n += d;
+                report.batches += 1;
+            }
+            if !more {
+                break;
+            }
+        }
+        let slot = match sql {
+            q::PURGE_INTENTS => &mut report.intents,
+            q::PURGE_INTENT_HISTORY => &mut report.intent_history,
+            q::PURGE_CONSUMED_EVENTS => &mut report.consumed_events,
+            q::PURGE_ACTIONS => &mut report.actions,
+            q::PURGE_OUTBOX => &mut report.outbox,
+            q::PURGE_HTTP_KEYS => &mut report.http_keys,
+            _ => &mut report.stats,
+        };
+        *slot += n;
+    }
+    Ok(())
+}

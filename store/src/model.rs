@@ -1,0 +1,289 @@
+//! What the store's operations return.
+
+use idem_core::{IdempotencyKey, NormalizedPayload, RulesVersion};
+
+/// Milliseconds since the Unix epoch, from the store's [`Clock`](crate::Clock).
+pub type Millis = i64;
+
+/// The outcome of [`record_intent`](crate::Session::record_intent): the
+/// frozen intent as the first write left it, plus what this delivery was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedIntent {
+    /// The intent reference (normalized).
+    pub reference: String,
+    /// The frozen key: use it as the provider's idempotency key.
+    pub key: IdempotencyKey,
+    /// The rules version the frozen key was derived with.
+    pub rules_version: RulesVersion,
+    /// The frozen normalized payload: act on this, not on the candidate.
+    pub payload: NormalizedPayload,
+    /// 1 for the first write, then one more per correction.
+    pub revision: i32,
+    /// Deliveries counted so far, this one included.
+    pub deliveries: i64,
+    /// Deliveries whose candidate differed from the frozen payload.
+    pub divergences: i64,
+    /// When the first delivery arrived.
+    pub first_seen_ms: Millis,
+    /// The latest delivery time recorded.
+    pub last_seen_ms: Millis,
+    /// Whether this delivery created the intent.
+    pub inserted: bool,
+    /// Whether this delivery's candidate differs from the frozen payload (the
+    /// model re-extracted another amount or destination). It was not stored.
+    pub diverged: bool,
+    /// The key the candidate alone would have had.
+    pub candidate_key: IdempotencyKey,
+}
+
+/// The intent as stored, read without recording a delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent {
+    /// The frozen key.
+    pub key: IdempotencyKey,
+    /// Its rules version.
+    pub rules_version: RulesVersion,
+    /// The frozen normalized payload.
+    pub payload: NormalizedPayload,
+    /// 1 for the first write, then one more per correction.
+    pub revision: i32,
+    /// Deliveries counted.
+    pub deliveries: i64,
+    /// Deliveries whose candidate differed from the frozen payload.
+    pub divergences: i64,
+    /// First delivery.
+    pub first_seen_ms: Millis,
+    /// Last delivery.
+    pub last_seen_ms: Millis,
+}
+
+/// A version a correction replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntentVersion {
+    /// Its revision number.
+    pub revision: i32,
+    /// Its rules version.
+    pub rules_version: RulesVersion,
+    /// Its key.
+    pub key: IdempotencyKey,
+    /// Its normalized payload.
+    pub payload: NormalizedPayload,
+    /// When the correction replaced it.
+    pub replaced_ms: Millis,
+    /// Why, as the person correcting it said.
+    pub reason: String,
+}
+
+/// The outcome of [`correct_intent`](crate::Session::correct_intent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corrected {
+    /// The intent after the correction.
+    pub intent: Intent,
+    /// False when the corrected payload normalized to the frozen one: nothing
+    /// was replaced and no new key was minted.
+    pub changed: bool,
+}
+
+/// The attempt a takeover replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviousAttempt {
+    /// Its fencing token (now refused).
+    pub token: i64,
+    /// When it started.
+    pub started_ms: Millis,
+    /// When its lease ended (`None` once the sweeper marked it uncertain).
+    pub lease_until_ms: Option<Millis>,
+}
+
+/// What [`begin_action`](crate::Session::begin_action) decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// The caller holds the action: act, then `complete` or `fail` with the
+    /// token before the lease ends.
+    Claimed {
+        /// Fencing token to present.
+        token: i64,
+        /// Attempt number, 1 for the first.
+        attempt: i32,
+        /// The lease end.
+        lease_until_ms: Millis,
+        /// The error of the previous attempt when it failed retryably.
+        previous_error: Option<String>,
+    },
+    /// Another holder's lease is running. Do not act; come back after it.
+    InFlight {
+        /// When that lease ends.
+        lease_until_ms: Millis,
+    },
+    /// Already done: the stored response, byte for byte.
+    Completed {
+        /// The response as recorded.
+        response: String,
+    },
+    /// Failed for good: the stored error.
+    Failed {
+        /// The error as recorded.
+        error: String,
+    },
+    /// A previous attempt started and its outcome is unknown. The caller now
+    /// holds the action with a new token and must retry with the same key or
+    /// ask the provider, then record the outcome (`reconcile`).
+    Uncertain {
+        /// The new fencing token.
+        token: i64,
+        /// Attempt number.
+        attempt: i32,
+        /// The new lease end.
+        lease_until_ms: Millis,
+        /// The attempt whose outcome is unknown.
+        previous: PreviousAttempt,
+    },
+}
+
+/// The states an action moves through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionState {
+    /// Claimed, outcome pending.
+    Started,
+    /// Succeeded.
+    Completed,
+    /// Failed (retryable or final).
+    Failed,
+    /// Started and its outcome is unknown.
+    Uncertain,
+}
+
+impl ActionState {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "started" => Self::Started,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "uncertain" => Self::Uncertain,
+            _ => return None,
+        })
+    }
+}
+
+/// An action as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Action {
+    /// Its action type.
+    pub action: String,
+    /// Its state.
+    pub state: ActionState,
+    /// The current fencing token.
+    pub token: i64,
+    /// Claims so far.
+    pub attempts: i32,
+    /// The running lease's end, if any.
+    pub lease_until_ms: Option<Millis>,
+    /// When the current attempt started.
+    pub started_ms: Millis,
+    /// Last change.
+    pub updated_ms: Millis,
+    /// The stored response (completed).
+    pub response: Option<String>,
+    /// The stored error (failed).
+    pub error: Option<String>,
+    /// Whether the failure may be retried.
+    pub retryable: Option<bool>,
+    /// Whether the outcome was learned from the provider by `reconcile`.
+    pub reconciled: bool,
+}
+
+/// How an attempt ended, for [`reconcile`](crate::Session::reconcile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The provider did it; its response.
+    Completed(String),
+    /// The provider did not; the error and whether a retry may run.
+    Failed {
+        /// The error.
+        error: String,
+        /// Whether a later `begin` may claim it again.
+        retryable: bool,
+    },
+}
+
+/// An HTTP request about to run under a client's Idempotency-Key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequestKey<'a> {
+    /// The client's key.
+    pub client_key: &'a str,
+    /// Fingerprint of method, path and canonical body.
+    pub fingerprint: &'a str,
+    /// The method.
+    pub method: &'a str,
+    /// The path.
+    pub path: &'a str,
+}
+
+/// A response stored for replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// Its status code.
+    pub status: u16,
+    /// Its headers, as the middleware serialized them.
+    pub headers: String,
+    /// Its body, byte for byte.
+    pub body: Vec<u8>,
+}
+
+/// What [`http_begin`](crate::Session::http_begin) decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpBegin {
+    /// Run the request, then `http_complete` (or `http_release` on a 5xx).
+    Proceed,
+    /// Same key, same request, done: replay this response.
+    Replay(StoredResponse),
+    /// Same key, same request, still running: 409.
+    InProgress,
+    /// Same key, a different request: 422.
+    Mismatch,
+}
+
+/// `consume_once`'s verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consumed {
+    /// First time: handle it.
+    First,
+    /// Seen before: acknowledge and drop it.
+    Duplicate,
+}
+
+/// A message waiting in the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Its id (grows per tenant).
+    pub id: i64,
+    /// Its topic.
+    pub topic: String,
+    /// Its payload.
+    pub payload: String,
+    /// When it was written.
+    pub created_ms: Millis,
+}
+
+/// How long a tenant keeps its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Retention {
+    /// Intents, their history and consumed-event marks.
+    pub intent_ms: Millis,
+    /// Actions and sent outbox messages.
+    pub action_ms: Millis,
+    /// HTTP Idempotency-Key records.
+    pub http_ms: Millis,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        const DAY: Millis = 24 * 3600 * 1000;
+        Self {
+            intent_ms: 7 * DAY,
+            action_ms: 7 * DAY,
+            http_ms: DAY,
+        }
+    }
+}

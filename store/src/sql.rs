@@ -1,0 +1,557 @@
+//! Every SQL statement idem runs, one constant per query. Both backends
+//! accept `$n` placeholders (sqlx numbers SQLite's `$n` by its digits), so a
+//! statement is written once unless a dialect needs its own text.
+//!
+//! Each statement filters by exactly one tenant (`tenant_id = $1`), so a
+//! distributed Postgres routes it to one shard. The few admin statements that
+//! span tenants are listed by [`admin_statements`]; a unit test holds both rules.
+
+/// The tenants with rows in one table, by a loose index scan: one probe of
+/// the tenant-led index per tenant instead of a pass over every row.
+macro_rules! tenants_sql {
+    ($table:literal) => {
+        concat!(
+            "with recursive t (tenant_id) as (
+    select min(tenant_id) from ",
+            $table,
+            "
+    union all
+    select (select min(tenant_id) from ",
+            $table,
+            " where tenant_id > t.tenant_id)
+    from t where t.tenant_id is not null)
+select tenant_id from t where tenant_id is not null"
+        )
+    };
+}
+
+/// Statements shared by both backends.
+pub mod shared {
+    /// First write wins. The candidate is inserted; when the row exists, the
+    /// frozen payload and key are left as they are and only the delivery count,
+    /// the divergence count and the last delivery time move. `$7` is how many
+    /// identical deliveries this row stands for (1, or more when concurrent
+    /// calls were coalesced). RETURNING hands back the frozen row.
+    pub const RECORD_INTENT: &str = "\
+insert into intents as i
+    (tenant_id, reference, action, rules_version, idem_key, payload,
+     deliveries, divergences, first_seen_ms, last_seen_ms)
+values ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8)
+on conflict (tenant_id, reference, action) do update set
+    deliveries = i.deliveries + excluded.deliveries,
+    -- A different normalized payload means a different key under the same
+    -- secret and rules; comparing payloads also survives a secret rotation.
+    divergences = i.divergences
+        + case when i.payload = excluded.payload then 0 else excluded.deliveries end,
+    last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
+        then i.last_seen_ms else excluded.last_seen_ms end
+returning rules_version, idem_key, payload, revision, deliveries, divergences,
+    first_seen_ms, last_seen_ms";
+
+    /// The frozen intent.
+    pub const SELECT_INTENT: &str = "\
+select rules_version, idem_key, payload, revision, deliveries, divergences,
+    first_seen_ms, last_seen_ms
+from intents
+where tenant_id = $1 and reference = $2 and action = $3";
+
+    /// A correction first files the current version in the history. It only
+    /// writes when the payload really changes, and a concurrent correction of
+    /// the same revision collides on the history's primary key.
+    pub const ARCHIVE_INTENT: &str = "\
+insert into intent_history
+    (tenant_id, reference, action, revision, rules_version, idem_key, payload,
+     replaced_ms, reason)
+select tenant_id, reference, action, revision, rules_version, idem_key, payload, $5, $6
+from intents
+where tenant_id = $1 and reference = $2 and action = $3 and payload <> $4";
+
+    /// Then replaces the frozen payload and key.
+    pub const REPLACE_INTENT: &str = "\
+update intents set
+    rules_version = $4, idem_key = $5, payload = $6,
+    revision = revision + 1, revised_ms = $7
+where tenant_id = $1 and reference = $2 and action = $3
+returning rules_version, idem_key, payload, revision, deliveries, divergences,
+    first_seen_ms, last_seen_ms";
+
+    /// The versions corrections replaced, oldest first.
+    pub const INTENT_HISTORY: &str = "\
+select revision, rules_version, idem_key, payload, replaced_ms, reason
+from intent_history
+where tenant_id = $1 and reference = $2 and action = $3
+order by revision";
+
+    /// Claims an action: inserts it, or takes it over when the previous
+    /// claim's lease ran out without an outcome (it becomes uncertain) or the
+    /// last attempt failed in a retryable way. Every claim grows the fencing
+    /// token. No row comes back when the action is held, completed or failed
+    /// for good; the caller then reads it.
+    pub const BEGIN_ACTION: &str = "\
+insert into actions as a
+    (tenant_id, idem_key, action, state, fencing_token, attempts,
+     lease_until_ms, started_ms, updated_ms)
+values ($1, $2, $3, 'started', 1, 1, $5, $4, $4)
+on conflict (tenant_id, idem_key) do update set
+    prev_state = a.state,
+    prev_token = a.fencing_token,
+    prev_started_ms = a.started_ms,
+    prev_lease_until_ms = a.lease_until_ms,
+    -- A known failure is safe to retry; an expired lease is not known to
+    -- have failed, so the new holder inherits an uncertain action.
+    state = case when a.state = 'failed' then 'started' else 'uncertain' end,
+    fencing_token = a.fencing_token + 1,
+    attempts = a.attempts + 1,
+    lease_until_ms = excluded.lease_until_ms,
+    started_ms = excluded.started_ms,
+    updated_ms = excluded.updated_ms
+where (a.state in ('started', 'uncertain') and coalesce(a.lease_until_ms, 0) <= excluded.started_ms)
+   or (a.state = 'failed' and a.retryable)
+returning state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
+    prev_started_ms, prev_lease_until_ms, error";
+
+    /// An action as stored.
+    pub const SELECT_ACTION: &str = "\
+select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled
+from actions
+where tenant_id = $1 and idem_key = $2";
+
+    /// Records success. The fencing token must be the current one: a holder
+    /// whose lease was taken over matches no row and changes nothing.
+    pub const COMPLETE_ACTION: &str = "\
+update actions set
+    state = 'completed', response = $4, error = null, retryable = null,
+    lease_until_ms = null, updated_ms = $5, reconciled = $6
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')";
+
+    /// Records a failure, retryable or final, under the same fencing rule.
+    pub const FAIL_ACTION: &str = "\
+update actions set
+    state = 'failed', response = null, error = $4, retryable = $5,
+    lease_until_ms = null, updated_ms = $6, reconciled = $7
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')";
+
+    /// Marks claims whose lease ran out as uncertain, in bounded batches. The
+    /// lease is cleared so a later takeover does not count it twice.
+    pub const SWEEP_EXPIRED_LEASES: &str = "\
+update actions set state = 'uncertain', lease_until_ms = null, updated_ms = $2
+where tenant_id = $1 and idem_key in (
+    select idem_key from actions
+    where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
+    limit $3)";
+
+    /// Starts an HTTP request under a client key: inserts it, or reuses a
+    /// record that expired, or one whose request died holding the lock with
+    /// the same fingerprint. No row comes back otherwise.
+    pub const HTTP_BEGIN: &str = "\
+insert into http_keys as h
+    (tenant_id, client_key, fingerprint, method, path, state, locked_until_ms,
+     created_ms, expires_at_ms)
+values ($1, $2, $3, $4, $5, 'in_progress', $6, $7,
+    -- The record lives for the tenant's HTTP retention ($8 is the default),
+    -- read in the same statement rather than in a second round trip.
+    $7 + coalesce(
+        (select http_retention_ms from tenant_settings where tenant_id = $1), $8))
+on conflict (tenant_id, client_key) do update set
+    fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path,
+    state = 'in_progress', locked_until_ms = excluded.locked_until_ms,
+    status = null, headers = null, body = null,
+    created_ms = excluded.created_ms, expires_at_ms = excluded.expires_at_ms
+where h.expires_at_ms <= excluded.created_ms
+   or (h.state = 'in_progress' and h.fingerprint = excluded.fingerprint
+       and h.locked_until_ms <= excluded.created_ms)
+returning state";
+
+    /// An HTTP key record as stored.
+    pub const SELECT_HTTP_KEY: &str = "\
+select fingerprint, state, locked_until_ms, status, headers, body, expires_at_ms
+from http_keys
+where tenant_id = $1 and client_key = $2";
+
+    /// Stores the response to replay.
+    pub const HTTP_COMPLETE: &str = "\
+update http_keys set state = 'completed', status = $4, headers = $5, body = $6,
+    locked_until_ms = null
+where tenant_id = $1 and client_key = $2 and fingerprint = $3 and state = 'in_progress'";
+
+    /// Frees a key whose request failed in a way that must not be replayed
+    /// (a 5xx), so the client's retry runs again.
+    pub const HTTP_RELEASE: &str = "\
+delete from http_keys
+where tenant_id = $1 and client_key = $2 and fingerprint = $3 and state = 'in_progress'";
+
+    /// Consumes an event once: the primary key turns a redelivery into a no-op.
+    pub const CONSUME_EVENT: &str = "\
+insert into consumed_events (tenant_id, source, event_id, seen_ms)
+values ($1, $2, $3, $4)
+on conflict (tenant_id, source, event_id) do nothing";
+
+    /// Marks one outbox message as sent.
+    pub const OUTBOX_MARK_SENT: &str = "\
+update outbox set sent_ms = $3
+where tenant_id = $1 and id = $2 and sent_ms is null";
+
+    /// A tenant's retention settings.
+    pub const SELECT_RETENTION: &str = "\
+select intent_retention_ms, action_retention_ms, http_retention_ms
+from tenant_settings
+where tenant_id = $1";
+
+    /// Sets a tenant's retention.
+    pub const UPSERT_RETENTION: &str = "\
+insert into tenant_settings (tenant_id, intent_retention_ms, action_retention_ms, http_retention_ms)
+values ($1, $2, $3, $4)
+on conflict (tenant_id) do update set
+    intent_retention_ms = excluded.intent_retention_ms,
+    action_retention_ms = excluded.action_retention_ms,
+    http_retention_ms = excluded.http_retention_ms";
+
+    /// Purges intents whose last delivery is older than the cutoff, one
+    /// bounded batch per statement so no lock is held for long.
+    pub const PURGE_INTENTS: &str = "\
+delete from intents
+where tenant_id = $1 and (reference, action) in (
+    select reference, action from intents
+    where tenant_id = $1 and last_seen_ms < $2
+    limit $3)";
+
+    /// Purges the history of corrections older than the cutoff.
+    pub const PURGE_INTENT_HISTORY: &str = "\
+delete from intent_history
+where tenant_id = $1 and (reference, action, revision) in (
+    select reference, action, revision from intent_history
+    where tenant_id = $1 and replaced_ms < $2
+    limit $3)";
+
+    /// Purges actions not touched since the cutoff.
+    pub const PURGE_ACTIONS: &str = "\
+delete from actions
+where tenant_id = $1 and idem_key in (
+    select idem_key from actions
+    where tenant_id = $1 and updated_ms < $2
+    limit $3)";
+
+    /// Purges expired HTTP key records.
+    pub const PURGE_HTTP_KEYS: &str = "\
+delete from http_keys
+where tenant_id = $1 and client_key in (
+    select client_key from http_keys
+    where tenant_id = $1 and expires_at_ms <= $2
+    limit $3)";
+
+    /// Purges consumed-event marks older than the cutoff.
+    pub const PURGE_CONSUMED_EVENTS: &str = "\
+delete from consumed_events
+where tenant_id = $1 and (source, event_id) in (
+    select source, event_id from consumed_events
+    where tenant_id = $1 and seen_ms < $2
+    limit $3)";
+
+    /// Purges outbox messages sent before the cutoff; pending ones are never
+    /// purged.
+    pub const PURGE_OUTBOX: &str = "\
+delete from outbox
+where tenant_id = $1 and id in (
+    select id from outbox
+    where tenant_id = $1 and sent_ms is not null and sent_ms < $2
+    limit $3)";
+
+    /// Purges statistics buckets of one granularity older than the cutoff.
+    pub const PURGE_STATS_ROLLUP: &str = "\
+delete from stats_rollup
+where tenant_id = $1 and (granularity, bucket_start_ms, action) in (
+    select granularity, bucket_start_ms, action from stats_rollup
+    where tenant_id = $1 and granularity = $4 and bucket_start_ms < $2
+    limit $3)";
+
+    /// The same for the delay histograms.
+    pub const PURGE_STATS_DELAY: &str = "\
+delete from stats_delay
+where tenant_id = $1 and (granularity, bucket_start_ms, action, le_ms) in (
+    select granularity, bucket_start_ms, action, le_ms from stats_delay
+    where tenant_id = $1 and granularity = $4 and bucket_start_ms < $2
+    limit $3)";
+
+    /// Adds one accumulator flush to a rollup bucket. Runs about once a second
+    /// per process and bucket, never on the request path.
+    pub const FLUSH_ROLLUP: &str = "\
+insert into stats_rollup as s
+    (tenant_id, granularity, bucket_start_ms, action, intents, deliveries, redeliveries,
+     redelivered_intents, divergences, corrections, actions_started, actions_completed,
+     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+on conflict (tenant_id, granularity, bucket_start_ms, action) do update set
+    intents = s.intents + excluded.intents,
+    deliveries = s.deliveries + excluded.deliveries,
+    redeliveries = s.redeliveries + excluded.redeliveries,
+    redelivered_intents = s.redelivered_intents + excluded.redelivered_intents,
+    divergences = s.divergences + excluded.divergences,
+    corrections = s.corrections + excluded.corrections,
+    actions_started = s.actions_started + excluded.actions_started,
+    actions_completed = s.actions_completed + excluded.actions_completed,
+    actions_failed = s.actions_failed + excluded.actions_failed,
+    actions_uncertain = s.actions_uncertain + excluded.actions_uncertain,
+    http_replays = s.http_replays + excluded.http_replays,
+    http_409 = s.http_409 + excluded.http_409,
+    http_422 = s.http_422 + excluded.http_422,
+    delay_max_ms = case when s.delay_max_ms > excluded.delay_max_ms
+        then s.delay_max_ms else excluded.delay_max_ms end";
+
+    /// Adds to one bucket of a delay histogram.
+    pub const FLUSH_DELAY: &str = "\
+insert into stats_delay as d (tenant_id, granularity, bucket_start_ms, action, le_ms, count)
+values ($1, $2, $3, $4, $5, $6)
+on conflict (tenant_id, granularity, bucket_start_ms, action, le_ms) do update set
+    count = d.count + excluded.count";
+
+    /// A tenant's rollups over a time range.
+    pub const READ_ROLLUP: &str = "\
+select bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
+    divergences, corrections, actions_started, actions_completed, actions_failed,
+    actions_uncertain, http_replays, http_409, http_422, delay_max_ms
+from stats_rollup
+where tenant_id = $1 and granularity = $2 and bucket_start_ms >= $3 and bucket_start_ms < $4
+order by bucket_start_ms, action";
+
+    /// A tenant's delay histograms over a time range.
+    pub const READ_DELAY: &str = "\
+select bucket_start_ms, action, le_ms, count
+from stats_delay
+where tenant_id = $1 and granularity = $2 and bucket_start_ms >= $3 and bucket_start_ms < $4";
+
+    /// Admin: totals per tenant over a time range (the one statement that
+    /// reads across tenants; it reads the small rollup table only).
+    pub const ADMIN_TOTALS: &str = "\
+select tenant_id,
+    -- cast: Postgres sums bigints into numeric.
+    cast(sum(intents) as bigint) as intents,
+    cast(sum(deliveries) as bigint) as deliveries,
+    cast(sum(redeliveries) as bigint) as redeliveries,
+    cast(sum(redelivered_intents) as bigint) as redelivered_intents,
+    cast(sum(divergences) as bigint) as divergences,
+    cast(sum(actions_uncertain) as bigint) as actions_uncertain
+from stats_rollup
+where granularity = $1 and bucket_start_ms >= $2 and bucket_start_ms < $3
+group by tenant_id
+order by tenant_id";
+}
+
+/// Admin: the tenants with rows in each purged table (retention uses it to
+/// decide which tenants to visit; every purge statement is then scoped).
+pub const TENANTS_IN_TABLES: [&str; 7] = [
+    tenants_sql!("intents"),
+    tenants_sql!("intent_history"),
+    tenants_sql!("actions"),
+    tenants_sql!("http_keys"),
+    tenants_sql!("consumed_events"),
+    tenants_sql!("outbox"),
+    tenants_sql!("stats_rollup"),
+];
+
+/// PostgreSQL-only statements.
+pub mod pg {
+    pub use super::shared::*;
+
+    /// Queues an outbox message; the identity column numbers it.
+    pub const OUTBOX_INSERT: &str = "\
+insert into outbox (tenant_id, topic, payload, created_ms)
+values ($1, $2, $3, $4)
+returning id";
+
+    /// Pending messages for one relay. SKIP LOCKED lets several relays share
+    /// the queue: each takes rows the others have not locked.
+    pub const OUTBOX_FETCH: &str = "\
+select id, topic, payload, created_ms
+from outbox
+where tenant_id = $1 and sent_ms is null
+order by id
+limit $2
+for update skip locked";
+}
+
+/// SQLite-only statements.
+pub mod sqlite {
+    pub use super::shared::*;
+
+    /// Queues an outbox message. SQLite has one writer at a time, so max + 1
+    /// inside the insert is race-free; the floor at now x 1000 keeps ids
+    /// growing after a purge emptied the table.
+    pub const OUTBOX_INSERT: &str = "\
+insert into outbox (tenant_id, id, topic, payload, created_ms)
+values ($1,
+    (select max(coalesce(max(id), 0) + 1, $4 * 1000) from outbox where tenant_id = $1),
+    $2, $3, $4)
+returning id";
+
+    /// Pending messages for the relay. SQLite has no row locks; one writer at
+    /// a time and at-least-once delivery make a second relay harmless.
+    pub const OUTBOX_FETCH: &str = "\
+select id, topic, payload, created_ms
+from outbox
+where tenant_id = $1 and sent_ms is null
+order by id
+limit $2";
+}
+
+/// Every statement that is not scoped to one tenant.
+pub fn admin_statements() -> impl Iterator<Item = &'static str> {
+    std::iter::once(shared::ADMIN_TOTALS).chain(TENANTS_IN_TABLES)
+}
+
+/// Coalesced intent writes (Postgres): many callers' deliveries for one
+/// tenant in one statement. Same conflict rule as
+/// [`RECORD_INTENT`](shared::RECORD_INTENT); rows are distinct by primary
+/// key (the batcher merges identical candidates into one row with a count),
+/// because one statement cannot update the same row twice.
+pub const PG_RECORD_INTENTS: &str = "\
+insert into intents as i
+    (tenant_id, reference, action, rules_version, idem_key, payload,
+     deliveries, divergences, first_seen_ms, last_seen_ms)
+select $1, u.reference, u.action, u.rules_version, u.idem_key, u.payload, u.n, 0, $8, $8
+from unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[])
+    as u (reference, action, rules_version, idem_key, payload, n)
+on conflict (tenant_id, reference, action) do update set
+    deliveries = i.deliveries + excluded.deliveries,
+    divergences = i.divergences
+        + case when i.payload = excluded.payload then 0 else excluded.deliveries end,
+    last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
+        then i.last_seen_ms else excluded.last_seen_ms end
+returning reference, action, rules_version, idem_key, payload, revision, deliveries,
+    divergences, first_seen_ms, last_seen_ms";
+
+/// Every statement by name, for the tenancy check (a test asserts that this
+/// list and the constants above agree).
+pub const ALL: &[(&str, &str)] = {
+    use shared::*;
+    &[
+        ("RECORD_INTENT", RECORD_INTENT),
+        ("SELECT_INTENT", SELECT_INTENT),
+        ("ARCHIVE_INTENT", ARCHIVE_INTENT),
+        ("REPLACE_INTENT", REPLACE_INTENT),
+        ("INTENT_HISTORY", INTENT_HISTORY),
+        ("BEGIN_ACTION", BEGIN_ACTION),
+        ("SELECT_ACTION", SELECT_ACTION),
+        ("COMPLETE_ACTION", COMPLETE_ACTION),
+        ("FAIL_ACTION", FAIL_ACTION),
+        ("SWEEP_EXPIRED_LEASES", SWEEP_EXPIRED_LEASES),
+        ("HTTP_BEGIN", HTTP_BEGIN),
+        ("SELECT_HTTP_KEY", SELECT_HTTP_KEY),
+        ("HTTP_COMPLETE", HTTP_COMPLETE),
+        ("HTTP_RELEASE", HTTP_RELEASE),
+        ("CONSUME_EVENT", CONSUME_EVENT),
+        ("OUTBOX_MARK_SENT", OUTBOX_MARK_SENT),
+        ("SELECT_RETENTION", SELECT_RETENTION),
+        ("UPSERT_RETENTION", UPSERT_RETENTION),
+        ("PURGE_INTENTS", PURGE_INTENTS),
+        ("PURGE_INTENT_HISTORY", PURGE_INTENT_HISTORY),
+        ("PURGE_ACTIONS", PURGE_ACTIONS),
+        ("PURGE_HTTP_KEYS", PURGE_HTTP_KEYS),
+        ("PURGE_CONSUMED_EVENTS", PURGE_CONSUMED_EVENTS),
+        ("PURGE_OUTBOX", PURGE_OUTBOX),
+        ("PURGE_STATS_ROLLUP", PURGE_STATS_ROLLUP),
+        ("PURGE_STATS_DELAY", PURGE_STATS_DELAY),
+        ("FLUSH_ROLLUP", FLUSH_ROLLUP),
+        ("FLUSH_DELAY", FLUSH_DELAY),
+        ("READ_ROLLUP", READ_ROLLUP),
+        ("READ_DELAY", READ_DELAY),
+        ("ADMIN_TOTALS", ADMIN_TOTALS),
+        ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
+        ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
+        ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
+        ("sqlite::OUTBOX_INSERT", sqlite::OUTBOX_INSERT),
+        ("sqlite::OUTBOX_FETCH", sqlite::OUTBOX_FETCH),
+    ]
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A statement is tenant-scoped when it filters on `tenant_id = $1` or,
+    /// for an insert, writes `$1` into tenant_id and conflicts on a key
+    /// that starts with it.
+    fn scoped(sql: &str) -> bool {
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // A DO UPDATE ... WHERE tests the one conflicting row, which the
+        // conflict target already pinned to the tenant.
+        let head = flat.split(" on conflict ").next().unwrap_or_default();
+        // Every where clause, including subqueries', names the tenant.
+        let wheres = head.matches(" where ").count();
+        let filtered = wheres == head.matches("where tenant_id = $1").count();
+        if flat.starts_with("insert into") {
+            let writes_tenant = flat.contains("(tenant_id,")
+                && (flat.contains("values ($1,")
+                    || flat.contains("select $1,")
+                    || (wheres > 0 && flat.contains("select tenant_id,")));
+            let conflict_ok =
+                !flat.contains("on conflict") || flat.contains("on conflict (tenant_id");
+            return writes_tenant && conflict_ok && filtered;
+        }
+        wheres > 0 && filtered
+    }
+
+    #[test]
+    fn every_statement_is_tenant_scoped_except_admin() {
+        let admin: Vec<&str> = admin_statements().collect();
+        for (name, sql) in ALL {
+            if admin.contains(sql) {
+                continue;
+            }
+            assert!(scoped(sql), "{name} is not scoped to one tenant:\n{sql}");
+        }
+        for sql in admin {
+            assert!(
+                !scoped(sql),
+                "an admin statement is listed that is scoped:\n{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_list_names_every_statement() {
+        let src = include_str!("sql.rs");
+        let declared = src.matches("pub const ").count();
+        // ALL and TENANTS_IN_TABLES are lists, not statements; the admin
+        // listing macro expands into TENANTS_IN_TABLES.
+        assert_eq!(
+            declared - 2,
+            ALL.len() + 1 /* this very line's literal */
+        );
+    }
+
+    #[test]
+    fn every_key_and_index_leads_with_tenant_id() {
+        for (backend, sql) in [
+            (
+                "sqlite",
+                include_str!("../../migrations/sqlite/0002_intent_store.sql"),
+            ),
+            (
+                "postgres",
+                include_str!("../../migrations/postgres/0002_intent_store.sql"),
+            ),
+        ] {
+            let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            let keys = flat.matches("primary key (").count()
+                + flat.matches(" primary key,").count()
+                + flat.matches(" primary key not null,").count();
+            let led = flat.matches("primary key (tenant_id").count()
+                + flat.matches("tenant_id text primary key").count();
+            assert_eq!(
+                keys, led,
+                "{backend}: a primary key does not lead with tenant_id"
+            );
+            assert_eq!(keys, 9, "{backend}: tables with keys");
+            for part in flat.split("create index ").skip(1) {
+                let cols = part.split_once(" (").map(|x| x.1).unwrap_or_default();
+                assert!(
+                    cols.starts_with("tenant_id"),
+                    "{backend}: index {part:.60} does not lead with tenant_id"
+                );
+            }
+        }
+    }
+}

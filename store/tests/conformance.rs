@@ -1,0 +1,1207 @@
+//! The store's conformance suite: every test runs on SQLite and on
+//! PostgreSQL (when `IDEM_TEST_POSTGRES_URL` is set; otherwise the Postgres
+//! half says SKIPPED loudly). Each Postgres test gets its own schema, so the
+//! tests run in parallel without seeing each other.
+#![allow(clippy::unwrap_used)]
+
+use idem_core::{ActionType, Catalog, IdempotencyKey, KeyDeriver, Payload, Secret, TenantId};
+use idem_store::stats::Granularity;
+use idem_store::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T0: Millis = 1_790_000_000_000;
+const SECRET: &[u8] = b"conformance-suite-secret";
+
+struct H {
+    store: Store,
+    clock: ManualClock,
+    tenant: TenantId,
+    cleanup: Option<(sqlx::PgPool, String)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn options(clock: &ManualClock) -> Options {
+    let deriver = KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap());
+    let mut o = Options::new(Arc::new(Catalog::builtin()), Arc::new(deriver));
+    o.clock = Arc::new(clock.clone());
+    o.flush_every = None; // tests flush explicitly
+    o
+}
+
+async fn sqlite() -> H {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    let clock = ManualClock::new(T0);
+    let store = Store::connect(&url, options(&clock)).await.unwrap();
+    store.migrate().await.unwrap();
+    H {
+        store,
+        clock,
+        tenant: TenantId::try_from("loja-do-zé").unwrap(),
+        cleanup: None,
+        _dir: Some(dir),
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh schema in the test database, or None when Postgres is not configured.
+async fn postgres() -> Option<H> {
+    let Ok(base) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
+        eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set; this conformance test ran on SQLite only");
+        return None;
+    };
+    let admin = sqlx::PgPool::connect(&base).await.unwrap();
+    let schema = unique("t");
+    sqlx::query(&format!("create schema {schema}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    // The application name lets the fault test find this store's connections.
+    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&application_name={schema}");
+    let clock = ManualClock::new(T0);
+    let store = Store::connect(&url, options(&clock)).await.unwrap();
+    store.migrate().await.unwrap();
+    Some(H {
+        store,
+        clock,
+        tenant: TenantId::try_from("loja-do-zé").unwrap(),
+        cleanup: Some((admin, schema)),
+        _dir: None,
+    })
+}
+
+impl H {
+    async fn done(self) {
+        self.store.close().await;
+        if let Some((admin, schema)) = self.cleanup {
+            sqlx::query(&format!("drop schema {schema} cascade"))
+                .execute(&admin)
+                .await
+                .unwrap();
+        }
+    }
+    fn tenant(&self, name: &str) -> TenantId {
+        TenantId::try_from(name).unwrap()
+    }
+}
+
+/// Runs each named test on both backends.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let h = super::sqlite().await;
+                    super::$name(&h).await;
+                    h.done().await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(h) = super::postgres().await else { return };
+                    super::$name(&h).await;
+                    h.done().await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    first_write_wins_and_redeliveries_are_counted,
+    the_key_is_the_core_derivation,
+    divergent_redelivery_never_overwrites,
+    correction_replaces_and_keeps_history,
+    tenants_never_see_each_other,
+    action_lifecycle_completed_verbatim,
+    final_and_retryable_failures,
+    expired_lease_is_uncertain_and_stale_token_refused,
+    sweep_marks_expired_leases_uncertain,
+    http_keys_replay_conflict_and_mismatch,
+    consume_once_follows_the_transaction,
+    outbox_commits_with_the_action,
+    rolled_back_transaction_leaves_no_trace,
+    retention_purges_in_batches_and_keeps_recent_rows,
+    statistics_count_what_happened,
+    sixty_four_concurrent_records_make_one_row,
+    sixty_four_concurrent_begins_make_one_claim,
+    concurrent_divergent_candidates_keep_the_first,
+    closed_store_gives_errors_not_answers,
+    empty_reference_and_unknown_action_are_refused,
+);
+
+fn pix(reference: &str, valor: &str) -> String {
+    serde_json::json!({
+        "cliente_id": "cli-1",
+        "valor": valor,
+        "chave_pix_destino": "+55 11 98888-7777",
+        "referencia_intencao": reference,
+        "texto_do_modelo": "irrelevant: never enters the key",
+    })
+    .to_string()
+}
+
+async fn record(h: &H, tenant: &TenantId, json: &str) -> RecordedIntent {
+    let p = Payload::from_json(json).unwrap();
+    h.store
+        .record_intent(tenant, "pix.cobranca", &p)
+        .await
+        .unwrap()
+}
+
+fn key(h: &H, json: &str) -> IdempotencyKey {
+    let deriver = KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap());
+    deriver
+        .derive(
+            h.store.catalog(),
+            &h.tenant,
+            "pix.cobranca",
+            &Payload::from_json(json).unwrap(),
+            None,
+        )
+        .unwrap()
+        .key
+}
+
+async fn first_write_wins_and_redeliveries_are_counted(h: &H) {
+    let a = record(h, &h.tenant, &pix("FAT-1", "180.00")).await;
+    assert!(a.inserted);
+    assert!(!a.diverged);
+    assert_eq!(
+        (a.deliveries, a.revision, a.reference.as_str()),
+        (1, 1, "FAT-1")
+    );
+    h.clock.advance(Duration::from_secs(90));
+    // The same intent, re-extracted with other irrelevant text and spacing.
+    let again = pix(" FAT-1 ", "180.0").replace("irrelevant", "different");
+    let b = record(h, &h.tenant, &again).await;
+    assert!(!b.inserted);
+    assert!(!b.diverged, "normalization makes these identical");
+    assert_eq!(b.key, a.key);
+    assert_eq!(b.payload, a.payload);
+    assert_eq!(b.deliveries, 2);
+    assert_eq!(b.first_seen_ms, T0);
+    assert_eq!(b.last_seen_ms, T0 + 90_000);
+    let stored = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent(&h.tenant, "pix.cobranca", "FAT-1")
+        .await
+        .unwrap();
+    assert_eq!((stored.deliveries, stored.divergences), (2, 0));
+    assert_eq!(stored.key, a.key);
+}
+
+async fn the_key_is_the_core_derivation(h: &H) {
+    let json = pix("FAT-K", "99.90");
+    let r = record(h, &h.tenant, &json).await;
+    assert_eq!(r.key, key(h, &json));
+    assert_eq!(r.candidate_key, r.key);
+    assert_eq!(r.payload.get("valor"), Some("9990"));
+}
+
+async fn divergent_redelivery_never_overwrites(h: &H) {
+    let first = record(h, &h.tenant, &pix("FAT-2", "180.00")).await;
+    // The model re-extracted R$ 1.800 on the redelivery.
+    let second = record(h, &h.tenant, &pix("FAT-2", "1800.00")).await;
+    assert!(second.diverged);
+    assert_eq!(second.key, first.key, "the frozen key is returned");
+    assert_ne!(second.candidate_key, first.key);
+    assert_eq!(second.payload.get("valor"), Some("18000"));
+    assert_eq!(second.divergences, 1);
+    let stored = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent(&h.tenant, "pix.cobranca", "FAT-2")
+        .await
+        .unwrap();
+    assert_eq!(stored.payload.get("valor"), Some("18000"));
+    assert_eq!((stored.deliveries, stored.divergences), (2, 1));
+}
+
+async fn correction_replaces_and_keeps_history(h: &H) {
+    let first = record(h, &h.tenant, &pix("FAT-3", "180.00")).await;
+    let mut s = h.store.session().await.unwrap();
+    let fixed_json = pix("FAT-3", "1800");
+    let fixed = Payload::from_json(&fixed_json).unwrap();
+    h.clock.advance(Duration::from_secs(5));
+    let c = s
+        .correct_intent(&h.tenant, "pix.cobranca", &fixed, "amount was R$ 1.800")
+        .await
+        .unwrap();
+    assert!(c.changed);
+    assert_eq!(c.intent.revision, 2);
+    assert_ne!(c.intent.key, first.key, "the provider sees a new action");
+    assert_eq!(c.intent.payload.get("valor"), Some("180000"));
+    let hist = s
+        .intent_history(&h.tenant, "pix.cobranca", "FAT-3")
+        .await
+        .unwrap();
+    assert_eq!(hist.len(), 1);
+    assert_eq!((hist[0].revision, &hist[0].key), (1, &first.key));
+    assert_eq!(hist[0].reason, "amount was R$ 1.800");
+    assert_eq!(hist[0].replaced_ms, T0 + 5_000);
+    // A late redelivery of the old extraction cannot undo the correction.
+    let late = record(h, &h.tenant, &pix("FAT-3", "180.00")).await;
+    assert!(late.diverged);
+    assert_eq!(late.key, c.intent.key);
+    // Correcting to the same payload changes nothing.
+    let same = s
+        .correct_intent(&h.tenant, "pix.cobranca", &fixed, "again")
+        .await
+        .unwrap();
+    assert!(!same.changed);
+    assert_eq!(same.intent.revision, 2);
+    assert_eq!(
+        s.intent_history(&h.tenant, "pix.cobranca", "FAT-3")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // There is nothing to correct for an unknown intent.
+    let absent_json = pix("FAT-404", "1.00");
+    let absent = Payload::from_json(&absent_json).unwrap();
+    assert!(matches!(
+        s.correct_intent(&h.tenant, "pix.cobranca", &absent, "x")
+            .await,
+        Err(Error::NotFound)
+    ));
+}
+
+async fn tenants_never_see_each_other(h: &H) {
+    let other = h.tenant("outra-loja");
+    let a = record(h, &h.tenant, &pix("FAT-T", "10.00")).await;
+    let mut s = h.store.session().await.unwrap();
+    assert!(matches!(
+        s.intent(&other, "pix.cobranca", "FAT-T").await,
+        Err(Error::NotFound)
+    ));
+    let b = record(h, &other, &pix("FAT-T", "10.00")).await;
+    assert!(b.inserted, "same reference, other tenant: its own row");
+    assert_ne!(a.key, b.key, "the tenant is part of the key");
+    let pt = ActionType::try_from("pix.cobranca").unwrap();
+    let lease = Duration::from_secs(30);
+    assert!(matches!(
+        h.store
+            .begin_action(&h.tenant, &pt, &a.key, lease)
+            .await
+            .unwrap(),
+        Begin::Claimed { .. }
+    ));
+    assert!(matches!(
+        s.action(&other, &a.key).await,
+        Err(Error::NotFound)
+    ));
+    // Another tenant cannot complete this tenant's action even with its token.
+    assert!(s.complete(&other, &a.key, 1, "{}").await.is_err());
+    assert_eq!(
+        s.action(&h.tenant, &a.key).await.unwrap().state,
+        ActionState::Started
+    );
+}
+
+fn k(n: u8) -> IdempotencyKey {
+    IdempotencyKey::try_from(format!("{:064x}", u128::from(n) + 1_000).as_str()).unwrap()
+}
+
+fn pix_action() -> ActionType {
+    ActionType::try_from("pix.cobranca").unwrap()
+}
+
+async fn action_lifecycle_completed_verbatim(h: &H) {
+    let lease = Duration::from_secs(30);
+    let first = h
+        .store
+        .begin_action(&h.tenant, &pix_action(), &k(1), lease)
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        Begin::Claimed {
+            token: 1,
+            attempt: 1,
+            lease_until_ms: T0 + 30_000,
+            previous_error: None
+        }
+    );
+    assert_eq!(
+        h.store
+            .begin_action(&h.tenant, &pix_action(), &k(1), lease)
+            .await
+            .unwrap(),
+        Begin::InFlight {
+            lease_until_ms: T0 + 30_000
+        }
+    );
+    let response = "{\"id\": \"pay_1\",  \"valor\": \"R$ 180,00\", \"nota\": \"ação\"}\n";
+    let mut s = h.store.session().await.unwrap();
+    s.complete(&h.tenant, &k(1), 1, response).await.unwrap();
+    // Saying it again with the same token is accepted, not a conflict.
+    s.complete(&h.tenant, &k(1), 1, response).await.unwrap();
+    h.clock.advance(Duration::from_secs(3600));
+    assert_eq!(
+        h.store
+            .begin_action(&h.tenant, &pix_action(), &k(1), lease)
+            .await
+            .unwrap(),
+        Begin::Completed {
+            response: response.to_owned()
+        }
+    );
+    let a = s.action(&h.tenant, &k(1)).await.unwrap();
+    assert_eq!(
+        (a.state, a.token, a.attempts, a.lease_until_ms),
+        (ActionState::Completed, 1, 1, None)
+    );
+    // A different response under the same token is a conflict.
+    assert!(matches!(
+        s.complete(&h.tenant, &k(1), 1, "other").await,
+        Err(Error::Conflict(_))
+    ));
+}
+
+async fn final_and_retryable_failures(h: &H) {
+    let lease = Duration::from_secs(30);
+    let mut s = h.store.session().await.unwrap();
+    let Begin::Claimed { token, .. } = s
+        .begin_action(&h.tenant, &pix_action(), &k(2), lease)
+        .await
+        .unwrap()
+    else {
+        panic!("first begin claims")
+    };
+    s.fail(&h.tenant, &k(2), token, "provider 503", true)
+        .await
+        .unwrap();
+    match s
+        .begin_action(&h.tenant, &pix_action(), &k(2), lease)
+        .await
+        .unwrap()
+    {
+        Begin::Claimed {
+            token: t2,
+            attempt,
+            previous_error,
+            ..
+        } => {
+            assert_eq!((t2, attempt), (token + 1, 2));
+            assert_eq!(previous_error.as_deref(), Some("provider 503"));
+            s.fail(&h.tenant, &k(2), t2, "card declined", false)
+                .await
+                .unwrap();
+        }
+        other => panic!("a retryable failure is claimed again, got {other:?}"),
+    }
+    assert_eq!(
+        s.begin_action(&h.tenant, &pix_action(), &k(2), lease)
+            .await
+            .unwrap(),
+        Begin::Failed {
+            error: "card declined".into()
+        }
+    );
+}
+
+async fn expired_lease_is_uncertain_and_stale_token_refused(h: &H) {
+    let lease = Duration::from_secs(30);
+    let mut s = h.store.session().await.unwrap();
+    let Begin::Claimed { token: stale, .. } = s
+        .begin_action(&h.tenant, &pix_action(), &k(3), lease)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    // The worker stalls past its lease (the provider timed out).
+    h.clock.advance(Duration::from_secs(31));
+    let Begin::Uncertain {
+        token,
+        attempt,
+        previous,
+        lease_until_ms,
+    } = s
+        .begin_action(&h.tenant, &pix_action(), &k(3), lease)
+        .await
+        .unwrap()
+    else {
+        panic!("an expired lease is uncertain, never completed")
+    };
+    assert_eq!((token, attempt), (stale + 1, 2));
+    assert_eq!(
+        previous,
+        PreviousAttempt {
+            token: stale,
+            started_ms: T0,
+            lease_until_ms: Some(T0 + 30_000)
+        }
+    );
+    assert_eq!(lease_until_ms, T0 + 61_000);
+    // The stale holder wakes up and reports success: refused, nothing changes.
+    let refused = s.complete(&h.tenant, &k(3), stale, "{\"late\":true}").await;
+    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+    let a = s.action(&h.tenant, &k(3)).await.unwrap();
+    assert_eq!(
+        (a.state, a.token, a.response),
+        (ActionState::Uncertain, token, None)
+    );
+    // While the new holder's lease runs, others are told to wait.
+    assert!(matches!(
+        s.begin_action(&h.tenant, &pix_action(), &k(3), lease)
+            .await
+            .unwrap(),
+        Begin::InFlight { .. }
+    ));
+    // The new holder asks the provider and records what it learned.
+    s.reconcile(
+        &h.tenant,
+        &k(3),
+        token,
+        &Outcome::Completed("{\"id\":\"pay_3\"}".into()),
+    )
+    .await
+    .unwrap();
+    let a = s.action(&h.tenant, &k(3)).await.unwrap();
+    assert_eq!((a.state, a.reconciled), (ActionState::Completed, true));
+    assert!(matches!(
+        s.begin_action(&h.tenant, &pix_action(), &k(3), lease)
+            .await
+            .unwrap(),
+        Begin::Completed { .. }
+    ));
+}
+
+async fn sweep_marks_expired_leases_uncertain(h: &H) {
+    let lease = Duration::from_secs(10);
+    for n in 10..15 {
+        h.store
+            .begin_action(&h.tenant, &pix_action(), &k(n), lease)
+            .await
+            .unwrap();
+    }
+    h.clock.advance(Duration::from_secs(11));
+    let report = h.store.purge(2).await.unwrap();
+    assert_eq!(report.leases_expired, 5);
+    assert!(report.batches >= 3, "bounded batches of 2: {report:?}");
+    let mut s = h.store.session().await.unwrap();
+    let a = s.action(&h.tenant, &k(10)).await.unwrap();
+    assert_eq!((a.state, a.lease_until_ms), (ActionState::Uncertain, None));
+    match s
+        .begin_action(&h.tenant, &pix_action(), &k(10), lease)
+        .await
+        .unwrap()
+    {
+        Begin::Uncertain {
+            token, previous, ..
+        } => {
+            assert_eq!(
+                (token, previous.token, previous.lease_until_ms),
+                (2, 1, None)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn http_keys_replay_conflict_and_mismatch(h: &H) {
+    let req = HttpRequestKey {
+        client_key: "ck-1",
+        fingerprint: "fp-a",
+        method: "POST",
+        path: "/v1/intents",
+    };
+    let lock = Duration::from_secs(60);
+    let mut s = h.store.session().await.unwrap();
+    assert_eq!(
+        s.http_begin(&h.tenant, &req, lock).await.unwrap(),
+        HttpBegin::Proceed
+    );
+    assert_eq!(
+        s.http_begin(&h.tenant, &req, lock).await.unwrap(),
+        HttpBegin::InProgress
+    );
+    let other = HttpRequestKey {
+        fingerprint: "fp-b",
+        ..req.clone()
+    };
+    assert_eq!(
+        s.http_begin(&h.tenant, &other, lock).await.unwrap(),
+        HttpBegin::Mismatch
+    );
+    let stored = StoredResponse {
+        status: 201,
+        headers: "[[\"content-type\",\"application/json\"]]".into(),
+        body: b"{\"id\": 1,\n \"\xc3\xa7\": true}\x00".to_vec(),
+    };
+    s.http_complete(&h.tenant, &req, &stored).await.unwrap();
+    assert_eq!(
+        s.http_begin(&h.tenant, &req, lock).await.unwrap(),
+        HttpBegin::Replay(stored.clone())
+    );
+    assert_eq!(
+        s.http_begin(&h.tenant, &other, lock).await.unwrap(),
+        HttpBegin::Mismatch
+    );
+    // Completing twice is refused: the record is no longer in progress.
+    assert!(matches!(
+        s.http_complete(&h.tenant, &req, &stored).await,
+        Err(Error::Conflict(_))
+    ));
+    // After the default 24 h the key is free again.
+    h.clock.advance(Duration::from_secs(24 * 3600));
+    assert_eq!(
+        s.http_begin(&h.tenant, &other, lock).await.unwrap(),
+        HttpBegin::Proceed
+    );
+    // A failed request releases its key so the retry runs.
+    s.http_release(&h.tenant, &other).await.unwrap();
+    assert_eq!(
+        s.http_begin(&h.tenant, &other, lock).await.unwrap(),
+        HttpBegin::Proceed
+    );
+    // A request that died holding the lock frees it after the lock, for the same request only.
+    h.clock.advance(Duration::from_secs(61));
+    assert_eq!(
+        s.http_begin(&h.tenant, &req, lock).await.unwrap(),
+        HttpBegin::Mismatch
+    );
+    assert_eq!(
+        s.http_begin(&h.tenant, &other, lock).await.unwrap(),
+        HttpBegin::Proceed
+    );
+    // Per-tenant retention shortens the record's life.
+    let short = h.tenant("curto");
+    let mut r = s.retention(&short).await.unwrap();
+    assert_eq!(r, Retention::default());
+    r.http_ms = 1_000;
+    s.set_retention(&short, &r).await.unwrap();
+    assert_eq!(
+        s.http_begin(&short, &req, lock).await.unwrap(),
+        HttpBegin::Proceed
+    );
+    s.http_complete(&short, &req, &stored).await.unwrap();
+    h.clock.advance(Duration::from_millis(1_001));
+    assert_eq!(
+        s.http_begin(&short, &req, lock).await.unwrap(),
+        HttpBegin::Proceed
+    );
+}
+
+async fn consume_once_follows_the_transaction(h: &H) {
+    assert_eq!(
+        h.store
+            .consume_once(&h.tenant, "whatsapp", "wamid.1")
+            .await
+            .unwrap(),
+        Consumed::First
+    );
+    assert_eq!(
+        h.store
+            .consume_once(&h.tenant, "whatsapp", "wamid.1")
+            .await
+            .unwrap(),
+        Consumed::Duplicate
+    );
+    assert_eq!(
+        h.store
+            .consume_once(&h.tenant, "stripe", "wamid.1")
+            .await
+            .unwrap(),
+        Consumed::First
+    );
+    // Consumed inside a transaction that rolls back: not consumed.
+    let mut tx = h.store.transaction().await.unwrap();
+    assert_eq!(
+        tx.consume_once(&h.tenant, "whatsapp", "wamid.2")
+            .await
+            .unwrap(),
+        Consumed::First
+    );
+    tx.rollback().await.unwrap();
+    let mut tx = h.store.transaction().await.unwrap();
+    assert_eq!(
+        tx.consume_once(&h.tenant, "whatsapp", "wamid.2")
+            .await
+            .unwrap(),
+        Consumed::First
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(
+        h.store
+            .consume_once(&h.tenant, "whatsapp", "wamid.2")
+            .await
+            .unwrap(),
+        Consumed::Duplicate
+    );
+}
+
+async fn outbox_commits_with_the_action(h: &H) {
+    let lease = Duration::from_secs(30);
+    let mut tx = h.store.transaction().await.unwrap();
+    let Begin::Claimed { token, .. } = tx
+        .begin_action(&h.tenant, &pix_action(), &k(20), lease)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    tx.complete(&h.tenant, &k(20), token, "{\"ok\":true}")
+        .await
+        .unwrap();
+    let id1 = tx
+        .outbox_enqueue(&h.tenant, "payments", "{\"paid\":\"FAT-20\"}")
+        .await
+        .unwrap();
+    let id2 = tx
+        .outbox_enqueue(&h.tenant, "payments", "{\"paid\":\"FAT-21\"}")
+        .await
+        .unwrap();
+    assert!(id2 > id1);
+    tx.commit().await.unwrap();
+    let mut relay = h.store.transaction().await.unwrap();
+    let pending = relay.outbox_fetch(&h.tenant, 10).await.unwrap();
+    assert_eq!(
+        pending.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![id1, id2]
+    );
+    assert_eq!(pending[0].payload, "{\"paid\":\"FAT-20\"}");
+    assert_eq!(relay.outbox_mark_sent(&h.tenant, &[id1]).await.unwrap(), 1);
+    relay.commit().await.unwrap();
+    let mut s = h.store.session().await.unwrap();
+    let left = s.outbox_fetch(&h.tenant, 10).await.unwrap();
+    assert_eq!(left.iter().map(|m| m.id).collect::<Vec<_>>(), vec![id2]);
+    assert_eq!(
+        s.outbox_mark_sent(&h.tenant, &[id1, id2]).await.unwrap(),
+        1,
+        "id1 was already sent"
+    );
+    assert!(s.outbox_fetch(&h.tenant, 10).await.unwrap().is_empty());
+    if h.store.backend() == Backend::Postgres {
+        // Two relays at once take disjoint messages (SKIP LOCKED).
+        let mut w = h.store.session().await.unwrap();
+        for i in 0..4 {
+            w.outbox_enqueue(&h.tenant, "t", &i.to_string())
+                .await
+                .unwrap();
+        }
+        let mut r1 = h.store.transaction().await.unwrap();
+        let mut r2 = h.store.transaction().await.unwrap();
+        let a = r1.outbox_fetch(&h.tenant, 2).await.unwrap();
+        let b = r2.outbox_fetch(&h.tenant, 10).await.unwrap();
+        assert_eq!((a.len(), b.len()), (2, 2));
+        assert!(a.iter().all(|m| b.iter().all(|n| n.id != m.id)));
+    }
+}
+
+async fn rolled_back_transaction_leaves_no_trace(h: &H) {
+    let mut tx = h.store.transaction().await.unwrap();
+    let p_json = pix("FAT-RB", "50.00");
+    let p = Payload::from_json(&p_json).unwrap();
+    let r = tx
+        .record_intent(&h.tenant, "pix.cobranca", &p)
+        .await
+        .unwrap();
+    tx.begin_action(&h.tenant, &pix_action(), &r.key, Duration::from_secs(30))
+        .await
+        .unwrap();
+    tx.outbox_enqueue(&h.tenant, "payments", "x").await.unwrap();
+    tx.consume_once(&h.tenant, "q", "e-rb").await.unwrap();
+    drop(tx); // the worker dies mid-way: nothing was committed
+    let mut s = h.store.session().await.unwrap();
+    assert!(matches!(
+        s.intent(&h.tenant, "pix.cobranca", "FAT-RB").await,
+        Err(Error::NotFound)
+    ));
+    assert!(matches!(
+        s.action(&h.tenant, &r.key).await,
+        Err(Error::NotFound)
+    ));
+    assert!(s.outbox_fetch(&h.tenant, 10).await.unwrap().is_empty());
+    assert_eq!(
+        s.consume_once(&h.tenant, "q", "e-rb").await.unwrap(),
+        Consumed::First
+    );
+    // Nor did its statistics count.
+    let report = h
+        .store
+        .stats(&h.tenant, Granularity::Day, T0, T0 + 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.totals.intents, report.totals.actions_started),
+        (0, 0)
+    );
+}
+
+async fn retention_purges_in_batches_and_keeps_recent_rows(h: &H) {
+    let day = Duration::from_secs(24 * 3600);
+    for i in 0..7 {
+        record(h, &h.tenant, &pix(&format!("OLD-{i}"), "1.00")).await;
+    }
+    let mut s = h.store.session().await.unwrap();
+    s.consume_once(&h.tenant, "q", "old").await.unwrap();
+    let sent = s.outbox_enqueue(&h.tenant, "t", "sent").await.unwrap();
+    s.outbox_enqueue(&h.tenant, "t", "pending").await.unwrap();
+    s.outbox_mark_sent(&h.tenant, &[sent]).await.unwrap();
+    let Begin::Claimed { token, .. } = s
+        .begin_action(&h.tenant, &pix_action(), &k(30), Duration::from_secs(5))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    s.complete(&h.tenant, &k(30), token, "{}").await.unwrap();
+    // A tenant with a longer retention keeps its rows.
+    let long = h.tenant("guarda-tudo");
+    s.set_retention(
+        &long,
+        &Retention {
+            intent_ms: 30 * 86_400_000,
+            action_ms: 30 * 86_400_000,
+            http_ms: 86_400_000,
+        },
+    )
+    .await
+    .unwrap();
+    record(h, &long, &pix("LONG", "1.00")).await;
+    h.clock.advance(day * 6);
+    // One intent is redelivered on day 6: its last delivery keeps it.
+    record(h, &h.tenant, &pix("OLD-0", "1.00")).await;
+    record(h, &h.tenant, &pix("NEW", "1.00")).await;
+    h.clock.advance(day * 2);
+    let report = h.store.purge(3).await.unwrap();
+    assert_eq!(report.intents, 6, "{report:?}");
+    assert_eq!(
+        (report.consumed_events, report.outbox, report.actions),
+        (1, 1, 1),
+        "{report:?}"
+    );
+    assert!(
+        report.batches > 9,
+        "6 intents in batches of 3 and every table: {report:?}"
+    );
+    assert!(s.intent(&h.tenant, "pix.cobranca", "OLD-0").await.is_ok());
+    assert!(s.intent(&h.tenant, "pix.cobranca", "NEW").await.is_ok());
+    assert!(matches!(
+        s.intent(&h.tenant, "pix.cobranca", "OLD-1").await,
+        Err(Error::NotFound)
+    ));
+    assert!(s.intent(&long, "pix.cobranca", "LONG").await.is_ok());
+    assert_eq!(
+        s.outbox_fetch(&h.tenant, 10).await.unwrap().len(),
+        1,
+        "pending messages are never purged"
+    );
+    // Purging again finds nothing more.
+    let again = h.store.purge(3).await.unwrap();
+    assert_eq!(
+        again.intents + again.actions + again.outbox + again.consumed_events,
+        0
+    );
+}
+
+async fn statistics_count_what_happened(h: &H) {
+    let t = &h.tenant;
+    record(h, t, &pix("S-1", "10.00")).await;
+    record(h, t, &pix("S-2", "10.00")).await;
+    record(h, t, &pix("S-3", "10.00")).await;
+    record(h, t, &pix("S-4", "10.00")).await;
+    h.clock.advance(Duration::from_millis(1_500));
+    record(h, t, &pix("S-1", "10.00")).await; // redelivery after 1.5 s
+    h.clock.advance(Duration::from_secs(60));
+    record(h, t, &pix("S-1", "11.00")).await; // divergent, 61.5 s after the first
+    let lease = Duration::from_secs(1);
+    let mut s = h.store.session().await.unwrap();
+    let Begin::Claimed { token, .. } = s
+        .begin_action(t, &pix_action(), &k(40), lease)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    s.complete(t, &k(40), token, "{}").await.unwrap();
+    s.begin_action(t, &pix_action(), &k(41), lease)
+        .await
+        .unwrap();
+    h.clock.advance(Duration::from_secs(2));
+    s.begin_action(t, &pix_action(), &k(41), lease)
+        .await
+        .unwrap(); // takeover: uncertain
+    let req = HttpRequestKey {
+        client_key: "c",
+        fingerprint: "f",
+        method: "POST",
+        path: "/",
+    };
+    s.http_begin(t, &req, lease).await.unwrap();
+    h.clock.advance(Duration::from_secs(2));
+    // The first request died holding the lock; the retry takes it over.
+    assert_eq!(
+        s.http_begin(t, &req, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        HttpBegin::Proceed
+    );
+    s.http_begin(t, &req, lease).await.unwrap(); // 409
+    s.http_begin(
+        t,
+        &HttpRequestKey {
+            fingerprint: "g",
+            ..req.clone()
+        },
+        lease,
+    )
+    .await
+    .unwrap(); // 422
+    let r = h
+        .store
+        .stats(t, Granularity::Hour, T0, T0 + 3_600_000)
+        .await
+        .unwrap();
+    let n = &r.totals;
+    assert_eq!(
+        (
+            n.intents,
+            n.deliveries,
+            n.redeliveries,
+            n.redelivered_intents,
+            n.divergences
+        ),
+        (4, 6, 2, 1, 1)
+    );
+    assert_eq!(
+        (n.actions_started, n.actions_completed, n.actions_uncertain),
+        (3, 1, 1)
+    );
+    assert_eq!((n.http_409, n.http_422, n.http_replays), (1, 1, 0));
+    assert_eq!(r.duplicate_rate_pct, Some(25.0));
+    assert_eq!(r.delay.count, 2);
+    assert_eq!(r.delay.max_ms, Some(61_500));
+    assert_eq!(r.delay.p50_ms, Some(2_000), "1.5 s falls in the 2 s bucket");
+    // Minute buckets split the same counts by minute.
+    let m = h
+        .store
+        .stats(t, Granularity::Minute, T0, T0 + 3_600_000)
+        .await
+        .unwrap();
+    let pix_minutes: Vec<_> = m
+        .buckets
+        .iter()
+        .filter(|b| b.action == "pix.cobranca")
+        .collect();
+    assert!(pix_minutes.len() >= 2);
+    assert_eq!(
+        pix_minutes.iter().map(|b| b.counts.deliveries).sum::<i64>(),
+        6
+    );
+    // Other tenants see nothing of it; the admin view sees it by tenant.
+    let other = h
+        .store
+        .stats(&h.tenant("outra"), Granularity::Hour, T0, T0 + 3_600_000)
+        .await
+        .unwrap();
+    assert!(other.buckets.is_empty());
+    assert_eq!(other.duplicate_rate_pct, None);
+    let admin = h
+        .store
+        .admin_totals(Granularity::Day, T0, T0 + 86_400_000)
+        .await
+        .unwrap();
+    let mine = admin.iter().find(|x| x.tenant == t.as_str()).unwrap();
+    assert_eq!((mine.intents, mine.redelivered_intents), (4, 1));
+    // A second flush adds to the same rows rather than replacing them.
+    record(h, t, &pix("S-5", "10.00")).await;
+    let r2 = h
+        .store
+        .stats(t, Granularity::Hour, T0, T0 + 3_600_000)
+        .await
+        .unwrap();
+    assert_eq!(r2.totals.intents, 5);
+}
+
+async fn sixty_four_concurrent_records_make_one_row(h: &H) {
+    let tasks: Vec<_> = (0..64)
+        .map(|_| {
+            let store = h.store.clone();
+            let tenant = h.tenant.clone();
+            tokio::spawn(async move {
+                let json = pix("FAT-64", "180.00");
+                let p = Payload::from_json(&json).unwrap();
+                store
+                    .record_intent(&tenant, "pix.cobranca", &p)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    assert_eq!(
+        results.iter().filter(|r| r.inserted).count(),
+        1,
+        "exactly one first write"
+    );
+    assert!(results.iter().all(|r| r.key == results[0].key));
+    let mut counts: Vec<i64> = results.iter().map(|r| r.deliveries).collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        (1..=64).collect::<Vec<_>>(),
+        "each delivery has its own number"
+    );
+    let stored = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent(&h.tenant, "pix.cobranca", "FAT-64")
+        .await
+        .unwrap();
+    assert_eq!((stored.deliveries, stored.divergences), (64, 0));
+}
+
+async fn sixty_four_concurrent_begins_make_one_claim(h: &H) {
+    let tasks: Vec<_> = (0..64)
+        .map(|_| {
+            let store = h.store.clone();
+            let tenant = h.tenant.clone();
+            tokio::spawn(async move {
+                store
+                    .begin_action(&tenant, &pix_action(), &k(64), Duration::from_secs(30))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut claimed = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Begin::Claimed { token: 1, .. } => claimed += 1,
+            Begin::InFlight { lease_until_ms } => assert_eq!(lease_until_ms, T0 + 30_000),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(claimed, 1);
+    let a = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .action(&h.tenant, &k(64))
+        .await
+        .unwrap();
+    assert_eq!((a.token, a.attempts), (1, 1));
+}
+
+async fn concurrent_divergent_candidates_keep_the_first(h: &H) {
+    let tasks: Vec<_> = (0..48)
+        .map(|i| {
+            let store = h.store.clone();
+            let tenant = h.tenant.clone();
+            tokio::spawn(async move {
+                let valor = if i % 3 == 0 { "999.00" } else { "180.00" };
+                let json = pix("FAT-DIV", valor);
+                let p = Payload::from_json(&json).unwrap();
+                store
+                    .record_intent(&tenant, "pix.cobranca", &p)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    let frozen = results.iter().find(|r| r.inserted).unwrap();
+    assert!(results
+        .iter()
+        .all(|r| r.key == frozen.key && r.payload == frozen.payload));
+    let diverged = results.iter().filter(|r| r.diverged).count();
+    let losers = results
+        .iter()
+        .filter(|r| r.candidate_key != frozen.key)
+        .count();
+    assert_eq!(diverged, losers);
+    assert!(
+        diverged == 16 || diverged == 32,
+        "one of the two payloads lost: {diverged}"
+    );
+    let stored = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent(&h.tenant, "pix.cobranca", "FAT-DIV")
+        .await
+        .unwrap();
+    assert_eq!(stored.deliveries, 48);
+    assert_eq!(stored.divergences, i64::try_from(diverged).unwrap());
+}
+
+async fn closed_store_gives_errors_not_answers(h: &H) {
+    // A second handle on the same database, closed while work is running.
+    let store = h.store.clone();
+    let tenant = h.tenant.clone();
+    let worker = tokio::spawn(async move {
+        let mut ok = 0u32;
+        let mut failed = 0u32;
+        // Runs until the close has surfaced several times, however fast the machine.
+        for i in 0..1_000_000 {
+            if failed >= 10 {
+                break;
+            }
+            let json = pix(&format!("KILL-{i}"), "1.00");
+            let p = Payload::from_json(&json).unwrap();
+            match store.record_intent(&tenant, "pix.cobranca", &p).await {
+                Ok(r) => {
+                    assert!(
+                        r.inserted,
+                        "every reference is new: a success is a real first write"
+                    );
+                    ok += 1;
+                }
+                Err(e) => {
+                    assert!(
+                        matches!(
+                            e,
+                            Error::Database(_) | Error::Shared(_) | Error::Unavailable(_)
+                        ),
+                        "{e:?}"
+                    );
+                    failed += 1;
+                }
+            }
+        }
+        (ok, failed)
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    h.store.close().await;
+    let (ok, failed) = worker.await.unwrap();
+    assert!(
+        failed > 0,
+        "closing mid-run must surface as errors (ok={ok})"
+    );
+    assert!(h.store.ping().await.is_err());
+    assert!(h
+        .store
+        .begin_action(&h.tenant, &pix_action(), &k(99), Duration::from_secs(1))
+        .await
+        .is_err());
+}
+
+async fn empty_reference_and_unknown_action_are_refused(h: &H) {
+    let p_json = pix("   ", "1.00");
+    let p = Payload::from_json(&p_json).unwrap();
+    assert!(matches!(
+        h.store.record_intent(&h.tenant, "pix.cobranca", &p).await,
+        Err(Error::Invalid(_))
+    ));
+    let p_json = pix("FAT-X", "1.00");
+    let p = Payload::from_json(&p_json).unwrap();
+    let e = h
+        .store
+        .record_intent(&h.tenant, "pix.estorno", &p)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Invalid(ref m) if m.contains("pix.estorno")),
+        "{e:?}"
+    );
+    let p_json = pix("FAT-X", "um real");
+    let p = Payload::from_json(&p_json).unwrap();
+    assert!(matches!(
+        h.store.record_intent(&h.tenant, "pix.cobranca", &p).await,
+        Err(Error::Invalid(_))
+    ));
+}
+
+/// Fault injection on Postgres: every backend connection of the store is
+/// terminated mid-run. Calls fail or succeed; none lies. A success is a real
+/// row; a failure may have committed before the reply was lost, and
+/// recording it again then finds that row instead of making a second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_backends_killed_mid_run() {
+    let Some(h) = postgres().await else { return };
+    let (admin, schema) = h.cleanup.clone().unwrap();
+    let store = h.store.clone();
+    let tenant = h.tenant.clone();
+    let worker = tokio::spawn(async move {
+        let mut outcomes = Vec::new();
+        for i in 0..600 {
+            let json = pix(&format!("PG-KILL-{i}"), "1.00");
+            let p = Payload::from_json(&json).unwrap();
+            outcomes.push(
+                store
+                    .record_intent(&tenant, "pix.cobranca", &p)
+                    .await
+                    .map(|r| r.inserted),
+            );
+        }
+        outcomes
+    });
+    let mut killed = 0i64;
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        // This store's connections only: parallel tests keep theirs.
+        let n: i64 = sqlx::query_scalar(
+            "select count(pg_terminate_backend(pid)) from pg_stat_activity
+             where application_name = $1",
+        )
+        .bind(&schema)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+        killed += n;
+    }
+    let outcomes = worker.await.unwrap();
+    assert!(killed > 0, "the test must actually kill connections");
+    let errors = outcomes.iter().filter(|o| o.is_err()).count();
+    for (i, o) in outcomes.iter().enumerate() {
+        let json = pix(&format!("PG-KILL-{i}"), "1.00");
+        let p = Payload::from_json(&json).unwrap();
+        let again = h
+            .store
+            .record_intent(&h.tenant, "pix.cobranca", &p)
+            .await
+            .unwrap();
+        match o {
+            Ok(inserted) => {
+                assert!(inserted, "each reference is new");
+                assert!(
+                    !again.inserted && again.deliveries == 2,
+                    "a reported success is a stored row"
+                );
+            }
+            Err(_) => assert!(again.deliveries <= 2, "never a second row"),
+        }
+    }
+    eprintln!("killed {killed} connections; {errors} of 600 calls failed, none wrongly");
+    h.done().await;
+}
