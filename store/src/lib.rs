@@ -174,6 +174,9 @@ impl Store {
                 .foreign_keys(true);
             let pool = SqlitePoolOptions::new()
                 .max_connections(options.max_connections.clamp(1, 8))
+                // A local file does not drop connections; sqlx's default ping
+                // on every acquire would double the cost of each call.
+                .test_before_acquire(false)
                 .connect_with(opts)
                 .await?;
             Db::Sqlite(pool)
@@ -181,6 +184,10 @@ impl Store {
             tracing::Span::current().record("backend", "postgres");
             let pool = PgPoolOptions::new()
                 .max_connections(options.max_connections.max(1))
+                // No ping round trip before every call: a dead connection
+                // fails its statement, the caller gets an error (never a
+                // wrong answer) and the pool replaces it.
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(5))
                 .connect(url)
                 .await?;

@@ -122,13 +122,12 @@ impl Cell {
     }
 }
 
-/// Which rows a cell belongs to: tenant, action, minute.
-pub(crate) type CellKey = (String, String, Millis);
-
-/// Counts waiting to be flushed (per process, or per open transaction).
+/// Counts waiting to be flushed (per process, or per open transaction),
+/// by minute, tenant and action. Nested maps let the hot path look a cell up
+/// with borrowed strings: no allocation unless the cell is new.
 #[derive(Debug, Default)]
 pub(crate) struct Accumulator {
-    pub cells: HashMap<CellKey, Cell>,
+    minutes: HashMap<Millis, HashMap<String, HashMap<String, Cell>>>,
 }
 
 pub(crate) const MINUTE: Millis = 60_000;
@@ -139,30 +138,43 @@ impl Accumulator {
     /// The cell of `(tenant, action)` for the minute holding `now`.
     pub(crate) fn cell(&mut self, tenant: &str, action: &str, now: Millis) -> &mut Cell {
         let minute = now - now.rem_euclid(MINUTE);
-        // The lookup allocates keys only for a new cell.
-        let key = (tenant.to_owned(), action.to_owned(), minute);
-        self.cells.entry(key).or_default()
+        let tenants = self.minutes.entry(minute).or_default();
+        if !tenants.contains_key(tenant) {
+            tenants.insert(tenant.to_owned(), HashMap::new());
+        }
+        let actions = tenants.get_mut(tenant).unwrap_or_else(|| unreachable!());
+        if !actions.contains_key(action) {
+            actions.insert(action.to_owned(), Cell::default());
+        }
+        actions.get_mut(action).unwrap_or_else(|| unreachable!())
     }
 
     pub(crate) fn merge(&mut self, other: Accumulator) {
-        for (k, v) in other.cells {
-            self.cells.entry(k).or_default().add(&v);
+        for (minute, tenants) in other.minutes {
+            for (tenant, actions) in tenants {
+                for (action, cell) in actions {
+                    self.cell(&tenant, &action, minute).add(&cell);
+                }
+            }
         }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.minutes.is_empty()
     }
 
     /// The rows to write: every cell added to its minute, hour and day bucket.
     pub(crate) fn rollups(&self) -> HashMap<(String, Granularity, Millis, String), Cell> {
         let mut out: HashMap<(String, Granularity, Millis, String), Cell> = HashMap::new();
-        for ((tenant, action, minute), cell) in &self.cells {
-            for g in Granularity::ALL {
-                let start = g.floor(*minute);
-                out.entry((tenant.clone(), g, start, action.clone()))
-                    .or_default()
-                    .add(cell);
+        for (minute, tenants) in &self.minutes {
+            for (tenant, actions) in tenants {
+                for (action, cell) in actions {
+                    for g in Granularity::ALL {
+                        out.entry((tenant.clone(), g, g.floor(*minute), action.clone()))
+                            .or_default()
+                            .add(cell);
+                    }
+                }
             }
         }
         out
