@@ -1,26 +1,45 @@
-//! Coalescing of concurrent `record_intent` calls on Postgres.
+//! The intent writer: concurrent `record_intent` calls, coalesced.
 //!
-//! Under load most of a single upsert's cost is the round trip and the
-//! per-statement work in the server, not the row. Callers hand their derived
-//! candidate to a small set of workers; a worker takes everything queued
-//! (up to [`MAX_BATCH`]), writes it with one `unnest` upsert per tenant, and
-//! answers each caller from the returned rows. A lone caller pays one channel
-//! hop; 32 callers share a few statements instead of sending 32.
+//! Flat combining: a caller queues its derived candidate, then either takes a
+//! free writer connection and writes everything queued (its own job and any
+//! that arrived meanwhile), or waits for another caller to have written it.
+//! A batch is one `unnest` upsert per tenant on Postgres, one `begin
+//! immediate` transaction on SQLite (which has one writer anyway). A lone
+//! caller writes its own row directly, with no task hop; 32 callers share a
+//! few statements or commits.
+//!
+//! The workers own their connections instead of borrowing from the pool:
+//! sqlx pings every pooled connection when it is returned, a second round
+//! trip per call that the hot path cannot afford. A connection that fails is
+//! dropped and reopened for the next batch; that batch's callers get the
+//! error (the write may or may not have committed; recording again is safe).
 
-use crate::backend::IntentRow;
+use crate::backend::{IntentRow, IntentWrite};
 use crate::model::{Millis, RecordedIntent};
 use crate::session::Candidate;
 use crate::Error;
 use idem_core::TenantId;
-use sqlx::PgPool;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{ConnectOptions, Connection, PgConnection, SqliteConnection};
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::sync::{oneshot, Semaphore};
 
-/// Most deliveries per statement.
+/// Most deliveries per statement or transaction.
 pub(crate) const MAX_BATCH: usize = 256;
-/// Statements in flight at once.
-const WORKERS: usize = 4;
+
+/// Where the workers connect.
+#[derive(Clone)]
+pub(crate) enum Target {
+    Sqlite(SqliteConnectOptions),
+    Postgres(PgConnectOptions),
+}
+
+enum Conn {
+    Sqlite(SqliteConnection),
+    Postgres(PgConnection),
+}
 
 struct Job {
     tenant: TenantId,
@@ -31,19 +50,46 @@ struct Job {
     reply: oneshot::Sender<Result<RecordedIntent, Error>>,
 }
 
-/// The queue the callers share.
+/// The queue and the writer connections the callers share.
 pub(crate) struct Batcher {
-    tx: mpsc::UnboundedSender<Job>,
+    target: Target,
+    queue: std::sync::Mutex<Vec<Job>>,
+    /// One permit per writer connection (Postgres runs several statements
+    /// at once; SQLite has one writer).
+    permits: Semaphore,
+    /// Idle connections; `None` slots are reopened on use.
+    idle: std::sync::Mutex<Vec<Option<Conn>>>,
 }
 
 impl Batcher {
-    pub(crate) fn new(pool: PgPool) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..WORKERS {
-            tokio::spawn(worker(pool.clone(), rx.clone()));
+    pub(crate) fn new(target: Target) -> Self {
+        let writers = match target {
+            Target::Sqlite(_) => 1,
+            Target::Postgres(_) => 4,
+        };
+        Self {
+            target,
+            queue: std::sync::Mutex::new(Vec::new()),
+            permits: Semaphore::new(writers),
+            idle: std::sync::Mutex::new((0..writers).map(|_| None).collect()),
         }
-        Self { tx }
+    }
+
+    /// Stops taking work and closes the writer connections.
+    pub(crate) async fn close(&self) {
+        self.permits.close();
+        let conns: Vec<_> = lock(&self.idle).drain(..).flatten().collect();
+        for c in conns {
+            let _ = match c {
+                Conn::Sqlite(c) => c.close().await,
+                Conn::Postgres(c) => c.close().await,
+            };
+        }
+        for j in lock(&self.queue).drain(..) {
+            let _ = j
+                .reply
+                .send(Err(Error::Unavailable("the store is closed".into())));
+        }
     }
 
     pub(crate) async fn record(
@@ -53,45 +99,147 @@ impl Batcher {
         candidate: Candidate,
         now: Millis,
     ) -> Result<RecordedIntent, Error> {
-        let (reply, answer) = oneshot::channel();
+        let (reply, mut answer) = oneshot::channel();
         let json = candidate.payload.to_json();
-        let job = Job {
+        lock(&self.queue).push(Job {
             tenant: tenant.clone(),
             action: action.to_owned(),
             candidate,
             json,
             now,
             reply,
-        };
-        self.tx
-            .send(job)
-            .map_err(|_| Error::Unavailable("the store is shutting down".into()))?;
-        answer
-            .await
-            .map_err(|_| Error::Unavailable("the store is shutting down".into()))?
-    }
-}
-
-async fn worker(pool: PgPool, rx: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>) {
-    loop {
-        let mut jobs = Vec::new();
-        {
-            let mut rx = rx.lock().await;
-            let Some(first) = rx.recv().await else { return };
-            jobs.push(first);
-            while jobs.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(j) => jobs.push(j),
-                    Err(_) => break,
+        });
+        loop {
+            tokio::select! {
+                biased;
+                a = &mut answer => {
+                    return a.map_err(|_| Error::Unavailable("the store is closed".into()))?;
+                }
+                permit = self.permits.acquire() => {
+                    let Ok(_permit) = permit else {
+                        return Err(Error::Unavailable("the store is closed".into()));
+                    };
+                    // Whatever is queued now, ours included unless another
+                    // combiner took it; an empty queue means it did.
+                    let jobs: Vec<Job> = {
+                        let mut q = lock(&self.queue);
+                        let n = q.len().min(MAX_BATCH);
+                        q.drain(..n).collect()
+                    };
+                    if !jobs.is_empty() {
+                        self.write(jobs).await;
+                    }
                 }
             }
         }
-        run(&pool, jobs).await;
+    }
+
+    /// Writes one batch on an idle connection (opened if needed).
+    async fn write(&self, jobs: Vec<Job>) {
+        let slot = lock(&self.idle).pop();
+        let conn = match slot.flatten() {
+            Some(c) => Ok(c),
+            None => connect(&self.target).await,
+        };
+        let mut conn = match conn {
+            Ok(c) => c,
+            Err(e) => {
+                lock(&self.idle).push(None);
+                fail_all(jobs, e);
+                return;
+            }
+        };
+        let healthy = match &mut conn {
+            Conn::Postgres(c) => run_pg(c, jobs).await,
+            Conn::Sqlite(c) => run_sqlite(c, jobs).await,
+        };
+        // A connection that failed is dropped and reopened on next use.
+        lock(&self.idle).push(healthy.then_some(conn));
     }
 }
 
-/// Writes one drained batch: one statement per tenant and round.
-async fn run(pool: &PgPool, jobs: Vec<Job>) {
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn connect(target: &Target) -> Result<Conn, sqlx::Error> {
+    Ok(match target {
+        Target::Sqlite(o) => Conn::Sqlite(o.connect().await?),
+        Target::Postgres(o) => Conn::Postgres(o.connect().await?),
+    })
+}
+
+fn fail_all(jobs: impl IntoIterator<Item = Job>, e: sqlx::Error) {
+    let e = Arc::new(e);
+    tracing::error!(error = %e, "intent write failed");
+    for j in jobs {
+        let _ = j.reply.send(Err(Error::Shared(e.clone())));
+    }
+}
+
+/// SQLite: one job alone is one autocommit upsert; several share one
+/// transaction, each its own upsert in arrival order. Returns false when the
+/// connection should be reopened.
+async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>) -> bool {
+    if jobs.len() == 1 {
+        let mut jobs = jobs;
+        let Some(j) = jobs.pop() else { return true };
+        let w = job_write(&j);
+        return match crate::backend::sqlite::record_intent(c, &w, 1, j.now).await {
+            Ok(row) => {
+                let _ = j.reply.send(j.candidate.recorded_nth(&row, &j.json, 1, 0));
+                true
+            }
+            Err(e) => {
+                let fatal = is_fatal(&e);
+                fail_all([j], e);
+                !fatal
+            }
+        };
+    }
+    let result = async {
+        let mut tx = c.begin_with("begin immediate").await?;
+        let mut rows = Vec::with_capacity(jobs.len());
+        for j in &jobs {
+            rows.push(
+                crate::backend::sqlite::record_intent(&mut tx, &job_write(j), 1, j.now).await?,
+            );
+        }
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(rows)
+    }
+    .await;
+    match result {
+        Ok(rows) => {
+            for (j, row) in jobs.into_iter().zip(rows) {
+                let _ = j.reply.send(j.candidate.recorded_nth(&row, &j.json, 1, 0));
+            }
+            true
+        }
+        Err(e) => {
+            let fatal = is_fatal(&e);
+            fail_all(jobs, e);
+            !fatal
+        }
+    }
+}
+
+fn job_write(j: &Job) -> IntentWrite<'_> {
+    j.candidate.write_parts(&j.tenant, &j.action, &j.json)
+}
+
+/// Errors after which the connection cannot be trusted.
+fn is_fatal(e: &sqlx::Error) -> bool {
+    !matches!(
+        e,
+        sqlx::Error::Database(_) | sqlx::Error::RowNotFound | sqlx::Error::ColumnDecode { .. }
+    )
+}
+
+/// Postgres: one statement per tenant and round. Returns false when the
+/// connection should be reopened.
+async fn run_pg(c: &mut PgConnection, jobs: Vec<Job>) -> bool {
+    let mut healthy = true;
     let mut by_tenant: HashMap<TenantId, Vec<Job>> = HashMap::new();
     for j in jobs {
         by_tenant.entry(j.tenant.clone()).or_default().push(j);
@@ -103,9 +251,10 @@ async fn run(pool: &PgPool, jobs: Vec<Job>) {
         while !jobs.is_empty() {
             let (round, rest) = split_round(jobs);
             jobs = rest;
-            write_round(pool, &tenant, round).await;
+            healthy &= write_round(c, &tenant, round).await;
         }
     }
+    healthy
 }
 
 type RowKey = (String, String);
@@ -130,7 +279,7 @@ fn split_round(jobs: Vec<Job>) -> (Vec<Vec<Job>>, Vec<Job>) {
     (groups, rest)
 }
 
-async fn write_round(pool: &PgPool, tenant: &TenantId, groups: Vec<Vec<Job>>) {
+async fn write_round(c: &mut PgConnection, tenant: &TenantId, groups: Vec<Vec<Job>>) -> bool {
     let mut refs = Vec::with_capacity(groups.len());
     let mut actions = Vec::with_capacity(groups.len());
     let mut versions = Vec::with_capacity(groups.len());
@@ -149,18 +298,15 @@ async fn write_round(pool: &PgPool, tenant: &TenantId, groups: Vec<Vec<Job>>) {
         counts.push(i64::try_from(g.len()).unwrap_or(i64::MAX));
     }
     let result = write(
-        pool, tenant, &refs, &actions, &versions, &keys, &payloads, &counts, now,
+        c, tenant, &refs, &actions, &versions, &keys, &payloads, &counts, now,
     )
     .await;
     let mut rows = match result {
         Ok(rows) => rows,
         Err(e) => {
-            let e = Arc::new(e);
-            tracing::error!(error = %e, "coalesced intent write failed");
-            for j in groups.into_iter().flatten() {
-                let _ = j.reply.send(Err(Error::Shared(e.clone())));
-            }
-            return;
+            let fatal = is_fatal(&e);
+            fail_all(groups.into_iter().flatten(), e);
+            return !fatal;
         }
     };
     for g in groups {
@@ -175,12 +321,13 @@ async fn write_round(pool: &PgPool, tenant: &TenantId, groups: Vec<Vec<Job>>) {
             let _ = j.reply.send(answer);
         }
     }
+    true
 }
 
 #[allow(clippy::too_many_arguments)] // one array per column
 #[tracing::instrument(skip_all, fields(rows = refs.len()))]
 async fn write(
-    pool: &PgPool,
+    c: &mut PgConnection,
     tenant: &TenantId,
     refs: &[&str],
     actions: &[&str],
@@ -200,7 +347,7 @@ async fn write(
         .bind(payloads)
         .bind(counts)
         .bind(now)
-        .fetch_all(pool)
+        .fetch_all(&mut *c)
         .await?;
     let mut out = HashMap::with_capacity(rows.len());
     for r in rows {

@@ -21,7 +21,7 @@ pub use model::*;
 pub use session::Session;
 
 use idem_core::{Catalog, IdempotencyKey, KeyDeriver, Payload, TenantId};
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -100,7 +100,9 @@ pub struct Options {
     /// How often a background task flushes statistics (`None`: only when
     /// [`Store::flush_stats`] is called).
     pub flush_every: Option<Duration>,
-    /// Coalesce concurrent `record_intent` calls into one statement on Postgres.
+    /// Send `Store::record_intent` through the intent writer: dedicated
+    /// connections, concurrent calls coalesced (one statement on Postgres,
+    /// one transaction on SQLite). Off: each call takes a pooled connection.
     pub coalesce: bool,
     /// Largest connection pool.
     pub max_connections: u32,
@@ -163,7 +165,7 @@ impl Store {
     /// every commit durable at several times the cost.
     #[tracing::instrument(skip_all, fields(backend))]
     pub async fn connect(url: &str, options: Options) -> Result<Self, Error> {
-        let db = if url.starts_with("sqlite:") {
+        let (db, target) = if url.starts_with("sqlite:") {
             tracing::Span::current().record("backend", "sqlite");
             let (url, sync) = sqlite_sync(url)?;
             let opts = SqliteConnectOptions::from_str(&url)?
@@ -177,11 +179,12 @@ impl Store {
                 // A local file does not drop connections; sqlx's default ping
                 // on every acquire would double the cost of each call.
                 .test_before_acquire(false)
-                .connect_with(opts)
+                .connect_with(opts.clone())
                 .await?;
-            Db::Sqlite(pool)
+            (Db::Sqlite(pool), batch::Target::Sqlite(opts))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             tracing::Span::current().record("backend", "postgres");
+            let opts = PgConnectOptions::from_str(url)?;
             let pool = PgPoolOptions::new()
                 .max_connections(options.max_connections.max(1))
                 // No ping round trip before every call: a dead connection
@@ -189,16 +192,13 @@ impl Store {
                 // wrong answer) and the pool replaces it.
                 .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(5))
-                .connect(url)
+                .connect_with(opts.clone())
                 .await?;
-            Db::Postgres(pool)
+            (Db::Postgres(pool), batch::Target::Postgres(opts))
         } else {
             return Err(Error::Url("expected sqlite://… or postgres://…".into()));
         };
-        let batcher = match (&db, options.coalesce) {
-            (Db::Postgres(pool), true) => Some(batch::Batcher::new(pool.clone())),
-            _ => None,
-        };
+        let batcher = options.coalesce.then(|| batch::Batcher::new(target));
         let store = Store {
             inner: Arc::new(Inner {
                 db,
@@ -273,6 +273,9 @@ impl Store {
 
     /// Flushes statistics, then closes every connection.
     pub async fn close(&self) {
+        if let Some(b) = &self.inner.batcher {
+            b.close().await;
+        }
         if let Err(e) = self.flush_stats().await {
             tracing::warn!(error = %e, "final statistics flush failed");
         }
@@ -292,8 +295,8 @@ impl Store {
         Session::open(self, true).await
     }
 
-    /// Records a delivery of an intent (see [`Session::record_intent`]). On
-    /// Postgres, concurrent calls are coalesced into one statement.
+    /// Records a delivery of an intent (see [`Session::record_intent`]),
+    /// through the intent writer: concurrent calls are coalesced.
     pub async fn record_intent(
         &self,
         tenant: &TenantId,

@@ -137,7 +137,7 @@ impl Session {
     ) -> Result<RecordedIntent, Error> {
         let candidate = self.store.derive(tenant, action, payload)?;
         let json = candidate.payload.to_json();
-        let write = candidate.write(tenant, action, &json);
+        let write = candidate.write_parts(tenant, action, &json);
         let now = self.now();
         let row = on!(self.record_intent(&write, 1, now))?;
         let recorded = candidate.recorded(row, &json, 1)?;
@@ -170,7 +170,7 @@ impl Session {
     ) -> Result<Corrected, Error> {
         let candidate = self.store.derive(tenant, action, payload)?;
         let json = candidate.payload.to_json();
-        let write = candidate.write(tenant, action, &json);
+        let write = candidate.write_parts(tenant, action, &json);
         let now = self.now();
         let archived = on!(self.archive_intent(&write, now, reason)).map_err(conflict_on_unique)?;
         if archived == 0 {
@@ -540,7 +540,7 @@ pub(crate) struct Candidate {
 }
 
 impl Candidate {
-    pub(crate) fn write<'a>(
+    pub(crate) fn write_parts<'a>(
         &'a self,
         tenant: &'a TenantId,
         action: &'a str,
