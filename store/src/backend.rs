@@ -87,44 +87,13 @@ pub(crate) struct RetentionRow {
 pub(crate) struct RollupRow {
     pub bucket_start_ms: i64,
     pub action: String,
-    pub intents: i64,
-    pub deliveries: i64,
-    pub redeliveries: i64,
-    pub redelivered_intents: i64,
-    pub divergences: i64,
-    pub corrections: i64,
-    pub actions_started: i64,
-    pub actions_completed: i64,
-    pub actions_failed: i64,
-    pub actions_uncertain: i64,
-    pub http_replays: i64,
-    pub http_409: i64,
-    pub http_422: i64,
-    pub delay_max_ms: i64,
+    #[sqlx(flatten)]
+    pub counts: Counts,
 }
 
 impl RollupRow {
     pub(crate) fn into_parts(self) -> (Millis, String, Counts) {
-        (
-            self.bucket_start_ms,
-            self.action,
-            Counts {
-                intents: self.intents,
-                deliveries: self.deliveries,
-                redeliveries: self.redeliveries,
-                redelivered_intents: self.redelivered_intents,
-                divergences: self.divergences,
-                corrections: self.corrections,
-                actions_started: self.actions_started,
-                actions_completed: self.actions_completed,
-                actions_failed: self.actions_failed,
-                actions_uncertain: self.actions_uncertain,
-                http_replays: self.http_replays,
-                http_409: self.http_409,
-                http_422: self.http_422,
-                delay_max_ms: self.delay_max_ms,
-            },
-        )
+        (self.bucket_start_ms, self.action, self.counts)
     }
 }
 

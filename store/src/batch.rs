@@ -65,7 +65,7 @@ impl Batcher {
     pub(crate) fn new(target: Target) -> Self {
         let writers = match target {
             Target::Sqlite(_) => 1,
-            Target::Postgres(_) => 4,
+            Target::Postgres(_) => 8,
         };
         Self {
             target,

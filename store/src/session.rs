@@ -568,14 +568,12 @@ impl Candidate {
         let inserted = row.deliveries == n && nth == 0;
         Ok(RecordedIntent {
             reference: self.reference.clone(),
-            key: IdempotencyKey::try_from(row.idem_key.as_str())
-                .map_err(|_| Error::Corrupt("stored key".into()))?,
+            key: stored_key(&row.idem_key)?,
             rules_version: rules_version(row.rules_version)?,
             payload: if row.payload == json {
                 self.payload.clone()
             } else {
-                NormalizedPayload::from_json(&row.payload)
-                    .map_err(|_| Error::Corrupt("stored payload".into()))?
+                stored_payload(&row.payload)?
             },
             revision: row.revision,
             deliveries: row.deliveries - n + 1 + nth,
@@ -593,6 +591,14 @@ impl Candidate {
     }
 }
 
+fn stored_key(k: &str) -> Result<IdempotencyKey, Error> {
+    IdempotencyKey::try_from(k).map_err(|_| Error::Corrupt("stored key".into()))
+}
+
+fn stored_payload(p: &str) -> Result<NormalizedPayload, Error> {
+    NormalizedPayload::from_json(p).map_err(|_| Error::Corrupt("stored payload".into()))
+}
+
 fn rules_version(v: i32) -> Result<RulesVersion, Error> {
     u32::try_from(v)
         .ok()
@@ -604,11 +610,9 @@ impl TryFrom<IntentRow> for Intent {
     type Error = Error;
     fn try_from(row: IntentRow) -> Result<Self, Error> {
         Ok(Intent {
-            key: IdempotencyKey::try_from(row.idem_key.as_str())
-                .map_err(|_| Error::Corrupt("stored key".into()))?,
+            key: stored_key(&row.idem_key)?,
             rules_version: rules_version(row.rules_version)?,
-            payload: NormalizedPayload::from_json(&row.payload)
-                .map_err(|_| Error::Corrupt("stored payload".into()))?,
+            payload: stored_payload(&row.payload)?,
             revision: row.revision,
             deliveries: row.deliveries,
             divergences: row.divergences,
@@ -624,10 +628,8 @@ impl TryFrom<HistoryRow> for IntentVersion {
         Ok(IntentVersion {
             revision: row.revision,
             rules_version: rules_version(row.rules_version)?,
-            key: IdempotencyKey::try_from(row.idem_key.as_str())
-                .map_err(|_| Error::Corrupt("stored key".into()))?,
-            payload: NormalizedPayload::from_json(&row.payload)
-                .map_err(|_| Error::Corrupt("stored payload".into()))?,
+            key: stored_key(&row.idem_key)?,
+            payload: stored_payload(&row.payload)?,
             replaced_ms: row.replaced_ms,
             reason: row.reason,
         })

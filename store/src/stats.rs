@@ -45,8 +45,8 @@ pub const DELAY_BOUNDS_MS: [Millis; 30] = [
     Millis::MAX,
 ];
 
-/// The counters of one bucket.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+/// The counters of one bucket (the rollup table's columns, by name).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct Counts {
     /// Intents recorded for the first time.
     pub intents: i64,
