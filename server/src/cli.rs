@@ -31,6 +31,27 @@ enum Command {
     Purge(PurgeArgs),
     /// Show a tenant's retention, or change it with the options.
     Retention(RetentionArgs),
+    /// Manage tenants.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TenantCommand {
+    /// Register a tenant and print its API token, once (only its hash is kept).
+    Create(TenantCreateArgs),
+}
+
+/// `idem tenant create` options.
+#[derive(Debug, Clone, Args)]
+pub struct TenantCreateArgs {
+    /// The tenant id (it enters every key derived for the tenant).
+    pub name: String,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// `idem purge` options.
@@ -178,6 +199,9 @@ pub fn main() -> ExitCode {
         Command::Migrate(args) => run_async(migrate(args)),
         Command::Purge(args) => run_async(purge(args)),
         Command::Retention(args) => run_async(retention(args)),
+        Command::Tenant {
+            command: TenantCommand::Create(args),
+        } => run_async(tenant_create(args)),
     }
 }
 
@@ -231,6 +255,17 @@ async fn purge(args: PurgeArgs) -> anyhow::Result<()> {
     let report = store.purge(args.batch).await?;
     println!("{}", serde_json::to_string(&report)?);
     store.close().await;
+    Ok(())
+}
+
+async fn tenant_create(args: TenantCreateArgs) -> anyhow::Result<()> {
+    let tenant = idem_core::TenantId::try_from(args.name.as_str())?;
+    let store = admin_store(&args.db).await?;
+    let token = store.create_tenant(&tenant, &args.name).await;
+    store.close().await;
+    let token = token?;
+    println!("{}", token.expose());
+    eprintln!("tenant {tenant} created; this token is shown once: store it now");
     Ok(())
 }
 

@@ -428,3 +428,34 @@ async fn retention_and_purge_from_the_command_line() {
     let bad = idem(&["purge", "--batch", "0", "--data-dir", data], "", None);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `idem tenant create` prints a token once; the store knows only its hash.
+#[tokio::test(flavor = "multi_thread")]
+async fn tenant_create_prints_a_token_that_authenticates() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let out = idem(&["tenant", "create", "acme", "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = stdout(&out).trim().to_owned();
+    assert!(token.starts_with("idem_"), "{token}");
+    assert_eq!(stdout(&out).lines().count(), 1, "the token alone on stdout");
+    let again = idem(&["tenant", "create", "acme", "--data-dir", data], "", None);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    let db = std::fs::read(dir.path().join("idem.db")).unwrap();
+    let needle = token.rsplit('_').next().unwrap().as_bytes();
+    assert!(
+        !db.windows(needle.len()).any(|w| w == needle),
+        "the token itself is never stored"
+    );
+    let url = format!("sqlite://{data}/idem.db");
+    let store = idem_store::Store::connect(&url, idem_store::Options::admin())
+        .await
+        .unwrap();
+    assert_eq!(store.authenticate(&token).await.unwrap().as_str(), "acme");
+    store.close().await;
+}

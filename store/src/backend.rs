@@ -579,6 +579,45 @@ macro_rules! backend {
                 .collect()
         }
 
+        pub(crate) async fn insert_tenant(
+            c: &mut Conn,
+            tenant: &str,
+            name: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_TENANT)
+                .bind(tenant)
+                .bind(name)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn insert_token(
+            c: &mut Conn,
+            tenant: &str,
+            hash: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_TOKEN)
+                .bind(tenant)
+                .bind(hash)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn find_token(c: &mut Conn, tenant: &str, hash: &str) -> R<bool> {
+            sqlx::query::<$db>(q::FIND_TOKEN)
+                .bind(tenant)
+                .bind(hash)
+                .fetch_optional(&mut *c)
+                .await
+                .map(|r| r.is_some())
+        }
+
         pub(crate) async fn admin_totals(
             c: &mut Conn,
             g: Granularity,

@@ -14,11 +14,13 @@ mod model;
 mod session;
 pub mod sql;
 pub mod stats;
+mod tenants;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use maintenance::PurgeReport;
 pub use model::*;
 pub use session::Session;
+pub use tenants::ApiToken;
 
 use idem_core::{Catalog, IdempotencyKey, KeyDeriver, Payload, TenantId};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};

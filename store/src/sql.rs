@@ -322,6 +322,21 @@ select bucket_start_ms, action, le_ms, count
 from stats_delay
 where tenant_id = $1 and granularity = $2 and bucket_start_ms >= $3 and bucket_start_ms < $4";
 
+    /// Registers a tenant; the primary key refuses a second one of the name.
+    pub const INSERT_TENANT: &str = "\
+insert into tenants (tenant_id, name, created_ms)
+values ($1, $2, $3)";
+
+    /// Stores an API token's hash.
+    pub const INSERT_TOKEN: &str = "\
+insert into api_tokens (tenant_id, token_hash, created_ms)
+values ($1, $2, $3)";
+
+    /// Whether a token hash is live for the tenant the token names.
+    pub const FIND_TOKEN: &str = "\
+select created_ms from api_tokens
+where tenant_id = $1 and token_hash = $2 and revoked_ms is null";
+
     /// Admin: totals per tenant over a time range (the one statement that
     /// reads across tenants; it reads the small rollup table only).
     pub const ADMIN_TOTALS: &str = "\
@@ -458,6 +473,9 @@ pub const ALL: &[(&str, &str)] = {
         ("READ_ROLLUP", READ_ROLLUP),
         ("READ_DELAY", READ_DELAY),
         ("ADMIN_TOTALS", ADMIN_TOTALS),
+        ("INSERT_TENANT", INSERT_TENANT),
+        ("INSERT_TOKEN", INSERT_TOKEN),
+        ("FIND_TOKEN", FIND_TOKEN),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
         ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
@@ -524,14 +542,26 @@ mod tests {
 
     #[test]
     fn every_key_and_index_leads_with_tenant_id() {
-        for (backend, sql) in [
+        for (backend, tables, sql) in [
             (
                 "sqlite",
+                9,
                 include_str!("../../migrations/sqlite/0002_intent_store.sql"),
             ),
             (
                 "postgres",
+                9,
                 include_str!("../../migrations/postgres/0002_intent_store.sql"),
+            ),
+            (
+                "sqlite",
+                2,
+                include_str!("../../migrations/sqlite/0003_tenants.sql"),
+            ),
+            (
+                "postgres",
+                2,
+                include_str!("../../migrations/postgres/0003_tenants.sql"),
             ),
         ] {
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -544,7 +574,7 @@ mod tests {
                 keys, led,
                 "{backend}: a primary key does not lead with tenant_id"
             );
-            assert_eq!(keys, 9, "{backend}: tables with keys");
+            assert_eq!(keys, tables, "{backend}: tables with keys");
             for part in flat.split("create index ").skip(1) {
                 let cols = part.split_once(" (").map(|x| x.1).unwrap_or_default();
                 assert!(

@@ -148,6 +148,7 @@ conformance!(
     concurrent_divergent_candidates_keep_the_first,
     closed_store_gives_errors_not_answers,
     empty_reference_and_unknown_action_are_refused,
+    tokens_authenticate_only_their_own_tenant,
 );
 
 fn pix(reference: &str, valor: &str) -> String {
@@ -1204,4 +1205,35 @@ async fn postgres_backends_killed_mid_run() {
     }
     eprintln!("killed {killed} connections; {errors} of 600 calls failed, none wrongly");
     h.done().await;
+}
+
+async fn tokens_authenticate_only_their_own_tenant(h: &H) {
+    let a = h.tenant("acme");
+    let b = h.tenant("loja-do-zé");
+    let ta = h.store.create_tenant(&a, "ACME Ltda").await.unwrap();
+    let tb = h.store.create_tenant(&b, "Loja do Zé").await.unwrap();
+    assert_eq!(h.store.authenticate(ta.expose()).await.unwrap(), a);
+    assert_eq!(h.store.authenticate(tb.expose()).await.unwrap(), b);
+    assert!(
+        !format!("{ta:?}").contains(ta.expose()),
+        "Debug never shows a token"
+    );
+    // A second tenant of the same name is refused.
+    assert!(matches!(
+        h.store.create_tenant(&a, "again").await,
+        Err(Error::Conflict(_))
+    ));
+    // B's secret under A's name, a changed character, or noise: not a token.
+    let (a_prefix, _) = ta.expose().rsplit_once('_').unwrap();
+    let (_, b_secret) = tb.expose().rsplit_once('_').unwrap();
+    let forged = format!("{a_prefix}_{b_secret}");
+    let mut flipped = ta.expose().to_owned();
+    let last = if flipped.ends_with('0') { "1" } else { "0" };
+    flipped.replace_range(flipped.len() - 1.., last);
+    for bad in [forged.as_str(), flipped.as_str(), "", "Bearer x", "idem_"] {
+        assert!(
+            matches!(h.store.authenticate(bad).await, Err(Error::NotFound)),
+            "{bad:?}"
+        );
+    }
 }

@@ -1,0 +1,18 @@
+-- Tenants and their API tokens (the HTTP API's bearer tokens).
+-- A token names its tenant (idem_<hex tenant>_<hex secret>), so looking it
+-- up filters on tenant_id like every other statement and stays on one shard.
+-- Only the SHA-256 of the token is stored: its secret part is 256 random
+-- bits, so a slow password hash would add latency and no protection.
+create table tenants (
+    tenant_id text primary key,
+    name text not null,
+    created_ms bigint not null
+);
+
+create table api_tokens (
+    tenant_id text not null references tenants (tenant_id),
+    token_hash text not null,
+    created_ms bigint not null,
+    revoked_ms bigint,
+    primary key (tenant_id, token_hash)
+);

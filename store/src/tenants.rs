@@ -1,0 +1,121 @@
+//! Tenants and their API tokens.
+//!
+//! A token reads `idem_<tenant as hex>_<64 hex of 32 random bytes>`. The
+//! tenant is part of the token, so authenticating is a lookup scoped to that
+//! tenant (one shard under a distributed Postgres) and a token can only ever
+//! resolve to the tenant it names. Only the token's SHA-256 is stored.
+
+use crate::session::on;
+use crate::{Error, Store};
+use idem_core::TenantId;
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+
+/// An API token, shown once at creation. `Debug` never prints it.
+pub struct ApiToken(String);
+
+impl ApiToken {
+    /// The token text, to hand to the user exactly once.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiToken([redacted])")
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn hash(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes()))
+}
+
+/// The tenant a token names, or None when it is not shaped like a token.
+fn tenant_of(token: &str) -> Option<TenantId> {
+    let rest = token.strip_prefix("idem_")?;
+    let (tenant_hex, secret) = rest.split_once('_')?;
+    if secret.len() != 64 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    if tenant_hex.len() % 2 != 0 || tenant_hex.len() > 1024 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..tenant_hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(tenant_hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    TenantId::try_from(String::from_utf8(bytes?).ok()?).ok()
+}
+
+impl Store {
+    /// Registers a tenant and returns its first API token (store only its
+    /// hash). A tenant that already exists is a [`Error::Conflict`].
+    #[tracing::instrument(skip(self))]
+    pub async fn create_tenant(&self, tenant: &TenantId, name: &str) -> Result<ApiToken, Error> {
+        let token = ApiToken(format!(
+            "idem_{}_{}",
+            hex(tenant.as_str().as_bytes()),
+            hex(&rand::random::<[u8; 32]>())
+        ));
+        let now = self.now_ms();
+        let mut tx = self.transaction().await?;
+        let t = tenant.as_str();
+        on!(tx.insert_tenant(t, name, now)).map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_unique_violation() => {
+                Error::Conflict(format!("tenant {tenant} already exists"))
+            }
+            _ => Error::Database(e),
+        })?;
+        on!(tx.insert_token(t, &hash(token.expose()), now))?;
+        tx.commit().await?;
+        Ok(token)
+    }
+
+    /// The tenant a live token belongs to. Anything else (malformed,
+    /// unknown, revoked) is [`Error::NotFound`], with no hint of which.
+    #[tracing::instrument(skip_all)]
+    pub async fn authenticate(&self, token: &str) -> Result<TenantId, Error> {
+        let tenant = tenant_of(token).ok_or(Error::NotFound)?;
+        let mut s = self.session().await?;
+        if on!(s.find_token(tenant.as_str(), &hash(token)))? {
+            Ok(tenant)
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_names_its_tenant_and_nothing_else_parses() {
+        let t = format!("idem_{}_{}", hex("loja-do-zé".as_bytes()), "ab".repeat(32));
+        assert_eq!(tenant_of(&t).unwrap().as_str(), "loja-do-zé");
+        for bad in [
+            "",
+            "idem_",
+            "idem__",
+            "idem_6162_xyz",
+            "idem_616_".to_owned().as_str(),
+            "bearer",
+            "idem_zz_00",
+        ] {
+            assert!(tenant_of(bad).is_none(), "{bad:?}");
+        }
+        assert!(
+            tenant_of(&format!("idem_0a_{}", "00".repeat(32))).is_none(),
+            "a control character is no tenant"
+        );
+    }
+}
