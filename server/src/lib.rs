@@ -1,5 +1,6 @@
 //! idem-server: the `idem` command line, the HTTP server and the dashboard host.
 
+pub mod api;
 pub mod cli;
 mod cost_cmd;
 mod key_cmd;

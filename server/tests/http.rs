@@ -7,6 +7,11 @@ use idem_server::web::{leptos_options, router, serve, AppState};
 use std::sync::Arc;
 
 async fn start() -> (String, tempfile::TempDir) {
+    let (base, dir, _) = start_with_store().await;
+    (base, dir)
+}
+
+async fn start_with_store() -> (String, tempfile::TempDir, idem_store::Store) {
     let dir = tempfile::tempdir().unwrap();
     let catalog = Arc::new(Catalog::builtin());
     let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap()));
@@ -16,14 +21,14 @@ async fn start() -> (String, tempfile::TempDir) {
     store.migrate().await.unwrap();
     let state = AppState {
         leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
-        store,
+        store: store.clone(),
         catalog,
         deriver,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, router(state)));
-    (base, dir)
+    (base, dir, store)
 }
 
 #[tokio::test]
@@ -87,4 +92,99 @@ async fn health_and_readiness() {
             .status(),
         200
     );
+}
+
+/// `POST /v1/keys`: bearer auth with the tenant from the token, problem+json errors.
+#[tokio::test]
+async fn v1_keys_needs_a_token_and_derives_for_its_tenant() {
+    let (base, _dir, store) = start_with_store().await;
+    let acme = idem_core::TenantId::try_from("acme").unwrap();
+    let token = store.create_tenant(&acme, "ACME").await.unwrap();
+    let http = reqwest::Client::new();
+    let body = serde_json::json!({
+        "action": "pix.cobranca",
+        "payload": {"cliente_id": "c-1", "valor": "180.00",
+                    "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}
+    });
+    let url = format!("{base}/v1/keys");
+
+    // No token, a wrong one, a malformed header: 401 with a challenge.
+    for auth in [None, Some("Bearer idem_nope"), Some("Basic abc")] {
+        let mut req = http.post(&url).json(&body);
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 401, "{auth:?}");
+        assert!(res.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer realm=\"idem\""));
+        assert_eq!(res.headers()["content-type"], "application/problem+json");
+        let p: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(p["status"], 401);
+    }
+
+    let res = http
+        .post(&url)
+        .bearer_auth(token.expose())
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let got: serde_json::Value = res.json().await.unwrap();
+    let deriver = KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap());
+    let payload_json = body["payload"].to_string();
+    let payload = idem_core::Payload::from_json(&payload_json).unwrap();
+    let (want, _) = deriver
+        .derive_key(&Catalog::builtin(), &acme, "pix.cobranca", &payload, None)
+        .unwrap();
+    assert_eq!(got["key"], want.as_str(), "derived for the token's tenant");
+    assert_eq!(got["rules_version"], 1);
+
+    // Bad input says what to fix, never a 5xx.
+    let cases = [
+        ("{not json", 400, "application/json"),
+        (
+            r#"{"action":"pix.estorno","payload":{}}"#,
+            422,
+            "application/json",
+        ),
+        (
+            r#"{"action":"pix.cobranca","payload":{"valor":"um real"}}"#,
+            422,
+            "application/json",
+        ),
+        // The tenant comes from the token only: a tenant field is refused.
+        (
+            r#"{"action":"pix.cobranca","payload":{},"tenant":"other"}"#,
+            422,
+            "application/json",
+        ),
+        (r#"{"action":1,"payload":{}}"#, 422, "application/json"),
+        (
+            r#"{"action":"pix.cobranca","payload":{}}"#,
+            415,
+            "text/plain",
+        ),
+    ];
+    for (raw, status, ctype) in cases {
+        let res = http
+            .post(&url)
+            .bearer_auth(token.expose())
+            .header("content-type", ctype)
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), status, "{raw}");
+        assert_eq!(
+            res.headers()["content-type"],
+            "application/problem+json",
+            "{raw}"
+        );
+        let p: serde_json::Value = res.json().await.unwrap();
+        assert!(!p["detail"].as_str().unwrap().is_empty(), "{raw}: {p}");
+    }
 }
