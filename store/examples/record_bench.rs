@@ -89,28 +89,10 @@ async fn raw_sqlx(url: &str, ops: usize, run: u128) {
         .execute(&mut c)
         .await
         .unwrap();
-    let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-    let use_pool = std::env::var("RAW_POOL").is_ok();
     let key = "6a1f0c1d9e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29";
     let payload = r#"{"chave_pix_destino":"+5511988887777","cliente_id":"cli-1","referencia_intencao":"x","valor":"18000"}"#;
     let started = Instant::now();
     for n in 0..ops {
-        if use_pool {
-            let mut pc = pool.acquire().await.unwrap();
-            sqlx::query(idem_store::sql::shared::RECORD_INTENT)
-                .bind("raw")
-                .bind(format!("r{run}-{n}"))
-                .bind("pix.cobranca")
-                .bind(1i32)
-                .bind(key)
-                .bind(payload)
-                .bind(1i64)
-                .bind(1_790_000_000_000i64)
-                .fetch_one(&mut *pc)
-                .await
-                .unwrap();
-            continue;
-        }
         sqlx::query(idem_store::sql::shared::RECORD_INTENT)
             .bind("raw")
             .bind(format!("r{run}-{n}"))

@@ -248,7 +248,7 @@ macro_rules! backend {
             response: &str,
             now: Millis,
             reconciled: bool,
-        ) -> R<u64> {
+        ) -> R<Option<String>> {
             sqlx::query::<$db>(q::COMPLETE_ACTION)
                 .bind(tenant)
                 .bind(key)
@@ -256,9 +256,11 @@ macro_rules! backend {
                 .bind(response)
                 .bind(now)
                 .bind(reconciled)
-                .execute(&mut *c)
-                .await
-                .map(|r| r.rows_affected())
+                // The action type, for the statistics; None when refused.
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| r.try_get("action"))
+                .transpose()
         }
 
         #[allow(clippy::too_many_arguments)] // one bind per column
@@ -271,7 +273,7 @@ macro_rules! backend {
             retryable: bool,
             now: Millis,
             reconciled: bool,
-        ) -> R<u64> {
+        ) -> R<Option<String>> {
             sqlx::query::<$db>(q::FAIL_ACTION)
                 .bind(tenant)
                 .bind(key)
@@ -280,9 +282,11 @@ macro_rules! backend {
                 .bind(retryable)
                 .bind(now)
                 .bind(reconciled)
-                .execute(&mut *c)
-                .await
-                .map(|r| r.rows_affected())
+                // The action type, for the statistics; None when refused.
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| r.try_get("action"))
+                .transpose()
         }
 
         pub(crate) async fn sweep_expired_leases(

@@ -328,41 +328,42 @@ impl Session {
     ) -> Result<(), Error> {
         let now = self.now();
         let (t, k) = (tenant.as_str(), key.as_str());
-        let n = match outcome {
+        // The update returns the action type (for the statistics); the row is
+        // read back only to explain a refusal.
+        let updated = match outcome {
             Outcome::Completed(r) => on!(self.complete_action(t, k, token, r, now, reconciled))?,
             Outcome::Failed { error, retryable } => {
                 on!(self.fail_action(t, k, token, error, *retryable, now, reconciled))?
             }
         };
-        let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
-        if n == 0 {
-            // Saying the same thing twice with the current token is not a
-            // conflict (the holder retried its write to us).
-            let same = row.fencing_token == token
-                && match outcome {
-                    Outcome::Completed(r) => {
-                        row.state == "completed" && row.response.as_deref() == Some(r)
-                    }
-                    Outcome::Failed { error, retryable } => {
-                        row.state == "failed"
-                            && row.error.as_deref() == Some(error)
-                            && row.retryable == Some(*retryable)
-                    }
-                };
-            if same {
-                return Ok(());
-            }
-            return Err(Error::Conflict(format!(
-                "fencing token {token} is not the current claim (current token {}, state {})",
-                row.fencing_token, row.state
-            )));
+        if let Some(action) = updated {
+            self.note(tenant, &action, |c| match outcome {
+                Outcome::Completed(_) => c.counts.actions_completed += 1,
+                Outcome::Failed { .. } => c.counts.actions_failed += 1,
+            });
+            return Ok(());
         }
-        let action = row.action;
-        self.note(tenant, &action, |c| match outcome {
-            Outcome::Completed(_) => c.counts.actions_completed += 1,
-            Outcome::Failed { .. } => c.counts.actions_failed += 1,
-        });
-        Ok(())
+        let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
+        // Saying the same thing twice with the current token is not a
+        // conflict (the holder retried its write to us).
+        let same = row.fencing_token == token
+            && match outcome {
+                Outcome::Completed(r) => {
+                    row.state == "completed" && row.response.as_deref() == Some(r)
+                }
+                Outcome::Failed { error, retryable } => {
+                    row.state == "failed"
+                        && row.error.as_deref() == Some(error)
+                        && row.retryable == Some(*retryable)
+                }
+            };
+        if same {
+            return Ok(());
+        }
+        Err(Error::Conflict(format!(
+            "fencing token {token} is not the current claim (current token {}, state {})",
+            row.fencing_token, row.state
+        )))
     }
 
     // ---- HTTP Idempotency-Key records ----------------------------------

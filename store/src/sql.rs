@@ -124,7 +124,8 @@ update actions set
     state = 'completed', response = $4, error = null, retryable = null,
     lease_until_ms = null, updated_ms = $5, reconciled = $6
 where tenant_id = $1 and idem_key = $2 and fencing_token = $3
-    and state in ('started', 'uncertain')";
+    and state in ('started', 'uncertain')
+returning action";
 
     /// Records a failure, retryable or final, under the same fencing rule.
     pub const FAIL_ACTION: &str = "\
@@ -132,7 +133,8 @@ update actions set
     state = 'failed', response = null, error = $4, retryable = $5,
     lease_until_ms = null, updated_ms = $6, reconciled = $7
 where tenant_id = $1 and idem_key = $2 and fencing_token = $3
-    and state in ('started', 'uncertain')";
+    and state in ('started', 'uncertain')
+returning action";
 
     /// Marks claims whose lease ran out as uncertain, in bounded batches. The
     /// lease is cleared so a later takeover does not count it twice.

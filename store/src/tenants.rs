@@ -9,7 +9,6 @@ use crate::session::on;
 use crate::{Error, Store};
 use idem_core::TenantId;
 use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
 
 /// An API token, shown once at creation. `Debug` never prints it.
 pub struct ApiToken(String);
@@ -27,16 +26,8 @@ impl std::fmt::Debug for ApiToken {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 fn hash(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// The tenant a token names, or None when it is not shaped like a token.
@@ -46,14 +37,11 @@ fn tenant_of(token: &str) -> Option<TenantId> {
     if secret.len() != 64 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    if tenant_hex.len() % 2 != 0 || tenant_hex.len() > 1024 {
+    if tenant_hex.len() > 1024 {
         return None;
     }
-    let bytes: Option<Vec<u8>> = (0..tenant_hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(tenant_hex.get(i..i + 2)?, 16).ok())
-        .collect();
-    TenantId::try_from(String::from_utf8(bytes?).ok()?).ok()
+    let bytes = hex::decode(tenant_hex).ok()?;
+    TenantId::try_from(String::from_utf8(bytes).ok()?).ok()
 }
 
 impl Store {
@@ -63,8 +51,8 @@ impl Store {
     pub async fn create_tenant(&self, tenant: &TenantId, name: &str) -> Result<ApiToken, Error> {
         let token = ApiToken(format!(
             "idem_{}_{}",
-            hex(tenant.as_str().as_bytes()),
-            hex(&rand::random::<[u8; 32]>())
+            hex::encode(tenant.as_str()),
+            hex::encode(rand::random::<[u8; 32]>())
         ));
         let now = self.now_ms();
         let mut tx = self.transaction().await?;
@@ -100,7 +88,7 @@ mod tests {
 
     #[test]
     fn a_token_names_its_tenant_and_nothing_else_parses() {
-        let t = format!("idem_{}_{}", hex("loja-do-zé".as_bytes()), "ab".repeat(32));
+        let t = format!("idem_{}_{}", hex::encode("loja-do-zé"), "ab".repeat(32));
         assert_eq!(tenant_of(&t).unwrap().as_str(), "loja-do-zé");
         for bad in [
             "",
