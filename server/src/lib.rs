@@ -4,5 +4,6 @@ pub mod api;
 pub mod cli;
 mod cost_cmd;
 mod key_cmd;
+pub mod metrics;
 pub mod secret;
 pub mod web;

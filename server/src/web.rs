@@ -1,9 +1,11 @@
 //! The HTTP side: one `AppState`, `router(state)` for tests, `serve` for the binary.
 
 use crate::cli::ServeArgs;
+use crate::metrics::{count_requests, serve_metrics, Metrics};
 use app::{shell, App};
 use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
 use axum::routing::get;
 use axum::Router;
 use idem_core::{Catalog, KeyDeriver};
@@ -24,6 +26,8 @@ pub struct AppState {
     pub catalog: Arc<Catalog>,
     /// The keyed HMAC state.
     pub deriver: Arc<KeyDeriver>,
+    /// The process's Prometheus counters.
+    pub metrics: Arc<Metrics>,
 }
 
 /// The site options: cargo-leptos's environment variables when present
@@ -53,7 +57,11 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .merge(crate::api::routes())
+        .route("/metrics", get(serve_metrics))
+        .merge(crate::api::routes(&state))
+        // Counted by route pattern, so only the routes above (the dashboard's
+        // pages and files are not API traffic).
+        .route_layer(from_fn_with_state(state.metrics.clone(), count_requests))
         .leptos_routes(&state, routes, move || shell(options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)
@@ -111,7 +119,8 @@ pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
     let deriver = Arc::new(KeyDeriver::new(&secret));
     let store = Store::connect(&url, Options::new(catalog.clone(), deriver.clone())).await?;
     store.migrate().await?;
-    let maintenance = tokio::spawn(maintain(store.clone(), args.purge_every));
+    let metrics = Arc::new(Metrics::new());
+    let maintenance = tokio::spawn(maintain(store.clone(), metrics.clone(), args.purge_every));
     let leptos_options = leptos_options(args.addr.as_deref())?;
     let addr = leptos_options.site_addr;
     let state = AppState {
@@ -119,6 +128,7 @@ pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
         store: store.clone(),
         catalog,
         deriver,
+        metrics,
     };
     let listener = TcpListener::bind(addr)
         .await
@@ -131,13 +141,16 @@ pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Purges expired rows and sweeps expired leases every `every`.
-async fn maintain(store: Store, every: std::time::Duration) {
+async fn maintain(store: Store, metrics: Arc<Metrics>, every: std::time::Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = store.purge(1000).await {
-            tracing::warn!(error = %e, "periodic purge failed; it runs again next period");
+        match store.purge(1000).await {
+            Ok(report) => metrics.count_purge(&report),
+            Err(e) => {
+                tracing::warn!(error = %e, "periodic purge failed; it runs again next period")
+            }
         }
     }
 }

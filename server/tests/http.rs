@@ -24,6 +24,7 @@ async fn start_with_store() -> (String, tempfile::TempDir, idem_store::Store) {
         store: store.clone(),
         catalog,
         deriver,
+        metrics: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

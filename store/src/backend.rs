@@ -613,6 +613,30 @@ macro_rules! backend {
                 .map(|r| r.rows_affected())
         }
 
+        pub(crate) async fn insert_demo_charge(
+            c: &mut Conn,
+            tenant: &str,
+            charge: &crate::model::DemoCharge,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_DEMO_CHARGE)
+                .bind(tenant)
+                .bind(&charge.id)
+                .bind(charge.amount_cents)
+                .bind(&charge.currency)
+                .bind(&charge.customer)
+                .bind(charge.created_ms)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn count_demo_charges(c: &mut Conn, tenant: &str) -> R<i64> {
+            sqlx::query_scalar::<$db, i64>(q::COUNT_DEMO_CHARGES)
+                .bind(tenant)
+                .fetch_one(&mut *c)
+                .await
+        }
+
         pub(crate) async fn find_token(c: &mut Conn, tenant: &str, hash: &str) -> R<bool> {
             sqlx::query::<$db>(q::FIND_TOKEN)
                 .bind(tenant)

@@ -287,3 +287,18 @@ impl Default for Retention {
         }
     }
 }
+
+/// A charge the demo payment provider executed (its ledger row).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DemoCharge {
+    /// The charge id the provider minted.
+    pub id: String,
+    /// Amount in cents (positive).
+    pub amount_cents: i64,
+    /// ISO 4217 currency code.
+    pub currency: String,
+    /// Who was charged.
+    pub customer: String,
+    /// When it executed.
+    pub created_ms: Millis,
+}

@@ -493,6 +493,25 @@ impl Session {
         Ok(n)
     }
 
+    // ---- the demo payment provider ------------------------------------
+
+    /// Writes a charge the demo provider executed. Call it inside the
+    /// transaction the Idempotency-Key guard hands the handler, so the charge
+    /// commits with the stored response or not at all.
+    pub async fn demo_charge(
+        &mut self,
+        tenant: &TenantId,
+        charge: &DemoCharge,
+    ) -> Result<(), Error> {
+        on!(self.insert_demo_charge(tenant.as_str(), charge))?;
+        Ok(())
+    }
+
+    /// How many charges the demo provider executed for the tenant.
+    pub async fn demo_charge_count(&mut self, tenant: &TenantId) -> Result<i64, Error> {
+        Ok(on!(self.count_demo_charges(tenant.as_str()))?)
+    }
+
     // ---- settings ------------------------------------------------------
 
     /// The tenant's retention (the defaults when never set).

@@ -339,6 +339,16 @@ values ($1, $2, $3)";
 select created_ms from api_tokens
 where tenant_id = $1 and token_hash = $2 and revoked_ms is null";
 
+    /// Writes one executed demo charge into its ledger.
+    pub const INSERT_DEMO_CHARGE: &str = "\
+insert into demo_charges (tenant_id, charge_id, amount_cents, currency, customer, created_ms)
+values ($1, $2, $3, $4, $5, $6)";
+
+    /// How many charges the demo provider executed for a tenant.
+    pub const COUNT_DEMO_CHARGES: &str = "\
+select count(*) as n from demo_charges
+where tenant_id = $1";
+
     /// Admin: totals per tenant over a time range (the one statement that
     /// reads across tenants; it reads the small rollup table only).
     pub const ADMIN_TOTALS: &str = "\
@@ -478,6 +488,8 @@ pub const ALL: &[(&str, &str)] = {
         ("INSERT_TENANT", INSERT_TENANT),
         ("INSERT_TOKEN", INSERT_TOKEN),
         ("FIND_TOKEN", FIND_TOKEN),
+        ("INSERT_DEMO_CHARGE", INSERT_DEMO_CHARGE),
+        ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
         ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
@@ -564,6 +576,16 @@ mod tests {
                 "postgres",
                 2,
                 include_str!("../../migrations/postgres/0003_tenants.sql"),
+            ),
+            (
+                "sqlite",
+                1,
+                include_str!("../../migrations/sqlite/0004_demo_ledger.sql"),
+            ),
+            (
+                "postgres",
+                1,
+                include_str!("../../migrations/postgres/0004_demo_ledger.sql"),
             ),
         ] {
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");

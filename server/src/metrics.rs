@@ -1,0 +1,209 @@
+//! `/metrics`: Prometheus counters, in an explicit registry owned by the
+//! application state (no global recorder, so tests can run many servers in
+//! one process).
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use idem_store::PurgeReport;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+
+/// Labels of the request counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The route's pattern (`/v1/actions/{key}/begin`), never the raw path,
+    /// so keys do not explode the series count.
+    pub route: String,
+    /// HTTP method.
+    pub method: String,
+    /// Status code.
+    pub status: u16,
+}
+
+/// Labels naming a table.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TableLabels {
+    /// The table.
+    pub table: &'static str,
+}
+
+/// Labels of the intent counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeliveryLabels {
+    /// `first` or `redelivery`.
+    pub delivery: &'static str,
+}
+
+/// The process's counters.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Requests by route, method and status.
+    pub requests: Family<RequestLabels, Counter>,
+    /// Idempotency-Key replays served.
+    pub replays: Counter,
+    /// 409s: a request with the same key still running.
+    pub in_progress: Counter,
+    /// 422s: the same key with another request.
+    pub mismatches: Counter,
+    /// Intent deliveries, first or redelivered.
+    pub deliveries: Family<DeliveryLabels, Counter>,
+    /// Redeliveries whose candidate payload differed from the frozen one.
+    pub divergences: Counter,
+    /// Claims that took an action over from an expired lease.
+    pub lease_takeovers: Counter,
+    /// Actions found uncertain (outcome unknown) when claimed.
+    pub uncertain: Counter,
+    /// Rows removed by retention, by table.
+    pub purged: Family<TableLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every counter registered.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("idem");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by route, method and status",
+            requests.clone(),
+        );
+        let replays = Counter::default();
+        registry.register(
+            "idempotency_replays",
+            "Responses replayed for a repeated Idempotency-Key",
+            replays.clone(),
+        );
+        let in_progress = Counter::default();
+        registry.register(
+            "idempotency_in_progress",
+            "409 answers: the first request with the key was still running",
+            in_progress.clone(),
+        );
+        let mismatches = Counter::default();
+        registry.register(
+            "idempotency_mismatches",
+            "422 answers: the key was reused with a different request",
+            mismatches.clone(),
+        );
+        let deliveries = Family::<DeliveryLabels, Counter>::default();
+        registry.register(
+            "intent_deliveries",
+            "Intent deliveries recorded through the API",
+            deliveries.clone(),
+        );
+        let divergences = Counter::default();
+        registry.register(
+            "intent_divergences",
+            "Redeliveries whose payload differed from the frozen intent",
+            divergences.clone(),
+        );
+        let lease_takeovers = Counter::default();
+        registry.register(
+            "action_lease_takeovers",
+            "Claims that took an action over from an expired lease",
+            lease_takeovers.clone(),
+        );
+        let uncertain = Counter::default();
+        registry.register(
+            "actions_uncertain",
+            "Claims that found an attempt whose outcome is unknown",
+            uncertain.clone(),
+        );
+        let purged = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "purged_rows",
+            "Rows removed by retention, by table",
+            purged.clone(),
+        );
+        // Every table's series exists from the start, at zero.
+        for (table, _) in Self::purged_tables(&PurgeReport::default()) {
+            purged.get_or_create(&TableLabels { table }).inc_by(0);
+        }
+        Self {
+            registry,
+            requests,
+            replays,
+            in_progress,
+            mismatches,
+            deliveries,
+            divergences,
+            lease_takeovers,
+            uncertain,
+            purged,
+        }
+    }
+
+    /// Counts a purge run.
+    pub fn count_purge(&self, r: &PurgeReport) {
+        for (table, n) in Self::purged_tables(r) {
+            self.purged.get_or_create(&TableLabels { table }).inc_by(n);
+        }
+        self.uncertain.inc_by(r.leases_expired);
+    }
+
+    fn purged_tables(r: &PurgeReport) -> [(&'static str, u64); 7] {
+        [
+            ("intents", r.intents),
+            ("intent_history", r.intent_history),
+            ("actions", r.actions),
+            ("http_keys", r.http_keys),
+            ("consumed_events", r.consumed_events),
+            ("outbox", r.outbox),
+            ("stats", r.stats),
+        ]
+    }
+
+    /// The registry in the text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// `GET /metrics`.
+pub async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+    let mut res = metrics.render().into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    res
+}
+
+/// Counts each routed request by its route pattern and final status.
+pub async fn count_requests(
+    State(metrics): State<Arc<Metrics>>,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    let method = req.method().as_str().to_owned();
+    let res = next.run(req).await;
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            route,
+            method,
+            status: res.status().as_u16(),
+        })
+        .inc();
+    res
+}

@@ -1,0 +1,977 @@
+//! The `/v1` API through real HTTP on 127.0.0.1 port 0, on SQLite and on
+//! PostgreSQL (when `IDEM_TEST_POSTGRES_URL` is set; each Postgres test gets
+//! its own schema). Every status the API promises is asserted here.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use axum::http::StatusCode;
+use idem_core::{Catalog, KeyDeriver, Secret, TenantId};
+use idem_server::api::idempotency::{IdempotencyGuard, IdempotencyLayer};
+use idem_server::api::ApiError;
+use idem_server::web::{leptos_options, router, serve, AppState};
+use idem_store::{DemoCharge, Options, Store};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Srv {
+    base: String,
+    store: Store,
+    state: AppState,
+    /// Tenant `acme`'s token.
+    a: String,
+    /// Tenant `globex`'s token.
+    b: String,
+    http: reqwest::Client,
+    cleanup: Option<(sqlx::PgPool, String)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn start(url: &str) -> (String, Store, AppState, String, String) {
+    let catalog = Arc::new(Catalog::builtin());
+    let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap()));
+    let store = Store::connect(url, Options::new(catalog.clone(), deriver.clone()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let a = store
+        .create_tenant(&TenantId::try_from("acme").unwrap(), "ACME")
+        .await
+        .unwrap();
+    let b = store
+        .create_tenant(&TenantId::try_from("globex").unwrap(), "Globex")
+        .await
+        .unwrap();
+    let state = AppState {
+        leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
+        store: store.clone(),
+        catalog,
+        deriver,
+        metrics: Default::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(serve(listener, router(state.clone())));
+    (
+        base,
+        store,
+        state,
+        a.expose().to_owned(),
+        b.expose().to_owned(),
+    )
+}
+
+async fn sqlite() -> Srv {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    let (base, store, state, a, b) = start(&url).await;
+    Srv {
+        base,
+        store,
+        state,
+        a,
+        b,
+        http: reqwest::Client::new(),
+        cleanup: None,
+        _dir: Some(dir),
+    }
+}
+
+async fn postgres() -> Option<Srv> {
+    let Ok(base_url) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
+        eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set; this API test ran on SQLite only");
+        return None;
+    };
+    let admin = sqlx::PgPool::connect(&base_url).await.unwrap();
+    let schema = unique("api");
+    sqlx::query(&format!("create schema {schema}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let sep = if base_url.contains('?') { '&' } else { '?' };
+    let url = format!("{base_url}{sep}options=-c%20search_path%3D{schema}");
+    let (base, store, state, a, b) = start(&url).await;
+    Some(Srv {
+        base,
+        store,
+        state,
+        a,
+        b,
+        http: reqwest::Client::new(),
+        cleanup: Some((admin, schema)),
+        _dir: None,
+    })
+}
+
+impl Srv {
+    async fn done(self) {
+        self.store.close().await;
+        if let Some((admin, schema)) = self.cleanup {
+            sqlx::query(&format!("drop schema {schema} cascade"))
+                .execute(&admin)
+                .await
+                .unwrap();
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn post(&self, token: &str, path: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn get(&self, token: &str, path: &str) -> reqwest::Response {
+        self.http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn charge(
+        &self,
+        token: &str,
+        key: Option<&str>,
+        body: &Value,
+        fault: Option<&str>,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let mut req = self
+            .http
+            .post(self.url("/v1/demo/charges"))
+            .bearer_auth(token)
+            .json(body);
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        if let Some(f) = fault {
+            req = req.header("idem-demo-fault", f);
+        }
+        req.send().await
+    }
+
+    async fn charges(&self, token: &str) -> i64 {
+        let res = self.get(token, "/v1/demo/charges/count").await;
+        assert_eq!(res.status(), 200);
+        res.json::<Value>().await.unwrap()["count"]
+            .as_i64()
+            .unwrap()
+    }
+}
+
+/// Runs each named test on both backends.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let s = super::sqlite().await;
+                    super::$name(&s).await;
+                    s.done().await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(s) = super::postgres().await else { return };
+                    super::$name(&s).await;
+                    s.done().await;
+                }
+            )*
+        }
+    };
+}
+
+both!(
+    intents_first_201_then_200_with_the_frozen_payload,
+    action_states_are_distinct_statuses,
+    events_first_201_then_duplicate_200,
+    stats_report_the_tenants_deliveries,
+    idempotency_key_statuses_and_byte_exact_replay,
+    fifty_concurrent_requests_with_one_key_execute_once,
+    drop_after_execute_then_the_retry_gets_the_replay,
+    error_after_execute_then_the_retry_gets_the_replay,
+    a_5xx_rolls_back_the_handlers_writes_and_releases_the_key,
+    tenants_neither_read_replay_nor_collide,
+    bad_input_is_a_4xx_problem_that_says_what_to_fix,
+    metrics_openapi_and_probes,
+);
+
+fn cobranca(valor: &str) -> Value {
+    json!({
+        "action": "pix.cobranca",
+        "payload": {"cliente_id": "c-1", "valor": valor,
+                    "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}
+    })
+}
+
+async fn problem(res: reqwest::Response, status: u16) -> Value {
+    assert_eq!(res.status(), status);
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let p: Value = res.json().await.unwrap();
+    assert_eq!(p["status"], status);
+    assert!(
+        !p["detail"].as_str().unwrap_or_default().is_empty(),
+        "a problem says what to fix: {p}"
+    );
+    p
+}
+
+async fn intents_first_201_then_200_with_the_frozen_payload(s: &Srv) {
+    let first = s.post(&s.a, "/v1/intents", &cobranca("180.00")).await;
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["first_delivery"], true);
+    assert_eq!(first["deliveries"], 1);
+    assert_eq!(first["diverged"], false);
+    assert_eq!(first["key"].as_str().unwrap().len(), 64);
+
+    // The model re-extracted another amount: the frozen payload wins.
+    let again = s.post(&s.a, "/v1/intents", &cobranca("1800.00")).await;
+    assert_eq!(again.status(), 200);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["key"], first["key"]);
+    assert_eq!(again["payload"], first["payload"]);
+    assert_eq!(again["deliveries"], 2);
+    assert_eq!(again["diverged"], true);
+    assert_ne!(again["candidate_key"], again["key"]);
+
+    // The same key /v1/keys derives for the frozen payload.
+    let k: Value = s
+        .post(&s.a, "/v1/keys", &cobranca("180.00"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(k["key"], first["key"]);
+}
+
+async fn begin(s: &Srv, key: &str, lease_ms: u64) -> reqwest::Response {
+    s.post(
+        &s.a,
+        &format!("/v1/actions/{key}/begin"),
+        &json!({"action": "pix.cobranca", "lease_ms": lease_ms}),
+    )
+    .await
+}
+
+async fn action_states_are_distinct_statuses(s: &Srv) {
+    let key = "a".repeat(64);
+    // Unknown key: 404; malformed key: 400.
+    problem(s.get(&s.a, &format!("/v1/actions/{key}")).await, 404).await;
+    problem(
+        s.post(
+            &s.a,
+            &format!("/v1/actions/{key}/complete"),
+            &json!({"token": 1, "response": {}}),
+        )
+        .await,
+        404,
+    )
+    .await;
+    problem(s.get(&s.a, "/v1/actions/not-a-key").await, 400).await;
+
+    // Claimed: 201 with the fencing token and lease end.
+    let res = begin(s, &key, 30_000).await;
+    assert_eq!(res.status(), 201);
+    let claim: Value = res.json().await.unwrap();
+    assert_eq!(claim["status"], "claimed");
+    assert_eq!(claim["attempt"], 1);
+    let token = claim["token"].as_i64().unwrap();
+    assert!(claim["lease_until_ms"].as_i64().unwrap() > 0);
+
+    // In flight: 409 with Retry-After.
+    let res = begin(s, &key, 30_000).await;
+    let retry: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    let p = problem(res, 409).await;
+    assert_eq!(p["type"], "urn:idem:problem:action-in-flight");
+
+    // A stale token is refused; the right one completes.
+    problem(
+        s.post(
+            &s.a,
+            &format!("/v1/actions/{key}/complete"),
+            &json!({"token": token + 7, "response": {"id": "x"}}),
+        )
+        .await,
+        409,
+    )
+    .await;
+    let res = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key}/complete"),
+            &json!({"token": token, "response": {"id": "pay_1", "amount": "180.00"}}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["state"], "completed");
+
+    // Completed: 200 with the stored response.
+    let res = begin(s, &key, 30_000).await;
+    assert_eq!(res.status(), 200);
+    let done: Value = res.json().await.unwrap();
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["response"], json!({"id": "pay_1", "amount": "180.00"}));
+
+    // Uncertain: a lease ran out with the outcome unknown. 202 with a new
+    // token and the advice; reconcile records what the provider said.
+    let key2 = "b".repeat(64);
+    let first: Value = begin(s, &key2, 1).await.json().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let res = begin(s, &key2, 30_000).await;
+    assert_eq!(res.status(), 202);
+    let u: Value = res.json().await.unwrap();
+    assert_eq!(u["status"], "uncertain");
+    assert_eq!(u["previous"]["token"], first["token"]);
+    assert!(u["advice"].as_str().unwrap().contains("same key"));
+    let t2 = u["token"].as_i64().unwrap();
+    assert!(t2 > first["token"].as_i64().unwrap());
+    // The old holder's late completion is refused.
+    problem(
+        s.post(
+            &s.a,
+            &format!("/v1/actions/{key2}/complete"),
+            &json!({"token": first["token"], "response": {}}),
+        )
+        .await,
+        409,
+    )
+    .await;
+    problem(
+        s.post(
+            &s.a,
+            &format!("/v1/actions/{key2}/reconcile"),
+            &json!({"token": t2, "outcome": "maybe"}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    let res = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key2}/reconcile"),
+            &json!({"token": t2, "outcome": "failed", "error": "provider has no such charge", "retryable": false}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let a: Value = res.json().await.unwrap();
+    assert_eq!(
+        (a["state"].as_str(), a["reconciled"].as_bool()),
+        (Some("failed"), Some(true))
+    );
+    let res = begin(s, &key2, 30_000).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "failed");
+
+    // A retryable failure lets the next begin claim again.
+    let key3 = "c".repeat(64);
+    let c: Value = begin(s, &key3, 30_000).await.json().await.unwrap();
+    let res = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key3}/fail"),
+            &json!({"token": c["token"], "error": "timeout", "retryable": true}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let res = begin(s, &key3, 30_000).await;
+    assert_eq!(res.status(), 201);
+    let again: Value = res.json().await.unwrap();
+    assert_eq!(
+        (again["attempt"].as_i64(), again["previous_error"].as_str()),
+        (Some(2), Some("timeout"))
+    );
+}
+
+async fn events_first_201_then_duplicate_200(s: &Srv) {
+    let path = "/v1/events/stripe/evt_123";
+    let res = s.post(&s.a, path, &json!(null)).await;
+    assert_eq!(res.status(), 201);
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "first");
+    let res = s.post(&s.a, path, &json!(null)).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "duplicate");
+    // Percent-encoded ids are decoded once and kept apart.
+    let res = s
+        .post(&s.a, "/v1/events/stripe/evt%2F123", &json!(null))
+        .await;
+    assert_eq!(res.status(), 201);
+    problem(
+        s.post(
+            &s.a,
+            &format!("/v1/events/stripe/{}", "x".repeat(256)),
+            &json!(null),
+        )
+        .await,
+        400,
+    )
+    .await;
+}
+
+async fn stats_report_the_tenants_deliveries(s: &Srv) {
+    for valor in ["180.00", "180.00", "180.00"] {
+        s.post(&s.a, "/v1/intents", &cobranca(valor)).await;
+    }
+    let res = s.get(&s.a, "/v1/stats?granularity=minute").await;
+    assert_eq!(res.status(), 200);
+    let r: Value = res.json().await.unwrap();
+    assert_eq!(r["totals"]["intents"], 1, "{r}");
+    assert_eq!(r["totals"]["deliveries"], 3);
+    assert_eq!(r["totals"]["redeliveries"], 2);
+    // The other tenant saw nothing.
+    let r: Value = s.get(&s.b, "/v1/stats").await.json().await.unwrap();
+    assert_eq!(r["totals"]["deliveries"], 0, "{r}");
+    problem(s.get(&s.a, "/v1/stats?granularity=week").await, 400).await;
+    problem(s.get(&s.a, "/v1/stats?from_ms=10&to_ms=5").await, 422).await;
+    problem(
+        s.get(
+            &s.a,
+            "/v1/stats?granularity=minute&from_ms=0&to_ms=9000000000000",
+        )
+        .await,
+        422,
+    )
+    .await;
+}
+
+fn charge_body() -> Value {
+    json!({"amount_cents": 18000, "currency": "BRL", "customer": "cliente-42"})
+}
+
+async fn idempotency_key_statuses_and_byte_exact_replay(s: &Srv) {
+    let body = charge_body();
+    // No key: 400.
+    let p = problem(s.charge(&s.a, None, &body, None).await.unwrap(), 400).await;
+    assert!(p["detail"].as_str().unwrap().contains("Idempotency-Key"));
+    // Malformed keys: 400.
+    for bad in ["\"unterminated", "has space", &"k".repeat(256)] {
+        problem(s.charge(&s.a, Some(bad), &body, None).await.unwrap(), 400).await;
+    }
+
+    // First: 201, executed.
+    let first = s
+        .charge(&s.a, Some("\"order-1\""), &body, None)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 201);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let ctype = first.headers()["content-type"].clone();
+    let bytes = first.bytes().await.unwrap();
+
+    // The bare form names the same key: replayed byte for byte.
+    let again = s.charge(&s.a, Some("order-1"), &body, None).await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.headers()["content-type"], ctype);
+    assert_eq!(again.bytes().await.unwrap(), bytes);
+    // Member order and spacing do not change the request.
+    let reordered = json!({"customer": "cliente-42", "currency": "BRL", "amount_cents": 18000});
+    let again = s
+        .charge(&s.a, Some("order-1"), &reordered, None)
+        .await
+        .unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(s.charges(&s.a).await, 1);
+
+    // The same key with another amount: 422.
+    let mut other = body.clone();
+    other["amount_cents"] = json!(18001);
+    let p = problem(
+        s.charge(&s.a, Some("order-1"), &other, None).await.unwrap(),
+        422,
+    )
+    .await;
+    assert_eq!(p["type"], "urn:idem:problem:key-reused");
+
+    // The same key while the first request still runs: 409 + Retry-After.
+    let slow = {
+        let (http, url, token, body) = (
+            s.http.clone(),
+            s.url("/v1/demo/charges"),
+            s.a.clone(),
+            body.clone(),
+        );
+        tokio::spawn(async move {
+            http.post(url)
+                .bearer_auth(token)
+                .header("idempotency-key", "order-2")
+                .header("idem-demo-fault", "delay=1500")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let res = s.charge(&s.a, Some("order-2"), &body, None).await.unwrap();
+    assert_eq!(res.headers()["retry-after"], "1");
+    let p = problem(res, 409).await;
+    assert_eq!(p["type"], "urn:idem:problem:request-in-progress");
+    assert_eq!(slow.await.unwrap(), 201);
+    assert_eq!(s.charges(&s.a).await, 2);
+
+    // A charge the handler refuses (422) is stored and replayed too.
+    let bad = json!({"amount_cents": 0, "currency": "BRL", "customer": "c"});
+    let first = s.charge(&s.a, Some("order-3"), &bad, None).await.unwrap();
+    assert_eq!(first.status(), 422);
+    let again = s.charge(&s.a, Some("order-3"), &bad, None).await.unwrap();
+    assert_eq!(again.status(), 422);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(s.charges(&s.a).await, 2);
+}
+
+/// Sends until the answer is not a 409, honouring Retry-After.
+async fn charge_until_answered(
+    http: reqwest::Client,
+    url: String,
+    token: String,
+) -> (u16, bool, Vec<u8>) {
+    loop {
+        let res = http
+            .post(&url)
+            .bearer_auth(&token)
+            .header("idempotency-key", "same-key-for-all")
+            .json(&charge_body())
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 409 {
+            let secs: u64 = res.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(secs * 1000 / 4)).await;
+            continue;
+        }
+        let replayed = res.headers().contains_key("idempotent-replayed");
+        return (
+            res.status().as_u16(),
+            replayed,
+            res.bytes().await.unwrap().to_vec(),
+        );
+    }
+}
+
+async fn fifty_concurrent_requests_with_one_key_execute_once(s: &Srv) {
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            tokio::spawn(charge_until_answered(
+                s.http.clone(),
+                s.url("/v1/demo/charges"),
+                s.a.clone(),
+            ))
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    assert_eq!(s.charges(&s.a).await, 1, "the provider executed once");
+    let executed = answers.iter().filter(|a| !a.1).count();
+    assert_eq!(executed, 1, "one response was the execution, 49 replays");
+    let (status, _, body) = &answers[0];
+    assert_eq!(*status, 201);
+    for a in &answers {
+        assert_eq!((&a.0, &a.2), (status, body), "every response is identical");
+    }
+}
+
+async fn drop_after_execute_then_the_retry_gets_the_replay(s: &Srv) {
+    let body = charge_body();
+    // The connection is cut after the charge: the client sees an error
+    // (while sending or while reading the body) and no charge id.
+    let outcome = match s.charge(&s.a, Some("drop-1"), &body, Some("drop")).await {
+        Err(_) => None,
+        Ok(res) => res.bytes().await.ok(),
+    };
+    assert!(outcome.is_none(), "the response was cut: {outcome:?}");
+    assert_eq!(s.charges(&s.a).await, 1, "the charge executed");
+    // The client retries with the same key: the stored response, once.
+    let res = s.charge(&s.a, Some("drop-1"), &body, None).await.unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(res.headers()["idempotent-replayed"], "true");
+    let charge: Value = res.json().await.unwrap();
+    assert!(charge["id"].as_str().unwrap().starts_with("ch_"));
+    assert_eq!(s.charges(&s.a).await, 1, "still one charge");
+}
+
+async fn error_after_execute_then_the_retry_gets_the_replay(s: &Srv) {
+    let body = charge_body();
+    let res = s
+        .charge(&s.a, Some("err-1"), &body, Some("error"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 500);
+    assert_eq!(s.charges(&s.a).await, 1);
+    let res = s.charge(&s.a, Some("err-1"), &body, None).await.unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(res.headers()["idempotent-replayed"], "true");
+    assert_eq!(s.charges(&s.a).await, 1);
+    // Faults are validated before anything runs.
+    problem(
+        s.charge(&s.a, Some("err-2"), &body, Some("explode"))
+            .await
+            .unwrap(),
+        400,
+    )
+    .await;
+    problem(
+        s.charge(&s.a, Some("err-2"), &body, Some("delay=99999"))
+            .await
+            .unwrap(),
+        400,
+    )
+    .await;
+    assert_eq!(s.charges(&s.a).await, 1);
+}
+
+/// A route of the test's own wears the layer: its handler writes a charge
+/// through the guard's transaction, then fails with a 5xx the first time.
+async fn a_5xx_rolls_back_the_handlers_writes_and_releases_the_key(s: &Srv) {
+    use axum::routing::post;
+    let calls = Arc::new(AtomicU64::new(0));
+    let handler = {
+        let calls = calls.clone();
+        move |guard: IdempotencyGuard| async move {
+            let tenant = TenantId::try_from("acme").unwrap();
+            let mut tx = guard.transaction().await.map_err(ApiError::from)?;
+            let charge = DemoCharge {
+                id: format!("ch_test_{}", calls.load(Ordering::SeqCst)),
+                amount_cents: 100,
+                currency: "BRL".into(),
+                customer: "c".into(),
+                created_ms: 0,
+            };
+            tx.demo_charge(&tenant, &charge)
+                .await
+                .map_err(ApiError::from)?;
+            drop(tx);
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(ApiError::unavailable().detail("the first attempt fails after writing"));
+            }
+            Ok::<_, ApiError>((StatusCode::CREATED, "charged"))
+        }
+    };
+    let app = axum::Router::new()
+        .route("/charge", post(handler))
+        .layer(IdempotencyLayer::new(
+            s.store.clone(),
+            s.state.metrics.clone(),
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            s.state.clone(),
+            idem_server::api::authenticate,
+        ))
+        .with_state(s.state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/charge", listener.local_addr().unwrap());
+    tokio::spawn(serve(listener, app));
+    let send = || {
+        s.http
+            .post(&url)
+            .bearer_auth(&s.a)
+            .header("idempotency-key", "k-5xx")
+            .body("{}")
+            .send()
+    };
+    let res = send().await.unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(
+        s.charges(&s.a).await,
+        0,
+        "the write rolled back with the 5xx"
+    );
+    let res = send().await.unwrap();
+    assert_eq!(res.status(), 201, "the key was released: the retry ran");
+    assert!(res.headers().get("idempotent-replayed").is_none());
+    assert_eq!(s.charges(&s.a).await, 1);
+    let res = send().await.unwrap();
+    assert_eq!(res.headers()["idempotent-replayed"], "true");
+    assert_eq!(res.text().await.unwrap(), "charged");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+async fn tenants_neither_read_replay_nor_collide(s: &Srv) {
+    let body = charge_body();
+    let a = s.charge(&s.a, Some("shared"), &body, None).await.unwrap();
+    assert_eq!(a.status(), 201);
+    let a = a.bytes().await.unwrap();
+    // B with A's key and body: B's own execution, not A's replay.
+    let b = s.charge(&s.b, Some("shared"), &body, None).await.unwrap();
+    assert_eq!(b.status(), 201);
+    assert!(b.headers().get("idempotent-replayed").is_none());
+    assert_ne!(b.bytes().await.unwrap(), a);
+    // B with A's key and another body: no 422, B's key space is its own.
+    let b = s.charge(&s.b, Some("shared-2"), &body, None).await.unwrap();
+    assert_eq!(b.status(), 201);
+    let mut other = body.clone();
+    other["amount_cents"] = json!(5);
+    let a2 = s
+        .charge(&s.a, Some("shared-2"), &other, None)
+        .await
+        .unwrap();
+    assert_eq!(a2.status(), 201);
+    assert_eq!((s.charges(&s.a).await, s.charges(&s.b).await), (2, 2));
+
+    // A's intent and action are invisible to B.
+    let i: Value = s
+        .post(&s.a, "/v1/intents", &cobranca("1.00"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let key = i["key"].as_str().unwrap();
+    let claim = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key}/begin"),
+            &json!({"action": "pix.cobranca"}),
+        )
+        .await;
+    assert_eq!(claim.status(), 201);
+    problem(s.get(&s.b, &format!("/v1/actions/{key}")).await, 404).await;
+    let token = claim.json::<Value>().await.unwrap()["token"].clone();
+    problem(
+        s.post(
+            &s.b,
+            &format!("/v1/actions/{key}/complete"),
+            &json!({"token": token, "response": {}}),
+        )
+        .await,
+        404,
+    )
+    .await;
+    // B's same delivery is B's first.
+    let res = s.post(&s.b, "/v1/intents", &cobranca("1.00")).await;
+    assert_eq!(res.status(), 201);
+    assert_ne!(
+        res.json::<Value>().await.unwrap()["key"].as_str(),
+        Some(key)
+    );
+    // Events too.
+    assert_eq!(
+        s.post(&s.a, "/v1/events/q/1", &json!(null)).await.status(),
+        201
+    );
+    assert_eq!(
+        s.post(&s.b, "/v1/events/q/1", &json!(null)).await.status(),
+        201
+    );
+}
+
+async fn bad_input_is_a_4xx_problem_that_says_what_to_fix(s: &Srv) {
+    let raw = |path: &str, ctype: &str, body: Vec<u8>| {
+        s.http
+            .post(s.url(path))
+            .bearer_auth(&s.a)
+            .header("content-type", ctype.to_owned())
+            .header("idempotency-key", "bad-input")
+            .body(body)
+            .send()
+    };
+    let json = "application/json";
+    let big = format!(
+        r#"{{"action":"pix.cobranca","payload":{{"x":"{}"}}}}"#,
+        "a".repeat(70_000)
+    );
+    for (path, ctype, body, status) in [
+        ("/v1/intents", json, b"{not json".to_vec(), 400),
+        (
+            "/v1/intents",
+            json,
+            br#"{"action":"nope","payload":{}}"#.to_vec(),
+            422,
+        ),
+        (
+            "/v1/intents",
+            json,
+            br#"{"action":1,"payload":{}}"#.to_vec(),
+            422,
+        ),
+        (
+            "/v1/intents",
+            json,
+            br#"{"action":"pix.cobranca","payload":[]}"#.to_vec(),
+            422,
+        ),
+        (
+            "/v1/intents",
+            json,
+            br#"{"action":"pix.cobranca","payload":{},"tenant":"x"}"#.to_vec(),
+            422,
+        ),
+        (
+            "/v1/intents",
+            "text/plain",
+            br#"{"action":"pix.cobranca","payload":{}}"#.to_vec(),
+            415,
+        ),
+        ("/v1/intents", json, big.clone().into_bytes(), 413),
+        ("/v1/demo/charges", json, big.into_bytes(), 413),
+        (
+            "/v1/demo/charges",
+            json,
+            br#"{"amount_cents":"ten","currency":"BRL","customer":"c"}"#.to_vec(),
+            422,
+        ),
+        (
+            "/v1/demo/charges",
+            json,
+            br#"{"amount_cents":10,"currency":"brl","customer":"c"}"#.to_vec(),
+            422,
+        ),
+        (
+            "/v1/actions/zz/begin",
+            json,
+            br#"{"action":"pix.cobranca"}"#.to_vec(),
+            400,
+        ),
+        (
+            &format!("/v1/actions/{}/begin", "d".repeat(64)),
+            json,
+            br#"{"action":"nope.nope"}"#.to_vec(),
+            422,
+        ),
+        (
+            &format!("/v1/actions/{}/begin", "d".repeat(64)),
+            json,
+            br#"{"action":"pix.cobranca","lease_ms":0}"#.to_vec(),
+            422,
+        ),
+        (
+            &format!("/v1/actions/{}/begin", "d".repeat(64)),
+            json,
+            br#"{"action":"pix.cobranca","lease_ms":-1}"#.to_vec(),
+            422,
+        ),
+    ] {
+        let res = raw(path, ctype, body).await.unwrap();
+        assert_eq!(res.status(), status, "{path}");
+        problem(res, status).await;
+    }
+    // Absurd header values: 400 or 401, never a 5xx.
+    let huge = "x".repeat(8000);
+    for (name, value, status) in [
+        ("idempotency-key", huge.as_str(), 400),
+        ("idempotency-key", "\"a\", \"b\"", 400),
+    ] {
+        let res = s
+            .http
+            .post(s.url("/v1/demo/charges"))
+            .bearer_auth(&s.a)
+            .header(name, value)
+            .json(&charge_body())
+            .send()
+            .await
+            .unwrap();
+        problem(res, status).await;
+    }
+    for auth in [
+        format!("Bearer {huge}"),
+        "Bearer".into(),
+        "Bearer idem_00_00".into(),
+    ] {
+        let res = s
+            .http
+            .get(s.url("/v1/stats"))
+            .header("authorization", auth)
+            .send()
+            .await
+            .unwrap();
+        problem(res, 401).await;
+    }
+    assert_eq!(s.charges(&s.a).await, 0, "nothing bad executed");
+}
+
+async fn metrics_openapi_and_probes(s: &Srv) {
+    s.post(&s.a, "/v1/intents", &cobranca("2.00")).await;
+    s.post(&s.a, "/v1/intents", &cobranca("3.00")).await;
+    s.charge(&s.a, Some("m-1"), &charge_body(), None)
+        .await
+        .unwrap();
+    s.charge(&s.a, Some("m-1"), &charge_body(), None)
+        .await
+        .unwrap();
+    let res = s.http.get(s.url("/metrics")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let text = res.text().await.unwrap();
+    for want in [
+        r#"idem_http_requests_total{route="/v1/intents",method="POST",status="201"} 1"#,
+        r#"idem_http_requests_total{route="/v1/intents",method="POST",status="200"} 1"#,
+        r#"idem_intent_divergences_total 1"#,
+        r#"idem_idempotency_replays_total 1"#,
+        "idem_idempotency_in_progress_total 0",
+        "idem_idempotency_mismatches_total 0",
+        "idem_action_lease_takeovers_total 0",
+        "idem_actions_uncertain_total 0",
+        r#"idem_purged_rows_total{table="http_keys"} 0"#,
+    ] {
+        assert!(text.contains(want), "{want} missing from\n{text}");
+    }
+    let doc: Value = s
+        .http
+        .get(s.url("/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    for path in [
+        "/v1/keys",
+        "/v1/intents",
+        "/v1/actions/{key}/begin",
+        "/v1/actions/{key}/complete",
+        "/v1/actions/{key}/fail",
+        "/v1/actions/{key}/reconcile",
+        "/v1/events/{source}/{event_id}",
+        "/v1/stats",
+        "/v1/demo/charges",
+        "/v1/demo/charges/count",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} undocumented");
+    }
+    assert!(doc["info"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("24 hours"));
+    for probe in ["/healthz", "/readyz"] {
+        assert_eq!(s.http.get(s.url(probe)).send().await.unwrap().status(), 200);
+    }
+}
