@@ -13,6 +13,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -185,10 +186,15 @@ pub async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
     res
 }
 
-/// Counts each routed request by its route pattern and final status.
-pub async fn count_requests(
+/// The request id header: the client's when it sends a sane one, else minted.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Per request: a request id (echoed in `x-request-id` and carried by the
+/// span every log line inside belongs to, so an internal error is logged
+/// once with it), and the request counter by route pattern and status.
+pub async fn observe(
     State(metrics): State<Arc<Metrics>>,
-    req: Request<Body>,
+    mut req: Request<Body>,
     next: Next,
 ) -> Response {
     let route = req
@@ -196,7 +202,21 @@ pub async fn count_requests(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let method = req.method().as_str().to_owned();
-    let res = next.run(req).await;
+    let id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| (1..=64).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| hex::encode(rand::random::<[u8; 8]>()), str::to_owned);
+    let value = HeaderValue::from_str(&id).ok();
+    if let Some(v) = &value {
+        req.headers_mut().insert(REQUEST_ID, v.clone());
+    }
+    let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
+    let mut res = next.run(req).instrument(span).await;
+    if let Some(v) = value {
+        res.headers_mut().insert(REQUEST_ID, v);
+    }
     metrics
         .requests
         .get_or_create(&RequestLabels {

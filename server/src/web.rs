@@ -1,7 +1,7 @@
 //! The HTTP side: one `AppState`, `router(state)` for tests, `serve` for the binary.
 
 use crate::cli::ServeArgs;
-use crate::metrics::{count_requests, serve_metrics, Metrics};
+use crate::metrics::{observe, serve_metrics, Metrics};
 use app::{shell, App};
 use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
@@ -28,6 +28,32 @@ pub struct AppState {
     pub deriver: Arc<KeyDeriver>,
     /// The process's Prometheus counters.
     pub metrics: Arc<Metrics>,
+}
+
+/// What the API needs: four reference-counted handles. Handlers extract this
+/// rather than [`AppState`], whose site options cost allocations to clone on
+/// every request.
+#[derive(Clone)]
+pub struct ApiState {
+    /// The database.
+    pub store: Store,
+    /// The action catalog.
+    pub catalog: Arc<Catalog>,
+    /// The keyed HMAC state.
+    pub deriver: Arc<KeyDeriver>,
+    /// The process's Prometheus counters.
+    pub metrics: Arc<Metrics>,
+}
+
+impl FromRef<AppState> for ApiState {
+    fn from_ref(s: &AppState) -> Self {
+        Self {
+            store: s.store.clone(),
+            catalog: s.catalog.clone(),
+            deriver: s.deriver.clone(),
+            metrics: s.metrics.clone(),
+        }
+    }
 }
 
 /// The site options: cargo-leptos's environment variables when present
@@ -61,7 +87,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::routes(&state))
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
-        .route_layer(from_fn_with_state(state.metrics.clone(), count_requests))
+        .route_layer(from_fn_with_state(state.metrics.clone(), observe))
         .leptos_routes(&state, routes, move || shell(options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)

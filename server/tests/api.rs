@@ -694,7 +694,7 @@ async fn a_5xx_rolls_back_the_handlers_writes_and_releases_the_key(s: &Srv) {
             s.state.metrics.clone(),
         ))
         .route_layer(axum::middleware::from_fn_with_state(
-            s.state.clone(),
+            s.store.clone(),
             idem_server::api::authenticate,
         ))
         .with_state(s.state.clone());
@@ -971,6 +971,19 @@ async fn metrics_openapi_and_probes(s: &Srv) {
         .as_str()
         .unwrap()
         .contains("24 hours"));
+    // Every routed response carries a request id: the client's when sane,
+    // else a fresh one (errors are logged under it).
+    let res = s
+        .http
+        .get(s.url("/v1/stats"))
+        .header("x-request-id", "trace-me-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["x-request-id"], "trace-me-42");
+    let res = s.http.get(s.url("/v1/stats")).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(res.headers()["x-request-id"].len(), 16);
     for probe in ["/healthz", "/readyz"] {
         assert_eq!(s.http.get(s.url(probe)).send().await.unwrap().status(), 200);
     }

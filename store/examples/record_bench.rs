@@ -7,7 +7,10 @@
 //!
 //! Options: --url URL, --callers N, --ops N (total), --tenant T,
 //! --no-coalesce, --no-stats, --redeliver (every call repeats one intent per
-//! caller instead of writing new ones).
+//! caller instead of writing new ones), --charges (instead of intents, what
+//! the Idempotency-Key layer does for one guarded demo charge, called
+//! directly: `http_begin`, then one transaction holding the ledger row and
+//! `http_complete`; the baseline of the HTTP load benchmark).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use idem_core::{Catalog, KeyDeriver, Payload, Secret, TenantId};
@@ -46,6 +49,7 @@ async fn main() {
     if flag("--raw-sqlx") {
         return raw_sqlx(&url, ops, run).await;
     }
+    let charges = flag("--charges");
     let per = ops / callers;
     let started = Instant::now();
     let tasks: Vec<_> = (0..callers)
@@ -54,6 +58,10 @@ async fn main() {
             let tenant = tenant.clone();
             tokio::spawn(async move {
                 for i in 0..per {
+                    if charges {
+                        guarded_charge(&store, &tenant, &format!("k{run}-{c}-{i}")).await;
+                        continue;
+                    }
                     let reference = if redeliver {
                         format!("r{run}-{c}")
                     } else {
@@ -79,6 +87,43 @@ async fn main() {
         store.backend(),
         done as f64 / secs
     );
+}
+
+/// One demo charge as the Idempotency-Key layer runs it, without HTTP.
+async fn guarded_charge(store: &Store, tenant: &TenantId, key: &str) {
+    use idem_store::{DemoCharge, HttpBegin, HttpRequestKey, StoredResponse};
+    let body = r#"{"amount_cents":18000,"currency":"BRL","customer":"cliente-42"}"#;
+    let fp = format!("{:x}", key.len()); // the layer hashes; the store only compares
+    let rk = HttpRequestKey {
+        client_key: key,
+        fingerprint: &fp,
+        method: "POST",
+        path: "/v1/demo/charges",
+    };
+    let begin = store
+        .session()
+        .await
+        .unwrap()
+        .http_begin(tenant, &rk, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(begin, HttpBegin::Proceed);
+    let mut tx = store.transaction().await.unwrap();
+    let charge = DemoCharge {
+        id: format!("ch_{key}"),
+        amount_cents: 18000,
+        currency: "BRL".into(),
+        customer: "cliente-42".into(),
+        created_ms: store.now_ms(),
+    };
+    tx.demo_charge(tenant, &charge).await.unwrap();
+    let stored = StoredResponse {
+        status: 201,
+        headers: r#"[["content-type","application/json"]]"#.into(),
+        body: body.as_bytes().to_vec(),
+    };
+    tx.http_complete(tenant, &rk, &stored).await.unwrap();
+    tx.commit().await.unwrap();
 }
 
 /// The floor: sqlx alone, one connection, the same upsert, no idem code.

@@ -325,7 +325,7 @@ async fn write_round(c: &mut PgConnection, tenant: &TenantId, groups: Vec<Vec<Jo
 }
 
 #[allow(clippy::too_many_arguments)] // one array per column
-#[tracing::instrument(skip_all, fields(rows = refs.len()))]
+#[tracing::instrument(level = "debug", skip_all, fields(rows = refs.len()))]
 async fn write(
     c: &mut PgConnection,
     tenant: &TenantId,

@@ -142,6 +142,7 @@ pub(crate) struct Inner {
     stats: Option<Mutex<Accumulator>>,
     flush: tokio::sync::Mutex<()>,
     pub batcher: Option<batch::Batcher>,
+    pub(crate) tokens: tenants::TokenCache,
 }
 
 /// A handle to the store: cheap to clone, one pool underneath.
@@ -210,6 +211,7 @@ impl Store {
                 stats: options.stats.then(|| Mutex::new(Accumulator::default())),
                 flush: tokio::sync::Mutex::new(()),
                 batcher,
+                tokens: tenants::TokenCache::default(),
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {
@@ -393,7 +395,7 @@ impl Store {
 
     /// Writes the counted statistics into the rollup tables. On failure the
     /// counts go back into the accumulator for the next flush.
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn flush_stats(&self) -> Result<(), Error> {
         let Some(acc) = &self.inner.stats else {
             return Ok(());

@@ -99,7 +99,7 @@ impl Session {
     }
 
     /// Commits the transaction (a no-op outside one) and counts its statistics.
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn commit(self) -> Result<(), Error> {
         match self.inner {
             Inner::SqliteTx(t) => t.commit().await?,
@@ -128,7 +128,7 @@ impl Session {
     /// action's rules, derives the key, and in one statement inserts it or,
     /// when the intent exists, counts the delivery and leaves the frozen
     /// payload and key as the first write left them.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant, action))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action))]
     pub async fn record_intent(
         &mut self,
         tenant: &TenantId,
@@ -146,7 +146,7 @@ impl Session {
     }
 
     /// The intent as stored, without counting a delivery.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant, action))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action))]
     pub async fn intent(
         &mut self,
         tenant: &TenantId,
@@ -160,7 +160,7 @@ impl Session {
     /// Replaces the frozen payload of an existing intent with a corrected
     /// one (a person fixed the amount), derives the new key, and files the
     /// previous version in the history. A redelivery can never do this.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant, action))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action))]
     pub async fn correct_intent(
         &mut self,
         tenant: &TenantId,
@@ -204,7 +204,7 @@ impl Session {
     // ---- actions -------------------------------------------------------
 
     /// Claims the action `key` for `lease`, or says why not (see [`Begin`]).
-    #[tracing::instrument(skip_all, fields(tenant = %tenant, action = %action))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action = %action))]
     pub async fn begin_action(
         &mut self,
         tenant: &TenantId,
@@ -269,7 +269,7 @@ impl Session {
 
     /// Records success under the fencing token `token`. A stale token is
     /// refused with [`Error::Conflict`] and changes nothing.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
     pub async fn complete(
         &mut self,
         tenant: &TenantId,
@@ -289,7 +289,7 @@ impl Session {
 
     /// Records a failure under the fencing token `token`. A retryable one
     /// lets the next `begin` claim again; a final one is answered forever.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
     pub async fn fail(
         &mut self,
         tenant: &TenantId,
@@ -307,7 +307,7 @@ impl Session {
 
     /// Records an outcome learned from the provider after an uncertain
     /// attempt (marked as reconciled), under the token the uncertain claim gave.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
     pub async fn reconcile(
         &mut self,
         tenant: &TenantId,
@@ -370,7 +370,7 @@ impl Session {
 
     /// Starts a request under a client key. `lock` bounds how long a request
     /// that died mid-way keeps its key from a retry with the same request.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
     pub async fn http_begin(
         &mut self,
         tenant: &TenantId,
@@ -440,7 +440,7 @@ impl Session {
 
     /// Marks `(source, event_id)` consumed. Inside a transaction the mark
     /// commits or rolls back with the caller's own writes.
-    #[tracing::instrument(skip_all, fields(tenant = %tenant, source))]
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, source))]
     pub async fn consume_once(
         &mut self,
         tenant: &TenantId,

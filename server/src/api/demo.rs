@@ -15,7 +15,7 @@
 
 use super::idempotency::IdempotencyGuard;
 use super::{ApiError, ApiJson, Tenant};
-use crate::web::AppState;
+use crate::web::ApiState;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -80,10 +80,13 @@ impl Faults {
 #[serde(deny_unknown_fields)]
 pub struct ChargeRequest {
     /// Amount in cents, 1 to 100000000000.
+    #[schema(minimum = 1, maximum = 100000000000_i64)]
     pub amount_cents: i64,
     /// ISO 4217 code, three uppercase letters (e.g. `BRL`).
+    #[schema(pattern = "^[A-Z]{3}$", example = "BRL")]
     pub currency: String,
-    /// Who to charge (1-200 characters).
+    /// Who to charge (1-200 characters, no control characters).
+    #[schema(min_length = 1, max_length = 200, example = "cliente-42")]
     pub customer: String,
 }
 
@@ -108,7 +111,7 @@ const MAX_AMOUNT: i64 = 100_000_000_000;
 
 /// Executes a charge (once per Idempotency-Key).
 #[utoipa::path(post, path = "/v1/demo/charges", tag = "demo", request_body = ChargeRequest,
-    params(("Idempotency-Key" = String, Header, description = "Required. An RFC 8941 string or the bare key: 1-255 visible ASCII characters other than `\"` and `\\`. Kept 24 hours (the tenant's HTTP retention).")),
+    params(("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!#-\\[\\]-~]{1,255}$", description = "Required. An RFC 8941 string or the bare key: 1-255 visible ASCII characters other than `\"` and `\\`. Kept 24 hours (the tenant's HTTP retention).")),
     responses(
         (status = 201, description = "Charged; a retry with the same key replays this response byte for byte with `Idempotent-Replayed: true`", body = ChargeResponse),
         (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
@@ -119,7 +122,7 @@ const MAX_AMOUNT: i64 = 100_000_000_000;
     ),
     security(("bearer" = [])))]
 pub async fn create_charge(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     guard: IdempotencyGuard,
     headers: HeaderMap,
@@ -183,7 +186,7 @@ pub struct ChargeCount {
     ),
     security(("bearer" = [])))]
 pub async fn count(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
 ) -> Result<Json<ChargeCount>, ApiError> {
     let mut s = state.store.session().await?;

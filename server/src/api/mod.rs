@@ -6,8 +6,9 @@ pub mod idempotency;
 pub mod openapi;
 pub mod v1;
 
-use crate::web::AppState;
+use crate::web::{ApiState, AppState};
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::FromRef;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -16,13 +17,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use idem_core::TenantId;
+use idem_store::Store;
 use serde::Serialize;
 
 /// The largest request body `/v1` reads (64 KiB); past it the answer is 413.
 pub const BODY_LIMIT: usize = 64 * 1024;
 
-/// The `/v1` routes.
+/// The `/v1` routes. They hold an [`ApiState`] of their own: axum clones a
+/// route's state for every request, and the API needs none of the site's.
 pub fn routes(state: &AppState) -> Router<AppState> {
+    let state = ApiState::from_ref(state);
     // The guarded demo provider: faults wrap the idempotency layer, so an
     // injected failure happens after the charge and its key committed.
     let guarded = Router::new()
@@ -44,11 +48,12 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/stats", get(v1::stats))
         .route("/v1/demo/charges/count", get(demo::count))
         .merge(guarded)
-        .route_layer(from_fn_with_state(state.clone(), authenticate));
+        .route_layer(from_fn_with_state(state.store.clone(), authenticate));
     Router::new()
         .merge(authed)
         .route("/v1/openapi.json", get(openapi::serve))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
 }
 
 /// An API error, rendered as RFC 9457 `application/problem+json`. Internal
@@ -273,9 +278,9 @@ fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
         .ok_or(ApiError::unauthorized(true))
 }
 
-async fn tenant_of(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Tenant, ApiError> {
+async fn tenant_of(store: &Store, headers: &axum::http::HeaderMap) -> Result<Tenant, ApiError> {
     let token = bearer(headers)?;
-    match state.store.authenticate(token).await {
+    match store.authenticate(token).await {
         Ok(t) => Ok(Tenant(t)),
         Err(idem_store::Error::NotFound) => Err(ApiError::unauthorized(true)),
         Err(e) => Err(e.into()),
@@ -284,8 +289,8 @@ async fn tenant_of(state: &AppState, headers: &axum::http::HeaderMap) -> Result<
 
 /// Middleware: authenticates the bearer token once and leaves the tenant in
 /// the request's extensions for the layers and handlers inside.
-pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    match tenant_of(&state, req.headers()).await {
+pub async fn authenticate(State(store): State<Store>, mut req: Request, next: Next) -> Response {
+    match tenant_of(&store, req.headers()).await {
         Ok(t) => {
             req.extensions_mut().insert(t);
             next.run(req).await
@@ -294,14 +299,14 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     }
 }
 
-impl FromRequestParts<AppState> for Tenant {
+impl FromRequestParts<ApiState> for Tenant {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
         if let Some(t) = parts.extensions.get::<Tenant>() {
             return Ok(t.clone());
         }
-        tenant_of(state, &parts.headers).await
+        tenant_of(&state.store, &parts.headers).await
     }
 }
 

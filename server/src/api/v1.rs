@@ -2,7 +2,7 @@
 
 use super::{ApiError, ApiJson, ApiPath, ApiQuery, Tenant};
 use crate::metrics::DeliveryLabels;
-use crate::web::AppState;
+use crate::web::ApiState;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 /// `POST /v1/keys` and `POST /v1/intents` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"action": "pix.cobranca", "payload": {"cliente_id": "c-1", "valor": "180.00", "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}}))]
 pub struct IntentRequest {
     /// Action type from the catalog, e.g. `pix.cobranca`.
     pub action: String,
@@ -49,7 +50,7 @@ fn payload(raw: &RawValue) -> Result<Payload<'_>, ApiError> {
     ),
     security(("bearer" = [])))]
 pub async fn derive_key(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiJson(req): ApiJson<IntentRequest>,
 ) -> Result<Json<KeyResponse>, ApiError> {
@@ -108,7 +109,7 @@ pub struct IntentResponse {
     ),
     security(("bearer" = [])))]
 pub async fn record_intent(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiJson(req): ApiJson<IntentRequest>,
 ) -> Result<(StatusCode, Json<IntentResponse>), ApiError> {
@@ -188,8 +189,10 @@ fn stored_json_or_string(text: String) -> Box<RawValue> {
 #[serde(deny_unknown_fields)]
 pub struct BeginRequest {
     /// The action type (from the catalog) the key belongs to.
+    #[schema(example = "pix.cobranca")]
     pub action: String,
     /// How long the claim holds, in ms (default 30000, at most 3600000).
+    #[schema(minimum = 1, maximum = 3600000)]
     pub lease_ms: Option<u64>,
 }
 
@@ -256,7 +259,7 @@ const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is un
 
 /// Claims an action for a lease, or says why not.
 #[utoipa::path(post, path = "/v1/actions/{key}/begin", tag = "actions", request_body = BeginRequest,
-    params(("key" = String, Path, description = "The frozen intent key (64 lowercase hex)")),
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The frozen intent key (64 lowercase hex)")),
     responses(
         (status = 201, description = "Claimed: act, then complete or fail with the token before the lease ends", body = BeginResponse),
         (status = 200, description = "Already finished: `completed` with the stored response, or `failed` for good", body = BeginResponse),
@@ -268,7 +271,7 @@ const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is un
     ),
     security(("bearer" = [])))]
 pub async fn begin_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
     ApiJson(req): ApiJson<BeginRequest>,
@@ -407,7 +410,7 @@ impl ActionResponse {
 }
 
 async fn read_action(
-    state: &AppState,
+    state: &ApiState,
     tenant: &idem_core::TenantId,
     key: &IdempotencyKey,
 ) -> Result<Json<ActionResponse>, ApiError> {
@@ -427,7 +430,7 @@ fn unknown_action(key: &IdempotencyKey) -> ApiError {
 
 /// Reads an action's state.
 #[utoipa::path(get, path = "/v1/actions/{key}", tag = "actions",
-    params(("key" = String, Path, description = "The key (64 lowercase hex)")),
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "The action as stored", body = ActionResponse),
         (status = 400, description = "Malformed key", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
@@ -436,7 +439,7 @@ fn unknown_action(key: &IdempotencyKey) -> ApiError {
     ),
     security(("bearer" = [])))]
 pub async fn get_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
 ) -> Result<Json<ActionResponse>, ApiError> {
@@ -474,6 +477,7 @@ pub struct ReconcileRequest {
     /// The fencing token the uncertain claim gave.
     pub token: i64,
     /// What the provider says happened: `completed` or `failed`.
+    #[schema(pattern = "^(completed|failed)$")]
     pub outcome: String,
     /// The provider's response (outcome `completed`).
     #[schema(value_type = Option<Object>)]
@@ -499,7 +503,7 @@ fn finish_error(key: &IdempotencyKey, e: idem_store::Error) -> ApiError {
 }
 
 async fn finish(
-    state: &AppState,
+    state: &ApiState,
     tenant: &idem_core::TenantId,
     key: &IdempotencyKey,
     token: i64,
@@ -533,7 +537,7 @@ async fn finish(
 
 /// Records success under the fencing token.
 #[utoipa::path(post, path = "/v1/actions/{key}/complete", tag = "actions", request_body = CompleteRequest,
-    params(("key" = String, Path, description = "The key (64 lowercase hex)")),
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded (or the same outcome was already recorded with this token)", body = ActionResponse),
         (status = 400, description = "Malformed key or body", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
@@ -543,7 +547,7 @@ async fn finish(
     ),
     security(("bearer" = [])))]
 pub async fn complete_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
     ApiJson(req): ApiJson<CompleteRequest>,
@@ -555,7 +559,7 @@ pub async fn complete_action(
 
 /// Records a failure under the fencing token.
 #[utoipa::path(post, path = "/v1/actions/{key}/fail", tag = "actions", request_body = FailRequest,
-    params(("key" = String, Path, description = "The key (64 lowercase hex)")),
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded", body = ActionResponse),
         (status = 400, description = "Malformed key or body", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
@@ -565,7 +569,7 @@ pub async fn complete_action(
     ),
     security(("bearer" = [])))]
 pub async fn fail_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
     ApiJson(req): ApiJson<FailRequest>,
@@ -580,7 +584,7 @@ pub async fn fail_action(
 
 /// Records what the provider says happened to an uncertain attempt.
 #[utoipa::path(post, path = "/v1/actions/{key}/reconcile", tag = "actions", request_body = ReconcileRequest,
-    params(("key" = String, Path, description = "The key (64 lowercase hex)")),
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded, marked reconciled", body = ActionResponse),
         (status = 400, description = "Malformed key or body", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
@@ -591,7 +595,7 @@ pub async fn fail_action(
     ),
     security(("bearer" = [])))]
 pub async fn reconcile_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
     ApiJson(req): ApiJson<ReconcileRequest>,
@@ -648,8 +652,8 @@ fn check_name(what: &str, s: &str, max: usize) -> Result<(), ApiError> {
 /// Marks a webhook or queue message consumed: 201 the first time, 200 after.
 #[utoipa::path(post, path = "/v1/events/{source}/{event_id}", tag = "events",
     params(
-        ("source" = String, Path, description = "Who sent it (1-100 characters), e.g. `stripe`"),
-        ("event_id" = String, Path, description = "The sender's event id (1-255 characters)"),
+        ("source" = String, Path, min_length = 1, max_length = 100, description = "Who sent it (1-100 characters, no control characters), e.g. `stripe`"),
+        ("event_id" = String, Path, min_length = 1, max_length = 255, description = "The sender's event id (1-255 characters, no control characters)"),
     ),
     responses(
         (status = 201, description = "First time: handle it", body = EventResponse),
@@ -659,7 +663,7 @@ fn check_name(what: &str, s: &str, max: usize) -> Result<(), ApiError> {
     ),
     security(("bearer" = [])))]
 pub async fn consume_event(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath((source, event_id)): ApiPath<(String, String)>,
 ) -> Result<(StatusCode, Json<EventResponse>), ApiError> {
@@ -690,11 +694,13 @@ pub async fn consume_event(
 #[into_params(parameter_in = Query)]
 pub struct StatsQuery {
     /// `minute`, `hour` (default) or `day`.
-    #[param(value_type = Option<String>)]
+    #[param(value_type = Option<String>, pattern = "^(minute|hour|day)$")]
     pub granularity: Option<Granularity>,
     /// Range start, ms since the epoch (default: 24 hours before `to_ms`).
+    #[param(minimum = 0)]
     pub from_ms: Option<i64>,
     /// Range end, exclusive (default: now).
+    #[param(minimum = 1)]
     pub to_ms: Option<i64>,
 }
 
@@ -711,7 +717,7 @@ const MAX_BUCKETS: i64 = 10_000;
     ),
     security(("bearer" = [])))]
 pub async fn stats(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiQuery(q): ApiQuery<StatsQuery>,
 ) -> Result<Response, ApiError> {

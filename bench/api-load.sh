@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# HTTP load benchmark of the /v1 API with wrk (Debian's package), side by
+# side with the store called directly, for docs/PERFORMANCE.md.
+#
+#   bench/api-load.sh sqlite   [seconds per point, default 10]
+#   bench/api-load.sh postgres [seconds]   # uses database idem_api_bench
+#
+# At 1, 16 and 64 connections, for POST /v1/intents (every request a new
+# intent) and the guarded POST /v1/demo/charges (every request a new
+# Idempotency-Key: ledger row + stored response), it prints requests/s, p50
+# and p99 from wrk, the store's direct throughput for the same work at the
+# same concurrency (record_bench, run just before), and their ratio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backend=${1:-sqlite}
+secs=${2:-10}
+pg=${IDEM_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+cargo build --release -q -p idem-server --bin idem
+cargo build --release -q -p idem-store --example record_bench
+idem=target/release/idem
+direct=target/release/examples/record_bench
+
+data=$(mktemp -d)
+case $backend in
+  sqlite) url="sqlite://$data/idem.db" ;;
+  postgres)
+    psql "$pg/postgres" -qc "drop database if exists idem_api_bench" -c "create database idem_api_bench"
+    url="$pg/idem_api_bench" ;;
+  *) echo "usage: $0 sqlite|postgres [seconds]" >&2; exit 2 ;;
+esac
+export DATABASE_URL=$url
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$idem" migrate --data-dir "$data" >/dev/null
+export IDEM_TOKEN
+IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data")
+RUST_LOG=warn "$idem" serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; [ -n "${KEEP_LOG:-}" ] && cp "$data/serve.log" "$KEEP_LOG"; rm -rf "$data"' EXIT
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+
+# wrk's text report -> "rps p50_ms p99_ms non2xx"
+parse() {
+  python3 -c '
+import re, sys
+t = sys.stdin.read()
+def ms(v):
+    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
+    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+p50 = ms(re.search(r"\n\s+50%\s+(\S+)", t).group(1))
+p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+err = re.search(r"Socket errors: (.*)", t)
+extra = ("+socket-errors:" + err.group(1).replace(" ", "")) if err else ""
+print(f"{rps:.0f} {p50:.2f} {p99:.2f} {bad.group(1) if bad else 0}{extra}")
+'
+}
+
+printf '%-9s %-17s %5s %10s %10s %8s %8s %6s %s\n' backend route conns direct/s http/s p50_ms p99_ms ratio non2xx
+for route in intents charges; do
+  for c in 1 16 64; do
+    ops=$(( c == 1 ? 5000 : 30000 ))
+    flag=""; [ $route = charges ] && flag="--charges"
+    d=$("$direct" --url "$url" --callers $c --ops $ops --tenant "direct-$c" $flag | python3 -c 'import json,sys; print(json.load(sys.stdin)["ops_per_s"])')
+    t=$(( c < 2 ? 1 : 2 ))
+    read -r rps p50 p99 bad < <(RUN="$route$c$$" wrk -t$t -c$c -d${secs}s --latency -s "bench/wrk/$route.lua" "http://127.0.0.1:$port" | parse)
+    path=/v1/intents; [ $route = charges ] && path=/v1/demo/charges
+    printf '%-9s %-17s %5d %10.0f %10.0f %8.2f %8.2f %6.2f %s\n' "$backend" "$path" $c "$d" "$rps" "$p50" "$p99" "$(python3 -c "print(round($rps/$d, 2))")" "$bad"
+  done
+done
