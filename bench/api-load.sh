@@ -25,7 +25,7 @@ data=$(mktemp -d)
 case $backend in
   sqlite) url="sqlite://$data/idem.db" ;;
   postgres)
-    psql "$pg/postgres" -qc "drop database if exists idem_api_bench" -c "create database idem_api_bench"
+    PGOPTIONS="-c client_min_messages=warning" psql "$pg/postgres" -v ON_ERROR_STOP=1 -qc "drop database if exists idem_api_bench with (force)" -c "create database idem_api_bench"
     url="$pg/idem_api_bench" ;;
   *) echo "usage: $0 sqlite|postgres [seconds]" >&2; exit 2 ;;
 esac

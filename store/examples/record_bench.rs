@@ -37,7 +37,13 @@ async fn main() {
     let mut options = Options::new(Arc::new(Catalog::builtin()), Arc::new(deriver));
     options.coalesce = !flag("--no-coalesce");
     options.stats = !flag("--no-stats");
-    options.max_connections = u32::try_from(callers.max(1)).unwrap();
+    // Intents: one pooled connection per caller (the writer has its own).
+    // Charges: the server's default pool, as the HTTP run has it: a charge
+    // takes two connections in turn, and a pool of one would make each
+    // wait for the previous one's return.
+    if !flag("--charges") {
+        options.max_connections = u32::try_from(callers.max(1)).unwrap();
+    }
     let store = Store::connect(&url, options).await.unwrap();
     store.migrate().await.unwrap();
     // A run id keeps references new across runs on the same database.
