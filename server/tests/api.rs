@@ -221,6 +221,7 @@ both!(
     tenants_neither_read_replay_nor_collide,
     bad_input_is_a_4xx_problem_that_says_what_to_fix,
     metrics_openapi_and_probes,
+    a_store_failure_is_a_503_that_leaks_nothing,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -987,4 +988,44 @@ async fn metrics_openapi_and_probes(s: &Srv) {
     for probe in ["/healthz", "/readyz"] {
         assert_eq!(s.http.get(s.url(probe)).send().await.unwrap().status(), 200);
     }
+}
+
+/// Fault injection: the database goes away under a running server. Every
+/// call answers 503 with Retry-After and a generic problem; no SQL, driver
+/// or stack text reaches the client.
+async fn a_store_failure_is_a_503_that_leaks_nothing(s: &Srv) {
+    // Warm the token cache, then take the database away.
+    assert_eq!(
+        s.post(&s.a, "/v1/intents", &cobranca("4.00"))
+            .await
+            .status(),
+        201
+    );
+    s.store.close().await;
+    let responses = [
+        s.post(&s.a, "/v1/intents", &cobranca("5.00")).await,
+        s.post(&s.a, "/v1/events/q/9", &json!(null)).await,
+        s.get(&s.a, &format!("/v1/actions/{}", "e".repeat(64)))
+            .await,
+        s.charge(&s.a, Some("down-1"), &charge_body(), None)
+            .await
+            .unwrap(),
+        s.get(&s.a, "/v1/stats").await,
+    ];
+    for res in responses {
+        assert_eq!(res.headers()["retry-after"], "1");
+        let p = res.text().await.unwrap();
+        let v: Value = serde_json::from_str(&p).unwrap();
+        assert_eq!(v["status"], 503, "{p}");
+        assert_eq!(v["type"], "urn:idem:problem:unavailable");
+        for leak in [
+            "sqlx", "SQL", "select", "insert", "pool", "panicked", ".rs:",
+        ] {
+            assert!(!p.contains(leak), "{leak} leaked: {p}");
+        }
+    }
+    assert_eq!(
+        s.http.get(s.url("/readyz")).send().await.unwrap().status(),
+        503
+    );
 }
