@@ -67,7 +67,11 @@ Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413
 )]
 pub struct ApiDoc;
 
+/// The document, built once: it only changes with the code.
+static DOCUMENT: std::sync::LazyLock<utoipa::openapi::OpenApi> =
+    std::sync::LazyLock::new(ApiDoc::openapi);
+
 /// `GET /v1/openapi.json`.
 pub async fn serve() -> Response {
-    Json(ApiDoc::openapi()).into_response()
+    Json(&*DOCUMENT).into_response()
 }
