@@ -359,6 +359,24 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     assert!(u["advice"].as_str().unwrap().contains("same key"));
     let t2 = u["token"].as_i64().unwrap();
     assert!(t2 > first["token"].as_i64().unwrap());
+    // The takeover shows on /metrics.
+    let metrics = s
+        .http
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("idem_actions_uncertain_total 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("idem_action_lease_takeovers_total 1"),
+        "{metrics}"
+    );
     // The old holder's late completion is refused.
     problem(
         s.post(
