@@ -2,6 +2,7 @@
 //! application state (no global recorder, so tests can run many servers in
 //! one process).
 
+use crate::web::ApiState;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue};
@@ -177,8 +178,8 @@ impl Metrics {
 }
 
 /// `GET /metrics`.
-pub async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
-    let mut res = metrics.render().into_response();
+pub async fn serve_metrics(State(api): State<ApiState>) -> Response {
+    let mut res = api.metrics.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),

@@ -20,19 +20,13 @@ use tokio::net::TcpListener;
 pub struct AppState {
     /// Where the site's files are and how they are named.
     pub leptos_options: LeptosOptions,
-    /// The database.
-    pub store: Store,
-    /// The action catalog.
-    pub catalog: Arc<Catalog>,
-    /// The keyed HMAC state.
-    pub deriver: Arc<KeyDeriver>,
-    /// The process's Prometheus counters.
-    pub metrics: Arc<Metrics>,
+    /// What the API and the probes need.
+    pub api: ApiState,
 }
 
-/// What the API needs: four reference-counted handles. Handlers extract this
-/// rather than [`AppState`], whose site options cost allocations to clone on
-/// every request.
+/// What the API needs: four reference-counted handles. The `/v1` routes hold
+/// this rather than [`AppState`]: axum clones a route's state for every
+/// request, and the site options cost allocations to clone.
 #[derive(Clone)]
 pub struct ApiState {
     /// The database.
@@ -43,17 +37,6 @@ pub struct ApiState {
     pub deriver: Arc<KeyDeriver>,
     /// The process's Prometheus counters.
     pub metrics: Arc<Metrics>,
-}
-
-impl FromRef<AppState> for ApiState {
-    fn from_ref(s: &AppState) -> Self {
-        Self {
-            store: s.store.clone(),
-            catalog: s.catalog.clone(),
-            deriver: s.deriver.clone(),
-            metrics: s.metrics.clone(),
-        }
-    }
 }
 
 /// The site options: cargo-leptos's environment variables when present
@@ -87,14 +70,14 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::routes(&state))
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
-        .route_layer(from_fn_with_state(state.metrics.clone(), observe))
+        .route_layer(from_fn_with_state(state.api.metrics.clone(), observe))
         .leptos_routes(&state, routes, move || shell(options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)
 }
 
-async fn readyz(State(store): State<Store>) -> (StatusCode, &'static str) {
-    match store.ping().await {
+async fn readyz(State(api): State<ApiState>) -> (StatusCode, &'static str) {
+    match api.store.ping().await {
         Ok(()) => (StatusCode::OK, "ready"),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
@@ -151,10 +134,12 @@ pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
     let addr = leptos_options.site_addr;
     let state = AppState {
         leptos_options,
-        store: store.clone(),
-        catalog,
-        deriver,
-        metrics,
+        api: ApiState {
+            store: store.clone(),
+            catalog,
+            deriver,
+            metrics,
+        },
     };
     let listener = TcpListener::bind(addr)
         .await

@@ -4,12 +4,14 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
+mod common;
+
 use axum::http::StatusCode;
-use idem_core::{Catalog, KeyDeriver, Secret, TenantId};
+use idem_core::TenantId;
 use idem_server::api::idempotency::{IdempotencyGuard, IdempotencyLayer};
 use idem_server::api::ApiError;
-use idem_server::web::{leptos_options, router, serve, AppState};
-use idem_store::{DemoCharge, Options, Store};
+use idem_server::web::{serve, AppState};
+use idem_store::{DemoCharge, Store};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,12 +45,7 @@ fn unique(prefix: &str) -> String {
 }
 
 async fn start(url: &str) -> (String, Store, AppState, String, String) {
-    let catalog = Arc::new(Catalog::builtin());
-    let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap()));
-    let store = Store::connect(url, Options::new(catalog.clone(), deriver.clone()))
-        .await
-        .unwrap();
-    store.migrate().await.unwrap();
+    let store = common::store(url).await;
     let a = store
         .create_tenant(&TenantId::try_from("acme").unwrap(), "ACME")
         .await
@@ -57,16 +54,7 @@ async fn start(url: &str) -> (String, Store, AppState, String, String) {
         .create_tenant(&TenantId::try_from("globex").unwrap(), "Globex")
         .await
         .unwrap();
-    let state = AppState {
-        leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
-        store: store.clone(),
-        catalog,
-        deriver,
-        metrics: Default::default(),
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(serve(listener, router(state.clone())));
+    let (base, state) = common::serve_store(&store).await;
     (
         base,
         store,
@@ -710,7 +698,7 @@ async fn a_5xx_rolls_back_the_handlers_writes_and_releases_the_key(s: &Srv) {
         .route("/charge", post(handler))
         .layer(IdempotencyLayer::new(
             s.store.clone(),
-            s.state.metrics.clone(),
+            s.state.api.metrics.clone(),
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             s.store.clone(),

@@ -2,9 +2,9 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
+mod common;
+
 use idem_core::{Catalog, KeyDeriver, Secret};
-use idem_server::web::{leptos_options, router, serve, AppState};
-use std::sync::Arc;
 
 async fn start() -> (String, tempfile::TempDir) {
     let (base, dir, _) = start_with_store().await;
@@ -13,22 +13,9 @@ async fn start() -> (String, tempfile::TempDir) {
 
 async fn start_with_store() -> (String, tempfile::TempDir, idem_store::Store) {
     let dir = tempfile::tempdir().unwrap();
-    let catalog = Arc::new(Catalog::builtin());
-    let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap()));
     let url = format!("sqlite://{}", dir.path().join("idem.db").display());
-    let options = idem_store::Options::new(catalog.clone(), deriver.clone());
-    let store = idem_store::Store::connect(&url, options).await.unwrap();
-    store.migrate().await.unwrap();
-    let state = AppState {
-        leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
-        store: store.clone(),
-        catalog,
-        deriver,
-        metrics: Default::default(),
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(serve(listener, router(state)));
+    let store = common::store(&url).await;
+    let (base, _) = common::serve_store(&store).await;
     (base, dir, store)
 }
 
@@ -135,7 +122,7 @@ async fn v1_keys_needs_a_token_and_derives_for_its_tenant() {
         .unwrap();
     assert_eq!(res.status(), 200);
     let got: serde_json::Value = res.json().await.unwrap();
-    let deriver = KeyDeriver::new(&Secret::new(b"test".to_vec()).unwrap());
+    let deriver = KeyDeriver::new(&Secret::new(common::SECRET.to_vec()).unwrap());
     let payload_json = body["payload"].to_string();
     let payload = idem_core::Payload::from_json(&payload_json).unwrap();
     let (want, _) = deriver

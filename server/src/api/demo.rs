@@ -21,7 +21,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use idem_store::DemoCharge;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -125,7 +125,7 @@ pub async fn create_charge(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     guard: IdempotencyGuard,
-    headers: HeaderMap,
+    faults: Option<Extension<Faults>>,
     ApiJson(req): ApiJson<ChargeRequest>,
 ) -> Result<(StatusCode, Json<ChargeResponse>), ApiError> {
     if !(1..=MAX_AMOUNT).contains(&req.amount_cents) {
@@ -144,8 +144,8 @@ pub async fn create_charge(
             "customer must be 1 to 200 characters without control characters",
         ));
     }
-    let faults = Faults::from_headers(&headers)?;
-    if let Some(d) = faults.delay {
+    // Parsed once, by `inject_faults`, which wraps this route.
+    if let Some(d) = faults.and_then(|Extension(f)| f.delay) {
         tokio::time::sleep(d).await;
     }
     let charge = DemoCharge {
@@ -197,11 +197,12 @@ pub async fn count(
 
 /// Middleware outside the idempotency layer: applies `drop` and `error`
 /// after the charge and its key committed.
-pub async fn inject_faults(req: Request, next: Next) -> Response {
+pub async fn inject_faults(mut req: Request, next: Next) -> Response {
     let faults = match Faults::from_headers(req.headers()) {
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
+    req.extensions_mut().insert(faults);
     let res = next.run(req).await;
     if faults.drop {
         // A body that fails: the server aborts the connection before the

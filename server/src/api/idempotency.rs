@@ -290,18 +290,20 @@ where
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned());
-    let fp = fingerprint(&method, &path, &body);
-    let rk = HttpRequestKey {
-        client_key: &key,
-        fingerprint: &fp,
-        method: &method,
-        path: &path,
+    let fingerprint = fingerprint(&method, &path, &body);
+    let run = Run {
+        config: config.clone(),
+        tenant,
+        key,
+        fingerprint,
+        method,
+        path,
     };
     let verdict = config
         .store
         .session()
         .await?
-        .http_begin(&tenant, &rk, config.lock)
+        .http_begin(&run.tenant, &run.key(), config.lock)
         .await?;
     match verdict {
         HttpBegin::Proceed => {}
@@ -330,14 +332,6 @@ where
     // Run the handler and record its outcome in a task of its own, so a
     // client that disconnects cannot leave the key locked or the
     // handler's transaction half done.
-    let run = Run {
-        config: config.clone(),
-        tenant,
-        key,
-        fingerprint: fp,
-        method,
-        path,
-    };
     let req = Request::from_parts(parts, Body::from(body));
     match tokio::spawn(run.execute(inner, req)).await {
         Ok(res) => res,

@@ -6,9 +6,8 @@ pub mod idempotency;
 pub mod openapi;
 pub mod v1;
 
-use crate::web::{ApiState, AppState};
+use crate::web::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::FromRef;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -26,7 +25,7 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 /// The `/v1` routes. They hold an [`ApiState`] of their own: axum clones a
 /// route's state for every request, and the API needs none of the site's.
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let state = ApiState::from_ref(state);
+    let state = state.api.clone();
     // The guarded demo provider: faults wrap the idempotency layer, so an
     // injected failure happens after the charge and its key committed.
     let guarded = Router::new()
@@ -299,67 +298,51 @@ pub async fn authenticate(State(store): State<Store>, mut req: Request, next: Ne
     }
 }
 
-impl FromRequestParts<ApiState> for Tenant {
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
-        if let Some(t) = parts.extensions.get::<Tenant>() {
-            return Ok(t.clone());
-        }
-        tenant_of(&state.store, &parts.headers).await
+    /// The tenant [`authenticate`] left in the extensions. A route that takes
+    /// a `Tenant` without wearing that middleware is a wiring bug: it answers
+    /// 401 (and says so in the log) rather than authenticating a second time.
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts.extensions.get::<Tenant>().cloned().ok_or_else(|| {
+            tracing::error!(
+                "a handler takes a Tenant on a route without the authenticate middleware"
+            );
+            ApiError::unauthorized(false)
+        })
     }
 }
 
 /// `Json` whose rejections are problem documents that say what to fix.
+#[derive(FromRequest)]
+#[from_request(via(Json), rejection(ApiError))]
 pub struct ApiJson<T>(pub T);
 
-impl<T, S> FromRequest<S> for ApiJson<T>
-where
-    Json<T>: FromRequest<S, Rejection = JsonRejection>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(e) => Err(ApiError::body(e.status(), e.body_text())),
-        }
-    }
-}
-
 /// `Path` whose rejections are problem documents.
+#[derive(FromRequestParts)]
+#[from_request(via(Path), rejection(ApiError))]
 pub struct ApiPath<T>(pub T);
 
-impl<T, S> FromRequestParts<S> for ApiPath<T>
-where
-    Path<T>: FromRequestParts<S, Rejection = PathRejection>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
+/// `Query` whose rejections are problem documents.
+#[derive(FromRequestParts)]
+#[from_request(via(Query), rejection(ApiError))]
+pub struct ApiQuery<T>(pub T);
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        match Path::<T>::from_request_parts(parts, state).await {
-            Ok(Path(v)) => Ok(ApiPath(v)),
-            Err(e) => Err(ApiError::bad_request(e.body_text())),
-        }
+impl From<JsonRejection> for ApiError {
+    fn from(e: JsonRejection) -> Self {
+        ApiError::body(e.status(), e.body_text())
     }
 }
 
-/// `Query` whose rejections are problem documents.
-pub struct ApiQuery<T>(pub T);
+impl From<PathRejection> for ApiError {
+    fn from(e: PathRejection) -> Self {
+        ApiError::bad_request(e.body_text())
+    }
+}
 
-impl<T, S> FromRequestParts<S> for ApiQuery<T>
-where
-    Query<T>: FromRequestParts<S, Rejection = QueryRejection>,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        match Query::<T>::from_request_parts(parts, state).await {
-            Ok(Query(v)) => Ok(ApiQuery(v)),
-            Err(e) => Err(ApiError::bad_request(e.body_text())),
-        }
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> Self {
+        ApiError::bad_request(e.body_text())
     }
 }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use idem_core::{ActionType, IdempotencyKey, Payload};
 use idem_store::stats::Granularity;
-use idem_store::{Action, Begin, Consumed, Outcome};
+use idem_store::{Action, ActionState, Begin, Consumed, Outcome, Session};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::time::Duration;
@@ -365,7 +365,8 @@ pub struct ActionResponse {
     /// The action type.
     pub action: String,
     /// `started`, `completed`, `failed` or `uncertain`.
-    pub state: String,
+    #[schema(value_type = String)]
+    pub state: ActionState,
     /// The current fencing token.
     pub token: i64,
     /// Claims so far.
@@ -392,10 +393,7 @@ impl ActionResponse {
         Self {
             key: key.to_string(),
             action: a.action,
-            state: serde_json::to_value(a.state)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            state: a.state,
             token: a.token,
             attempts: a.attempts,
             lease_until_ms: a.lease_until_ms,
@@ -410,11 +408,10 @@ impl ActionResponse {
 }
 
 async fn read_action(
-    state: &ApiState,
+    s: &mut Session,
     tenant: &idem_core::TenantId,
     key: &IdempotencyKey,
 ) -> Result<Json<ActionResponse>, ApiError> {
-    let mut s = state.store.session().await?;
     match s.action(tenant, key).await {
         Ok(a) => Ok(Json(ActionResponse::new(key, a))),
         Err(idem_store::Error::NotFound) => Err(unknown_action(key)),
@@ -444,7 +441,7 @@ pub async fn get_action(
     ApiPath(raw): ApiPath<String>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
-    read_action(&state, &tenant, &key).await
+    read_action(&mut state.store.session().await?, &tenant, &key).await
 }
 
 /// `POST /v1/actions/{key}/complete` body.
@@ -531,8 +528,7 @@ async fn finish(
         }
     };
     done.map_err(|e| finish_error(key, e))?;
-    drop(s);
-    read_action(state, tenant, key).await
+    read_action(&mut s, tenant, key).await
 }
 
 /// Records success under the fencing token.

@@ -1,0 +1,38 @@
+//! What the HTTP test binaries share: the state around a store, and a
+//! server on 127.0.0.1 port 0.
+
+use idem_core::{Catalog, KeyDeriver, Secret};
+use idem_server::web::{leptos_options, router, serve, ApiState, AppState};
+use idem_store::{Options, Store};
+use std::sync::Arc;
+
+/// The secret every HTTP test derives with.
+pub const SECRET: &[u8] = b"test";
+
+/// Opens and migrates the store at `url` with the built-in catalog.
+pub async fn store(url: &str) -> Store {
+    let catalog = Arc::new(Catalog::builtin());
+    let deriver = Arc::new(KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap()));
+    let store = Store::connect(url, Options::new(catalog, deriver))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    store
+}
+
+/// Serves `store` on 127.0.0.1 port 0; returns the base URL and the state.
+pub async fn serve_store(store: &Store) -> (String, AppState) {
+    let state = AppState {
+        leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
+        api: ApiState {
+            store: store.clone(),
+            catalog: Arc::new(Catalog::builtin()),
+            deriver: Arc::new(KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap())),
+            metrics: Default::default(),
+        },
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(serve(listener, router(state.clone())));
+    (base, state)
+}
