@@ -1,22 +1,108 @@
 //! idem's dashboard, as Leptos components. The same code renders on the
 //! server (feature `ssr`) and hydrates in the browser (feature `hydrate`).
+//!
+//! Pages: the calculator (`/`), a saved scenario (`/s/{id}`) and the
+//! side-by-side comparison (`/compare?s=...&s=...`).
 
-mod calculator;
+// Leptos views nest deeply in their types; the calculator needs more room
+// than the compiler's default to name them.
+#![recursion_limit = "512"]
 
+#[cfg(feature = "hydrate")]
+mod browser;
+pub mod calculator;
+mod charts;
+pub mod i18n;
+mod pages;
+
+use i18n::{tr, Prefs};
+use idem_core::locale::Locale;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    SsrMode, StaticSegment,
+    hooks::use_location,
+    path, SsrMode,
 };
+use serde::{Deserialize, Serialize};
 
 pub use calculator::Calculator;
+pub use i18n::RequestLocale;
+
+/// A saved scenario as the pages show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedView {
+    /// The short id in `/s/{id}`.
+    pub id: String,
+    /// The name it was saved under (may be empty).
+    pub name: String,
+    /// The canonical query string.
+    pub query: String,
+    /// When it was saved, Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// How the server looks saved scenarios up; it provides one as context so
+/// this crate needs no database.
+#[cfg(feature = "ssr")]
+#[derive(Clone)]
+#[allow(clippy::type_complexity)]
+pub struct ScenarioLoader(
+    pub  std::sync::Arc<
+        dyn Fn(
+                Vec<String>,
+            ) -> std::pin::Pin<
+                Box<dyn std::future::Future<Output = Result<Vec<SavedView>, String>> + Send>,
+            > + Send
+            + Sync,
+    >,
+);
+
+/// Saved scenarios by id; unknown ids are left out of the answer.
+#[server]
+pub async fn load_scenarios(
+    /// The ids asked for (at most 12).
+    ids: Vec<String>,
+) -> Result<Vec<SavedView>, ServerFnError> {
+    // Bounded so a crafted compare link cannot ask for thousands of rows.
+    if ids.len() > 12 {
+        return Err(ServerFnError::new("at most 12 scenarios at a time"));
+    }
+    let loader = use_context::<ScenarioLoader>()
+        .ok_or_else(|| ServerFnError::new("saved scenarios are not available"))?;
+    (loader.0)(ids).await.map_err(ServerFnError::new)
+}
+
+/// The locale this page starts in: the server's choice for the request,
+/// which the browser reads back from `<html lang>` so hydration renders the
+/// same text.
+fn initial_locale() -> Locale {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<RequestLocale>()
+            .map(|r| r.0)
+            .unwrap_or_default()
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        document()
+            .document_element()
+            .and_then(|e| e.get_attribute("lang"))
+            .and_then(|t| Locale::from_tag(&t))
+            .unwrap_or_default()
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    {
+        Locale::default()
+    }
+}
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let lang = initial_locale().tag();
     view! {
         <!DOCTYPE html>
-        <html lang="pt-BR">
+        <html lang=lang>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
@@ -36,22 +122,92 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    let locale = RwSignal::new(initial_locale());
+    provide_context(Prefs { locale });
+    let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
     view! {
         <Stylesheet id="leptos" href="/pkg/idem.css"/>
-        <Title text="idem — custo de chamadas duplicadas"/>
+        <Title text=move || t("idem — custo de chamadas duplicadas", "idem — the cost of duplicated calls")/>
         <Router>
             <header class="top">
                 <span class="brand">"idem"</span>
-                <span class="tagline">"Dinheiro e chamadas de modelo que executam duas vezes"</span>
+                <span class="tagline">{move || t("Dinheiro e chamadas de modelo que executam duas vezes", "Money and model calls that execute twice")}</span>
+                <PageLinks/>
+                <LocaleSwitch/>
             </header>
             <main>
                 // In-order streaming: the out-of-order mode emitted markers
                 // that a release build failed to hydrate (see the build notes).
-                <Routes fallback=|| view! { <p>"Página não encontrada."</p> }>
-                    <Route path=StaticSegment("") view=Calculator ssr=SsrMode::InOrder/>
+                <Routes fallback=|| view! { <pages::NotFound/> }>
+                    <Route path=path!("") view=pages::CalculatorPage ssr=SsrMode::InOrder/>
+                    <Route path=path!("/s/:id") view=pages::SavedPage ssr=SsrMode::InOrder/>
+                    <Route path=path!("/compare") view=pages::ComparePage ssr=SsrMode::InOrder/>
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+/// The page links. Full page loads (`rel="external"`): every page starts
+/// from its address, which the server renders, so a page never keeps the
+/// previous page's state.
+#[component]
+fn PageLinks() -> impl IntoView {
+    let locale = expect_context::<Prefs>().locale;
+    let location = use_location();
+    let current = move |p: &'static str| {
+        let path = location.pathname.get();
+        (path == p || (p == "/" && path.starts_with("/s/"))).then_some("page")
+    };
+    view! {
+        <nav class="pages">
+            <a href="/" rel="external" aria-current=move || current("/")>{move || tr(locale.get(), "Calculadora", "Calculator")}</a>
+            <a href="/compare" rel="external" aria-current=move || current("/compare")>{move || tr(locale.get(), "Comparar", "Compare")}</a>
+        </nav>
+    }
+}
+
+/// The visible language switch: a plain link without JavaScript (the server
+/// sets the cookie), an in-place switch with it.
+#[component]
+fn LocaleSwitch() -> impl IntoView {
+    let prefs = expect_context::<Prefs>();
+    let location = use_location();
+    let href = move |l: Locale| {
+        let path = location.pathname.get();
+        let search = location.search.get();
+        let mut parts: Vec<&str> = search
+            .trim_start_matches('?')
+            .split('&')
+            .filter(|p| !p.is_empty() && !p.starts_with("lang="))
+            .collect();
+        let lang = format!("lang={}", l.tag());
+        parts.push(&lang);
+        format!("{path}?{}", parts.join("&"))
+    };
+    let link = move |l: Locale, label: &'static str| {
+        view! {
+            <a
+                href=move || href(l)
+                hreflang=l.tag()
+                id=format!("lang-{}", l.tag())
+                aria-current=move || (prefs.locale.get() == l).then_some("true")
+                on:click=move |ev| {
+                    ev.prevent_default();
+                    prefs.locale.set(l);
+                    #[cfg(feature = "hydrate")]
+                    browser::remember_locale(l);
+                }
+            >
+                {label}
+            </a>
+        }
+    };
+    view! {
+        <nav class="locale" aria-label="Idioma / Language">
+            {link(Locale::PtBr, "Português")}
+            {link(Locale::EnUs, "English")}
+        </nav>
     }
 }
 

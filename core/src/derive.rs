@@ -200,7 +200,7 @@ fn write_str<S: Sink>(out: &mut S, s: &str) {
 }
 
 /// Lowercase hex of a digest, without the per-character iterator of `hex`.
-fn to_hex(bytes: &[u8]) -> String {
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = Vec::with_capacity(bytes.len() * 2);
     for &b in bytes {

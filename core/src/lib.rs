@@ -18,6 +18,7 @@ pub mod money;
 pub mod normalize;
 pub mod payload;
 pub mod pix;
+pub mod scenario;
 pub mod secret;
 
 pub use catalog::{ActionSpec, Catalog, FieldSpec, Rule, RulesVersion};

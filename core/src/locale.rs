@@ -79,7 +79,8 @@ impl Currency {
         }
     }
 
-    fn symbol(self, locale: Locale) -> &'static str {
+    /// The symbol shown before amounts in `locale` ("R$", "US$", "$", "€").
+    pub fn symbol(self, locale: Locale) -> &'static str {
         match (self, locale) {
             (Currency::Brl, _) => "R$",
             (Currency::Usd, Locale::PtBr) => "US$",

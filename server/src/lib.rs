@@ -1,8 +1,13 @@
 //! idem-server: the `idem` command line, the HTTP server and the dashboard host.
 
+// Leptos views nest deeply in their types; the calculator needs more room
+// than the compiler's default to name them.
+#![recursion_limit = "512"]
+
 pub mod api;
 pub mod cli;
 mod cost_cmd;
+pub mod dashboard;
 mod key_cmd;
 pub mod metrics;
 pub mod secret;

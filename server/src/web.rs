@@ -6,7 +6,7 @@ use app::{shell, App};
 use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
 use axum::middleware::from_fn_with_state;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use idem_core::{Catalog, KeyDeriver};
 use idem_store::{Options, Store};
@@ -68,10 +68,17 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(serve_metrics))
         .merge(crate::api::routes(&state))
+        .route("/s", post(crate::dashboard::save))
+        .route("/export.csv", get(crate::dashboard::export_csv))
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe))
-        .leptos_routes(&state, routes, move || shell(options.clone()))
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            crate::dashboard::page_context(state.api.store.clone()),
+            move || shell(options.clone()),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)
 }

@@ -637,6 +637,34 @@ macro_rules! backend {
                 .await
         }
 
+        pub(crate) async fn insert_scenario(
+            c: &mut Conn,
+            tenant: &str,
+            s: &crate::model::SavedScenario,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_SCENARIO)
+                .bind(tenant)
+                .bind(&s.id)
+                .bind(&s.name)
+                .bind(&s.query)
+                .bind(s.created_ms)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn select_scenario(
+            c: &mut Conn,
+            tenant: &str,
+            id: &str,
+        ) -> R<Option<crate::model::SavedScenario>> {
+            sqlx::query_as::<$db, crate::model::SavedScenario>(q::SELECT_SCENARIO)
+                .bind(tenant)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
         pub(crate) async fn find_token(c: &mut Conn, tenant: &str, hash: &str) -> R<bool> {
             sqlx::query::<$db>(q::FIND_TOKEN)
                 .bind(tenant)

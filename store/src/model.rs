@@ -302,3 +302,17 @@ pub struct DemoCharge {
     /// When it executed.
     pub created_ms: Millis,
 }
+
+/// A calculator scenario saved from the dashboard. Immutable once stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+pub struct SavedScenario {
+    /// The short id in its link, `/s/{id}`.
+    #[sqlx(rename = "scenario_id")]
+    pub id: String,
+    /// The name it was saved under (may be empty).
+    pub name: String,
+    /// The scenario's canonical query string (`v=1&...`).
+    pub query: String,
+    /// When it was first saved.
+    pub created_ms: Millis,
+}

@@ -512,6 +512,38 @@ impl Session {
         Ok(on!(self.count_demo_charges(tenant.as_str()))?)
     }
 
+    // ---- saved dashboard scenarios --------------------------------------
+
+    /// Saves a scenario under its content-derived id and returns the stored
+    /// row. Saving the same scenario again returns the first save (its
+    /// `created_ms` included); an id that already names *different*
+    /// content is a [`Error::Conflict`] and changes nothing.
+    pub async fn save_scenario(
+        &mut self,
+        tenant: &TenantId,
+        scenario: &SavedScenario,
+    ) -> Result<SavedScenario, Error> {
+        on!(self.insert_scenario(tenant.as_str(), scenario))?;
+        let stored =
+            on!(self.select_scenario(tenant.as_str(), &scenario.id))?.ok_or(Error::NotFound)?;
+        if stored.query != scenario.query || stored.name != scenario.name {
+            return Err(Error::Conflict(format!(
+                "scenario id {} already names another scenario",
+                scenario.id
+            )));
+        }
+        Ok(stored)
+    }
+
+    /// A saved scenario, if the tenant has one with that id.
+    pub async fn scenario(
+        &mut self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> Result<Option<SavedScenario>, Error> {
+        Ok(on!(self.select_scenario(tenant.as_str(), id))?)
+    }
+
     // ---- settings ------------------------------------------------------
 
     /// The tenant's retention (the defaults when never set).

@@ -349,6 +349,18 @@ values ($1, $2, $3, $4, $5, $6)";
 select count(*) as n from demo_charges
 where tenant_id = $1";
 
+    /// Saves a dashboard scenario. The id is derived from the content, so a
+    /// conflict means this very scenario was saved before: keep that row.
+    pub const INSERT_SCENARIO: &str = "\
+insert into scenarios (tenant_id, scenario_id, name, query, created_ms)
+values ($1, $2, $3, $4, $5)
+on conflict (tenant_id, scenario_id) do nothing";
+
+    /// One saved scenario.
+    pub const SELECT_SCENARIO: &str = "\
+select scenario_id, name, query, created_ms from scenarios
+where tenant_id = $1 and scenario_id = $2";
+
     /// Admin: totals per tenant over a time range (the one statement that
     /// reads across tenants; it reads the small rollup table only).
     pub const ADMIN_TOTALS: &str = "\
@@ -490,6 +502,8 @@ pub const ALL: &[(&str, &str)] = {
         ("FIND_TOKEN", FIND_TOKEN),
         ("INSERT_DEMO_CHARGE", INSERT_DEMO_CHARGE),
         ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
+        ("INSERT_SCENARIO", INSERT_SCENARIO),
+        ("SELECT_SCENARIO", SELECT_SCENARIO),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
         ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
@@ -586,6 +600,16 @@ mod tests {
                 "postgres",
                 1,
                 include_str!("../../migrations/postgres/0004_demo_ledger.sql"),
+            ),
+            (
+                "sqlite",
+                1,
+                include_str!("../../migrations/sqlite/0005_scenarios.sql"),
+            ),
+            (
+                "postgres",
+                1,
+                include_str!("../../migrations/postgres/0005_scenarios.sql"),
             ),
         ] {
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -149,6 +149,7 @@ conformance!(
     closed_store_gives_errors_not_answers,
     empty_reference_and_unknown_action_are_refused,
     tokens_authenticate_only_their_own_tenant,
+    saved_scenarios_are_immutable_and_per_tenant,
 );
 
 fn pix(reference: &str, valor: &str) -> String {
@@ -1236,4 +1237,40 @@ async fn tokens_authenticate_only_their_own_tenant(h: &H) {
             "{bad:?}"
         );
     }
+}
+
+async fn saved_scenarios_are_immutable_and_per_tenant(h: &H) {
+    let a = h.tenant("acme");
+    let b = h.tenant("other");
+    let first = SavedScenario {
+        id: "0123456789ab".into(),
+        name: "contrato atual".into(),
+        query: "v=1&d=0.5".into(),
+        created_ms: 1_000,
+    };
+    let mut s = h.store.session().await.unwrap();
+    assert_eq!(s.save_scenario(&a, &first).await.unwrap(), first);
+    // Saving it again is idempotent: the first row, with its first time.
+    let again = SavedScenario {
+        created_ms: 2_000,
+        ..first.clone()
+    };
+    assert_eq!(s.save_scenario(&a, &again).await.unwrap(), first);
+    // The id cannot be reused for other content, and the row is unchanged.
+    let other = SavedScenario {
+        query: "v=1&d=9".into(),
+        ..first.clone()
+    };
+    assert!(matches!(
+        s.save_scenario(&a, &other).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(
+        s.scenario(&a, &first.id).await.unwrap(),
+        Some(first.clone())
+    );
+    // Another tenant sees nothing under that id, and may save its own.
+    assert_eq!(s.scenario(&b, &first.id).await.unwrap(), None);
+    assert_eq!(s.save_scenario(&b, &other).await.unwrap(), other);
+    assert_eq!(s.scenario(&a, &first.id).await.unwrap(), Some(first));
 }

@@ -1,0 +1,60 @@
+//! What only the browser can do: the address bar, the clipboard, the
+//! cookie. Compiled for the `hydrate` build only.
+
+use idem_core::locale::Locale;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// Points the address bar at `href` without a history entry or a reload.
+pub fn replace_url(href: &str) {
+    let w = window();
+    let current = w
+        .location()
+        .pathname()
+        .ok()
+        .zip(w.location().search().ok())
+        .map(|(p, s)| format!("{p}{s}"));
+    if current.as_deref() == Some(href) {
+        return;
+    }
+    if let Ok(h) = w.history() {
+        let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(href));
+    }
+}
+
+/// Keeps the locale choice: the cookie the server reads, `<html lang>`, and
+/// the `lang` parameter of the address bar.
+pub fn remember_locale(l: Locale) {
+    let doc = document();
+    if let Some(html) = doc.document_element() {
+        let _ = html.set_attribute("lang", l.tag());
+    }
+    if let Ok(d) = doc.dyn_into::<web_sys::HtmlDocument>() {
+        let _ = d.set_cookie(&format!(
+            "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
+            crate::i18n::LOCALE_COOKIE,
+            l.tag()
+        ));
+    }
+    let w = window();
+    if let Ok(url) = web_sys::Url::new(&w.location().href().unwrap_or_default()) {
+        let params = url.search_params();
+        match l {
+            Locale::PtBr => params.delete("lang"),
+            Locale::EnUs => params.set("lang", l.tag()),
+        }
+        url.set_search(&params.to_string().as_string().unwrap_or_default());
+        replace_url(&format!("{}{}", url.pathname(), url.search()));
+    }
+}
+
+/// Copies the address bar to the clipboard and reports whether it worked.
+pub fn copy_location(done: RwSignal<Option<bool>>) {
+    let w = window();
+    let href = w.location().href().unwrap_or_default();
+    let promise = w.navigator().clipboard().write_text(&href);
+    leptos::task::spawn_local(async move {
+        let ok = wasm_bindgen_futures::JsFuture::from(promise).await.is_ok();
+        done.set(Some(ok));
+    });
+}

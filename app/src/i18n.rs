@@ -1,0 +1,150 @@
+//! The dashboard's words in Brazilian Portuguese and US English, and the
+//! locale preference every page reads.
+//!
+//! Strings are pairs in the code rather than message files: there are two
+//! languages, both maintained by the people who write the screens, and a pair
+//! next to its use cannot drift out of sync with it.
+
+use idem_core::locale::{Currency, Locale};
+use idem_core::scenario::{Field, Problem};
+use leptos::prelude::*;
+
+/// The page's locale, shared by every component through context.
+#[derive(Clone, Copy)]
+pub struct Prefs {
+    /// The display locale; switching it reformats numbers in place.
+    pub locale: RwSignal<Locale>,
+}
+
+/// The locale the server chose for this request (the `lang` query
+/// parameter, else the `idem_lang` cookie, else pt-BR). The server provides
+/// it; the browser reads the same choice back from `<html lang>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestLocale(pub Locale);
+
+/// The name of the cookie that keeps the locale choice.
+pub const LOCALE_COOKIE: &str = "idem_lang";
+
+/// Picks the Portuguese or the English text.
+pub fn tr(locale: Locale, pt: &'static str, en: &'static str) -> &'static str {
+    match locale {
+        Locale::PtBr => pt,
+        Locale::EnUs => en,
+    }
+}
+
+/// A field's label.
+pub fn field_label(f: Field, l: Locale) -> &'static str {
+    match f {
+        Field::Conversations => tr(l, "Conversas por mês", "Conversations per month"),
+        Field::TokensIn => tr(l, "Tokens de entrada por chamada", "Input tokens per call"),
+        Field::TokensOut => tr(l, "Tokens de saída por chamada", "Output tokens per call"),
+        Field::PriceIn => tr(l, "Preço dos tokens de entrada", "Input token price"),
+        Field::PriceOut => tr(l, "Preço dos tokens de saída", "Output token price"),
+        Field::Ticket => tr(
+            l,
+            "Receita por conversa resolvida",
+            "Revenue per resolved conversation",
+        ),
+        Field::DuplicateRate => tr(
+            l,
+            "Conversas que repetem a chamada",
+            "Conversations that repeat the call",
+        ),
+        Field::MoneyShare => tr(
+            l,
+            "Duplicatas que movem dinheiro",
+            "Duplicates that move money",
+        ),
+        Field::AvgCharge => tr(l, "Valor médio da cobrança", "Average charge"),
+        Field::OpsCost => tr(
+            l,
+            "Custo operacional por cobrança duplicada",
+            "Operational cost per duplicated charge",
+        ),
+        Field::ClaimRate => tr(
+            l,
+            "Cobranças duplicadas que viram reclamação",
+            "Duplicated charges that become a claim",
+        ),
+        Field::Rate => tr(l, "Câmbio (opcional)", "Exchange rate (optional)"),
+    }
+}
+
+/// What to fix, in the reader's language.
+pub fn problem_text(p: Problem, l: Locale) -> &'static str {
+    match p {
+        Problem::Negative => tr(l, "não pode ser negativo", "cannot be negative"),
+        Problem::NotWhole => tr(l, "precisa ser um número inteiro", "must be a whole number"),
+        Problem::AboveHundred => tr(
+            l,
+            "é uma porcentagem: no máximo 100",
+            "is a percentage: 100 at most",
+        ),
+        Problem::Zero => tr(l, "precisa ser maior que zero", "must be above zero"),
+        Problem::NotANumber => tr(l, "digite um número", "type a number"),
+        Problem::RiskIncomplete => tr(
+            l,
+            "preencha os quatro campos de risco financeiro, ou deixe os quatro vazios",
+            "fill in all four financial-risk fields, or leave all four empty",
+        ),
+        Problem::TooLarge => tr(
+            l,
+            "grande demais para calcular com exatidão",
+            "too large to compute exactly",
+        ),
+    }
+}
+
+/// How a number that could not be read should be typed instead.
+pub fn number_hint(l: Locale) -> &'static str {
+    tr(
+        l,
+        "não é um número: use vírgula para decimais, como 1.234,56 ou 1234,56",
+        "is not a number: use a point for decimals, as in 1,234.56 or 1234.56",
+    )
+}
+
+/// A currency's name in the selector.
+pub fn currency_name(c: Currency, l: Locale) -> &'static str {
+    match c {
+        Currency::Brl => tr(l, "Real (R$)", "Brazilian real (R$)"),
+        Currency::Usd => tr(l, "Dólar (US$)", "US dollar ($)"),
+        Currency::Eur => tr(l, "Euro (€)", "Euro (€)"),
+    }
+}
+
+/// A date from Unix milliseconds, as `2026-11-30 14:05 UTC`: the same text
+/// on the server and in the browser, whatever their time zones.
+pub fn utc_minute(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil_utc() {
+        assert_eq!(utc_minute(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_minute(951_782_400_000), "2000-02-29 00:00 UTC");
+        assert_eq!(utc_minute(1_796_040_300_000), "2026-11-30 12:05 UTC");
+    }
+}

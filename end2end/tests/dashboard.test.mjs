@@ -1,0 +1,176 @@
+// The rest of the dashboard against the release build: the language switch,
+// saved and compared scenarios, the charts, CSV export and print.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { launch, openPage, hydrated, BASE_URL, ARTIFACTS } from './helpers.mjs';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const text = (page, key) => page.locator(`#out-${key}`).innerText();
+const waitOut = (page, key, want) => page.waitForFunction(
+  ([k, w]) => document.querySelector(`#out-${k}`)?.textContent === w, [key, want]);
+
+test('English by the visible switch: numbers, inputs, address bar and cookie follow', async () => {
+  const { context, page, errors } = await openPage(browser, '/?v=1&d=0.5');
+  await hydrated(page);
+  await page.click('#lang-en-US');
+  await waitOut(page, 'monthly_token_waste', 'R$24.75');
+  assert.equal(await text(page, 'monthly_revenue'), 'R$36,000.00');
+  assert.equal(await page.inputValue('#in-c'), '30,000');
+  assert.equal(await page.inputValue('#in-d'), '0.5');
+  assert.equal(await page.locator('h1').innerText(), 'What a call that runs twice costs');
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('lang') === 'en-US');
+  assert.equal(await page.getAttribute('html', 'lang'), 'en-US');
+  // English input: "1,234.56" is the English spelling.
+  await page.fill('#in-tk', '1,234.56');
+  await waitOut(page, 'monthly_revenue', 'R$37,036,800.00');
+  await page.screenshot({ path: `${ARTIFACTS}/calculator-english.png`, fullPage: true });
+
+  // The cookie keeps the choice: a bare address renders English on the
+  // server, with no flicker and no hydration error.
+  const again = await context.newPage();
+  const errs2 = [];
+  again.on('console', (m) => { if (m.type() === 'error') errs2.push(m.text()); });
+  again.on('pageerror', (e) => errs2.push(e.message));
+  await again.goto(`${BASE_URL}/`);
+  assert.equal(await again.locator('#out-annual_token_waste').innerText(), 'R$1,782.00');
+  await hydrated(again);
+  assert.equal(await again.locator('#out-annual_token_waste').innerText(), 'R$1,782.00');
+  assert.equal(await again.getAttribute('html', 'lang'), 'en-US');
+
+  // And back to Portuguese.
+  await again.click('#lang-pt-BR');
+  await again.waitForFunction(() => document.querySelector('#out-annual_token_waste')?.textContent === 'R$ 1.782,00');
+  assert.deepEqual([...errors, ...errs2], []);
+  await context.close();
+});
+
+test('a lang link in a fresh browser renders English on the first paint', async () => {
+  const { context, page, errors } = await openPage(browser, '/?v=1&cur=USD&lang=en-US');
+  assert.equal(await text(page, 'annual_token_waste'), '$1,782.00');
+  await hydrated(page);
+  assert.equal(await text(page, 'annual_token_waste'), '$1,782.00');
+  // A rate converts the results; the prices stay in reais.
+  await page.fill('#in-fx', '0.18');
+  await waitOut(page, 'annual_token_waste', '$320.76');
+  assert.match(await page.locator('.field:has(#in-pi) .suffix').innerText(), /R\$/);
+  await page.waitForFunction(() => location.search === '?v=1&fx=0.18&cur=USD&lang=en-US');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('save gives a short link that never changes; editing it makes a new scenario', async () => {
+  const { context, page, errors } = await openPage(browser, '/?v=1&pi=0.02&d=1.5');
+  await hydrated(page);
+  const name = `contrato ${Date.now()}`;
+  await page.fill('#save-name', name);
+  await Promise.all([page.waitForURL(/\/s\/[0-9a-f]{12}$/), page.click('#save')]);
+  const link = new URL(page.url()).pathname;
+  assert.match(await page.locator('#saved-banner').innerText(), new RegExp(name));
+  const waste = await text(page, 'monthly_token_waste');
+  assert.equal(waste, 'R$ 92,25');
+  await hydrated(page);
+  assert.equal(await text(page, 'monthly_token_waste'), waste);
+  assert.equal(new URL(page.url()).pathname, link, 'the short link stays while nothing changed');
+  assert.doesNotMatch(page.url(), /pi=/, 'prices do not travel in the saved link');
+  await page.screenshot({ path: `${ARTIFACTS}/saved-scenario.png`, fullPage: true });
+
+  // Editing leaves the short link: the address bar now holds a new scenario.
+  await page.fill('#in-d', '2');
+  await page.waitForFunction(() => location.pathname === '/' && location.search === '?v=1&pi=0.02&d=2');
+  assert.deepEqual(errors, []);
+  await context.close();
+
+  // The saved link, in a fresh browser, still shows what was saved.
+  const fresh = await openPage(browser, link);
+  assert.equal(await text(fresh.page, 'monthly_token_waste'), 'R$ 92,25');
+  assert.equal(await fresh.page.inputValue('#in-d'), '1,5');
+  await hydrated(fresh.page);
+  assert.equal(await text(fresh.page, 'monthly_token_waste'), 'R$ 92,25');
+  assert.deepEqual(fresh.errors, []);
+  await fresh.context.close();
+
+  // An unknown id says so.
+  const missing = await openPage(browser, '/s/000000000000');
+  assert.match(await missing.page.locator('h1').innerText(), /Cenário não encontrado/);
+  await missing.context.close();
+});
+
+test('compare: scenarios side by side with absolute and relative deltas, each linkable', async () => {
+  const { context, page, errors } = await openPage(browser, '/');
+  await hydrated(page);
+  await Promise.all([page.waitForURL(/\/compare\?/), page.click('#compare-link')]);
+  await hydrated(page);
+  await Promise.all([page.waitForURL(/s=.*s=/), page.click('a.quick-add:has-text("0,5%")')]);
+  await hydrated(page);
+  const cells = page.locator('tr[data-key="monthly_token_waste"] td');
+  assert.equal(await cells.count(), 2);
+  assert.equal(await cells.nth(0).locator('.value').innerText(), 'R$ 148,50');
+  assert.equal(await cells.nth(1).locator('.value').innerText(), 'R$ 24,75');
+  assert.equal(await cells.nth(1).locator('.delta').innerText(), 'Δ −R$ 123,75 (−83,33%)');
+  const links = page.locator('#compare-table a.scenario-link');
+  assert.equal(await links.nth(1).getAttribute('href'), '/?v=1&d=0.5');
+  await page.screenshot({ path: `${ARTIFACTS}/compare.png`, fullPage: true });
+
+  // The compare link itself renders the same table in a fresh browser.
+  const fresh = await openPage(browser, new URL(page.url()).pathname + new URL(page.url()).search);
+  assert.equal(await fresh.page.locator('tr[data-key="annual_token_waste"] td').nth(1).locator('.delta').innerText(), 'Δ −R$ 1.485,00 (−83,33%)');
+  await hydrated(fresh.page);
+  assert.deepEqual([...errors, ...fresh.errors], []);
+  await fresh.context.close();
+  await context.close();
+});
+
+test('the three charts are server-rendered SVG, identical after hydration, with tables', async () => {
+  const raw = await (await fetch(`${BASE_URL}/`)).text();
+  const points = raw.match(/<polyline[^>]*points="([^"]+)"/)[1];
+  const { context, page, errors } = await openPage(browser, '/');
+  await hydrated(page);
+  for (const id of ['chart-loss', 'chart-breakdown', 'chart-tornado']) {
+    const fig = page.locator(`#${id}`);
+    assert.equal(await fig.locator('svg[role="img"]').count(), 1, id);
+    assert.ok((await fig.locator('figcaption').innerText()).length > 20, `${id} caption`);
+    assert.ok(await fig.locator('details table tbody tr').count() >= 4, `${id} table`);
+  }
+  assert.equal(await page.locator('#chart-loss polyline').getAttribute('points'), points);
+  assert.match(await page.locator('#chart-loss .marker-label').textContent(), /R\$ 1\.782,00/);
+  // Tornado: sorted by swing, the widest first.
+  const first = await page.locator('#chart-tornado tbody tr').first().locator('th').textContent();
+  assert.match(first, /Conversas por mês|Conversas que repetem a chamada/);
+  // Editing moves the marker, in the browser.
+  await page.fill('#in-d', '6');
+  await page.waitForFunction(() => /R\$ 3\.564,00/.test(document.querySelector('#chart-loss .marker-label')?.textContent ?? ''));
+  await page.locator('#chart-loss').screenshot({ path: `${ARTIFACTS}/chart-loss.png` });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('CSV export downloads the inputs and outputs', async () => {
+  const { context, page, errors } = await openPage(browser, '/?v=1&d=0.5');
+  await hydrated(page);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
+  const csv = await readFile(await download.path(), 'utf8');
+  const lines = csv.trim().split('\n');
+  assert.equal(lines[0], 'section,key,label,value,formatted');
+  assert.ok(lines.includes('input,d,Conversas que repetem a chamada,0.5,"0,5"'), csv);
+  assert.ok(lines.includes('output,monthly_token_waste,Token queimado por mês,24.75,"R$ 24,75"'), csv);
+  assert.ok(lines.includes('output,break_even_conversations,Conversas a mais para empatar,21,21'), csv);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the page prints on A4 without its controls', async () => {
+  const { context, page } = await openPage(browser, '/');
+  await hydrated(page);
+  await page.emulateMedia({ media: 'print' });
+  assert.equal(await page.locator('section.share').isVisible(), false);
+  assert.equal(await page.locator('#reset').isVisible(), false);
+  assert.equal(await page.locator('#chart-loss svg').isVisible(), true);
+  const pdf = await page.pdf({ format: 'A4', printBackground: true });
+  assert.ok(pdf.length > 10_000);
+  await page.screenshot({ path: `${ARTIFACTS}/print.png`, fullPage: true });
+  await context.close();
+});

@@ -1,0 +1,305 @@
+//! The dashboard's non-Leptos routes and the context its pages need:
+//! saving a scenario (`POST /s`), exporting one as CSV (`GET /export.csv`),
+//! the request's locale, and the loader behind `/s/{id}`.
+//!
+//! Saving and exporting are plain form posts and links, so both work
+//! without JavaScript.
+
+use crate::web::ApiState;
+use app::i18n::{field_label, RequestLocale, LOCALE_COOKIE};
+use app::{SavedView, ScenarioLoader};
+use axum::extract::{Query, State};
+use axum::http::{header, request::Parts, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use idem_core::locale::Locale;
+use idem_core::scenario::{Field, Scenario};
+use idem_core::TenantId;
+use idem_store::{SavedScenario, Store};
+use leptos::prelude::{provide_context, use_context};
+use std::sync::Arc;
+
+/// The tenant that owns scenarios saved from the dashboard. Every statement
+/// stays tenant-scoped; the dashboard is one more tenant of the store.
+pub const SCENARIO_TENANT: &str = "_dashboard";
+
+/// Longest scenario name accepted, in characters.
+pub const MAX_NAME_CHARS: usize = 80;
+
+fn tenant() -> TenantId {
+    // A constant that satisfies TenantId's rules (non-empty, no control
+    // characters, no surrounding whitespace); a unit test proves it parses.
+    TenantId::try_from(SCENARIO_TENANT).unwrap_or_else(|_| unreachable!("constant tenant id"))
+}
+
+/// The locale a request asks for, and whether it asked in the query (then
+/// the choice is also kept in a cookie): `lang` in the query, else the
+/// cookie, else pt-BR.
+pub fn request_locale(parts: &Parts) -> (Locale, bool) {
+    let from_query = parts.uri.query().and_then(|q| {
+        q.split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .filter(|(k, _)| *k == "lang")
+            .filter_map(|(_, v)| Locale::from_tag(v))
+            .next_back()
+    });
+    if let Some(l) = from_query {
+        return (l, true);
+    }
+    let from_cookie = parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .filter(|(k, _)| *k == LOCALE_COOKIE)
+        .find_map(|(_, v)| Locale::from_tag(v));
+    (from_cookie.unwrap_or_default(), false)
+}
+
+fn locale_cookie(l: Locale) -> HeaderValue {
+    HeaderValue::from_static(match l {
+        Locale::PtBr => "idem_lang=pt-BR; Path=/; Max-Age=31536000; SameSite=Lax",
+        Locale::EnUs => "idem_lang=en-US; Path=/; Max-Age=31536000; SameSite=Lax",
+    })
+}
+
+/// What every page render (and server function) gets in its context: the
+/// request's locale, and the loader for saved scenarios.
+pub fn page_context(store: Store) -> impl Fn() + Clone + Send + Sync + 'static {
+    let loader = ScenarioLoader(Arc::new(move |ids: Vec<String>| {
+        let store = store.clone();
+        Box::pin(async move { load(&store, ids).await })
+    }));
+    move || {
+        if let Some(parts) = use_context::<Parts>() {
+            let (locale, asked) = request_locale(&parts);
+            provide_context(RequestLocale(locale));
+            if asked {
+                if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+                    res.insert_header(header::SET_COOKIE, locale_cookie(locale));
+                }
+            }
+        }
+        provide_context(loader.clone());
+    }
+}
+
+#[tracing::instrument(level = "debug", skip(store))]
+async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String> {
+    let tenant = tenant();
+    let mut session = store.session().await.map_err(|e| {
+        tracing::error!(error = %e, "cannot read saved scenarios");
+        "database unavailable".to_owned()
+    })?;
+    let mut found = Vec::with_capacity(ids.len());
+    for id in ids {
+        match session.scenario(&tenant, &id).await {
+            Ok(Some(s)) => found.push(SavedView {
+                id: s.id,
+                name: s.name,
+                query: s.query,
+                created_ms: s.created_ms,
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read a saved scenario");
+                return Err("database unavailable".to_owned());
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The save form's fields.
+#[derive(Debug, serde::Deserialize)]
+pub struct SaveForm {
+    /// The scenario's canonical query (`v=1&...`).
+    q: String,
+    /// An optional name.
+    #[serde(default)]
+    name: String,
+}
+
+fn refuse(status: StatusCode, text: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+/// `POST /s`: saves the scenario and answers 303 to its short link. The id
+/// is derived from the scenario and name, so saving twice lands on the same
+/// link, and a saved scenario never changes.
+#[tracing::instrument(level = "info", skip(api, form))]
+pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Response {
+    let scenario = match Scenario::from_query(form.q.split('&').filter_map(|kv| kv.split_once('=')))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            return refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("the scenario cannot be saved: {e}"),
+            )
+        }
+    };
+    let name = form.name.trim();
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "the name must be at most {MAX_NAME_CHARS} characters, without control characters"
+            ),
+        );
+    }
+    let row = SavedScenario {
+        id: scenario.saved_id(name),
+        name: name.to_owned(),
+        query: scenario.to_query(),
+        created_ms: api.store.now_ms(),
+    };
+    let saved = async {
+        let mut s = api.store.session().await?;
+        s.save_scenario(&tenant(), &row).await
+    }
+    .await;
+    match saved {
+        Ok(saved) => Redirect::to(&format!("/s/{}", saved.id)).into_response(),
+        Err(idem_store::Error::Conflict(msg)) => refuse(StatusCode::CONFLICT, msg),
+        Err(e) => {
+            tracing::error!(error = %e, "saving a scenario failed");
+            refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the scenario could not be saved right now; try again".into(),
+            )
+        }
+    }
+}
+
+/// `GET /export.csv?<scenario query>&lang=`: the scenario's inputs and
+/// outputs as CSV. `value` is exact and locale-free (`148.5`); `formatted`
+/// is what the page shows (`R$ 148,50`).
+#[tracing::instrument(level = "debug", skip(pairs))]
+pub async fn export_csv(Query(pairs): Query<Vec<(String, String)>>) -> Response {
+    let locale = pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "lang")
+        .and_then(|(_, v)| Locale::from_tag(v))
+        .unwrap_or_default();
+    let scenario = match Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        Ok(s) => s,
+        Err(e) => {
+            return refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("not a scenario: {e}"),
+            )
+        }
+    };
+    match csv_of(&scenario, locale) {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"idem-scenario.csv\"",
+                ),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(msg) => refuse(StatusCode::UNPROCESSABLE_ENTITY, msg),
+    }
+}
+
+/// The CSV text of a scenario: a header, one row per input, one per output.
+pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
+    let outputs = s
+        .compute()
+        .map_err(|e| format!("the scenario cannot be computed: {e}"))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut write = |r: [&str; 5]| w.write_record(r).map_err(|e| e.to_string());
+    write(["section", "key", "label", "value", "formatted"])?;
+    for f in Field::ALL {
+        let Some(v) = f.get(s) else { continue };
+        let exact = idem_core::scenario::canonical(v);
+        let shown = app::calculator::display_text(f, v, l);
+        write(["input", f.key(), field_label(f, l), &exact, &shown])?;
+    }
+    let unit = match s.inputs.price_unit {
+        idem_core::cost::PriceUnit::PerThousand => "1k",
+        idem_core::cost::PriceUnit::PerMillion => "1m",
+    };
+    let (unit_label, currency_label) = match l {
+        Locale::PtBr => ("Unidade dos preços (tokens)", "Moeda"),
+        Locale::EnUs => ("Price unit (tokens)", "Currency"),
+    };
+    write(["input", "u", unit_label, unit, unit])?;
+    let code = s.currency.code();
+    write(["input", "cur", currency_label, code, code])?;
+    for r in app::calculator::rows(s, &outputs, l) {
+        write(["output", r.key, r.label, &r.exact, &r.value])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scenario_tenant_is_a_valid_tenant_id() {
+        assert_eq!(tenant().as_str(), SCENARIO_TENANT);
+    }
+
+    #[test]
+    fn the_reference_scenario_exports_its_numbers() {
+        let text = csv_of(&Scenario::default(), Locale::PtBr).unwrap_or_default();
+        assert!(
+            text.starts_with("section,key,label,value,formatted\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("input,pi,Preço dos tokens de entrada,0.015,\"0,015\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "output,monthly_token_waste,Token queimado por mês,148.5,\"R$ 148,50\"\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "output,break_even_conversations,Conversas a mais para empatar,124,124\n"
+            ),
+            "{text}"
+        );
+        let en = csv_of(&Scenario::default(), Locale::EnUs).unwrap_or_default();
+        assert!(
+            en.contains("output,annual_token_waste,Tokens burnt per year,1782,\"R$1,782.00\"\n"),
+            "{en}"
+        );
+    }
+
+    #[test]
+    fn the_locale_comes_from_the_query_then_the_cookie() {
+        let parts = |uri: &str, cookie: Option<&str>| {
+            let mut b = axum::http::Request::builder().uri(uri);
+            if let Some(c) = cookie {
+                b = b.header(header::COOKIE, c);
+            }
+            b.body(()).map(|r| r.into_parts().0).ok()
+        };
+        let p = parts("/?lang=en-US", Some("idem_lang=pt-BR")).unwrap_or_else(|| unreachable!());
+        assert_eq!(request_locale(&p), (Locale::EnUs, true));
+        let p = parts("/", Some("a=b; idem_lang=en-US")).unwrap_or_else(|| unreachable!());
+        assert_eq!(request_locale(&p), (Locale::EnUs, false));
+        let p = parts("/?lang=xx", None).unwrap_or_else(|| unreachable!());
+        assert_eq!(request_locale(&p), (Locale::PtBr, false));
+    }
+}
