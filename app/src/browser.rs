@@ -58,3 +58,25 @@ pub fn copy_location(done: RwSignal<Option<bool>>) {
         done.set(Some(ok));
     });
 }
+
+/// The saved scenarios the server put in `#page-data` (see
+/// [`crate::PageScenarios`]).
+pub fn read_page_scenarios() -> crate::PageScenarios {
+    let mut out = crate::PageScenarios::default();
+    let Some(root) = document().get_element_by_id("page-data") else {
+        return out;
+    };
+    out.failed = root.has_attribute("data-failed");
+    let children = root.children();
+    for i in 0..children.length() {
+        let Some(e) = children.item(i) else { continue };
+        let attr = |k: &str| e.get_attribute(k).unwrap_or_default();
+        out.found.push(crate::SavedView {
+            id: attr("data-id"),
+            name: attr("data-name"),
+            query: attr("data-query"),
+            created_ms: attr("data-created").parse().unwrap_or_default(),
+        });
+    }
+    out
+}

@@ -1,6 +1,11 @@
-//! The calculator's three charts as SVG components: rendered on the server,
-//! identical after hydration (the same Rust draws both), with text as SVG
-//! text (no font files, no raster), a caption, and a table alternative.
+//! The calculator's three charts as SVG: rendered on the server, identical
+//! after hydration (the same Rust draws both), with text as SVG text (no font
+//! files, no raster), a caption, and a table alternative.
+//!
+//! The markup is written as a string and set as the section's inner HTML:
+//! each SVG element as a typed view cost the release wasm about 55 KB
+//! gzipped (a fifth of its budget) for markup that has no event handlers.
+//! Every text that goes in is escaped.
 //!
 //! Money stays `Decimal`; only pixel positions are floats, rounded to a
 //! tenth of a pixel so the server's and the browser's markup agree.
@@ -12,6 +17,7 @@ use idem_core::scenario::{annual_loss, loss_curve, sensitivity, Scenario};
 use leptos::prelude::*;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
+use std::fmt::Write;
 
 const W: f64 = 640.0;
 
@@ -42,120 +48,208 @@ fn money0(v: f64, s: &Scenario, l: Locale) -> String {
     format_money(d, l, s.currency)
 }
 
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The three charts of a scenario.
 #[component]
 pub fn Charts(scenario: Scenario, outputs: CostOutputs) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
-    move || {
-        let l = locale.get();
-        view! {
-            <section class="charts">
-                <h2>{tr(l, "Gráficos", "Charts")}</h2>
-                {loss_chart(&scenario, &outputs, l)}
-                {breakdown_chart(&scenario, &outputs, l)}
-                {tornado_chart(&scenario, &outputs, l)}
-            </section>
-        }
-    }
+    view! { <section class="charts" inner_html=move || charts_html(&scenario, &outputs, locale.get())></section> }
 }
 
-fn loss_chart(s: &Scenario, o: &CostOutputs, l: Locale) -> impl IntoView {
+/// The charts' markup.
+pub fn charts_html(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
+    let mut out = format!("<h2>{}</h2>", tr(l, "Gráficos", "Charts"));
+    loss_chart(&mut out, s, o, l);
+    breakdown_chart(&mut out, s, o, l);
+    tornado_chart(&mut out, s, o, l);
+    out
+}
+
+/// Opens a figure: heading, the SVG's accessible name and description.
+fn open_figure(out: &mut String, id: &str, title: &str, caption: &str, h: f64) {
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" id=\"{id}\"><h3>{t}</h3>\
+         <svg viewBox=\"0 0 {W} {h}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\">\
+         <title id=\"{id}-title\">{t}</title><desc id=\"{id}-desc\">{c}</desc>",
+        t = esc(title),
+        c = esc(caption),
+    );
+}
+
+/// Closes a figure with its caption, an optional note, and its table.
+fn close_figure(
+    out: &mut String,
+    caption: &str,
+    note: Option<&str>,
+    l: Locale,
+    head: &[&str],
+    rows: &[Vec<String>],
+) {
+    let _ = write!(out, "</svg><figcaption>{}</figcaption>", esc(caption));
+    if let Some(n) = note {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
+    }
+    let _ = write!(
+        out,
+        "<details><summary>{}</summary><table><thead><tr>",
+        tr(l, "Tabela", "Table")
+    );
+    for h in head {
+        let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for (i, cell) in r.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(out, "<th scope=\"row\">{}</th>", esc(cell));
+            } else {
+                let _ = write!(out, "<td>{}</td>", esc(cell));
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></details></figure>");
+}
+
+fn text(out: &mut String, class: &str, x: f64, y: f64, anchor: &str, body: &str) {
+    let _ = write!(
+        out,
+        "<text class=\"{class}\" x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
+        px(x),
+        px(y),
+        esc(body)
+    );
+}
+
+fn loss_chart(out: &mut String, s: &Scenario, o: &CostOutputs, l: Locale) {
     let curve: Vec<(Decimal, Decimal)> = loss_curve(&s.inputs)
         .unwrap_or_default()
         .into_iter()
         .map(|(r, v)| (r, s.shown(v)))
         .collect();
     let (h, left, right, top, bottom) = (260.0, 96.0, 16.0, 16.0, 40.0);
-    let max = curve.iter().map(|(_, v)| f(*v)).fold(0.0, f64::max);
-    let ymax = nice_ceiling(max.max(f(s.shown(annual_loss(o)))));
+    let here = s.shown(annual_loss(o));
+    let max = curve.iter().map(|(_, v)| f(*v)).fold(f(here), f64::max);
+    let ymax = nice_ceiling(max);
     let x = |rate: f64| left + rate / 10.0 * (W - left - right);
     let y = |v: f64| top + (1.0 - v / ymax) * (h - top - bottom);
+    let rate = f(s.inputs.duplicate_rate_pct);
+    let money = |d: Decimal| format_money(d, l, s.currency);
+    let caption = match l {
+        Locale::PtBr => format!(
+            "Perda anual conforme a taxa de duplicatas, de 0% a 10%. No cenário atual, {} de duplicatas custam {} por ano.",
+            format_pct(s.inputs.duplicate_rate_pct, l),
+            money(here)
+        ),
+        Locale::EnUs => format!(
+            "Annual loss by duplicate rate, from 0% to 10%. In the current scenario, {} duplicates cost {} a year.",
+            format_pct(s.inputs.duplicate_rate_pct, l),
+            money(here)
+        ),
+    };
+    let title = tr(
+        l,
+        "Perda anual × taxa de duplicatas",
+        "Annual loss × duplicate rate",
+    );
+    open_figure(out, "chart-loss", title, &caption, h);
+    for k in 0..=4 {
+        let v = ymax * f64::from(k) / 4.0;
+        let _ = write!(
+            out,
+            "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"></line>",
+            px(left),
+            px(W - right),
+            px(y(v)),
+            px(y(v))
+        );
+        text(out, "tick", left - 6.0, y(v) + 4.0, "end", &money0(v, s, l));
+    }
+    for k in 0..=5 {
+        let r = f64::from(k * 2);
+        text(
+            out,
+            "tick",
+            x(r),
+            h - bottom + 16.0,
+            "middle",
+            &format!("{}%", k * 2),
+        );
+    }
     let points = curve
         .iter()
         .map(|(r, v)| format!("{},{}", px(x(f(*r))), px(y(f(*v)))))
         .collect::<Vec<_>>()
         .join(" ");
-    let rate = f(s.inputs.duplicate_rate_pct);
-    let here = s.shown(annual_loss(o));
-    let caption = format!(
-        "{} {} {}",
+    let _ = write!(
+        out,
+        "<polyline class=\"series\" fill=\"none\" points=\"{points}\"></polyline>"
+    );
+    if rate <= 10.0 {
+        let (cx, cy) = (x(rate), y(f(here)));
+        let _ = write!(
+            out,
+            "<circle class=\"marker\" cx=\"{}\" cy=\"{}\" r=\"5\"></circle>",
+            px(cx),
+            px(cy)
+        );
+        let label = format!("{} {}", tr(l, "você:", "you:"), money(here));
+        text(out, "marker-label", cx + 8.0, cy - 8.0, "start", &label);
+    }
+    let axis = tr(
+        l,
+        "conversas que repetem a chamada",
+        "conversations that repeat the call",
+    );
+    text(
+        out,
+        "axis",
+        (left + W - right) / 2.0,
+        h - 4.0,
+        "middle",
+        axis,
+    );
+    let note = (rate > 10.0).then(|| {
         tr(
             l,
-            "Perda anual conforme a taxa de duplicatas, de 0% a 10%. No cenário atual,",
-            "Annual loss by duplicate rate, from 0% to 10%. In the current scenario,"
-        ),
-        format_pct(s.inputs.duplicate_rate_pct, l),
-        match l {
-            Locale::PtBr => format!(
-                "de duplicatas custam {} por ano.",
-                format_money(here, l, s.currency)
-            ),
-            Locale::EnUs => format!(
-                "duplicates cost {} a year.",
-                format_money(here, l, s.currency)
-            ),
-        }
-    );
-    let y_ticks = (0..=4)
-        .map(|k| {
-            let v = ymax * f64::from(k) / 4.0;
-            view! {
-                <line class="grid" x1=px(left) x2=px(W - right) y1=px(y(v)) y2=px(y(v))/>
-                <text class="tick" x=px(left - 6.0) y=px(y(v) + 4.0) text-anchor="end">{money0(v, s, l)}</text>
-            }
-        })
-        .collect_view();
-    let x_ticks = (0..=5)
-        .map(|k| {
-            let r = f64::from(k * 2);
-            view! {
-                <text class="tick" x=px(x(r)) y=px(h - bottom + 16.0) text-anchor="middle">{format!("{}%", k * 2)}</text>
-            }
-        })
-        .collect_view();
-    let marker = (rate <= 10.0).then(|| {
-        view! {
-            <circle class="marker" cx=px(x(rate)) cy=px(y(f(here))) r="5"/>
-            <text class="marker-label" x=px(x(rate) + 8.0) y=px(y(f(here)) - 8.0)>
-                {format!("{} {}", tr(l, "você:", "you:"), format_money(here, l, s.currency))}
-            </text>
-        }
+            "A taxa atual passa de 10% e fica fora do gráfico.",
+            "The current rate is above 10% and off the chart.",
+        )
     });
-    let off_chart = (rate > 10.0).then(|| {
-        view! { <p class="note">{tr(l, "A taxa atual passa de 10% e fica fora do gráfico.", "The current rate is above 10% and off the chart.")}</p> }
-    });
-    let rows = curve
+    let rows: Vec<Vec<String>> = curve
         .iter()
-        .map(|(r, v)| view! { <tr><td>{format_pct(*r, l)}</td><td>{format_money(*v, l, s.currency)}</td></tr> })
-        .collect_view();
-    view! {
-        <figure class="chart" id="chart-loss">
-            <h3>{tr(l, "Perda anual × taxa de duplicatas", "Annual loss × duplicate rate")}</h3>
-            <svg viewBox=format!("0 0 {W} {h}") role="img" aria-labelledby="chart-loss-title chart-loss-desc">
-                <title id="chart-loss-title">{tr(l, "Perda anual × taxa de duplicatas", "Annual loss × duplicate rate")}</title>
-                <desc id="chart-loss-desc">{caption.clone()}</desc>
-                {y_ticks}
-                {x_ticks}
-                <polyline class="series" points=points fill="none"/>
-                {marker}
-                <text class="axis" x=px((left + W - right) / 2.0) y=px(h - 4.0) text-anchor="middle">{tr(l, "conversas que repetem a chamada", "conversations that repeat the call")}</text>
-            </svg>
-            <figcaption>{caption}</figcaption>
-            {off_chart}
-            <details>
-                <summary>{tr(l, "Tabela", "Table")}</summary>
-                <table>
-                    <thead><tr><th scope="col">{tr(l, "Taxa", "Rate")}</th><th scope="col">{tr(l, "Perda anual", "Annual loss")}</th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </details>
-        </figure>
-    }
+        .map(|(r, v)| vec![format_pct(*r, l), money(*v)])
+        .collect();
+    close_figure(
+        out,
+        &caption,
+        note,
+        l,
+        &[tr(l, "Taxa", "Rate"), tr(l, "Perda anual", "Annual loss")],
+        &rows,
+    );
 }
 
-fn breakdown_chart(s: &Scenario, o: &CostOutputs, l: Locale) -> impl IntoView {
+fn breakdown_chart(out: &mut String, s: &Scenario, o: &CostOutputs, l: Locale) {
     let risk = o.risk.as_ref();
-    let bars: Vec<(&'static str, &'static str, Option<Decimal>)> = vec![
+    let bars: [(&str, &str, Option<Decimal>); 4] = [
         (
             "useful",
             tr(l, "Gasto útil com o modelo", "Useful model spend"),
@@ -185,58 +279,65 @@ fn breakdown_chart(s: &Scenario, o: &CostOutputs, l: Locale) -> impl IntoView {
             .fold(0.0, f64::max),
     );
     let not_given = tr(l, "sem dados de risco", "no risk inputs");
-    let svg_bars = bars
-        .iter()
-        .enumerate()
-        .map(|(i, (key, label, v))| {
-            let top = 5.0 + row_h * i as f64;
-            let width = v.map_or(0.0, |v| f(s.shown(v)) / max * (W - left - right));
-            let text = v.map_or_else(|| not_given.to_owned(), |v| format_money(s.shown(v), l, s.currency));
-            view! {
-                <text class="tick" x=px(left - 8.0) y=px(top + 24.0) text-anchor="end">{*label}</text>
-                <rect class=format!("bar bar-{key}") x=px(left) y=px(top + 8.0) width=px(width) height="24"/>
-                <text class="value-label" x=px(left + width + 6.0) y=px(top + 24.0)>{text}</text>
-            }
-        })
-        .collect_view();
+    let shown = |v: Option<Decimal>| {
+        v.map_or_else(
+            || not_given.to_owned(),
+            |v| format_money(s.shown(v), l, s.currency),
+        )
+    };
     let caption = tr(
         l,
         "O mês por categoria: o gasto útil com o modelo e o que as duplicatas custam (tokens, operação, reclamações).",
         "The month by category: useful model spend and what duplicates cost (tokens, operations, claims).",
     );
-    let rows = bars
-        .iter()
-        .map(|(_, label, v)| {
-            let text = v.map_or_else(
-                || not_given.to_owned(),
-                |v| format_money(s.shown(v), l, s.currency),
-            );
-            view! { <tr><th scope="row">{*label}</th><td>{text}</td></tr> }
-        })
-        .collect_view();
-    view! {
-        <figure class="chart" id="chart-breakdown">
-            <h3>{tr(l, "Composição mensal", "Monthly breakdown")}</h3>
-            <svg viewBox=format!("0 0 {W} {h}") role="img" aria-labelledby="chart-breakdown-title chart-breakdown-desc">
-                <title id="chart-breakdown-title">{tr(l, "Composição mensal", "Monthly breakdown")}</title>
-                <desc id="chart-breakdown-desc">{caption}</desc>
-                {svg_bars}
-            </svg>
-            <figcaption>{caption}</figcaption>
-            <details>
-                <summary>{tr(l, "Tabela", "Table")}</summary>
-                <table>
-                    <thead><tr><th scope="col">{tr(l, "Categoria", "Category")}</th><th scope="col">{tr(l, "Por mês", "Per month")}</th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </details>
-        </figure>
+    open_figure(
+        out,
+        "chart-breakdown",
+        tr(l, "Composição mensal", "Monthly breakdown"),
+        caption,
+        h,
+    );
+    for (i, (key, label, v)) in bars.iter().enumerate() {
+        let top = 5.0 + row_h * i as f64;
+        let width = v.map_or(0.0, |v| f(s.shown(v)) / max * (W - left - right));
+        text(out, "tick", left - 8.0, top + 24.0, "end", label);
+        let _ = write!(
+            out,
+            "<rect class=\"bar bar-{key}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"24\"></rect>",
+            px(left),
+            px(top + 8.0),
+            px(width)
+        );
+        text(
+            out,
+            "value-label",
+            left + width + 6.0,
+            top + 24.0,
+            "start",
+            &shown(*v),
+        );
     }
+    let rows: Vec<Vec<String>> = bars
+        .iter()
+        .map(|(_, label, v)| vec![(*label).to_owned(), shown(*v)])
+        .collect();
+    close_figure(
+        out,
+        caption,
+        None,
+        l,
+        &[
+            tr(l, "Categoria", "Category"),
+            tr(l, "Por mês", "Per month"),
+        ],
+        &rows,
+    );
 }
 
-fn tornado_chart(s: &Scenario, o: &CostOutputs, l: Locale) -> impl IntoView {
+fn tornado_chart(out: &mut String, s: &Scenario, o: &CostOutputs, l: Locale) {
     let swings = sensitivity(&s.inputs, Decimal::from(20)).unwrap_or_default();
-    let base = f(s.shown(annual_loss(o)));
+    let here = s.shown(annual_loss(o));
+    let base = f(here);
     let (row_h, left, right) = (30.0, 250.0, 20.0);
     let h = row_h * swings.len() as f64 + 40.0;
     let lo = swings
@@ -250,62 +351,77 @@ fn tornado_chart(s: &Scenario, o: &CostOutputs, l: Locale) -> impl IntoView {
     let span = if hi > lo { hi - lo } else { 1.0 };
     let (lo, hi) = (lo - span * 0.05, hi + span * 0.05);
     let x = |v: f64| left + (v - lo) / (hi - lo) * (W - left - right);
-    let bars = swings
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let top = 10.0 + row_h * i as f64;
-            let (a, b) = (f(s.shown(w.low)), f(s.shown(w.high)));
-            let (x0, x1) = (x(a.min(b)), x(a.max(b)));
-            view! {
-                <text class="tick" x=px(left - 8.0) y=px(top + 19.0) text-anchor="end">{field_label(w.field, l)}</text>
-                <rect class="bar bar-swing" x=px(x0) y=px(top + 6.0) width=px((x1 - x0).max(1.0)) height="18"/>
-            }
-        })
-        .collect_view();
+    let money = |d: Decimal| format_money(s.shown(d), l, s.currency);
     let caption = format!(
         "{} {}",
         tr(l, "Sensibilidade: a perda anual quando cada entrada varia 20% para menos e para mais, da maior variação para a menor. Linha vertical: o cenário atual,", "Sensitivity: annual loss when each input moves 20% down and up, widest swing first. Vertical line: the current scenario,"),
-        format_money(s.shown(annual_loss(o)), l, s.currency)
+        format_money(here, l, s.currency)
     );
-    let rows = swings
+    open_figure(
+        out,
+        "chart-tornado",
+        tr(l, "Sensibilidade (±20%)", "Sensitivity (±20%)"),
+        &caption,
+        h,
+    );
+    for (i, w) in swings.iter().enumerate() {
+        let top = 10.0 + row_h * i as f64;
+        let (a, b) = (f(s.shown(w.low)), f(s.shown(w.high)));
+        let (x0, x1) = (x(a.min(b)), x(a.max(b)));
+        text(
+            out,
+            "tick",
+            left - 8.0,
+            top + 19.0,
+            "end",
+            field_label(w.field, l),
+        );
+        let _ = write!(
+            out,
+            "<rect class=\"bar bar-swing\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"18\"></rect>",
+            px(x0),
+            px(top + 6.0),
+            px((x1 - x0).max(1.0))
+        );
+    }
+    let _ = write!(
+        out,
+        "<line class=\"base\" x1=\"{0}\" x2=\"{0}\" y1=\"4\" y2=\"{1}\"></line>",
+        px(x(base)),
+        px(h - 30.0)
+    );
+    text(
+        out,
+        "tick",
+        x(base),
+        h - 14.0,
+        "middle",
+        &format_money(here, l, s.currency),
+    );
+    let rows: Vec<Vec<String>> = swings
         .iter()
         .map(|w| {
-            view! {
-                <tr>
-                    <th scope="row">{field_label(w.field, l)}</th>
-                    <td>{format_money(s.shown(w.low), l, s.currency)}</td>
-                    <td>{format_money(s.shown(w.high), l, s.currency)}</td>
-                    <td>{format_money(s.shown(w.width()), l, s.currency)}</td>
-                </tr>
-            }
+            vec![
+                field_label(w.field, l).to_owned(),
+                money(w.low),
+                money(w.high),
+                money(w.width()),
+            ]
         })
-        .collect_view();
-    view! {
-        <figure class="chart" id="chart-tornado">
-            <h3>{tr(l, "Sensibilidade (±20%)", "Sensitivity (±20%)")}</h3>
-            <svg viewBox=format!("0 0 {W} {h}") role="img" aria-labelledby="chart-tornado-title chart-tornado-desc">
-                <title id="chart-tornado-title">{tr(l, "Sensibilidade (±20%)", "Sensitivity (±20%)")}</title>
-                <desc id="chart-tornado-desc">{caption.clone()}</desc>
-                {bars}
-                <line class="base" x1=px(x(base)) x2=px(x(base)) y1="4" y2=px(h - 30.0)/>
-                <text class="tick" x=px(x(base)) y=px(h - 14.0) text-anchor="middle">{format_money(s.shown(annual_loss(o)), l, s.currency)}</text>
-            </svg>
-            <figcaption>{caption}</figcaption>
-            <details>
-                <summary>{tr(l, "Tabela", "Table")}</summary>
-                <table>
-                    <thead><tr>
-                        <th scope="col">{tr(l, "Entrada", "Input")}</th>
-                        <th scope="col">"−20%"</th>
-                        <th scope="col">"+20%"</th>
-                        <th scope="col">{tr(l, "Variação", "Swing")}</th>
-                    </tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </details>
-        </figure>
-    }
+        .collect();
+    close_figure(
+        out,
+        &caption,
+        None,
+        l,
+        &[
+            tr(l, "Entrada", "Input"),
+            "−20%",
+            "+20%",
+            tr(l, "Variação", "Swing"),
+        ],
+        &rows,
+    );
 }
 
 #[cfg(test)]
@@ -319,5 +435,29 @@ mod tests {
         assert_eq!(nice_ceiling(0.0), 1.0);
         assert_eq!(nice_ceiling(f64::NAN), 1.0);
         assert_eq!(px(f64::INFINITY), "0.0");
+    }
+
+    #[test]
+    fn the_reference_charts_are_complete_and_escaped() {
+        let s = Scenario::default();
+        let o = s.compute().unwrap_or_else(|_| unreachable!());
+        let html = charts_html(&s, &o, Locale::PtBr);
+        for id in ["chart-loss", "chart-breakdown", "chart-tornado"] {
+            assert!(
+                html.contains(&format!("<figure class=\"chart\" id=\"{id}\">")),
+                "{id}"
+            );
+        }
+        assert!(html.contains("você: R$ 1.782,00"));
+        assert_eq!(
+            html.matches("<figure").count(),
+            html.matches("</figure>").count()
+        );
+        assert_eq!(html.matches("<svg").count(), 3);
+        assert!(!html.contains("NaN") && !html.contains("inf"));
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 }

@@ -13,7 +13,7 @@ mod browser;
 pub mod calculator;
 mod charts;
 pub mod i18n;
-mod pages;
+pub mod pages;
 
 use i18n::{tr, Prefs};
 use idem_core::locale::Locale;
@@ -42,35 +42,64 @@ pub struct SavedView {
     pub created_ms: i64,
 }
 
-/// How the server looks saved scenarios up; it provides one as context so
-/// this crate needs no database.
-#[cfg(feature = "ssr")]
-#[derive(Clone)]
-#[allow(clippy::type_complexity)]
-pub struct ScenarioLoader(
-    pub  std::sync::Arc<
-        dyn Fn(
-                Vec<String>,
-            ) -> std::pin::Pin<
-                Box<dyn std::future::Future<Output = Result<Vec<SavedView>, String>> + Send>,
-            > + Send
-            + Sync,
-    >,
-);
+/// The saved scenarios a page names (`/s/{id}`, or `s=` ids on
+/// `/compare`), looked up by the server before it renders the page.
+///
+/// The page carries them as data attributes (`#page-data`), and the browser
+/// reads them back before hydrating, so hydration renders exactly what the
+/// server did without a second request, a `Suspense` or a serializer in the
+/// wasm (which the size budget has no room for).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageScenarios {
+    /// The scenarios found; unknown ids are absent.
+    pub found: Vec<SavedView>,
+    /// The lookup failed (the database was unreachable).
+    pub failed: bool,
+}
 
-/// Saved scenarios by id; unknown ids are left out of the answer.
-#[server]
-pub async fn load_scenarios(
-    /// The ids asked for (at most 12).
-    ids: Vec<String>,
-) -> Result<Vec<SavedView>, ServerFnError> {
-    // Bounded so a crafted compare link cannot ask for thousands of rows.
-    if ids.len() > 12 {
-        return Err(ServerFnError::new("at most 12 scenarios at a time"));
+impl PageScenarios {
+    /// The saved scenario with this id.
+    pub fn get(&self, id: &str) -> Option<&SavedView> {
+        self.found.iter().find(|v| v.id == id)
     }
-    let loader = use_context::<ScenarioLoader>()
-        .ok_or_else(|| ServerFnError::new("saved scenarios are not available"))?;
-    (loader.0)(ids).await.map_err(ServerFnError::new)
+}
+
+fn page_scenarios() -> PageScenarios {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<PageScenarios>().unwrap_or_default()
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        browser::read_page_scenarios()
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    {
+        PageScenarios::default()
+    }
+}
+
+/// The page's saved scenarios as data attributes (see [`PageScenarios`]).
+#[component]
+fn PageData(data: PageScenarios) -> impl IntoView {
+    view! {
+        <div id="page-data" hidden data-failed=data.failed.then_some("true")>
+            {data
+                .found
+                .into_iter()
+                .map(|v| {
+                    view! {
+                        <span
+                            data-id=v.id
+                            data-name=v.name
+                            data-query=v.query
+                            data-created=v.created_ms.to_string()
+                        ></span>
+                    }
+                })
+                .collect_view()}
+        </div>
+    }
 }
 
 /// The locale this page starts in: the server's choice for the request,
@@ -124,6 +153,8 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     let locale = RwSignal::new(initial_locale());
     provide_context(Prefs { locale });
+    let data = page_scenarios();
+    provide_context(data.clone());
     let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
     view! {
         <Stylesheet id="leptos" href="/pkg/idem.css"/>
@@ -145,6 +176,7 @@ pub fn App() -> impl IntoView {
                 </Routes>
             </main>
         </Router>
+        <PageData data/>
     }
 }
 

@@ -1,13 +1,15 @@
 //! The routed pages around the calculator.
 
 use crate::calculator::{encode_param, rows, Calculator};
+use crate::charts::esc;
 use crate::i18n::{tr, Prefs};
-use crate::{load_scenarios, SavedView};
+use crate::{PageScenarios, SavedView};
 use idem_core::locale::{format_count, format_decimal, format_money, Locale};
 use idem_core::scenario::{is_saved_id, parse_canonical, Field, Scenario};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use rust_decimal::Decimal;
+use std::fmt::Write;
 
 fn pairs(query: &str) -> Vec<(String, String)> {
     query
@@ -34,40 +36,24 @@ pub fn CalculatorPage() -> impl IntoView {
 #[component]
 pub fn SavedPage() -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
+    let data = expect_context::<PageScenarios>();
     let id = use_params_map().with_untracked(|p| p.get("id").unwrap_or_default());
-    let wanted = id.clone();
-    let data = Resource::new(
-        move || wanted.clone(),
-        |id| async move {
-            if is_saved_id(&id) {
-                load_scenarios(vec![id]).await
-            } else {
-                Ok(Vec::new())
-            }
-        },
-    );
-    view! {
-        <Suspense fallback=move || view! { <p>{move || tr(locale.get(), "Carregando…", "Loading…")}</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(found) => match found.into_iter().next() {
-                        Some(v) => view! { <Calculator initial=pairs(&v.query) saved=Some(v)/> }.into_any(),
-                        None => view! {
-                            <h1>{move || tr(locale.get(), "Cenário não encontrado", "Scenario not found")}</h1>
-                            <p class="scenario-error" role="alert">{move || tr(locale.get(),
-                                "Nenhum cenário salvo tem este link. Confira o endereço, ou monte o cenário de novo na calculadora.",
-                                "No saved scenario has this link. Check the address, or build the scenario again in the calculator.")}</p>
-                            <p><a href="/">{move || tr(locale.get(), "Abrir a calculadora", "Open the calculator")}</a></p>
-                        }.into_any(),
-                    },
-                    Err(_) => view! {
-                        <p class="scenario-error" role="alert">{move || tr(locale.get(),
-                            "Não foi possível ler os cenários salvos agora. Tente de novo em instantes.",
-                            "Saved scenarios cannot be read right now. Try again in a moment.")}</p>
-                    }.into_any(),
-                }
-            })}
-        </Suspense>
+    match data.get(&id).cloned() {
+        Some(v) => view! { <Calculator initial=pairs(&v.query) saved=Some(v)/> }.into_any(),
+        None if data.failed => view! {
+            <p class="scenario-error" role="alert">{move || tr(locale.get(),
+                "Não foi possível ler os cenários salvos agora. Tente de novo em instantes.",
+                "Saved scenarios cannot be read right now. Try again in a moment.")}</p>
+        }
+        .into_any(),
+        None => view! {
+            <h1>{move || tr(locale.get(), "Cenário não encontrado", "Scenario not found")}</h1>
+            <p class="scenario-error" role="alert">{move || tr(locale.get(),
+                "Nenhum cenário salvo tem este link. Confira o endereço, ou monte o cenário de novo na calculadora.",
+                "No saved scenario has this link. Check the address, or build the scenario again in the calculator.")}</p>
+            <p><a href="/" rel="external">{move || tr(locale.get(), "Abrir a calculadora", "Open the calculator")}</a></p>
+        }
+        .into_any(),
     }
 }
 
@@ -100,6 +86,23 @@ fn parse_ref(text: &str) -> Option<Ref> {
     Some(Ref::Query(q.to_owned()))
 }
 
+/// The saved-scenario ids among a compare page's `s` values, for the server
+/// to look up before rendering.
+pub fn saved_ids<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    values
+        .into_iter()
+        .filter_map(parse_ref)
+        .take(MAX_COLUMNS)
+        .filter_map(|r| match r {
+            Ref::Saved(id) if is_saved_id(&id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The most scenarios one comparison shows.
+pub const MAX_COLUMNS: usize = 12;
+
 impl Ref {
     fn param(&self) -> String {
         match self {
@@ -130,208 +133,188 @@ pub fn ComparePage() -> impl IntoView {
             .unwrap_or_default()
             .iter()
             .filter_map(|s| parse_ref(s))
-            .take(12)
+            .take(MAX_COLUMNS)
             .collect()
     });
-    let ids: Vec<String> = refs
-        .iter()
-        .filter_map(|r| match r {
-            Ref::Saved(id) if is_saved_id(id) => Some(id.clone()),
-            _ => None,
-        })
-        .collect();
-    let data = Resource::new(
-        move || ids.clone(),
-        |ids| async move {
-            if ids.is_empty() {
-                Ok(Vec::new())
-            } else {
-                load_scenarios(ids).await
-            }
-        },
-    );
+    let saved = expect_context::<PageScenarios>().found;
     view! {
         <h1>{move || tr(locale.get(), "Comparar cenários", "Compare scenarios")}</h1>
-        <Suspense fallback=move || view! { <p>{move || tr(locale.get(), "Carregando…", "Loading…")}</p> }>
-            {move || {
-                let refs = refs.clone();
-                Suspend::new(async move {
-                    let saved = data.await.unwrap_or_default();
-                    view! { <CompareTable refs saved/> }
-                })
-            }}
-        </Suspense>
+        <CompareTable refs saved/>
     }
 }
 
+/// The comparison, as markup set as inner HTML: a table of text with no
+/// event handlers, which as typed views cost the release wasm more than its
+/// budget allows. Every text that goes in (scenario names included) is
+/// escaped.
 #[component]
 fn CompareTable(refs: Vec<Ref>, saved: Vec<SavedView>) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
-    move || {
-        let l = locale.get();
-        let letter = |i: usize| char::from(b'A' + (i % 26) as u8);
-        let columns: Vec<Column> = refs
+    view! { <div class="compare-body" inner_html=move || compare_html(&refs, &saved, locale.get())></div> }
+}
+
+fn columns(refs: &[Ref], saved: &[SavedView], l: Locale) -> Vec<Column> {
+    let letter = |i: usize| char::from(b'A' + (i % 26) as u8);
+    let unnamed = |i: usize| format!("{} {}", tr(l, "Cenário", "Scenario"), letter(i));
+    let read = |q: &str| Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('=')));
+    refs.iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Ref::Saved(id) => match saved.iter().find(|v| &v.id == id) {
+                Some(v) => Column {
+                    label: if v.name.is_empty() {
+                        unnamed(i)
+                    } else {
+                        v.name.clone()
+                    },
+                    href: format!("/s/{id}"),
+                    scenario: read(&v.query).map_err(|e| e.to_string()),
+                },
+                None => Column {
+                    label: unnamed(i),
+                    href: format!("/s/{id}"),
+                    scenario: Err(tr(
+                        l,
+                        "cenário salvo não encontrado",
+                        "saved scenario not found",
+                    )
+                    .to_owned()),
+                },
+            },
+            Ref::Query(q) => Column {
+                label: unnamed(i),
+                href: format!("/?{q}"),
+                scenario: read(q)
+                    .map_err(|e| format!("{}: {e}", tr(l, "link inválido", "invalid link"))),
+            },
+        })
+        .collect()
+}
+
+/// The comparison's markup.
+fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
+    let mut out = String::new();
+    let columns = columns(refs, saved, l);
+    if columns.is_empty() {
+        let _ = write!(
+            out,
+            "<p>{}</p>",
+            esc(tr(l,
+                "Cole abaixo o link de um cenário (da calculadora ou salvo), ou abra a comparação pelo botão «Comparar» da calculadora.",
+                "Paste a scenario's link below (from the calculator, or a saved one), or open the comparison from the calculator's «Compare» button."))
+        );
+        add_form(&mut out, refs, l);
+        return out;
+    }
+    let computed: Vec<Option<(Scenario, Vec<crate::calculator::Row>)>> = columns
+        .iter()
+        .map(|c| {
+            let s = c.scenario.as_ref().ok()?;
+            let o = s.compute().ok()?;
+            Some((s.clone(), rows(s, &o, l)))
+        })
+        .collect();
+    let _ = write!(
+        out,
+        "<p class=\"note\">{}</p><div class=\"compare-scroll\"><table class=\"compare\" id=\"compare-table\"><thead><tr><th scope=\"col\">{}</th>",
+        esc(tr(l, "Diferenças em relação ao primeiro cenário: absoluta e relativa.", "Differences from the first scenario: absolute and relative.")),
+        esc(tr(l, "Cenário", "Scenario")),
+    );
+    for (i, c) in columns.iter().enumerate() {
+        let rest: Vec<Ref> = refs
             .iter()
             .enumerate()
-            .map(|(i, r)| match r {
-                Ref::Saved(id) => match saved.iter().find(|v| &v.id == id) {
-                    Some(v) => Column {
-                        label: if v.name.is_empty() {
-                            format!("{} {}", tr(l, "Cenário", "Scenario"), letter(i))
-                        } else {
-                            v.name.clone()
-                        },
-                        href: format!("/s/{id}"),
-                        scenario: Scenario::from_query(
-                            v.query.split('&').filter_map(|kv| kv.split_once('=')),
-                        )
-                        .map_err(|e| e.to_string()),
-                    },
-                    None => Column {
-                        label: format!("{} {}", tr(l, "Cenário", "Scenario"), letter(i)),
-                        href: format!("/s/{id}"),
-                        scenario: Err(tr(
-                            l,
-                            "cenário salvo não encontrado",
-                            "saved scenario not found",
-                        )
-                        .to_owned()),
-                    },
-                },
-                Ref::Query(q) => Column {
-                    label: format!("{} {}", tr(l, "Cenário", "Scenario"), letter(i)),
-                    href: format!("/?{q}"),
-                    scenario: Scenario::from_query(
-                        q.split('&').filter_map(|kv| kv.split_once('=')),
-                    )
-                    .map_err(|e| format!("{}: {e}", tr(l, "link inválido", "invalid link"))),
-                },
-            })
+            .filter(|(j, _)| *j != i)
+            .map(|(_, r)| r.clone())
             .collect();
-        let add_form = add_form(&refs, l);
-        if columns.is_empty() {
-            return view! {
-                <p>{tr(l,
-                    "Cole abaixo o link de um cenário (da calculadora ou salvo), ou abra a comparação pelo botão «Comparar» da calculadora.",
-                    "Paste a scenario's link below (from the calculator, or a saved one), or open the comparison from the calculator's «Compare» button.")}</p>
-                {add_form}
-            }
-            .into_any();
+        let _ = write!(
+            out,
+            "<th scope=\"col\"><a class=\"scenario-link\" rel=\"external\" href=\"{}\">{}</a> <a class=\"remove\" rel=\"external\" href=\"{}\" title=\"{}\">×</a>",
+            esc(&c.href),
+            esc(&c.label),
+            esc(&compare_href(&rest)),
+            esc(tr(l, "Tirar da comparação", "Remove from the comparison")),
+        );
+        if let Err(e) = &c.scenario {
+            let _ = write!(
+                out,
+                "<p class=\"scenario-error\" role=\"alert\">{}</p>",
+                esc(e)
+            );
         }
-        let computed: Vec<Option<(Scenario, Vec<crate::calculator::Row>)>> = columns
-            .iter()
-            .map(|c| {
-                let s = c.scenario.as_ref().ok()?;
-                let o = s.compute().ok()?;
-                Some((s.clone(), rows(s, &o, l)))
-            })
-            .collect();
-        let base = computed.first().cloned().flatten();
-        // Inputs worth a row: the duplicate rate always, the others where
-        // any two scenarios differ.
-        let input_rows = Field::ALL
-            .into_iter()
-            .filter(|f| {
-                let vals: Vec<Option<Decimal>> = computed
-                    .iter()
-                    .flatten()
-                    .map(|(s, _)| f.get(s).map(|d| d.normalize()))
-                    .collect();
-                *f == Field::DuplicateRate || vals.windows(2).any(|w| w[0] != w[1])
-            })
-            .map(|f| {
-                let cells = computed
-                    .iter()
-                    .map(|c| match c {
-                        Some((s, _)) => f
-                            .get(s)
-                            .map(|v| crate::calculator::display_text(f, v, l))
-                            .unwrap_or_else(|| "—".into()),
-                        None => "—".into(),
-                    })
-                    .map(|v| view! { <td>{v}</td> })
-                    .collect_view();
-                view! { <tr class="input-row"><th scope="row">{crate::i18n::field_label(f, l)}</th>{cells}</tr> }
-            })
-            .collect_view();
-        let output_keys: Vec<(&'static str, &'static str)> = computed
+        out.push_str("</th>");
+    }
+    out.push_str("</tr></thead><tbody>");
+    // Inputs worth a row: the duplicate rate always, the others where any
+    // two scenarios differ.
+    for f in Field::ALL {
+        let vals: Vec<Option<Decimal>> = computed
             .iter()
             .flatten()
-            .flat_map(|(_, rs)| rs.iter().map(|r| (r.key, r.label)))
-            .fold(Vec::new(), |mut acc, k| {
-                if !acc.iter().any(|(key, _)| *key == k.0) {
-                    acc.push(k);
-                }
-                acc
-            });
-        let output_rows = output_keys
-            .into_iter()
-            .map(|(key, label)| {
-                let base_row = base.as_ref().and_then(|(s, rs)| {
-                    rs.iter()
-                        .find(|r| r.key == key)
-                        .map(|r| (s.currency, r.exact.clone()))
-                });
-                let cells = computed
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let row = c
-                            .as_ref()
-                            .and_then(|(s, rs)| rs.iter().find(|r| r.key == key).map(|r| (s, r)));
-                        let Some((s, r)) = row else {
-                            return view! { <td>"—"</td> }.into_any();
-                        };
-                        let delta = (i > 0)
-                            .then(|| delta_text(key, base_row.as_ref(), s, &r.exact, l))
-                            .flatten();
-                        view! {
-                            <td data-key=key>
-                                <span class="value">{r.value.clone()}</span>
-                                {delta.map(|d| view! { <span class="delta">{d}</span> })}
-                            </td>
-                        }
-                        .into_any()
-                    })
-                    .collect_view();
-                view! { <tr data-key=key><th scope="row">{label}</th>{cells}</tr> }
-            })
-            .collect_view();
-        let headers = columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let rest: Vec<Ref> = refs
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .map(|(_, r)| r.clone())
-                    .collect();
-                let error = c.scenario.as_ref().err().cloned();
-                view! {
-                    <th scope="col">
-                        <a class="scenario-link" rel="external" href=c.href.clone()>{c.label.clone()}</a>
-                        " "
-                        <a class="remove" rel="external" href=compare_href(&rest) title=tr(l, "Tirar da comparação", "Remove from the comparison")>"×"</a>
-                        {error.map(|e| view! { <p class="scenario-error" role="alert">{e}</p> })}
-                    </th>
-                }
-            })
-            .collect_view();
-        view! {
-            <p class="note">{tr(l,
-                "Diferenças em relação ao primeiro cenário: absoluta e relativa.",
-                "Differences from the first scenario: absolute and relative.")}</p>
-            <div class="compare-scroll">
-                <table class="compare" id="compare-table">
-                    <thead><tr><th scope="col">{tr(l, "Cenário", "Scenario")}</th>{headers}</tr></thead>
-                    <tbody>{input_rows}{output_rows}</tbody>
-                </table>
-            </div>
-            {add_form}
+            .map(|(s, _)| f.get(s).map(|d| d.normalize()))
+            .collect();
+        if f != Field::DuplicateRate && !vals.windows(2).any(|w| w[0] != w[1]) {
+            continue;
         }
-        .into_any()
+        let _ = write!(
+            out,
+            "<tr class=\"input-row\"><th scope=\"row\">{}</th>",
+            esc(crate::i18n::field_label(f, l))
+        );
+        for c in &computed {
+            let v = c.as_ref().and_then(|(s, _)| f.get(s)).map_or_else(
+                || "—".to_owned(),
+                |v| crate::calculator::display_text(f, v, l),
+            );
+            let _ = write!(out, "<td>{}</td>", esc(&v));
+        }
+        out.push_str("</tr>");
     }
+    let base = computed.first().cloned().flatten();
+    let mut keys: Vec<(&'static str, &'static str)> = Vec::new();
+    for (_, rs) in computed.iter().flatten() {
+        for r in rs {
+            if !keys.iter().any(|(k, _)| *k == r.key) {
+                keys.push((r.key, r.label));
+            }
+        }
+    }
+    for (key, label) in keys {
+        let base_row = base.as_ref().and_then(|(s, rs)| {
+            rs.iter()
+                .find(|r| r.key == key)
+                .map(|r| (s.currency, r.exact.clone()))
+        });
+        let _ = write!(
+            out,
+            "<tr data-key=\"{key}\"><th scope=\"row\">{}</th>",
+            esc(label)
+        );
+        for (i, c) in computed.iter().enumerate() {
+            let row = c
+                .as_ref()
+                .and_then(|(s, rs)| rs.iter().find(|r| r.key == key).map(|r| (s, r)));
+            let Some((s, r)) = row else {
+                out.push_str("<td>—</td>");
+                continue;
+            };
+            let _ = write!(
+                out,
+                "<td data-key=\"{key}\"><span class=\"value\">{}</span>",
+                esc(&r.value)
+            );
+            if i > 0 {
+                if let Some(d) = delta_text(key, base_row.as_ref(), s, &r.exact, l) {
+                    let _ = write!(out, "<span class=\"delta\">{}</span>", esc(&d));
+                }
+            }
+            out.push_str("</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
+    add_form(&mut out, refs, l);
+    out
 }
 
 /// "+R$ 123,75 (−83,33%)" against the base column, when both are numbers in
@@ -386,48 +369,57 @@ fn delta_text(
     Some(format!("Δ {abs}{rel}").replace('-', "−"))
 }
 
-fn add_form(refs: &[Ref], l: Locale) -> impl IntoView {
-    let hidden = refs
-        .iter()
-        .map(|r| {
-            let value = match r {
-                Ref::Saved(id) => id.clone(),
-                Ref::Query(q) => q.clone(),
-            };
-            view! { <input type="hidden" name="s" value=value/> }
-        })
-        .collect_view();
+fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
+    out.push_str("<form class=\"compare-add\" method=\"get\" action=\"/compare\">");
+    for r in refs {
+        let value = match r {
+            Ref::Saved(id) => id.clone(),
+            Ref::Query(q) => q.clone(),
+        };
+        let _ = write!(
+            out,
+            "<input type=\"hidden\" name=\"s\" value=\"{}\">",
+            esc(&value)
+        );
+    }
+    let _ = write!(
+        out,
+        "<label for=\"compare-add\">{}</label><input id=\"compare-add\" name=\"s\" type=\"text\" autocomplete=\"off\" placeholder=\"/s/… · /?v=1&amp;…\"><button type=\"submit\">{}</button> ",
+        esc(tr(l, "Adicionar cenário (link ou id salvo)", "Add a scenario (link or saved id)")),
+        esc(tr(l, "Adicionar", "Add")),
+    );
     // Quick variants of the first scenario: the same with fewer duplicates.
-    let variants = refs.first().and_then(|first| match first {
+    let first = refs.first().and_then(|first| match first {
         Ref::Query(q) => {
             Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('='))).ok()
         }
         Ref::Saved(_) => None,
     });
-    let quick = variants.map(|s| {
-        [("0.5", "com 0,5% de duplicatas", "with 0.5% duplicates"), ("0", "com idem (0% de duplicatas)", "with idem (0% duplicates)")]
-            .into_iter()
-            .filter_map(|(rate, pt, en)| {
-                let mut v = s.clone();
-                v.inputs.duplicate_rate_pct = parse_canonical(rate)?;
-                (v != s).then(|| {
-                    let mut all = refs.to_vec();
-                    all.push(Ref::Query(v.to_query()));
-                    view! { <a class="quick-add" rel="external" href=compare_href(&all)>{format!("+ {}", tr(l, pt, en))}</a> }
-                })
-            })
-            .collect_view()
-    });
-    view! {
-        <form class="compare-add" method="get" action="/compare">
-            {hidden}
-            <label for="compare-add">{tr(l, "Adicionar cenário (link ou id salvo)", "Add a scenario (link or saved id)")}</label>
-            <input id="compare-add" name="s" type="text" autocomplete="off" placeholder="/s/… · /?v=1&…"/>
-            <button type="submit">{tr(l, "Adicionar", "Add")}</button>
-            " "
-            {quick}
-        </form>
+    if let Some(s) = first {
+        for (rate, pt, en) in [
+            ("0.5", "com 0,5% de duplicatas", "with 0.5% duplicates"),
+            (
+                "0",
+                "com idem (0% de duplicatas)",
+                "with idem (0% duplicates)",
+            ),
+        ] {
+            let mut v = s.clone();
+            v.inputs.duplicate_rate_pct = parse_canonical(rate).unwrap_or_default();
+            if v == s {
+                continue;
+            }
+            let mut all = refs.to_vec();
+            all.push(Ref::Query(v.to_query()));
+            let _ = write!(
+                out,
+                "<a class=\"quick-add\" rel=\"external\" href=\"{}\">+ {}</a> ",
+                esc(&compare_href(&all)),
+                esc(tr(l, pt, en))
+            );
+        }
     }
+    out.push_str("</form>");
 }
 
 /// Any other path.

@@ -7,7 +7,7 @@
 
 use crate::web::ApiState;
 use app::i18n::{field_label, RequestLocale, LOCALE_COOKIE};
-use app::{SavedView, ScenarioLoader};
+use app::{PageScenarios, SavedView};
 use axum::extract::{Query, State};
 use axum::http::{header, request::Parts, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -17,7 +17,6 @@ use idem_core::scenario::{Field, Scenario};
 use idem_core::TenantId;
 use idem_store::{SavedScenario, Store};
 use leptos::prelude::{provide_context, use_context};
-use std::sync::Arc;
 
 /// The tenant that owns scenarios saved from the dashboard. Every statement
 /// stays tenant-scoped; the dashboard is one more tenant of the store.
@@ -65,13 +64,10 @@ fn locale_cookie(l: Locale) -> HeaderValue {
     })
 }
 
-/// What every page render (and server function) gets in its context: the
-/// request's locale, and the loader for saved scenarios.
-pub fn page_context(store: Store) -> impl Fn() + Clone + Send + Sync + 'static {
-    let loader = ScenarioLoader(Arc::new(move |ids: Vec<String>| {
-        let store = store.clone();
-        Box::pin(async move { load(&store, ids).await })
-    }));
+/// What every page render gets in its context: the request's locale (also
+/// kept in a cookie when the query asked for it), and the saved scenarios
+/// [`resolve_saved`] looked up.
+pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
     move || {
         if let Some(parts) = use_context::<Parts>() {
             let (locale, asked) = request_locale(&parts);
@@ -81,9 +77,64 @@ pub fn page_context(store: Store) -> impl Fn() + Clone + Send + Sync + 'static {
                     res.insert_header(header::SET_COOKIE, locale_cookie(locale));
                 }
             }
+            provide_context(
+                parts
+                    .extensions
+                    .get::<PageScenarios>()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
         }
-        provide_context(loader.clone());
     }
+}
+
+/// Middleware: before a page that shows saved scenarios renders (`/s/{id}`,
+/// `/compare?s=...`), looks them up and hands them to the render through
+/// the request's extensions. An unknown `/s/{id}` answers 404 (with the
+/// page that says so).
+pub async fn resolve_saved(
+    State(api): State<ApiState>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path();
+    let single = path.strip_prefix("/s/").map(str::to_owned);
+    let ids = match (&single, path) {
+        (Some(id), _) => vec![id.clone()],
+        (None, "/compare") => {
+            let pairs = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+                .map(|q| q.0)
+                .unwrap_or_default();
+            app::pages::saved_ids(
+                pairs
+                    .iter()
+                    .filter(|(k, _)| k == "s")
+                    .map(|(_, v)| v.as_str()),
+            )
+        }
+        _ => return next.run(req).await,
+    };
+    let ids: Vec<String> = ids
+        .into_iter()
+        .filter(|id| idem_core::scenario::is_saved_id(id))
+        .collect();
+    let data = match load(&api.store, ids).await {
+        Ok(found) => PageScenarios {
+            found,
+            failed: false,
+        },
+        Err(_) => PageScenarios {
+            found: Vec::new(),
+            failed: true,
+        },
+    };
+    let missing = single.is_some() && data.found.is_empty() && !data.failed;
+    req.extensions_mut().insert(data);
+    let mut res = next.run(req).await;
+    if missing {
+        *res.status_mut() = StatusCode::NOT_FOUND;
+    }
+    res
 }
 
 #[tracing::instrument(level = "debug", skip(store))]

@@ -63,6 +63,18 @@ pub fn leptos_options(addr: Option<&str>) -> anyhow::Result<LeptosOptions> {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();
+    // The pages: saved scenarios are looked up before a page renders.
+    let pages = Router::new()
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            crate::dashboard::page_context(),
+            move || shell(options.clone()),
+        )
+        .route_layer(from_fn_with_state(
+            state.api.clone(),
+            crate::dashboard::resolve_saved,
+        ));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -73,12 +85,7 @@ pub fn router(state: AppState) -> Router {
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe))
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            crate::dashboard::page_context(state.api.store.clone()),
-            move || shell(options.clone()),
-        )
+        .merge(pages)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)
 }

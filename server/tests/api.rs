@@ -210,6 +210,7 @@ both!(
     bad_input_is_a_4xx_problem_that_says_what_to_fix,
     metrics_openapi_and_probes,
     a_store_failure_is_a_503_that_leaks_nothing,
+    dashboard_saves_shows_compares_and_exports_scenarios,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1034,4 +1035,123 @@ async fn a_store_failure_is_a_503_that_leaks_nothing(s: &Srv) {
         s.http.get(s.url("/readyz")).send().await.unwrap().status(),
         503
     );
+}
+
+/// The dashboard's own routes: save (303 to a short link, idempotent), the
+/// saved page (200, 404 for an unknown id), compare, CSV, the locale cookie.
+async fn dashboard_saves_shows_compares_and_exports_scenarios(s: &Srv) {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let save = |q: &'static str, name: &'static str| {
+        http.post(format!("{}/s", s.base))
+            .form(&[("q", q), ("name", name)])
+            .send()
+    };
+    let res = save("v=1&d=0.5", "contrato").await.unwrap();
+    assert_eq!(res.status(), 303);
+    let link = res.headers()["location"].to_str().unwrap().to_owned();
+    assert!(link.starts_with("/s/") && link.len() == 15, "{link}");
+    // Saving the same scenario under the same name lands on the same link.
+    let again = save("v=1&d=0.5", "contrato").await.unwrap();
+    assert_eq!(again.headers()["location"], link.as_str());
+    let other = save("v=1&d=0.5", "outro nome").await.unwrap();
+    assert_ne!(other.headers()["location"], link.as_str());
+
+    let page = http.get(format!("{}{link}", s.base)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("R$ 24,75") && html.contains("contrato"),
+        "saved numbers and name"
+    );
+    assert!(
+        html.contains(&format!("data-id=\"{}\"", &link[3..])),
+        "page data for hydration"
+    );
+
+    let missing = http
+        .get(format!("{}/s/000000000000", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    assert!(missing
+        .text()
+        .await
+        .unwrap()
+        .contains("Cenário não encontrado"));
+
+    // Bad saves are refused with a reason, never a 5xx.
+    for (q, name) in [
+        ("v=1&d=150", ""),
+        ("v=9", ""),
+        ("d=x", ""),
+        ("v=1", "\u{7}bell"),
+    ] {
+        let res = save(q, name).await.unwrap();
+        assert_eq!(res.status(), 422, "{q} {name:?}");
+        assert!(!res.text().await.unwrap().is_empty());
+    }
+
+    // Compare: a saved id and a link, with the delta against the first.
+    let cmp = http
+        .get(format!("{}/compare?s=v%3D1&s={}", s.base, &link[3..]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cmp.status(), 200);
+    let html = cmp.text().await.unwrap();
+    assert!(
+        html.contains("Δ −R$ 123,75 (−83,33%)"),
+        "delta against the first column"
+    );
+
+    // CSV, in the page's language.
+    let csv = http
+        .get(format!("{}/export.csv?v=1&d=0.5&lang=en-US", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(csv.status(), 200);
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    assert!(csv.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .starts_with("attachment"));
+    let body = csv.text().await.unwrap();
+    assert!(
+        body.contains("output,monthly_token_waste,Tokens burnt per month,24.75,R$24.75\n"),
+        "{body}"
+    );
+    let bad = http
+        .get(format!("{}/export.csv?d=-1", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+
+    // The locale: `lang` in the query renders English and keeps a cookie;
+    // the cookie alone then renders English.
+    let en = http
+        .get(format!("{}/?lang=en-US", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(en.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .starts_with("idem_lang=en-US"));
+    assert!(en.text().await.unwrap().contains("<html lang=\"en-US\""));
+    let by_cookie = http
+        .get(format!("{}/", s.base))
+        .header("cookie", "idem_lang=en-US")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(by_cookie.contains("R$1,782.00"));
 }

@@ -57,7 +57,7 @@ async fn scenario_in_the_query_renders_and_bad_input_explains_itself() {
         .await
         .unwrap();
     assert!(
-        html.contains("above 100"),
+        html.contains("no máximo 100"),
         "a rate above 100% explains itself"
     );
     assert!(!html.contains("NaN"));
