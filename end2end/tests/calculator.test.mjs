@@ -2,15 +2,12 @@
 // hydration, then live recomputation in the browser.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, openPage, hydrated, BASE_URL, ARTIFACTS } from './helpers.mjs';
+import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-const text = (page, key) => page.locator(`#out-${key}`).innerText();
-const waitOut = (page, key, want) => page.waitForFunction(
-  ([k, w]) => document.querySelector(`#out-${k}`)?.textContent === w, [key, want]);
 
 const REFERENCE = {
   cost_per_call: 'R$ 0,165',

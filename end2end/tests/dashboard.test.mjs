@@ -3,15 +3,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { launch, openPage, hydrated, BASE_URL, ARTIFACTS } from './helpers.mjs';
+import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
-const text = (page, key) => page.locator(`#out-${key}`).innerText();
-const waitOut = (page, key, want) => page.waitForFunction(
-  ([k, w]) => document.querySelector(`#out-${k}`)?.textContent === w, [key, want]);
 
 test('English by the visible switch: numbers, inputs, address bar and cookie follow', async () => {
   const { context, page, errors } = await openPage(browser, '/?v=1&d=0.5');

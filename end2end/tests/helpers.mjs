@@ -34,3 +34,10 @@ export async function openPage(browser, path = '/') {
 export async function hydrated(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 20000 });
 }
+
+/** The text of an output of the calculator (`#out-<key>`). */
+export const text = (page, key) => page.locator(`#out-${key}`).innerText();
+
+/** Waits until an output of the calculator shows `want`. */
+export const waitOut = (page, key, want) => page.waitForFunction(
+  ([k, w]) => document.querySelector(`#out-${k}`)?.textContent === w, [key, want]);

@@ -31,6 +31,10 @@ enum Command {
     Purge(PurgeArgs),
     /// Show a tenant's retention, or change it with the options.
     Retention(RetentionArgs),
+    /// Scan a codebase for idempotency keys built from per-attempt values
+    /// (uuid4, the clock, delivery ids, a hash of model output); exit 1 when
+    /// any is found.
+    Audit(crate::audit::AuditArgs),
     /// Manage tenants.
     Tenant {
         #[command(subcommand)]
@@ -195,6 +199,7 @@ pub fn main() -> ExitCode {
             command: KeyCommand::Derive(args),
         } => crate::key_cmd::run(&args),
         Command::Cost(args) => crate::cost_cmd::run(&args),
+        Command::Audit(args) => crate::audit::run(&args),
         Command::Serve(args) => run_async(crate::web::serve_cmd(args)),
         Command::Migrate(args) => run_async(migrate(args)),
         Command::Purge(args) => run_async(purge(args)),

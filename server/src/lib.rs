@@ -5,6 +5,7 @@
 #![recursion_limit = "512"]
 
 pub mod api;
+pub mod audit;
 pub mod cli;
 mod cost_cmd;
 pub mod dashboard;
