@@ -35,6 +35,9 @@ enum Command {
     /// (uuid4, the clock, delivery ids, a hash of model output); exit 1 when
     /// any is found.
     Audit(crate::audit::AuditArgs),
+    /// Run N conversations through a redelivering queue and a demo payment
+    /// provider with each key strategy, and report duplicate charges.
+    Simulate(crate::simulate::SimulateArgs),
     /// Manage tenants.
     Tenant {
         #[command(subcommand)]
@@ -200,6 +203,10 @@ pub fn main() -> ExitCode {
         } => crate::key_cmd::run(&args),
         Command::Cost(args) => crate::cost_cmd::run(&args),
         Command::Audit(args) => crate::audit::run(&args),
+        Command::Simulate(args) => {
+            init_tracing();
+            crate::simulate::run(&args)
+        }
         Command::Serve(args) => run_async(crate::web::serve_cmd(args)),
         Command::Migrate(args) => run_async(migrate(args)),
         Command::Purge(args) => run_async(purge(args)),
@@ -210,17 +217,25 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
-    init_tracing();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+/// The multi-threaded runtime the async commands run on; says why when it
+/// cannot start.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
+        Ok(rt) => Some(rt),
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
+            None
         }
+    }
+}
+
+fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+    init_tracing();
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
     };
     match rt.block_on(fut) {
         Ok(()) => ExitCode::SUCCESS,
@@ -231,7 +246,7 @@ fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
     }
 }
 
-fn init_tracing() {
+pub(crate) fn init_tracing() {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter =

@@ -12,4 +12,5 @@ pub mod dashboard;
 mod key_cmd;
 pub mod metrics;
 pub mod secret;
+pub mod simulate;
 pub mod web;

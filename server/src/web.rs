@@ -127,34 +127,47 @@ async fn shutdown() {
     tracing::info!("shutting down");
 }
 
-/// `idem serve`: open the database, load the secret and catalog, listen.
-pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
-    let url = args.db.url()?;
-    let (secret, created) = crate::secret::for_serve(&args.db.data_dir)?;
+/// Opens the database of `db` (migrated), loads its secret, and builds the
+/// state `idem serve` and `idem simulate` run on.
+pub async fn open_state(
+    db: &crate::cli::DbArgs,
+    catalog: idem_core::Catalog,
+    addr: Option<&str>,
+) -> anyhow::Result<AppState> {
+    let url = db.url()?;
+    let (secret, created) = crate::secret::for_serve(&db.data_dir)?;
     if created {
         tracing::info!(
-            path = %args.db.data_dir.join(crate::secret::FILE).display(),
+            path = %db.data_dir.join(crate::secret::FILE).display(),
             "created a random HMAC secret for this data directory (export it as {} to derive the same keys elsewhere)",
             crate::secret::ENV
         );
     }
-    let catalog = Arc::new(args.catalog.load()?);
+    let catalog = Arc::new(catalog);
     let deriver = Arc::new(KeyDeriver::new(&secret));
     let store = Store::connect(&url, Options::new(catalog.clone(), deriver.clone())).await?;
     store.migrate().await?;
-    let metrics = Arc::new(Metrics::new());
-    let maintenance = tokio::spawn(maintain(store.clone(), metrics.clone(), args.purge_every));
-    let leptos_options = leptos_options(args.addr.as_deref())?;
-    let addr = leptos_options.site_addr;
-    let state = AppState {
-        leptos_options,
+    Ok(AppState {
+        leptos_options: leptos_options(addr)?,
         api: ApiState {
-            store: store.clone(),
+            store,
             catalog,
             deriver,
-            metrics,
+            metrics: Arc::new(Metrics::new()),
         },
-    };
+    })
+}
+
+/// `idem serve`: open the database, load the secret and catalog, listen.
+pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
+    let state = open_state(&args.db, args.catalog.load()?, args.addr.as_deref()).await?;
+    let store = state.api.store.clone();
+    let maintenance = tokio::spawn(maintain(
+        store.clone(),
+        state.api.metrics.clone(),
+        args.purge_every,
+    ));
+    let addr = state.leptos_options.site_addr;
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;

@@ -665,6 +665,16 @@ macro_rules! backend {
                 .await
         }
 
+        pub(crate) async fn list_demo_charges(
+            c: &mut Conn,
+            tenant: &str,
+        ) -> R<Vec<crate::model::DemoCharge>> {
+            sqlx::query_as::<$db, crate::model::DemoCharge>(q::LIST_DEMO_CHARGES)
+                .bind(tenant)
+                .fetch_all(&mut *c)
+                .await
+        }
+
         pub(crate) async fn find_token(c: &mut Conn, tenant: &str, hash: &str) -> R<bool> {
             sqlx::query::<$db>(q::FIND_TOKEN)
                 .bind(tenant)

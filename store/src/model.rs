@@ -289,9 +289,10 @@ impl Default for Retention {
 }
 
 /// A charge the demo payment provider executed (its ledger row).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct DemoCharge {
     /// The charge id the provider minted.
+    #[sqlx(rename = "charge_id")]
     pub id: String,
     /// Amount in cents (positive).
     pub amount_cents: i64,

@@ -512,6 +512,11 @@ impl Session {
         Ok(on!(self.count_demo_charges(tenant.as_str()))?)
     }
 
+    /// Every charge the demo provider executed for the tenant, oldest first.
+    pub async fn demo_charges(&mut self, tenant: &TenantId) -> Result<Vec<DemoCharge>, Error> {
+        Ok(on!(self.list_demo_charges(tenant.as_str()))?)
+    }
+
     // ---- saved dashboard scenarios --------------------------------------
 
     /// Saves a scenario under its content-derived id and returns the stored

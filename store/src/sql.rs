@@ -349,6 +349,13 @@ values ($1, $2, $3, $4, $5, $6)";
 select count(*) as n from demo_charges
 where tenant_id = $1";
 
+    /// Every charge the demo provider executed for a tenant (the simulator
+    /// compares them with what each conversation asked for).
+    pub const LIST_DEMO_CHARGES: &str = "\
+select charge_id, amount_cents, currency, customer, created_ms from demo_charges
+where tenant_id = $1
+order by created_ms, charge_id";
+
     /// Saves a dashboard scenario. The id is derived from the content, so a
     /// conflict means this very scenario was saved before: keep that row.
     pub const INSERT_SCENARIO: &str = "\
@@ -502,6 +509,7 @@ pub const ALL: &[(&str, &str)] = {
         ("FIND_TOKEN", FIND_TOKEN),
         ("INSERT_DEMO_CHARGE", INSERT_DEMO_CHARGE),
         ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
+        ("LIST_DEMO_CHARGES", LIST_DEMO_CHARGES),
         ("INSERT_SCENARIO", INSERT_SCENARIO),
         ("SELECT_SCENARIO", SELECT_SCENARIO),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),

@@ -1,0 +1,578 @@
+//! `idem simulate`: the restart test at scale. N conversations go through a
+//! simulated agent worker and a queue that redelivers on timeout or crash;
+//! the worker extracts a charge with a model stub whose output varies
+//! between attempts, then charges through the demo payment provider with an
+//! Idempotency-Key made by one of four strategies. The provider's ledger
+//! says what really happened.
+//!
+//! Everything goes through the real store and the real HTTP API (a server
+//! on 127.0.0.1, port 0, in this process), so a dashboard on the same
+//! database shows the traffic. Each conversation draws its faults from its
+//! own generator seeded by `--seed`, so a run is reproducible whatever the
+//! concurrency, and every strategy meets the same faults.
+
+use crate::cli::DbArgs;
+use idem_core::cost::{self, CostInputs};
+use idem_core::TenantId;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a worker makes its Idempotency-Key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// A random UUID per attempt.
+    Random,
+    /// The attempt's clock.
+    Clock,
+    /// A hash of the model's output.
+    ModelHash,
+    /// idem: record the intent first, charge with its key and frozen payload.
+    Idem,
+}
+
+/// `idem simulate` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimulateArgs {
+    /// Conversations to run per strategy.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub conversations: u32,
+    /// Seed of every random choice: the same seed gives the same report.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Strategies to compare, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "random,clock,model-hash,idem"
+    )]
+    pub strategies: Vec<Strategy>,
+    /// Rate of provider timeouts after executing (the charge happens, the
+    /// answer is lost, the queue redelivers).
+    #[arg(long, default_value_t = 0.05, value_parser = rate)]
+    pub timeout_rate: f64,
+    /// Rate of worker crashes before recording the intent.
+    #[arg(long, default_value_t = 0.02, value_parser = rate)]
+    pub crash_before_rate: f64,
+    /// Rate of worker crashes after recording the intent, before charging.
+    #[arg(long, default_value_t = 0.02, value_parser = rate)]
+    pub crash_after_rate: f64,
+    /// Rate of duplicate deliveries of an acknowledged message.
+    #[arg(long, default_value_t = 0.03, value_parser = rate)]
+    pub duplicate_rate: f64,
+    /// Rate of a redelivery to a second worker while the first still runs.
+    #[arg(long, default_value_t = 0.01, value_parser = rate)]
+    pub concurrent_rate: f64,
+    /// Rate at which a retried extraction changes the amount or destination.
+    #[arg(long, default_value_t = 0.1, value_parser = rate)]
+    pub divergence_rate: f64,
+    /// Conversations in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=512))]
+    pub concurrency: u32,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+fn rate(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number between 0 and 1"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is not between 0 and 1"))
+    }
+}
+
+/// Attempts per message before the queue dead-letters it.
+const MAX_DELIVERIES: u32 = 12;
+
+/// What one strategy did.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StrategyReport {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The tenant its traffic went to.
+    pub tenant: String,
+    /// Conversations run.
+    pub conversations: u64,
+    /// Deliveries of their messages (first deliveries included).
+    pub deliveries: u64,
+    /// Model calls (one per delivery that reached the model).
+    pub model_calls: u64,
+    /// Model calls beyond one per conversation.
+    pub wasted_model_calls: u64,
+    /// Cost of the wasted calls at the reference scenario's prices.
+    pub wasted_model_cost: String,
+    /// Charges the provider executed (its ledger).
+    pub charges_executed: u64,
+    /// Charges beyond one per conversation.
+    pub duplicate_charges: u64,
+    /// Conversations charged more than once.
+    pub conversations_charged_twice: u64,
+    /// Money charged more than once, in BRL.
+    pub duplicated_amount: String,
+    /// Charges whose amount or destination differs from the conversation's
+    /// first charge (a retried extraction that changed, charged again).
+    pub divergent_charges: u64,
+    /// Conversations never charged (dead-lettered).
+    pub conversations_not_charged: u64,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Report {
+    /// The seed.
+    pub seed: u64,
+    /// One entry per strategy, in the order asked.
+    pub strategies: Vec<StrategyReport>,
+}
+
+/// What a conversation asks for.
+#[derive(Debug, Clone)]
+struct Truth {
+    reference: String,
+    amount_cents: i64,
+    destination: String,
+}
+
+fn truth(seed: u64, i: u32) -> Truth {
+    let mut rng = StdRng::seed_from_u64(seed ^ (u64::from(i) << 20) ^ 0x5eed);
+    Truth {
+        reference: format!("conv-{i}"),
+        amount_cents: rng.gen_range(1_000..500_000),
+        destination: format!("cliente{i}@example.com"),
+    }
+}
+
+/// What the model stub extracted on one attempt.
+struct Extraction {
+    amount_cents: i64,
+    destination: String,
+    text: String,
+}
+
+const PHRASES: [&str; 4] = [
+    "Cobrar {v} de {d}.",
+    "Por favor, gere a cobrança de {v} para {d}.",
+    "O cliente pediu: cobrança Pix de {v}, chave {d}.",
+    "Cobrança de {v} (chave {d}) confirmada pelo cliente.",
+];
+
+fn extract(t: &Truth, attempt: u32, rng: &mut StdRng, divergence: f64) -> Extraction {
+    let (mut amount, mut dest) = (t.amount_cents, t.destination.clone());
+    // The first extraction is right; a retried one sometimes is not.
+    if attempt > 1 && rng.gen_bool(divergence) {
+        if rng.gen_bool(0.5) {
+            amount += 100 * rng.gen_range(1..50);
+        } else {
+            dest = format!("outro{}@example.com", rng.gen_range(0..1000));
+        }
+    }
+    let phrase = PHRASES[(attempt as usize - 1) % PHRASES.len()];
+    let text = phrase
+        .replace("{v}", &format!("R$ {},{:02}", amount / 100, amount % 100))
+        .replace("{d}", &dest);
+    Extraction {
+        amount_cents: amount,
+        destination: dest,
+        text,
+    }
+}
+
+/// The worker's view of one attempt.
+enum Outcome {
+    /// The charge answered: acknowledge the message.
+    Acked,
+    /// Crash, timeout or in-flight: the queue redelivers.
+    Redeliver,
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+#[derive(Default)]
+struct Counts {
+    deliveries: u64,
+    model_calls: u64,
+}
+
+/// One delivery of a conversation's message.
+async fn attempt(
+    c: &Client,
+    strategy: Strategy,
+    t: &Truth,
+    n: u32,
+    rng: &mut StdRng,
+    args: &SimulateArgs,
+    counts: &mut Counts,
+) -> Outcome {
+    counts.deliveries += 1;
+    if rng.gen_bool(args.crash_before_rate) {
+        return Outcome::Redeliver;
+    }
+    counts.model_calls += 1;
+    let x = extract(t, n, rng, args.divergence_rate);
+    // Decided now so every strategy meets the same faults.
+    let crash_after = rng.gen_bool(args.crash_after_rate);
+    let timeout = rng.gen_bool(args.timeout_rate);
+    let random_key: u128 = rng.gen();
+    let (key, amount, dest) = match strategy {
+        Strategy::Random => (format!("{random_key:032x}"), x.amount_cents, x.destination),
+        // Simulated time: a redelivery comes one 30 s visibility timeout later.
+        Strategy::Clock => (
+            format!(
+                "{}-{}",
+                t.reference,
+                1_700_000_000_000u64 + u64::from(n) * 30_000
+            ),
+            x.amount_cents,
+            x.destination,
+        ),
+        Strategy::ModelHash => (
+            hex::encode(Sha256::digest(x.text.as_bytes())),
+            x.amount_cents,
+            x.destination,
+        ),
+        Strategy::Idem => {
+            let body = serde_json::json!({
+                "action": "pix.cobranca",
+                "payload": {
+                    "cliente_id": t.reference,
+                    "valor": format!("{}.{:02}", x.amount_cents / 100, x.amount_cents % 100),
+                    "chave_pix_destino": x.destination,
+                    "referencia_intencao": t.reference,
+                }
+            });
+            let res = c
+                .http
+                .post(format!("{}/v1/intents", c.base))
+                .bearer_auth(&c.token)
+                .json(&body)
+                .send()
+                .await;
+            let Ok(res) = res else {
+                return Outcome::Redeliver;
+            };
+            let Ok(v) = res.json::<serde_json::Value>().await else {
+                return Outcome::Redeliver;
+            };
+            // The frozen payload, not this attempt's extraction.
+            let frozen = &v["payload"];
+            // The amount rule freezes money as whole cents ("18000").
+            let amount = frozen["valor"].as_str().and_then(|s| s.parse::<i64>().ok());
+            let dest = frozen["chave_pix_destino"].as_str().map(str::to_owned);
+            match (v["key"].as_str(), amount, dest) {
+                (Some(k), Some(a), Some(d)) => (k.to_owned(), a, d),
+                _ => return Outcome::Redeliver,
+            }
+        }
+    };
+    if crash_after {
+        return Outcome::Redeliver;
+    }
+    let mut req = c
+        .http
+        .post(format!("{}/v1/demo/charges", c.base))
+        .bearer_auth(&c.token)
+        .header("Idempotency-Key", &key)
+        .json(&serde_json::json!({
+            "amount_cents": amount,
+            "currency": "BRL",
+            "customer": format!("{}|{}", t.reference, dest),
+        }));
+    if timeout {
+        req = req.header("Idem-Demo-Fault", "drop");
+    }
+    match req.send().await {
+        Ok(res) if res.status().is_success() => match res.bytes().await {
+            Ok(_) => Outcome::Acked,
+            Err(_) => Outcome::Redeliver,
+        },
+        // 409: the first request still runs; the answer comes on redelivery.
+        Ok(res) if res.status() == reqwest::StatusCode::CONFLICT => Outcome::Redeliver,
+        Ok(res) if res.status().is_server_error() => Outcome::Redeliver,
+        // Any other refusal is final: the worker acknowledges and gives up.
+        Ok(_) => Outcome::Acked,
+        Err(_) => Outcome::Redeliver,
+    }
+}
+
+/// One conversation, from first delivery to its last (acknowledged or
+/// dead-lettered).
+async fn conversation(c: &Client, strategy: Strategy, i: u32, args: &SimulateArgs) -> Counts {
+    let t = truth(args.seed, i);
+    let mut rng =
+        StdRng::seed_from_u64(args.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(i));
+    let mut counts = Counts::default();
+    let mut pending = 1u32;
+    let mut n = 0u32;
+    let mut duplicated = false;
+    while pending > 0 && n < MAX_DELIVERIES {
+        pending -= 1;
+        n += 1;
+        if rng.gen_bool(args.concurrent_rate) && n < MAX_DELIVERIES {
+            // The visibility timeout ran out while the first worker still
+            // worked: a second worker gets the same message at once.
+            let mut r1 = StdRng::seed_from_u64(rng.gen());
+            let mut r2 = StdRng::seed_from_u64(rng.gen());
+            let (mut c1, mut c2) = (Counts::default(), Counts::default());
+            let (a, b) = tokio::join!(
+                attempt(c, strategy, &t, n, &mut r1, args, &mut c1),
+                attempt(c, strategy, &t, n + 1, &mut r2, args, &mut c2)
+            );
+            n += 1;
+            counts.deliveries += c1.deliveries + c2.deliveries;
+            counts.model_calls += c1.model_calls + c2.model_calls;
+            if matches!((a, b), (Outcome::Redeliver, Outcome::Redeliver)) {
+                pending += 1;
+            }
+            continue;
+        }
+        match attempt(c, strategy, &t, n, &mut rng, args, &mut counts).await {
+            Outcome::Redeliver => pending += 1,
+            Outcome::Acked => {
+                // At-least-once: an acknowledged message comes back once more.
+                if !duplicated && rng.gen_bool(args.duplicate_rate) {
+                    duplicated = true;
+                    pending += 1;
+                }
+            }
+        }
+    }
+    counts
+}
+
+async fn run_strategy(
+    state: &crate::web::AppState,
+    base: &str,
+    strategy: Strategy,
+    args: &SimulateArgs,
+    run_id: &str,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<StrategyReport> {
+    use futures_util::StreamExt;
+    let name = format!(
+        "sim-{run_id}-{}",
+        serde_json::to_value(strategy)?.as_str().unwrap_or("x")
+    );
+    let tenant = TenantId::try_from(name.as_str())?;
+    let token = state.api.store.create_tenant(&tenant, &name).await?;
+    let client = Arc::new(Client {
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()?,
+        base: base.to_owned(),
+        token: token.expose().to_owned(),
+    });
+    bar.set_message(format!("{strategy:?}"));
+    let totals: Vec<Counts> = futures_util::stream::iter(0..args.conversations)
+        .map(|i| {
+            let client = client.clone();
+            async move {
+                let c = conversation(&client, strategy, i, args).await;
+                bar.inc(1);
+                c
+            }
+        })
+        .buffer_unordered(args.concurrency as usize)
+        .collect()
+        .await;
+    let deliveries: u64 = totals.iter().map(|c| c.deliveries).sum();
+    let model_calls: u64 = totals.iter().map(|c| c.model_calls).sum();
+    let charges = state
+        .api
+        .store
+        .session()
+        .await?
+        .demo_charges(&tenant)
+        .await?;
+    let mut per_conv: HashMap<&str, Vec<&idem_store::DemoCharge>> = HashMap::new();
+    for ch in &charges {
+        let conv = ch.customer.split('|').next().unwrap_or_default();
+        per_conv.entry(conv).or_default().push(ch);
+    }
+    let mut divergent = 0u64;
+    let mut duplicated_cents = 0i64;
+    let mut twice = 0u64;
+    for i in 0..args.conversations {
+        let t = truth(args.seed, i);
+        let list = per_conv
+            .get(t.reference.as_str())
+            .cloned()
+            .unwrap_or_default();
+        if list.len() > 1 {
+            twice += 1;
+            duplicated_cents += list[1..].iter().map(|c| c.amount_cents).sum::<i64>();
+        }
+        // Charged something else than the conversation's first charge:
+        // the customer sees two different charges for one request.
+        if let Some(first) = list.first() {
+            divergent += list[1..]
+                .iter()
+                .filter(|c| c.amount_cents != first.amount_cents || c.customer != first.customer)
+                .count() as u64;
+        }
+    }
+    let conversations = u64::from(args.conversations);
+    let charged = per_conv.len() as u64;
+    let wasted = model_calls.saturating_sub(conversations);
+    let per_call = cost::compute(&CostInputs::reference())?.cost_per_call;
+    let wasted_cost = per_call * rust_decimal::Decimal::from(wasted);
+    Ok(StrategyReport {
+        strategy,
+        tenant: name,
+        conversations,
+        deliveries,
+        model_calls,
+        wasted_model_calls: wasted,
+        wasted_model_cost: idem_core::locale::format_money(
+            wasted_cost,
+            idem_core::locale::Locale::PtBr,
+            idem_core::locale::Currency::Brl,
+        ),
+        charges_executed: charges.len() as u64,
+        duplicate_charges: (charges.len() as u64).saturating_sub(charged),
+        conversations_charged_twice: twice,
+        duplicated_amount: idem_core::locale::format_money(
+            rust_decimal::Decimal::new(duplicated_cents, 2),
+            idem_core::locale::Locale::PtBr,
+            idem_core::locale::Currency::Brl,
+        ),
+        divergent_charges: divergent,
+        conversations_not_charged: conversations.saturating_sub(charged),
+    })
+}
+
+/// Runs the simulation and returns its report.
+pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
+    let state =
+        crate::web::open_state(&args.db, idem_core::Catalog::builtin(), Some("127.0.0.1:0"))
+            .await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let server = tokio::spawn(crate::web::serve(
+        listener,
+        crate::web::router(state.clone()),
+    ));
+    let run_id = format!("{}-{}", args.seed, state.api.store.now_ms());
+    let bar = if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(u64::from(args.conversations) * args.strategies.len() as u64)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg:10} [{bar:40}] {pos}/{len} conversations ({per_sec}, {eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let mut strategies = Vec::new();
+    for s in &args.strategies {
+        strategies.push(run_strategy(&state, &base, *s, args, &run_id, &bar).await?);
+    }
+    bar.finish_and_clear();
+    // Counts reach the statistics tables before the process ends.
+    state.api.store.flush_stats().await?;
+    server.abort();
+    state.api.store.close().await;
+    Ok(Report {
+        seed: args.seed,
+        strategies,
+    })
+}
+
+fn table(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}\n",
+        "strategy",
+        "charges",
+        "duplicates",
+        "charged2x",
+        "diverg",
+        "deliveries",
+        "model",
+        "wasted model",
+        "not paid",
+        "dup amount",
+        "wasted cost"
+    );
+    for s in &r.strategies {
+        let _ = writeln!(
+            out,
+            "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
+            serde_json::to_value(s.strategy)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            s.charges_executed,
+            s.duplicate_charges,
+            s.conversations_charged_twice,
+            s.divergent_charges,
+            s.deliveries,
+            s.model_calls,
+            s.wasted_model_calls,
+            s.conversations_not_charged,
+            s.duplicated_amount,
+            s.wasted_model_cost,
+        );
+    }
+    out
+}
+
+/// `idem simulate`: prints the report; exit 1 when idem's strategy charged
+/// anything twice (it never should), 0 otherwise.
+pub fn run(args: &SimulateArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let report = match rt.block_on(simulate(args)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        print!("{}", table(&report));
+    }
+    let idem_failed = report.strategies.iter().any(|s| {
+        s.strategy == Strategy::Idem && (s.duplicate_charges > 0 || s.divergent_charges > 0)
+    });
+    if idem_failed {
+        eprintln!("idem simulate: idem's strategy charged twice or charged a divergent amount: this is a bug");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
