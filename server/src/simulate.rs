@@ -538,15 +538,8 @@ fn table(r: &Report) -> String {
 /// `idem simulate`: prints the report; exit 1 when idem's strategy charged
 /// anything twice (it never should), 0 otherwise.
 pub fn run(args: &SimulateArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = crate::cli::runtime() else {
+        return ExitCode::from(2);
     };
     let report = match rt.block_on(simulate(args)) {
         Ok(r) => r,
