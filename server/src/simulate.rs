@@ -120,10 +120,11 @@ pub struct StrategyReport {
     pub duplicate_charges: u64,
     /// Conversations charged more than once.
     pub conversations_charged_twice: u64,
-    /// Money charged more than once, in BRL.
+    /// Money taken beyond the smallest charge of each conversation charged
+    /// more than once, in BRL.
     pub duplicated_amount: String,
-    /// Charges whose amount or destination differs from the conversation's
-    /// first charge (a retried extraction that changed, charged again).
+    /// Different charges (amount or destination) beyond the first that one
+    /// conversation produced: a retried extraction that changed, charged.
     pub divergent_charges: u64,
     /// Conversations never charged (dead-lettered).
     pub conversations_not_charged: u64,
@@ -224,51 +225,64 @@ async fn attempt(
     if rng.gen_bool(args.crash_before_rate) {
         return Outcome::Redeliver;
     }
-    counts.model_calls += 1;
+    // The stub draws its randomness on every attempt, called or not, so
+    // every strategy meets the same faults in the same order.
     let x = extract(t, n, rng, args.divergence_rate);
     // Decided now so every strategy meets the same faults.
     let crash_after = rng.gen_bool(args.crash_after_rate);
     let timeout = rng.gen_bool(args.timeout_rate);
     let random_key: u128 = rng.gen();
     let (key, amount, dest) = match strategy {
-        Strategy::Random => (format!("{random_key:032x}"), x.amount_cents, x.destination),
+        Strategy::Random => {
+            counts.model_calls += 1;
+            (format!("{random_key:032x}"), x.amount_cents, x.destination)
+        }
         // Simulated time: a redelivery comes one 30 s visibility timeout later.
-        Strategy::Clock => (
-            format!(
-                "{}-{}",
-                t.reference,
-                1_700_000_000_000u64 + u64::from(n) * 30_000
-            ),
-            x.amount_cents,
-            x.destination,
-        ),
-        Strategy::ModelHash => (
-            hex::encode(Sha256::digest(x.text.as_bytes())),
-            x.amount_cents,
-            x.destination,
-        ),
+        Strategy::Clock => {
+            counts.model_calls += 1;
+            (
+                format!(
+                    "{}-{}",
+                    t.reference,
+                    1_700_000_000_000u64 + u64::from(n) * 30_000
+                ),
+                x.amount_cents,
+                x.destination,
+            )
+        }
+        Strategy::ModelHash => {
+            counts.model_calls += 1;
+            (
+                hex::encode(Sha256::digest(x.text.as_bytes())),
+                x.amount_cents,
+                x.destination,
+            )
+        }
         Strategy::Idem => {
-            let body = serde_json::json!({
-                "action": "pix.cobranca",
-                "payload": {
-                    "cliente_id": t.reference,
-                    "valor": format!("{}.{:02}", x.amount_cents / 100, x.amount_cents % 100),
-                    "chave_pix_destino": x.destination,
-                    "referencia_intencao": t.reference,
-                }
-            });
-            let res = c
+            // A redelivery reads the frozen intent and skips the model.
+            let recorded = c
                 .http
-                .post(format!("{}/v1/intents", c.base))
+                .get(format!(
+                    "{}/v1/intents/pix.cobranca/{}",
+                    c.base, t.reference
+                ))
                 .bearer_auth(&c.token)
-                .json(&body)
                 .send()
                 .await;
-            let Ok(res) = res else {
-                return Outcome::Redeliver;
+            let found = match recorded {
+                Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => None,
+                Ok(r) if r.status().is_success() => match r.json::<serde_json::Value>().await {
+                    Ok(v) => Some(v),
+                    Err(_) => return Outcome::Redeliver,
+                },
+                _ => return Outcome::Redeliver,
             };
-            let Ok(v) = res.json::<serde_json::Value>().await else {
-                return Outcome::Redeliver;
+            let v = match found {
+                Some(v) => v,
+                None => match record(c, t, &x, counts).await {
+                    Some(v) => v,
+                    None => return Outcome::Redeliver,
+                },
             };
             // The frozen payload, not this attempt's extraction.
             let frozen = &v["payload"];
@@ -284,15 +298,58 @@ async fn attempt(
     if crash_after {
         return Outcome::Redeliver;
     }
+    charge(c, &key, amount, &t.reference, &dest, timeout).await
+}
+
+/// The first delivery that reaches the model: extract, then record the
+/// intent (first write wins; a concurrent worker may have won).
+async fn record(
+    c: &Client,
+    t: &Truth,
+    x: &Extraction,
+    counts: &mut Counts,
+) -> Option<serde_json::Value> {
+    counts.model_calls += 1;
+    let body = serde_json::json!({
+        "action": "pix.cobranca",
+        "payload": {
+            "cliente_id": t.reference,
+            "valor": format!("{}.{:02}", x.amount_cents / 100, x.amount_cents % 100),
+            "chave_pix_destino": x.destination,
+            "referencia_intencao": t.reference,
+        }
+    });
+    c.http
+        .post(format!("{}/v1/intents", c.base))
+        .bearer_auth(&c.token)
+        .json(&body)
+        .send()
+        .await
+        .ok()?
+        .json::<serde_json::Value>()
+        .await
+        .ok()
+}
+
+/// Charges through the demo provider; `timeout` loses the answer after the
+/// charge executed.
+async fn charge(
+    c: &Client,
+    key: &str,
+    amount: i64,
+    reference: &str,
+    dest: &str,
+    timeout: bool,
+) -> Outcome {
     let mut req = c
         .http
         .post(format!("{}/v1/demo/charges", c.base))
         .bearer_auth(&c.token)
-        .header("Idempotency-Key", &key)
+        .header("Idempotency-Key", key)
         .json(&serde_json::json!({
             "amount_cents": amount,
             "currency": "BRL",
-            "customer": format!("{}|{}", t.reference, dest),
+            "customer": format!("{reference}|{dest}"),
         }));
     if timeout {
         req = req.header("Idem-Demo-Fault", "drop");
@@ -416,15 +473,19 @@ async fn run_strategy(
             .unwrap_or_default();
         if list.len() > 1 {
             twice += 1;
-            duplicated_cents += list[1..].iter().map(|c| c.amount_cents).sum::<i64>();
-        }
-        // Charged something else than the conversation's first charge:
-        // the customer sees two different charges for one request.
-        if let Some(first) = list.first() {
-            divergent += list[1..]
+            // Order-free, so a run reproduces whatever the timing: what was
+            // taken beyond the smallest charge, and how many different
+            // charges one request produced beyond the first.
+            let total: i64 = list.iter().map(|c| c.amount_cents).sum();
+            let least = list.iter().map(|c| c.amount_cents).min().unwrap_or(0);
+            duplicated_cents += total - least;
+            let mut kinds: Vec<(i64, &str)> = list
                 .iter()
-                .filter(|c| c.amount_cents != first.amount_cents || c.customer != first.customer)
-                .count() as u64;
+                .map(|c| (c.amount_cents, c.customer.as_str()))
+                .collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            divergent += kinds.len() as u64 - 1;
         }
     }
     let conversations = u64::from(args.conversations);

@@ -260,6 +260,32 @@ async fn intents_first_201_then_200_with_the_frozen_payload(s: &Srv) {
         .await
         .unwrap();
     assert_eq!(k["key"], first["key"]);
+
+    // Reading it back counts no delivery and shows the frozen payload; it
+    // is the tenant's own, and an unknown action or reference says so.
+    let reference = first["reference"].as_str().unwrap();
+    let read = s
+        .get(&s.a, &format!("/v1/intents/pix.cobranca/{reference}"))
+        .await;
+    assert_eq!(read.status(), 200);
+    let read: Value = read.json().await.unwrap();
+    assert_eq!(read["key"], first["key"]);
+    assert_eq!(read["payload"], first["payload"]);
+    assert_eq!(read["deliveries"], 2);
+    assert_eq!(read["divergences"], 1);
+    problem(
+        s.get(&s.b, &format!("/v1/intents/pix.cobranca/{reference}"))
+            .await,
+        404,
+    )
+    .await;
+    problem(s.get(&s.a, "/v1/intents/pix.cobranca/nope").await, 404).await;
+    problem(
+        s.get(&s.a, &format!("/v1/intents/pix.estorno/{reference}"))
+            .await,
+        422,
+    )
+    .await;
 }
 
 async fn begin(s: &Srv, key: &str, lease_ms: u64) -> reqwest::Response {

@@ -38,6 +38,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let authed = Router::new()
         .route("/v1/keys", post(v1::derive_key))
         .route("/v1/intents", post(v1::record_intent))
+        .route("/v1/intents/{action}/{reference}", get(v1::get_intent))
         .route("/v1/actions/{key}", get(v1::get_action))
         .route("/v1/actions/{key}/begin", post(v1::begin_action))
         .route("/v1/actions/{key}/complete", post(v1::complete_action))

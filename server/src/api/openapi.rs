@@ -53,6 +53,7 @@ Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413
     paths(
         super::v1::derive_key,
         super::v1::record_intent,
+        super::v1::get_intent,
         super::v1::get_action,
         super::v1::begin_action,
         super::v1::complete_action,

@@ -156,6 +156,88 @@ pub async fn record_intent(
     ))
 }
 
+/// `GET /v1/intents/{action}/{reference}` answer: the intent as frozen.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntentView {
+    /// The frozen key.
+    pub key: String,
+    /// The rules version of the frozen key.
+    pub rules_version: u32,
+    /// The action type.
+    pub action: String,
+    /// The intent reference, as stored.
+    pub reference: String,
+    /// The frozen normalized payload.
+    #[schema(value_type = Object)]
+    pub payload: Box<RawValue>,
+    /// 1 for the first write, then one more per correction.
+    pub revision: i32,
+    /// Deliveries so far.
+    pub deliveries: i64,
+    /// Deliveries whose candidate differed from the frozen payload.
+    pub divergences: i64,
+    /// First delivery, ms since the epoch.
+    pub first_seen_ms: i64,
+    /// Latest delivery, ms since the epoch.
+    pub last_seen_ms: i64,
+}
+
+/// Reads a recorded intent without counting a delivery. A redelivered
+/// worker asks this first: when the intent exists it acts on the frozen
+/// payload and skips the model call that would re-extract it.
+#[utoipa::path(get, path = "/v1/intents/{action}/{reference}", tag = "intents",
+    params(
+        ("action" = String, Path, description = "Action type from the catalog, e.g. pix.cobranca"),
+        ("reference" = String, Path, description = "The intent reference, as `POST /v1/intents` returned it"),
+    ),
+    responses(
+        (status = 200, description = "The frozen intent", body = IntentView),
+        (status = 401, description = "Missing or invalid token", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such intent for this tenant", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn get_intent(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath((action, reference)): ApiPath<(String, String)>,
+) -> Result<Json<IntentView>, ApiError> {
+    if let Err(e) = state.catalog.action(&action) {
+        return Err(ApiError::unprocessable(e.to_string()));
+    }
+    let intent = match state
+        .store
+        .session()
+        .await?
+        .intent(&tenant, &action, &reference)
+        .await
+    {
+        Ok(i) => i,
+        Err(idem_store::Error::NotFound) => {
+            return Err(ApiError::not_found(format!(
+                "no intent `{reference}` of action `{action}` for this tenant: record it with POST /v1/intents"
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let payload = RawValue::from_string(intent.payload.to_json()).map_err(|e| {
+        tracing::error!(error = %e, "a frozen payload is not JSON");
+        ApiError::internal()
+    })?;
+    Ok(Json(IntentView {
+        key: intent.key.to_string(),
+        rules_version: intent.rules_version.number(),
+        action,
+        reference,
+        payload,
+        revision: intent.revision,
+        deliveries: intent.deliveries,
+        divergences: intent.divergences,
+        first_seen_ms: intent.first_seen_ms,
+        last_seen_ms: intent.last_seen_ms,
+    }))
+}
+
 // ---- actions -----------------------------------------------------------
 
 /// The default lease of a claim.
