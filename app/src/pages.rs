@@ -258,7 +258,7 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
         }
         let _ = write!(
             out,
-            "<tr class=\"input-row\"><th scope=\"row\">{}</th>",
+            "<tr class=\"compare-input\"><th scope=\"row\">{}</th>",
             esc(crate::i18n::field_label(f, l))
         );
         for c in &computed {

@@ -108,6 +108,10 @@ test('compare: scenarios side by side with absolute and relative deltas, each li
   assert.equal(await cells.nth(0).locator('.value').innerText(), 'R$ 148,50');
   assert.equal(await cells.nth(1).locator('.value').innerText(), 'R$ 24,75');
   assert.equal(await cells.nth(1).locator('.delta').innerText(), 'Δ −R$ 123,75 (−83,33%)');
+  // The inputs that differ are rows of the table, laid out as rows.
+  const inputRow = page.locator('#compare-table tr.compare-input').first();
+  assert.equal(await inputRow.evaluate((e) => getComputedStyle(e).display), 'table-row');
+  assert.deepEqual(await inputRow.locator('td').allInnerTexts(), ['3', '0,5']);
   const links = page.locator('#compare-table a.scenario-link');
   assert.equal(await links.nth(1).getAttribute('href'), '/?v=1&d=0.5');
   await page.screenshot({ path: `${ARTIFACTS}/compare.png`, fullPage: true });
