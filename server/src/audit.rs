@@ -127,9 +127,15 @@ static FUNCTION_START: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether `line` uses the variable `name` (not a field of that name, as in
 /// `intent.key`).
 fn mentions(line: &str, name: &str) -> bool {
-    Regex::new(&format!(r"(?:^|[^.\w]){}\b", regex::escape(name)))
-        .map(|r| r.is_match(line))
-        .unwrap_or(false)
+    // Plain byte checks: this runs for every tainted variable on every
+    // line, where compiling a pattern each time would dominate the scan.
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = line.as_bytes();
+    line.match_indices(name).any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + name.len()).copied();
+        !before.is_some_and(|b| word(b) || b == b'.') && !after.is_some_and(word)
+    })
 }
 
 fn source_of(text: &str) -> Option<(Source, String)> {

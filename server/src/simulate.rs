@@ -37,6 +37,18 @@ pub enum Strategy {
     Idem,
 }
 
+impl Strategy {
+    /// The name `--strategies` and the report use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Random => "random",
+            Strategy::Clock => "clock",
+            Strategy::ModelHash => "model-hash",
+            Strategy::Idem => "idem",
+        }
+    }
+}
+
 /// `idem simulate` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulateArgs {
@@ -422,10 +434,7 @@ async fn run_strategy(
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<StrategyReport> {
     use futures_util::StreamExt;
-    let name = format!(
-        "sim-{run_id}-{}",
-        serde_json::to_value(strategy)?.as_str().unwrap_or("x")
-    );
+    let name = format!("sim-{run_id}-{}", strategy.name());
     let tenant = TenantId::try_from(name.as_str())?;
     let token = state.api.store.create_tenant(&tenant, &name).await?;
     let client = Arc::new(Client {
@@ -435,7 +444,7 @@ async fn run_strategy(
         base: base.to_owned(),
         token: token.expose().to_owned(),
     });
-    bar.set_message(format!("{strategy:?}"));
+    bar.set_message(strategy.name());
     let totals: Vec<Counts> = futures_util::stream::iter(0..args.conversations)
         .map(|i| {
             let client = client.clone();
@@ -577,10 +586,7 @@ fn table(r: &Report) -> String {
         let _ = writeln!(
             out,
             "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
-            serde_json::to_value(s.strategy)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            s.strategy.name(),
             s.charges_executed,
             s.duplicate_charges,
             s.conversations_charged_twice,
@@ -628,5 +634,29 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategy_names_are_the_flag_and_report_names() {
+        for s in [
+            Strategy::Random,
+            Strategy::Clock,
+            Strategy::ModelHash,
+            Strategy::Idem,
+        ] {
+            assert_eq!(
+                serde_json::to_value(s).ok(),
+                Some(serde_json::json!(s.name()))
+            );
+            assert_eq!(
+                clap::ValueEnum::to_possible_value(&s).map(|v| v.get_name().to_owned()),
+                Some(s.name().to_owned())
+            );
+        }
     }
 }
