@@ -1,8 +1,9 @@
 //! idem's dashboard, as Leptos components. The same code renders on the
 //! server (feature `ssr`) and hydrates in the browser (feature `hydrate`).
 //!
-//! Pages: the calculator (`/`), a saved scenario (`/s/{id}`) and the
-//! side-by-side comparison (`/compare?s=...&s=...`).
+//! Pages: the calculator (`/`), a saved scenario (`/s/{id}`), the
+//! side-by-side comparison (`/compare?s=...&s=...`) and the live duplicate
+//! monitor (`/live`).
 
 // Leptos views nest deeply in their types; the calculator needs more room
 // than the compiler's default to name them.
@@ -13,6 +14,7 @@ mod browser;
 pub mod calculator;
 mod charts;
 pub mod i18n;
+pub mod live;
 pub mod pages;
 
 use i18n::{tr, Prefs};
@@ -173,6 +175,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=pages::CalculatorPage ssr=SsrMode::InOrder/>
                     <Route path=path!("/s/:id") view=pages::SavedPage ssr=SsrMode::InOrder/>
                     <Route path=path!("/compare") view=pages::ComparePage ssr=SsrMode::InOrder/>
+                    <Route path=path!("/live") view=live::LivePage ssr=SsrMode::InOrder/>
                 </Routes>
             </main>
         </Router>
@@ -195,6 +198,7 @@ fn PageLinks() -> impl IntoView {
         <nav class="pages">
             <a href="/" rel="external" aria-current=move || current("/")>{move || tr(locale.get(), "Calculadora", "Calculator")}</a>
             <a href="/compare" rel="external" aria-current=move || current("/compare")>{move || tr(locale.get(), "Comparar", "Compare")}</a>
+            <a href="/live" rel="external" aria-current=move || current("/live")>{move || tr(locale.get(), "Ao vivo", "Live")}</a>
         </nav>
     }
 }

@@ -29,7 +29,10 @@ pub fn CalculatorPage() -> impl IntoView {
             .map(|(k, v)| (k.to_string(), v))
             .collect()
     });
-    view! { <Calculator initial saved=None/> }
+    view! {
+        <Calculator initial saved=None/>
+        <crate::live::LivePanel/>
+    }
 }
 
 /// `/s/{id}`: a saved scenario, in the calculator.

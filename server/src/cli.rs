@@ -188,6 +188,11 @@ pub struct ServeArgs {
     /// How often to purge expired rows and sweep expired leases (e.g. 5m).
     #[arg(long, env = "IDEM_PURGE_EVERY", default_value = "5m", value_parser = parse_duration)]
     pub purge_every: std::time::Duration,
+    /// Token that opens the live monitor to every tenant. Without it, the
+    /// monitor is open on a loopback address and takes tenant API tokens
+    /// elsewhere. Prefer the environment variable: arguments show in `ps`.
+    #[arg(long, env = "IDEM_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -35,26 +35,51 @@ fn tenant() -> TenantId {
 /// the choice is also kept in a cookie): `lang` in the query, else the
 /// cookie, else pt-BR.
 pub fn request_locale(parts: &Parts) -> (Locale, bool) {
-    let from_query = parts.uri.query().and_then(|q| {
+    match query_locale(&parts.uri) {
+        Some(l) => (l, true),
+        None => (cookie_locale(&parts.headers), false),
+    }
+}
+
+fn query_locale(uri: &axum::http::Uri) -> Option<Locale> {
+    uri.query().and_then(|q| {
         q.split('&')
             .filter_map(|kv| kv.split_once('='))
             .filter(|(k, _)| *k == "lang")
             .filter_map(|(_, v)| Locale::from_tag(v))
             .next_back()
-    });
-    if let Some(l) = from_query {
-        return (l, true);
-    }
-    let from_cookie = parts
-        .headers
+    })
+}
+
+/// The locale the `idem_lang` cookie names, else pt-BR.
+pub fn cookie_locale(headers: &axum::http::HeaderMap) -> Locale {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
         .filter(|(k, _)| *k == LOCALE_COOKIE)
-        .find_map(|(_, v)| Locale::from_tag(v));
-    (from_cookie.unwrap_or_default(), false)
+        .find_map(|(_, v)| Locale::from_tag(v))
+        .unwrap_or_default()
+}
+
+/// [`request_locale`]'s choice, from a request's address and headers.
+pub fn request_locale_of(uri: &axum::http::Uri, headers: &axum::http::HeaderMap) -> Locale {
+    query_locale(uri).unwrap_or_else(|| cookie_locale(headers))
+}
+
+/// Percent-encodes a query value: every byte but the unreserved ones.
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn locale_cookie(l: Locale) -> HeaderValue {
@@ -81,6 +106,13 @@ pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
                 parts
                     .extensions
                     .get::<PageScenarios>()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            provide_context(
+                parts
+                    .extensions
+                    .get::<app::live::LiveMarkup>()
                     .cloned()
                     .unwrap_or_default(),
             );

@@ -10,6 +10,7 @@ pub mod cli;
 mod cost_cmd;
 pub mod dashboard;
 mod key_cmd;
+pub mod live;
 pub mod metrics;
 pub mod secret;
 pub mod simulate;

@@ -22,6 +22,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     /// What the API and the probes need.
     pub api: ApiState,
+    /// The live monitor: the API's handles plus who may look.
+    pub live: crate::live::LiveState,
 }
 
 /// What the API needs: four reference-counted handles. The `/v1` routes hold
@@ -74,6 +76,10 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(
             state.api.clone(),
             crate::dashboard::resolve_saved,
+        ))
+        .route_layer(from_fn_with_state(
+            state.live.clone(),
+            crate::live::live_markup,
         ));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -82,6 +88,10 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::routes(&state))
         .route("/s", post(crate::dashboard::save))
         .route("/export.csv", get(crate::dashboard::export_csv))
+        .route("/live/data.json", get(crate::live::data_json))
+        .route("/live/fragment", get(crate::live::fragment))
+        .route("/live/events", get(crate::live::events))
+        .route("/live/login", post(crate::live::login))
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe))
@@ -133,8 +143,10 @@ pub async fn open_state(
     db: &crate::cli::DbArgs,
     catalog: idem_core::Catalog,
     addr: Option<&str>,
+    admin: Option<crate::live::AdminToken>,
 ) -> anyhow::Result<AppState> {
     let url = db.url()?;
+    check_writable(&url)?;
     let (secret, created) = crate::secret::for_serve(&db.data_dir)?;
     if created {
         tracing::info!(
@@ -147,20 +159,58 @@ pub async fn open_state(
     let deriver = Arc::new(KeyDeriver::new(&secret));
     let store = Store::connect(&url, Options::new(catalog.clone(), deriver.clone())).await?;
     store.migrate().await?;
+    let options = leptos_options(addr)?;
+    let api = ApiState {
+        store,
+        catalog,
+        deriver,
+        metrics: Arc::new(Metrics::new()),
+    };
+    let access = crate::live::LiveAccess::for_addr(options.site_addr, admin);
     Ok(AppState {
-        leptos_options: leptos_options(addr)?,
-        api: ApiState {
-            store,
-            catalog,
-            deriver,
-            metrics: Arc::new(Metrics::new()),
-        },
+        leptos_options: options,
+        live: crate::live::LiveState::new(api.clone(), access),
+        api,
     })
+}
+
+/// Fails early, naming the cause, when an SQLite database's directory
+/// cannot be written: SQLite itself would only say "unable to open database
+/// file", or open read-only and fail on the first write. Its write-ahead log
+/// and shared-memory files live beside the database, so the directory must
+/// be writable, not only the file.
+fn check_writable(url: &str) -> anyhow::Result<()> {
+    let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+        return Ok(());
+    };
+    let path = rest.split('?').next().unwrap_or(rest);
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    let dir = match std::path::Path::new(path).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let probe = dir.join(format!(".idem-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot write in {}, where the SQLite database {path} and its write-ahead log live: {e}",
+            dir.display()
+        )),
+    }
 }
 
 /// `idem serve`: open the database, load the secret and catalog, listen.
 pub async fn serve_cmd(args: ServeArgs) -> anyhow::Result<()> {
-    let state = open_state(&args.db, args.catalog.load()?, args.addr.as_deref()).await?;
+    let admin = args
+        .admin_token
+        .as_deref()
+        .and_then(crate::live::AdminToken::new);
+    let state = open_state(&args.db, args.catalog.load()?, args.addr.as_deref(), admin).await?;
     let store = state.api.store.clone();
     let maintenance = tokio::spawn(maintain(
         store.clone(),

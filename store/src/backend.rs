@@ -109,6 +109,17 @@ pub(crate) struct TotalsRow {
     pub actions_uncertain: Option<i64>,
 }
 
+/// One action the live monitor lists as uncertain.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct UncertainRow {
+    pub idem_key: String,
+    pub action: String,
+    pub started_ms: i64,
+    pub lease_until_ms: Option<i64>,
+    pub attempts: i32,
+    pub updated_ms: i64,
+}
+
 /// The arguments of one intent write.
 pub(crate) struct IntentWrite<'a> {
     pub tenant: &'a str,
@@ -117,6 +128,23 @@ pub(crate) struct IntentWrite<'a> {
     pub rules_version: i32,
     pub key: &'a str,
     pub payload: &'a str,
+}
+
+/// Statements that write and `returning` rows are read to the end, never
+/// with `fetch_one` or `fetch_optional`. Those stop stepping a SQLite
+/// statement after its first row and reset it; in autocommit mode the
+/// COMMIT runs at that reset, and sqlx discards the reset's error. A commit
+/// that fails there (disk full, read-only volume, I/O error) rolls the row
+/// back while the caller is told it was written: an acknowledged intent that
+/// is not in the database. Reading to the end makes the commit's error the
+/// last step's error. The reliability suite found this with a full disk.
+fn first<T>(rows: Vec<T>) -> Result<T, sqlx::Error> {
+    rows.into_iter().next().ok_or(sqlx::Error::RowNotFound)
+}
+
+/// [`first`] for statements that may return no row.
+fn first_opt<T>(rows: Vec<T>) -> Option<T> {
+    rows.into_iter().next()
 }
 
 macro_rules! backend {
@@ -143,8 +171,9 @@ macro_rules! backend {
                 .bind(w.payload)
                 .bind(n)
                 .bind(now)
-                .fetch_one(&mut *c)
+                .fetch_all(&mut *c)
                 .await
+                .and_then(first)
         }
 
         pub(crate) async fn select_intent(
@@ -192,8 +221,9 @@ macro_rules! backend {
                 .bind(w.key)
                 .bind(w.payload)
                 .bind(now)
-                .fetch_optional(&mut *c)
+                .fetch_all(&mut *c)
                 .await
+                .map(first_opt)
         }
 
         pub(crate) async fn intent_history(
@@ -224,8 +254,9 @@ macro_rules! backend {
                 .bind(action)
                 .bind(now)
                 .bind(lease_until)
-                .fetch_optional(&mut *c)
+                .fetch_all(&mut *c)
                 .await
+                .map(first_opt)
         }
 
         pub(crate) async fn select_action(
@@ -257,8 +288,9 @@ macro_rules! backend {
                 .bind(now)
                 .bind(reconciled)
                 // The action type, for the statistics; None when refused.
-                .fetch_optional(&mut *c)
-                .await?
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)?
                 .map(|r| r.try_get("action"))
                 .transpose()
         }
@@ -283,8 +315,9 @@ macro_rules! backend {
                 .bind(now)
                 .bind(reconciled)
                 // The action type, for the statistics; None when refused.
-                .fetch_optional(&mut *c)
-                .await?
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)?
                 .map(|r| r.try_get("action"))
                 .transpose()
         }
@@ -321,8 +354,9 @@ macro_rules! backend {
                 .bind(locked_until)
                 .bind(now)
                 .bind(default_ttl)
-                .fetch_optional(&mut *c)
+                .fetch_all(&mut *c)
                 .await
+                .map(first_opt)
                 .map(|r| r.is_some())
         }
 
@@ -401,8 +435,9 @@ macro_rules! backend {
                 .bind(topic)
                 .bind(payload)
                 .bind(now)
-                .fetch_one(&mut *c)
-                .await?
+                .fetch_all(&mut *c)
+                .await
+                .and_then(first)?
                 .try_get::<i64, _>("id")
         }
 
@@ -671,6 +706,44 @@ macro_rules! backend {
         ) -> R<Vec<crate::model::DemoCharge>> {
             sqlx::query_as::<$db, crate::model::DemoCharge>(q::LIST_DEMO_CHARGES)
                 .bind(tenant)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn live_action_counts(
+            c: &mut Conn,
+            tenant: &str,
+            now: Millis,
+        ) -> R<(i64, i64, i64)> {
+            sqlx::query_as::<$db, (i64, i64, i64)>(q::LIVE_ACTION_COUNTS)
+                .bind(tenant)
+                .bind(now)
+                .fetch_one(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn live_uncertain(
+            c: &mut Conn,
+            tenant: &str,
+            limit: i64,
+        ) -> R<Vec<UncertainRow>> {
+            sqlx::query_as::<$db, UncertainRow>(q::LIVE_UNCERTAIN)
+                .bind(tenant)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn live_expired(
+            c: &mut Conn,
+            tenant: &str,
+            now: Millis,
+            limit: i64,
+        ) -> R<Vec<UncertainRow>> {
+            sqlx::query_as::<$db, UncertainRow>(q::LIVE_EXPIRED)
+                .bind(tenant)
+                .bind(now)
+                .bind(limit)
                 .fetch_all(&mut *c)
                 .await
         }

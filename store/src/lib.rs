@@ -449,6 +449,15 @@ impl Store {
         ))
     }
 
+    /// Admin: every tenant, in order (the live monitor's admin view).
+    pub async fn tenants(&self) -> Result<Vec<TenantId>, Error> {
+        let mut s = self.session().await?;
+        let ids = session::on!(s.tenants_in(crate::sql::LIST_TENANTS))?;
+        ids.iter()
+            .map(|t| TenantId::try_from(t.as_str()).map_err(|e| Error::Corrupt(e.to_string())))
+            .collect()
+    }
+
     /// Admin: per-tenant totals over a range, read from the rollups.
     pub async fn admin_totals(
         &self,

@@ -317,3 +317,32 @@ pub struct SavedScenario {
     /// When it was first saved.
     pub created_ms: Millis,
 }
+
+/// An action whose outcome is unknown, as the live monitor lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UncertainAction {
+    /// The action's key.
+    pub key: String,
+    /// The action type.
+    pub action: String,
+    /// When the attempt whose outcome is unknown started.
+    pub started_ms: Millis,
+    /// When its lease ran out (absent once the sweep marked it).
+    pub lease_until_ms: Option<Millis>,
+    /// Claims so far.
+    pub attempts: i32,
+    /// `true` when the sweep has not marked it yet (its lease just ran out).
+    pub lease_expired_unswept: bool,
+}
+
+/// A tenant's actions as they stand now, for the live monitor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LiveActions {
+    /// Started, with a lease still running.
+    pub in_flight: i64,
+    /// Outcome unknown: marked uncertain, or started with a lease that ran
+    /// out and not swept yet.
+    pub uncertain: i64,
+    /// The newest of them, for reconciliation (at most the limit asked).
+    pub uncertain_keys: Vec<UncertainAction>,
+}

@@ -517,6 +517,56 @@ impl Session {
         Ok(on!(self.list_demo_charges(tenant.as_str()))?)
     }
 
+    // ---- the live monitor --------------------------------------------------
+
+    /// The tenant's actions as they stand at `now`: in flight, uncertain
+    /// (including leases that ran out and are not swept yet), and the newest
+    /// `limit` uncertain keys.
+    pub async fn live_actions(
+        &mut self,
+        tenant: &TenantId,
+        now: Millis,
+        limit: u32,
+    ) -> Result<LiveActions, Error> {
+        let t = tenant.as_str();
+        let (in_flight, expired, uncertain) = on!(self.live_action_counts(t, now))?;
+        let limit = i64::from(limit);
+        let mut rows: Vec<(bool, crate::backend::UncertainRow)> = on!(self.live_expired(t, now, limit))?
+            .into_iter()
+            .map(|r| (true, r))
+            .collect();
+        rows.extend(
+            on!(self.live_uncertain(t, limit))?
+                .into_iter()
+                .map(|r| (false, r)),
+        );
+        // Newest first: an expired lease's moment is its end; a swept one's
+        // is when the sweep marked it.
+        rows.sort_by_key(|(expired, r)| {
+            std::cmp::Reverse(if *expired {
+                r.lease_until_ms.unwrap_or(r.updated_ms)
+            } else {
+                r.updated_ms
+            })
+        });
+        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(LiveActions {
+            in_flight,
+            uncertain: expired + uncertain,
+            uncertain_keys: rows
+                .into_iter()
+                .map(|(expired, r)| UncertainAction {
+                    key: r.idem_key,
+                    action: r.action,
+                    started_ms: r.started_ms,
+                    lease_until_ms: r.lease_until_ms,
+                    attempts: r.attempts,
+                    lease_expired_unswept: expired,
+                })
+                .collect(),
+        })
+    }
+
     // ---- saved dashboard scenarios --------------------------------------
 
     /// Saves a scenario under its content-derived id and returns the stored

@@ -356,6 +356,34 @@ select charge_id, amount_cents, currency, customer, created_ms from demo_charges
 where tenant_id = $1
 order by created_ms, charge_id";
 
+    /// The live monitor's current action states. A started action whose
+    /// lease ran out is counted apart: its outcome is unknown, so the
+    /// monitor shows it as uncertain before the periodic sweep marks it.
+    /// Each count reads a partial index (`actions_live_leases`,
+    /// `actions_uncertain`), not the table.
+    pub const LIVE_ACTION_COUNTS: &str = "\
+select
+    (select count(*) from actions
+     where tenant_id = $1 and state = 'started' and lease_until_ms > $2) as in_flight,
+    (select count(*) from actions
+     where tenant_id = $1 and state = 'started' and lease_until_ms <= $2) as expired,
+    (select count(*) from actions
+     where tenant_id = $1 and state = 'uncertain') as uncertain";
+
+    /// The newest uncertain actions, for reconciliation.
+    pub const LIVE_UNCERTAIN: &str = "\
+select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms from actions
+where tenant_id = $1 and state = 'uncertain'
+order by updated_ms desc
+limit $2";
+
+    /// Started actions whose lease ran out (uncertain, not yet swept).
+    pub const LIVE_EXPIRED: &str = "\
+select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms from actions
+where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
+order by lease_until_ms desc
+limit $3";
+
     /// Saves a dashboard scenario. The id is derived from the content, so a
     /// conflict means this very scenario was saved before: keep that row.
     pub const INSERT_SCENARIO: &str = "\
@@ -384,6 +412,12 @@ where granularity = $1 and bucket_start_ms >= $2 and bucket_start_ms < $3
 group by tenant_id
 order by tenant_id";
 }
+
+/// Admin: every tenant, for the live monitor's admin view (a small
+/// reference table; the per-tenant reads that follow are scoped).
+pub const LIST_TENANTS: &str = "\
+select tenant_id from tenants
+order by tenant_id";
 
 /// Admin: the tenants with rows in each purged table (retention uses it to
 /// decide which tenants to visit; every purge statement is then scoped).
@@ -444,7 +478,9 @@ limit $2";
 
 /// Every statement that is not scoped to one tenant.
 pub fn admin_statements() -> impl Iterator<Item = &'static str> {
-    std::iter::once(shared::ADMIN_TOTALS).chain(TENANTS_IN_TABLES)
+    [shared::ADMIN_TOTALS, LIST_TENANTS]
+        .into_iter()
+        .chain(TENANTS_IN_TABLES)
 }
 
 /// Coalesced intent writes (Postgres): many callers' deliveries for one
@@ -511,6 +547,10 @@ pub const ALL: &[(&str, &str)] = {
         ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
         ("LIST_DEMO_CHARGES", LIST_DEMO_CHARGES),
         ("INSERT_SCENARIO", INSERT_SCENARIO),
+        ("LIVE_ACTION_COUNTS", LIVE_ACTION_COUNTS),
+        ("LIVE_UNCERTAIN", LIVE_UNCERTAIN),
+        ("LIVE_EXPIRED", LIVE_EXPIRED),
+        ("LIST_TENANTS", LIST_TENANTS),
         ("SELECT_SCENARIO", SELECT_SCENARIO),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
@@ -618,6 +658,16 @@ mod tests {
                 "postgres",
                 1,
                 include_str!("../../migrations/postgres/0005_scenarios.sql"),
+            ),
+            (
+                "sqlite",
+                0,
+                include_str!("../../migrations/sqlite/0006_live_monitor.sql"),
+            ),
+            (
+                "postgres",
+                0,
+                include_str!("../../migrations/postgres/0006_live_monitor.sql"),
             ),
         ] {
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");

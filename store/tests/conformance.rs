@@ -150,7 +150,51 @@ conformance!(
     empty_reference_and_unknown_action_are_refused,
     tokens_authenticate_only_their_own_tenant,
     saved_scenarios_are_immutable_and_per_tenant,
+    live_actions_show_in_flight_and_uncertain_per_tenant,
 );
+
+/// The live monitor's view of actions: a running lease is in flight; one
+/// that ran out is uncertain at once (before any sweep), and stays so after
+/// the sweep; finished actions are neither; another tenant sees none of it.
+async fn live_actions_show_in_flight_and_uncertain_per_tenant(h: &H) {
+    let lease = Duration::from_secs(10);
+    for n in 20..24 {
+        h.store
+            .begin_action(&h.tenant, &pix_action(), &k(n), lease)
+            .await
+            .unwrap();
+    }
+    let mut s = h.store.session().await.unwrap();
+    let now = h.store.now_ms();
+    let live = s.live_actions(&h.tenant, now, 10).await.unwrap();
+    assert_eq!((live.in_flight, live.uncertain), (4, 0), "{live:?}");
+    assert!(live.uncertain_keys.is_empty());
+    // One completes; the other three run out of lease.
+    s.complete(&h.tenant, &k(20), 1, "{}").await.unwrap();
+    h.clock.advance(Duration::from_secs(11));
+    let now = h.store.now_ms();
+    let live = s.live_actions(&h.tenant, now, 2).await.unwrap();
+    assert_eq!((live.in_flight, live.uncertain), (0, 3), "{live:?}");
+    assert_eq!(live.uncertain_keys.len(), 2, "the limit holds");
+    assert!(live.uncertain_keys.iter().all(|u| u.lease_expired_unswept));
+    assert!(live.uncertain_keys.iter().all(|u| u.key != k(20).to_string()));
+    drop(s);
+    // After the sweep: the same three, now marked.
+    h.store.purge(100).await.unwrap();
+    let mut s = h.store.session().await.unwrap();
+    let live = s.live_actions(&h.tenant, h.store.now_ms(), 10).await.unwrap();
+    assert_eq!((live.in_flight, live.uncertain), (0, 3), "{live:?}");
+    let mut keys: Vec<String> = live.uncertain_keys.iter().map(|u| u.key.clone()).collect();
+    keys.sort();
+    let mut want: Vec<String> = (21..24).map(|n| k(n).to_string()).collect();
+    want.sort();
+    assert_eq!(keys, want);
+    assert!(live.uncertain_keys.iter().all(|u| !u.lease_expired_unswept));
+    // Another tenant sees nothing of it.
+    let other = TenantId::try_from(format!("{}-other", h.tenant.as_str()).as_str()).unwrap();
+    let live = s.live_actions(&other, h.store.now_ms(), 10).await.unwrap();
+    assert_eq!(live, idem_store::LiveActions::default());
+}
 
 fn pix(reference: &str, valor: &str) -> String {
     serde_json::json!({
@@ -1213,6 +1257,7 @@ async fn tokens_authenticate_only_their_own_tenant(h: &H) {
     let b = h.tenant("loja-do-zé");
     let ta = h.store.create_tenant(&a, "ACME Ltda").await.unwrap();
     let tb = h.store.create_tenant(&b, "Loja do Zé").await.unwrap();
+    assert_eq!(h.store.tenants().await.unwrap(), vec![a.clone(), b.clone()]);
     assert_eq!(h.store.authenticate(ta.expose()).await.unwrap(), a);
     assert_eq!(h.store.authenticate(tb.expose()).await.unwrap(), b);
     assert!(

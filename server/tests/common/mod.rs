@@ -2,6 +2,7 @@
 //! server on 127.0.0.1 port 0.
 
 use idem_core::{Catalog, KeyDeriver, Secret};
+use idem_server::live::{LiveAccess, LiveState};
 use idem_server::web::{leptos_options, router, serve, ApiState, AppState};
 use idem_store::{Options, Store};
 use std::sync::Arc;
@@ -22,14 +23,21 @@ pub async fn store(url: &str) -> Store {
 
 /// Serves `store` on 127.0.0.1 port 0; returns the base URL and the state.
 pub async fn serve_store(store: &Store) -> (String, AppState) {
+    serve_store_with(store, LiveAccess { open: true, admin: None }).await
+}
+
+/// [`serve_store`] with the live monitor's access rule.
+pub async fn serve_store_with(store: &Store, access: LiveAccess) -> (String, AppState) {
+    let api = ApiState {
+        store: store.clone(),
+        catalog: Arc::new(Catalog::builtin()),
+        deriver: Arc::new(KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap())),
+        metrics: Default::default(),
+    };
     let state = AppState {
         leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
-        api: ApiState {
-            store: store.clone(),
-            catalog: Arc::new(Catalog::builtin()),
-            deriver: Arc::new(KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap())),
-            metrics: Default::default(),
-        },
+        live: LiveState::new(api.clone(), access),
+        api,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

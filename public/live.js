@@ -1,0 +1,135 @@
+// The live monitor's feed (idem): keeps the server-rendered numbers current.
+//
+// Each element with a data-feed attribute subscribes to that server-sent
+// events URL and swaps in the markup of every "snapshot" event. The status
+// line it names (data-status) says whether the feed is live, stale (no word
+// for over 5 s) or disconnected, and when it reconnects. Where EventSource
+// is missing, or the stream keeps failing before its first message (a proxy
+// that buffers, say), it polls /live/fragment every 2 s instead. When the
+// page's language changes in place, the feed restarts in that language.
+//
+// The markup comes from the server, which escapes everything it renders;
+// this script only moves it. It is plain JavaScript rather than Rust in the
+// wasm because the wasm's size budget has no room left for a feed client.
+(function () {
+  "use strict";
+  var STALE_MS = 5000;
+  var POLL_MS = 2000;
+
+  function start(root) {
+    if (!root.getAttribute("data-feed") || root.getAttribute("data-live-started")) return;
+    root.setAttribute("data-live-started", "true");
+    var status = document.getElementById(root.getAttribute("data-status") || "");
+    var state = "connecting";
+    var last = Date.now();
+    var everLive = false;
+    var failures = 0;
+    var es = null;
+    var timer = null;
+
+    function show(s) {
+      state = s;
+      if (!status) return;
+      status.setAttribute("data-state", s);
+      var text = status.getAttribute("data-text-" + s) || s;
+      if (status.textContent !== text) status.textContent = text;
+    }
+
+    function feed() {
+      var lang = document.documentElement.getAttribute("lang") || "";
+      var url = root.getAttribute("data-feed");
+      return lang ? url.replace(/([?&]lang=)[^&]*/, "$1" + encodeURIComponent(lang)) : url;
+    }
+
+    function fresh(html) {
+      last = Date.now();
+      root.setAttribute("data-updated", String(last));
+      if (html !== null && root.innerHTML !== html) root.innerHTML = html;
+    }
+
+    function stop() {
+      if (es) es.close();
+      es = null;
+      if (timer) clearInterval(timer);
+      timer = null;
+    }
+
+    function poll() {
+      stop();
+      show("polling");
+      var tick = function () {
+        fetch(feed().replace("/live/events", "/live/fragment"), { credentials: "same-origin", cache: "no-store" })
+          .then(function (r) {
+            if (!r.ok) throw new Error(String(r.status));
+            return r.text();
+          })
+          .then(function (html) {
+            fresh(html);
+            show("polling");
+          })
+          .catch(function () {
+            show("disconnected");
+          });
+      };
+      tick();
+      timer = setInterval(tick, POLL_MS);
+    }
+
+    function stream() {
+      stop();
+      es = new EventSource(feed(), { withCredentials: true });
+      es.addEventListener("snapshot", function (e) {
+        failures = 0;
+        fresh(e.data);
+        show(state === "disconnected" && everLive ? "reconnected" : state === "reconnected" ? "reconnected" : "live");
+        everLive = true;
+      });
+      es.addEventListener("heartbeat", function () {
+        failures = 0;
+        fresh(null);
+        show(state === "disconnected" && everLive ? "reconnected" : state === "reconnected" ? "reconnected" : "live");
+        everLive = true;
+      });
+      es.addEventListener("trouble", function () {
+        show("stale");
+      });
+      es.addEventListener("error", function () {
+        failures += 1;
+        show("disconnected");
+        // Never a first message after three tries: this path does not
+        // carry a stream; poll instead. (EventSource retries by itself.)
+        if (!everLive && failures >= 3) poll();
+      });
+    }
+
+    setInterval(function () {
+      if ((state === "live" || state === "reconnected") && Date.now() - last > STALE_MS) show("stale");
+    }, 1000);
+
+    // An in-place language switch: restart the feed in the new language,
+    // and say the current state in it.
+    new MutationObserver(function () {
+      show(state);
+      if (es) stream();
+    }).observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
+
+    if (typeof window.EventSource === "function") stream();
+    else poll();
+  }
+
+  function controls() {
+    // The window and tenant selects apply at once; the button stays for
+    // keyboards and for pages without this script.
+    var form = document.querySelector("#live-controls form");
+    if (form) form.addEventListener("change", function () { form.submit(); });
+  }
+
+  function init() {
+    var roots = document.querySelectorAll("[data-feed]");
+    for (var i = 0; i < roots.length; i++) start(roots[i]);
+    controls();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,619 @@
+//! The live duplicate monitor: `/live` (page), `/live/data.json`,
+//! `/live/events` (server-sent events), `/live/fragment` (polling) and
+//! `/live/login`.
+//!
+//! The numbers are read from the database on every refresh: the statistics
+//! rollups every `idem serve` flushes each second, and the actions table
+//! for what stands now. So every instance on one database shows the same
+//! numbers, whichever instance took the writes. Identical refreshes within
+//! half a second share one read, so five open dashboards cost the database
+//! what one does.
+//!
+//! Access: on a loopback address with no admin token configured, the
+//! monitor is open and shows every tenant. Otherwise it needs a token, as
+//! `Authorization: Bearer` or the `idem_live` cookie that `/live/login`
+//! sets: the admin token (`--admin-token`) sees every tenant; a tenant's API
+//! token sees only that tenant, whatever it asks for.
+
+use crate::api::ApiError;
+use crate::web::ApiState;
+use app::live::render::{self, LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window};
+use app::live::LiveMarkup;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use futures_util::stream::Stream;
+use idem_core::locale::Locale;
+use idem_core::TenantId;
+use idem_store::stats::Granularity;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The cookie `/live/login` sets.
+pub const COOKIE: &str = "idem_live";
+/// Uncertain keys listed per tenant.
+const UNCERTAIN_LISTED: u32 = 20;
+/// Tenants an admin's "all tenants" view reads, at most.
+const MAX_TENANTS: usize = 50;
+/// How long one read serves identical refreshes.
+const SHARE_FOR: Duration = Duration::from_millis(500);
+/// How often a feed looks for new numbers.
+const TICK: Duration = Duration::from_millis(500);
+/// A feed sends at least this often, so a browser can tell a quiet feed
+/// from a dead one.
+const HEARTBEAT: Duration = Duration::from_secs(2);
+
+/// The admin token, compared by its SHA-256 digest and never printed.
+#[derive(Clone)]
+pub struct AdminToken([u8; 32]);
+
+impl AdminToken {
+    /// Wraps a configured token; an empty one is no token.
+    pub fn new(token: &str) -> Option<Self> {
+        let t = token.trim();
+        (!t.is_empty()).then(|| Self(Sha256::digest(t.as_bytes()).into()))
+    }
+
+    fn matches(&self, presented: &str) -> bool {
+        let d: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        // Digests, not tokens, are compared: their timing says nothing
+        // useful about the token.
+        d.iter().zip(self.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+}
+
+impl std::fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminToken(<redacted>)")
+    }
+}
+
+/// Who may see the monitor.
+#[derive(Debug, Clone, Default)]
+pub struct LiveAccess {
+    /// Open to anyone (loopback and no admin token).
+    pub open: bool,
+    /// The admin token, when configured.
+    pub admin: Option<AdminToken>,
+}
+
+impl LiveAccess {
+    /// The rule for a server bound to `addr`: open on loopback unless an
+    /// admin token is configured.
+    pub fn for_addr(addr: std::net::SocketAddr, admin: Option<AdminToken>) -> Self {
+        Self {
+            open: addr.ip().is_loopback() && admin.is_none(),
+            admin,
+        }
+    }
+}
+
+/// What the monitor needs: the API's handles, the access rule and the
+/// shared-read cache.
+#[derive(Clone)]
+pub struct LiveState {
+    /// The store and its friends.
+    pub api: ApiState,
+    /// Who may look.
+    pub access: Arc<LiveAccess>,
+    cache: Arc<Mutex<HashMap<String, (Instant, Arc<LiveData>)>>>,
+}
+
+impl LiveState {
+    /// A monitor over `api` with the access rule `access`.
+    pub fn new(api: ApiState, access: LiveAccess) -> Self {
+        Self {
+            api,
+            access: Arc::new(access),
+            cache: Arc::default(),
+        }
+    }
+}
+
+/// Who is looking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Viewer {
+    /// Every tenant.
+    Admin,
+    /// One tenant only.
+    Tenant(TenantId),
+}
+
+fn presented_token(headers: &HeaderMap) -> Option<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim().to_owned());
+    bearer.or_else(|| {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .find(|(k, _)| *k == COOKIE)
+            .map(|(_, v)| v.to_owned())
+    })
+}
+
+/// The viewer a request speaks for: `Ok(None)` when it may not look.
+/// A presented token always decides (a tenant token narrows even the open
+/// monitor to its tenant); a bad token is refused, not ignored.
+async fn viewer(state: &LiveState, headers: &HeaderMap) -> Result<Option<Viewer>, ApiError> {
+    match presented_token(headers) {
+        Some(t) if state.access.admin.as_ref().is_some_and(|a| a.matches(&t)) => {
+            Ok(Some(Viewer::Admin))
+        }
+        Some(t) => match state.api.store.authenticate(&t).await {
+            Ok(tenant) => Ok(Some(Viewer::Tenant(tenant))),
+            Err(idem_store::Error::NotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        },
+        None if state.access.open => Ok(Some(Viewer::Admin)),
+        None => Ok(None),
+    }
+}
+
+/// The monitor's query: `tenant`, `window` (1h, 24h, 7d, 30d), `lang`.
+#[derive(Debug, Clone, Default)]
+pub struct LiveQuery {
+    /// A tenant to narrow to.
+    pub tenant: Option<String>,
+    /// The window.
+    pub window: Window,
+    /// The page's language.
+    pub locale: Locale,
+}
+
+impl LiveQuery {
+    fn parse(pairs: &[(String, String)], locale: Locale) -> Result<Self, String> {
+        let mut q = LiveQuery {
+            locale,
+            ..Self::default()
+        };
+        for (k, v) in pairs {
+            match k.as_str() {
+                "tenant" if v.is_empty() => q.tenant = None,
+                "tenant" => {
+                    TenantId::try_from(v.as_str()).map_err(|e| format!("tenant: {e}"))?;
+                    q.tenant = Some(v.clone());
+                }
+                "window" => {
+                    q.window = Window::parse(v)
+                        .ok_or_else(|| format!("window={v:?}: use 1h, 24h, 7d or 30d"))?;
+                }
+                "lang" => {
+                    if let Some(l) = Locale::from_tag(v) {
+                        q.locale = l;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(q)
+    }
+
+    fn feed(&self, path: &str) -> String {
+        let mut s = format!("{path}?window={}&lang={}", self.window.as_str(), self.locale.tag());
+        if let Some(t) = &self.tenant {
+            s.push_str("&tenant=");
+            s.push_str(&crate::dashboard::encode_component(t));
+        }
+        s
+    }
+}
+
+/// The tenants a viewer sees for a query; a tenant asking for another is
+/// refused (403), never shown an empty page that would hint either way.
+async fn scope(state: &LiveState, viewer: &Viewer, q: &LiveQuery) -> Result<Vec<TenantId>, ApiError> {
+    match (viewer, &q.tenant) {
+        (Viewer::Tenant(own), Some(asked)) if asked != own.as_str() => Err(ApiError::body(
+            StatusCode::FORBIDDEN,
+            "this token sees only its own tenant: drop the tenant parameter or ask for your own",
+        )),
+        (Viewer::Tenant(own), _) => Ok(vec![own.clone()]),
+        (Viewer::Admin, Some(t)) => Ok(vec![TenantId::try_from(t.as_str())
+            .map_err(|e| ApiError::unprocessable(format!("tenant: {e}")))?]),
+        (Viewer::Admin, None) => {
+            let mut all = state.api.store.tenants().await?;
+            all.retain(|t| t.as_str() != crate::dashboard::SCENARIO_TENANT);
+            all.truncate(MAX_TENANTS);
+            Ok(all)
+        }
+    }
+}
+
+/// Reads the numbers (or reuses a read younger than [`SHARE_FOR`]).
+pub async fn snapshot(state: &LiveState, viewer: &Viewer, q: &LiveQuery) -> Result<Arc<LiveData>, ApiError> {
+    let tenants = scope(state, viewer, q).await?;
+    let cache_key = format!(
+        "{}|{}|{}",
+        matches!(viewer, Viewer::Admin),
+        q.window.as_str(),
+        tenants.iter().map(TenantId::as_str).collect::<Vec<_>>().join(",")
+    );
+    if let Some((at, data)) = lock(&state.cache).get(&cache_key) {
+        if at.elapsed() < SHARE_FOR {
+            return Ok(data.clone());
+        }
+    }
+    let mut data = read(state, &tenants, q.window).await?;
+    data.admin = matches!(viewer, Viewer::Admin);
+    data.tenant = q.tenant.clone();
+    let data = Arc::new(data);
+    let mut cache = lock(&state.cache);
+    cache.retain(|_, (at, _)| at.elapsed() < SHARE_FOR);
+    cache.insert(cache_key, (Instant::now(), data.clone()));
+    Ok(data)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[tracing::instrument(skip_all, fields(tenants = tenants.len(), window = window.as_str()))]
+async fn read(state: &LiveState, tenants: &[TenantId], window: Window) -> Result<LiveData, ApiError> {
+    let store = &state.api.store;
+    let now = store.now_ms();
+    let granularity = match window {
+        Window::Hour => Granularity::Minute,
+        Window::Day | Window::Week => Granularity::Hour,
+        Window::Month => Granularity::Day,
+    };
+    let bucket = window.bucket_ms();
+    let to = now + 1;
+    let from = granularity.floor(now - window.len_ms() + bucket);
+    let mut data = LiveData {
+        generated_ms: now,
+        window,
+        from_ms: from,
+        to_ms: to,
+        bucket_ms: bucket,
+        tenants: tenants.iter().map(|t| t.as_str().to_owned()).collect(),
+        ..LiveData::default()
+    };
+    let mut series: BTreeMap<i64, LivePoint> = BTreeMap::new();
+    let mut start = from;
+    while start < to {
+        series.insert(start, LivePoint { start_ms: start, ..LivePoint::default() });
+        start += bucket;
+    }
+    let mut max_delay: Option<i64> = None;
+    let mut p99: Option<i64> = None;
+    let mut retention: Option<i64> = None;
+    for tenant in tenants {
+        let report = store.stats(tenant, granularity, from, to).await?;
+        let mut per_action: BTreeMap<String, LiveCounts> = BTreeMap::new();
+        for b in &report.buckets {
+            let c = counts(&b.counts);
+            per_action.entry(b.action.clone()).or_default().add(&c);
+            if let Some(p) = series.get_mut(&b.start_ms) {
+                p.deliveries += c.deliveries;
+                p.redeliveries += c.redeliveries;
+                p.intents += c.intents;
+                p.redelivered_intents += c.redelivered_intents;
+            }
+        }
+        for (action, c) in per_action {
+            data.totals.add(&c);
+            data.rows.push(LiveRow {
+                tenant: tenant.as_str().to_owned(),
+                action,
+                counts: c,
+            });
+        }
+        data.horizon.measured += report.delay.count;
+        max_delay = max_delay.max(report.delay.max_ms);
+        p99 = p99.max(report.delay.p99_ms);
+        let mut s = store.session().await?;
+        let live = s.live_actions(tenant, now, UNCERTAIN_LISTED).await?;
+        let r = s.retention(tenant).await?;
+        drop(s);
+        retention = Some(retention.map_or(r.intent_ms, |x: i64| x.min(r.intent_ms)));
+        data.in_flight += live.in_flight;
+        data.uncertain += live.uncertain;
+        data.uncertain_keys.extend(live.uncertain_keys.into_iter().map(|u| LiveUncertain {
+            tenant: tenant.as_str().to_owned(),
+            key: u.key,
+            action: u.action,
+            started_ms: u.started_ms,
+            lease_until_ms: u.lease_until_ms,
+            attempts: u.attempts,
+        }));
+    }
+    data.uncertain_keys.sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
+    data.uncertain_keys.truncate(UNCERTAIN_LISTED as usize);
+    data.series = series.into_values().collect();
+    data.horizon = LiveHorizon {
+        measured: data.horizon.measured,
+        p99_ms: p99,
+        max_ms: max_delay,
+        retention_ms: retention,
+        warning: matches!((retention, max_delay), (Some(r), Some(m)) if r < m.saturating_mul(2)),
+    };
+    data.duplicate_rate_pct = data
+        .totals
+        .duplicate_rate_pct()
+        .map(|d| idem_core::scenario::canonical(d));
+    data.use_numbers = render::use_numbers_href(window, &data.totals);
+    Ok(data)
+}
+
+fn counts(c: &idem_store::stats::Counts) -> LiveCounts {
+    LiveCounts {
+        intents: c.intents,
+        deliveries: c.deliveries,
+        redeliveries: c.redeliveries,
+        redelivered_intents: c.redelivered_intents,
+        divergences: c.divergences,
+        actions_started: c.actions_started,
+        actions_completed: c.actions_completed,
+        actions_failed: c.actions_failed,
+        actions_uncertain: c.actions_uncertain,
+        http_replays: c.http_replays,
+        http_409: c.http_409,
+        http_422: c.http_422,
+    }
+}
+
+fn query_of(pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>, headers: &HeaderMap) -> Result<LiveQuery, ApiError> {
+    let Query(pairs) = pairs.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let cookie_locale = crate::dashboard::cookie_locale(headers);
+    LiveQuery::parse(&pairs, cookie_locale).map_err(ApiError::unprocessable)
+}
+
+async fn authorized(state: &LiveState, headers: &HeaderMap) -> Result<Viewer, ApiError> {
+    viewer(state, headers)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized(presented_token(headers).is_some()))
+}
+
+/// `GET /live/data.json`: the numbers as JSON.
+pub async fn data_json(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let q = query_of(pairs, &headers)?;
+    let v = authorized(&state, &headers).await?;
+    let data = snapshot(&state, &v, &q).await?;
+    Ok((
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        axum::Json(&*data),
+    )
+        .into_response())
+}
+
+/// Which markup a feed carries.
+fn markup(data: &LiveData, panel: bool, l: Locale) -> String {
+    if panel {
+        render::panel_html(data, l)
+    } else {
+        render::live_html(data, l)
+    }
+}
+
+fn is_panel(pairs: &Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>) -> bool {
+    pairs
+        .as_ref()
+        .map(|q| q.0.iter().any(|(k, v)| k == "view" && v == "panel"))
+        .unwrap_or(false)
+}
+
+/// `GET /live/fragment`: the current markup, for browsers that poll.
+pub async fn fragment(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let panel = is_panel(&pairs);
+    let q = query_of(pairs, &headers)?;
+    let v = authorized(&state, &headers).await?;
+    let data = snapshot(&state, &v, &q).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        markup(&data, panel, q.locale),
+    )
+        .into_response())
+}
+
+/// `GET /live/events`: server-sent events. `snapshot` carries new markup
+/// when the numbers change; `heartbeat` comes at least every 2 s otherwise;
+/// `trouble` says the database could not be read (the page shows stale).
+pub async fn events(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>>, ApiError> {
+    let panel = is_panel(&pairs);
+    let q = query_of(pairs, &headers)?;
+    let v = authorized(&state, &headers).await?;
+    // Refused before the stream opens, so a bad query gets a status.
+    scope(&state, &v, &q).await?;
+    struct Feed {
+        state: LiveState,
+        viewer: Viewer,
+        q: LiveQuery,
+        panel: bool,
+        last: Option<i64>,
+        last_html: String,
+        sent: Instant,
+        first: bool,
+    }
+    let feed = Feed {
+        state,
+        viewer: v,
+        q,
+        panel,
+        last: None,
+        last_html: String::new(),
+        sent: Instant::now(),
+        first: true,
+    };
+    let stream = futures_util::stream::unfold(feed, |mut f| async move {
+        loop {
+            if !f.first {
+                tokio::time::sleep(TICK).await;
+            }
+            f.first = false;
+            match snapshot(&f.state, &f.viewer, &f.q).await {
+                Ok(data) => {
+                    if f.last == Some(data.generated_ms) && f.sent.elapsed() < HEARTBEAT {
+                        continue;
+                    }
+                    f.last = Some(data.generated_ms);
+                    let html = markup(&data, f.panel, f.q.locale);
+                    let changed = html != f.last_html;
+                    if !changed && f.sent.elapsed() < HEARTBEAT {
+                        continue;
+                    }
+                    f.sent = Instant::now();
+                    let event = if changed {
+                        f.last_html = html.clone();
+                        Event::default().event("snapshot").data(html)
+                    } else {
+                        Event::default().event("heartbeat").data(data.generated_ms.to_string())
+                    };
+                    return Some((Ok(event), f));
+                }
+                Err(_) => {
+                    f.sent = Instant::now();
+                    return Some((Ok(Event::default().event("trouble").data("the database cannot be read")), f));
+                }
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// `POST /live/login` form.
+#[derive(Debug, serde::Deserialize)]
+pub struct LoginForm {
+    token: String,
+    #[serde(default)]
+    lang: Option<String>,
+}
+
+/// `POST /live/login`: checks the token and keeps it in an HttpOnly
+/// cookie; a refused token goes back to the form with the reason.
+pub async fn login(State(state): State<LiveState>, Form(form): Form<LoginForm>) -> Response {
+    let lang = form
+        .lang
+        .as_deref()
+        .and_then(Locale::from_tag)
+        .unwrap_or_default();
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("Bearer {}", form.token.trim())) {
+        headers.insert(header::AUTHORIZATION, v);
+    }
+    let ok = matches!(viewer(&state, &headers).await, Ok(Some(_))) && !form.token.trim().is_empty();
+    if !ok {
+        return Redirect::to(&format!("/live?lang={}&login=failed", lang.tag())).into_response();
+    }
+    let mut res = Redirect::to(&format!("/live?lang={}", lang.tag())).into_response();
+    // The token is the credential; HttpOnly keeps scripts from reading it,
+    // SameSite=Strict keeps other sites from sending it.
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200",
+        form.token.trim()
+    )) {
+        res.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    res
+}
+
+/// Middleware on the pages that show live numbers (`/live`, and the panel
+/// on `/`): reads them before the page renders and hands the markup to the
+/// render through the request's extensions.
+pub async fn live_markup(
+    State(state): State<LiveState>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path().to_owned();
+    let page = path == "/live";
+    if !page && path != "/" {
+        return next.run(req).await;
+    }
+    let pairs: Vec<(String, String)> = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+        .map(|q| q.0)
+        .unwrap_or_default();
+    let locale = crate::dashboard::request_locale_of(req.uri(), req.headers());
+    let q = match LiveQuery::parse(&pairs, locale) {
+        Ok(q) => q,
+        // The calculator ignores what it does not know; the monitor falls
+        // back to its defaults rather than failing a page.
+        Err(_) => LiveQuery {
+            locale,
+            ..LiveQuery::default()
+        },
+    };
+    let q = if page {
+        q
+    } else {
+        LiveQuery {
+            tenant: None,
+            window: Window::Day,
+            locale,
+        }
+    };
+    let login_failed = pairs.iter().any(|(k, v)| k == "login" && v == "failed");
+    let mut status = StatusCode::OK;
+    let m = match viewer(&state, req.headers()).await {
+        Ok(Some(v)) => match snapshot(&state, &v, &q).await {
+            Ok(data) => LiveMarkup {
+                controls: if page { render::controls_html(&data, q.locale) } else { String::new() },
+                html: markup(&data, !page, q.locale),
+                feed: q.feed(if page { "/live/events" } else { "/live/events" })
+                    + if page { "" } else { "&view=panel" },
+            },
+            Err(e) => {
+                if page {
+                    status = e.status();
+                }
+                LiveMarkup {
+                    controls: String::new(),
+                    html: format!("<p class=\"field-error\" role=\"alert\">{}</p>", match e.status() {
+                        StatusCode::FORBIDDEN => app::i18n::tr(q.locale, "Este token vê só o próprio tenant.", "This token sees only its own tenant."),
+                        _ => app::i18n::tr(q.locale, "Não foi possível ler os números agora; tente de novo em instantes.", "The numbers cannot be read right now; try again in a moment."),
+                    }),
+                    feed: String::new(),
+                }
+            }
+        },
+        Ok(None) => {
+            if page {
+                status = StatusCode::UNAUTHORIZED;
+            }
+            LiveMarkup {
+                controls: String::new(),
+                html: if page {
+                    render::login_html(q.locale, login_failed)
+                } else {
+                    render::locked_html(q.locale)
+                },
+                feed: String::new(),
+            }
+        }
+        Err(_) => LiveMarkup {
+            controls: String::new(),
+            html: render::locked_html(q.locale),
+            feed: String::new(),
+        },
+    };
+    req.extensions_mut().insert(m);
+    let mut res = next.run(req).await;
+    if status != StatusCode::OK && res.status() == StatusCode::OK {
+        *res.status_mut() = status;
+    }
+    res
+}
