@@ -16,13 +16,24 @@
   var STALE_MS = 5000;
   var POLL_MS = 2000;
 
+  /** "pt" or "en": the page's language, as <html lang> says now. */
+  function lang() {
+    return /^en/.test(document.documentElement.getAttribute("lang") || "") ? "en" : "pt";
+  }
+
+  /** Titles rendered with both languages (data-pt, data-en) follow it. */
+  function relabel() {
+    var els = document.querySelectorAll("[data-pt][data-en]");
+    for (var i = 0; i < els.length; i++) els[i].textContent = els[i].getAttribute("data-" + lang());
+  }
+
   function start(root) {
     if (!root.getAttribute("data-feed") || root.getAttribute("data-live-started")) return;
     root.setAttribute("data-live-started", "true");
     var status = document.getElementById(root.getAttribute("data-status") || "");
     var state = "connecting";
     var last = Date.now();
-    var everLive = false;
+    var opened = false;
     var failures = 0;
     var es = null;
     var timer = null;
@@ -31,7 +42,7 @@
       state = s;
       if (!status) return;
       status.setAttribute("data-state", s);
-      var text = status.getAttribute("data-text-" + s) || s;
+      var text = status.getAttribute("data-" + lang() + "-" + s) || s;
       if (status.textContent !== text) status.textContent = text;
     }
 
@@ -78,17 +89,19 @@
     function stream() {
       stop();
       es = new EventSource(feed(), { withCredentials: true });
-      es.addEventListener("snapshot", function (e) {
+      es.addEventListener("open", function () {
+        // Open again after a drop: say so until the next drop.
+        if (opened) show("reconnected");
+        opened = true;
         failures = 0;
+      });
+      es.addEventListener("snapshot", function (e) {
         fresh(e.data);
-        show(state === "disconnected" && everLive ? "reconnected" : state === "reconnected" ? "reconnected" : "live");
-        everLive = true;
+        if (state !== "reconnected") show("live");
       });
       es.addEventListener("heartbeat", function () {
-        failures = 0;
         fresh(null);
-        show(state === "disconnected" && everLive ? "reconnected" : state === "reconnected" ? "reconnected" : "live");
-        everLive = true;
+        if (state !== "reconnected") show("live");
       });
       es.addEventListener("trouble", function () {
         show("stale");
@@ -96,9 +109,9 @@
       es.addEventListener("error", function () {
         failures += 1;
         show("disconnected");
-        // Never a first message after three tries: this path does not
-        // carry a stream; poll instead. (EventSource retries by itself.)
-        if (!everLive && failures >= 3) poll();
+        // Never open after three tries: this path does not carry a
+        // stream; poll instead. (EventSource retries by itself.)
+        if (!opened && failures >= 3) poll();
       });
     }
 
@@ -128,6 +141,7 @@
     var roots = document.querySelectorAll("[data-feed]");
     for (var i = 0; i < roots.length; i++) start(roots[i]);
     controls();
+    new MutationObserver(relabel).observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

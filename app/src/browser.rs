@@ -80,22 +80,3 @@ pub fn read_page_scenarios() -> crate::PageScenarios {
     }
     out
 }
-
-/// The live monitor's markup as the server left it in the page (see
-/// [`crate::live::LiveMarkup`]).
-pub fn read_live_markup(root: &str) -> crate::live::LiveMarkup {
-    let doc = document();
-    let inner = |id: &str| {
-        doc.get_element_by_id(id)
-            .map(|e| e.inner_html())
-            .unwrap_or_default()
-    };
-    crate::live::LiveMarkup {
-        controls: inner("live-controls"),
-        html: inner(root),
-        feed: doc
-            .get_element_by_id(root)
-            .and_then(|e| e.get_attribute("data-feed"))
-            .unwrap_or_default(),
-    }
-}

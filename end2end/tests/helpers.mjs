@@ -25,7 +25,11 @@ export async function openPage(browser, path = '/') {
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('requestfailed', (r) => errors.push(`requestfailed: ${r.url()}`));
+  // The live feed is a stream that stays open: leaving or closing the page
+  // aborts it, which is no error.
+  page.on('requestfailed', (r) => {
+    if (!r.url().includes('/live/events')) errors.push(`requestfailed: ${r.url()}`);
+  });
   await page.goto(BASE_URL + path, { waitUntil: 'load' });
   return { context, page, errors };
 }

@@ -567,49 +567,42 @@ pub async fn live_markup(
         }
     };
     let login_failed = pairs.iter().any(|(k, v)| k == "login" && v == "failed");
+    let l = q.locale;
     let mut status = StatusCode::OK;
-    let m = match viewer(&state, req.headers()).await {
+    // (controls, numbers, feed)
+    let (controls, numbers, feed) = match viewer(&state, req.headers()).await {
         Ok(Some(v)) => match snapshot(&state, &v, &q).await {
-            Ok(data) => LiveMarkup {
-                controls: if page { render::controls_html(&data, q.locale) } else { String::new() },
-                html: markup(&data, !page, q.locale),
-                feed: q.feed(if page { "/live/events" } else { "/live/events" })
-                    + if page { "" } else { "&view=panel" },
-            },
+            Ok(data) => (
+                if page { render::controls_html(&data, l) } else { String::new() },
+                markup(&data, !page, l),
+                if page { q.feed("/live/events") } else { q.feed("/live/events") + "&view=panel" },
+            ),
             Err(e) => {
                 if page {
                     status = e.status();
                 }
-                LiveMarkup {
-                    controls: String::new(),
-                    html: format!("<p class=\"field-error\" role=\"alert\">{}</p>", match e.status() {
-                        StatusCode::FORBIDDEN => app::i18n::tr(q.locale, "Este token vê só o próprio tenant.", "This token sees only its own tenant."),
-                        _ => app::i18n::tr(q.locale, "Não foi possível ler os números agora; tente de novo em instantes.", "The numbers cannot be read right now; try again in a moment."),
-                    }),
-                    feed: String::new(),
-                }
+                let why = match e.status() {
+                    StatusCode::FORBIDDEN => app::i18n::tr(l, "Este token vê só o próprio tenant.", "This token sees only its own tenant."),
+                    _ => app::i18n::tr(l, "Não foi possível ler os números agora; tente de novo em instantes.", "The numbers cannot be read right now; try again in a moment."),
+                };
+                (String::new(), format!("<p class=\"field-error\" role=\"alert\">{why}</p>"), String::new())
             }
         },
         Ok(None) => {
             if page {
                 status = StatusCode::UNAUTHORIZED;
             }
-            LiveMarkup {
-                controls: String::new(),
-                html: if page {
-                    render::login_html(q.locale, login_failed)
-                } else {
-                    render::locked_html(q.locale)
-                },
-                feed: String::new(),
-            }
+            let numbers = if page { render::login_html(l, login_failed) } else { render::locked_html(l) };
+            (String::new(), numbers, String::new())
         }
-        Err(_) => LiveMarkup {
-            controls: String::new(),
-            html: render::locked_html(q.locale),
-            feed: String::new(),
-        },
+        Err(_) => (String::new(), render::locked_html(l), String::new()),
     };
+    let html = if page {
+        render::page_html(&controls, &numbers, &feed, l)
+    } else {
+        render::panel_frame_html(&numbers, &feed, l)
+    };
+    let m = LiveMarkup { html };
     req.extensions_mut().insert(m);
     let mut res = next.run(req).await;
     if status != StatusCode::OK && res.status() == StatusCode::OK {

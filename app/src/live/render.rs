@@ -537,7 +537,7 @@ fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
     let max = del.iter().cloned().fold(0.0, f64::max).max(1.0);
     let title = tr(l, "Entregas e reentregas por intervalo", "Deliveries and redeliveries per bucket");
     let caption = format!(
-        "{} {bucket}, {first} – {last} UTC. {}",
+        "{} {bucket}, {first} – {last}. {}",
         tr(l, "Um ponto por", "One point per"),
         tr(l, "Linha cheia: entregas; tracejada: reentregas.", "Solid: deliveries; dashed: redeliveries.")
     );
@@ -568,7 +568,7 @@ fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
     let rmax = rates.iter().cloned().fold(0.0, f64::max).max(1.0).ceil();
     let title = tr(l, "Taxa de duplicatas por intervalo", "Duplicate rate per bucket");
     let caption = format!(
-        "{} {bucket}, {first} – {last} UTC. {}",
+        "{} {bucket}, {first} – {last}. {}",
         tr(l, "Um ponto por", "One point per"),
         tr(l, "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.", "Intents delivered more than once over intents recorded in the bucket.")
     );
@@ -682,6 +682,74 @@ pub fn panel_html(d: &LiveData, l: Locale) -> String {
         "<p><a href=\"/live?lang={}\" rel=\"external\">{}</a></p>",
         l.tag(),
         tr(l, "Abrir o monitor ao vivo", "Open the live monitor")
+    );
+    out
+}
+
+/// A text in both languages: the page's now, the other for `live.js`,
+/// which switches it when the language changes in place.
+fn both(l: Locale, pt: &str, en: &str) -> String {
+    format!(
+        "data-pt=\"{}\" data-en=\"{}\">{}",
+        esc(pt),
+        esc(en),
+        esc(if l == Locale::EnUs { en } else { pt })
+    )
+}
+
+/// The feed-status line `live.js` keeps current. Its texts travel as data
+/// attributes, in both languages, so the script needs none of its own.
+fn status_html(id: &str, l: Locale) -> String {
+    let mut out = format!("<p id=\"{id}\" class=\"feed-status\" role=\"status\" data-state=\"connecting\"");
+    for (state, pt, en) in [
+        ("connecting", "conectando ao feed ao vivo…", "connecting to the live feed…"),
+        ("live", "ao vivo", "live"),
+        ("reconnected", "ao vivo (reconectado)", "live (reconnected)"),
+        ("stale", "dados desatualizados: sem notícias do servidor há mais de 5 s", "stale: no word from the server for over 5 s"),
+        ("disconnected", "desconectado: tentando reconectar…", "disconnected: trying to reconnect…"),
+        ("polling", "ao vivo (consultando a cada 2 s)", "live (polling every 2 s)"),
+        ("off", "sem feed ao vivo", "no live feed"),
+    ] {
+        let _ = write!(out, " data-pt-{state}=\"{}\" data-en-{state}=\"{}\"", esc(pt), esc(en));
+    }
+    let _ = write!(out, ">{}</p>", tr(l, "conectando ao feed ao vivo…", "connecting to the live feed…"));
+    out
+}
+
+/// The whole `/live` page body: title, controls, feed status, numbers.
+/// `feed` is empty when the viewer may not see traffic (then `numbers` is
+/// the sign-in form or the reason).
+pub fn page_html(controls: &str, numbers: &str, feed: &str, l: Locale) -> String {
+    let mut out = format!(
+        "<h1 {}</h1><div id=\"live-controls\">{controls}</div>",
+        both(l, "Monitor de duplicatas ao vivo", "Live duplicate monitor")
+    );
+    if !feed.is_empty() {
+        out.push_str(&status_html("live-status", l));
+    }
+    let _ = write!(
+        out,
+        "<div id=\"live-root\" class=\"live\" data-feed=\"{}\" data-status=\"live-status\">{numbers}</div>\
+         <script src=\"/live.js\" defer></script>",
+        esc(feed)
+    );
+    out
+}
+
+/// The calculator's panel: title, feed status, numbers.
+pub fn panel_frame_html(numbers: &str, feed: &str, l: Locale) -> String {
+    let mut out = format!(
+        "<h2 id=\"live-panel-title\" {}</h2>",
+        both(l, "Tráfego real (últimas 24 h)", "Real traffic (last 24 h)")
+    );
+    if !feed.is_empty() {
+        out.push_str(&status_html("live-panel-status", l));
+    }
+    let _ = write!(
+        out,
+        "<div id=\"live-panel\" data-feed=\"{}\" data-status=\"live-panel-status\">{numbers}</div>\
+         <script src=\"/live.js\" defer></script>",
+        esc(feed)
     );
     out
 }

@@ -1,6 +1,9 @@
 //! What the HTTP test binaries share: the state around a store, and a
 //! server on 127.0.0.1 port 0.
 
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
 use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::live::{LiveAccess, LiveState};
 use idem_server::web::{leptos_options, router, serve, ApiState, AppState};

@@ -1,0 +1,144 @@
+// The live monitor in a browser: numbers that move without a reload when
+// intents are recorded through the API, an expired lease listed as
+// uncertain, the feed's status line, and "use these numbers".
+//
+// Needs IDEM_TEST_TOKEN: an API token of a tenant on the server under test
+// (scripts/test creates one with `idem tenant create e2e`).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BASE_URL, ARTIFACTS, launch, openPage, hydrated } from './helpers.mjs';
+
+const TOKEN = process.env.IDEM_TEST_TOKEN;
+const TENANT = process.env.IDEM_TEST_TENANT ?? 'e2e';
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const run = `${Date.now()}`;
+
+async function api(path, body) {
+  const r = await fetch(BASE_URL + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+const intent = (ref, valor) => api('/v1/intents', {
+  action: 'pix.cobranca',
+  payload: { cliente_id: 'c1', valor, chave_pix_destino: 'e2e@example.com', referencia_intencao: `${run}-${ref}` },
+});
+
+/** The number a card shows (`#live-<id> output`), as an integer. */
+const card = (page, id) => page.locator(`#live-${id} output`).innerText()
+  .then((t) => Number(t.replace(/\D/g, '')));
+
+test('recorded intents, redeliveries and a divergence show within 2 s, without a reload', async () => {
+  assert.ok(TOKEN, 'IDEM_TEST_TOKEN must name a tenant token');
+  const { context, page, errors } = await openPage(browser, `/live?window=1h&tenant=${TENANT}`);
+  await hydrated(page);
+  await page.waitForFunction(() => document.querySelector('#live-status')?.dataset.state === 'live');
+  assert.equal(await page.locator('#live-status').innerText(), 'ao vivo');
+  await page.evaluate(() => { window.__sameDocument = true; });
+  const before = {
+    intents: await card(page, 'intents'),
+    deliveries: await card(page, 'deliveries'),
+    redeliveries: await card(page, 'redeliveries'),
+    divergences: await card(page, 'divergences'),
+  };
+
+  for (const n of [1, 2, 3]) assert.equal((await intent(n, '10.00')).status, 201);
+  assert.equal((await intent(1, '10.00')).status, 200, 'a redelivery');
+  const divergent = await intent(2, '99.00');
+  assert.equal(divergent.status, 200);
+  assert.equal(divergent.body.diverged, true, 'a fresh extraction that would charge something else');
+  const written = Date.now();
+
+  await page.waitForFunction(
+    (want) => Number(document.querySelector('#live-deliveries output')?.textContent.replace(/\D/g, '')) === want,
+    before.deliveries + 5, { timeout: 2000 });
+  const took = Date.now() - written;
+  assert.ok(took <= 2000, `the page followed the writes after ${took} ms`);
+  assert.equal(await card(page, 'intents'), before.intents + 3);
+  assert.equal(await card(page, 'redeliveries'), before.redeliveries + 2);
+  assert.equal(await card(page, 'divergences'), before.divergences + 1);
+  assert.match(await page.locator('#live-rate output').innerText(), /% \([\d.]+ de [\d.]+ intenções\)/);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
+  await page.screenshot({ path: `${ARTIFACTS}live-monitor.png`, fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('an expired lease shows up as uncertain, with its key', async () => {
+  const { context, page, errors } = await openPage(browser, `/live?window=1h&tenant=${TENANT}`);
+  await hydrated(page);
+  const key = (BigInt(run) * 7919n).toString(16).padStart(64, '0').slice(-64);
+  const begin = await api(`/v1/actions/${key}/begin`, { action: 'pix.cobranca', lease_ms: 300 });
+  assert.equal(begin.status, 201);
+  await page.waitForFunction((k) => document.querySelector('#live-uncertain-keys')?.textContent.includes(k), key, { timeout: 3000 });
+  assert.match(await page.locator('#live-uncertain').getAttribute('class'), /alert/);
+  assert.ok(await card(page, 'uncertain') >= 1);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the status line says when the feed is stale, when it drops and when it comes back', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  // The first stream carries one "trouble" event and ends; the browser's
+  // retry then reaches the real feed.
+  let streams = 0;
+  await page.route('**/live/events**', (route) => {
+    streams += 1;
+    if (streams > 1) return route.continue();
+    return route.fulfill({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' },
+      body: 'retry: 300\nevent: trouble\ndata: the database cannot be read\n\n',
+    });
+  });
+  await page.addInitScript(() => {
+    window.__states = [];
+    new MutationObserver((ms) => {
+      for (const m of ms) if (m.attributeName === 'data-state') window.__states.push(m.target.dataset.state);
+    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-state'] });
+  });
+  await page.goto(`${BASE_URL}/live?window=1h&tenant=${TENANT}`, { waitUntil: 'load' });
+  await page.waitForFunction(() => window.__states.includes('reconnected'), null, { timeout: 10000 });
+  const states = await page.evaluate(() => window.__states);
+  const at = (s) => states.indexOf(s);
+  assert.ok(at('stale') >= 0 && at('stale') < at('disconnected') && at('disconnected') < at('reconnected'), states.join(' → '));
+  assert.equal(await page.locator('#live-status').innerText(), 'ao vivo (reconectado)');
+  // The real feed still delivers: a write shows within 2 s.
+  const before = await card(page, 'intents');
+  assert.equal((await intent('after-reconnect', '1.00')).status, 201);
+  await page.waitForFunction(
+    (want) => Number(document.querySelector('#live-intents output')?.textContent.replace(/\D/g, '')) === want,
+    before + 1, { timeout: 2000 });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('"use these numbers" opens the calculator with the measured volume and rate', async () => {
+  const { context, page, errors } = await openPage(browser, `/live?window=1h&tenant=${TENANT}`);
+  await hydrated(page);
+  const link = page.locator('#use-numbers');
+  const href = await link.getAttribute('href');
+  const rate = new URLSearchParams(href.split('?')[1]).get('d');
+  const volume = new URLSearchParams(href.split('?')[1]).get('c');
+  assert.ok(rate && volume, href);
+  assert.match(await page.locator('.use-numbers .note').innerText(), new RegExp(`tenant ${TENANT}, última hora`));
+  await link.click();
+  await page.waitForURL(/\/\?v=1/);
+  await hydrated(page);
+  assert.equal(await page.inputValue('#in-d'), rate.replace('.', ','));
+  assert.equal(Number((await page.inputValue('#in-c')).replace(/\D/g, '')), Number(volume));
+  // The calculator's own panel shows the server's traffic, live.
+  await page.waitForFunction(() => document.querySelector('#live-panel-status')?.dataset.state === 'live');
+  assert.match(await page.locator('#panel-rate dd').innerText(), /%/);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

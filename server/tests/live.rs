@@ -1,0 +1,397 @@
+//! The live monitor through real HTTP, on SQLite and PostgreSQL: counts
+//! that follow the intent tables, uncertain actions with their keys, the
+//! feed's events within two seconds of a write, two instances on one
+//! database agreeing, and who may see what.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use idem_core::TenantId;
+use idem_server::live::{AdminToken, LiveAccess};
+use idem_store::Store;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+struct Db {
+    url: String,
+    cleanup: Option<(sqlx::PgPool, String)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn sqlite() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    Db {
+        url: format!("sqlite://{}", dir.path().join("idem.db").display()),
+        cleanup: None,
+        _dir: Some(dir),
+    }
+}
+
+async fn postgres() -> Option<Db> {
+    let Ok(base) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
+        eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let admin = sqlx::PgPool::connect(&base).await.unwrap();
+    let schema = unique("live");
+    sqlx::query(&format!("create schema {schema}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some(Db {
+        url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
+        cleanup: Some((admin, schema)),
+        _dir: None,
+    })
+}
+
+impl Db {
+    async fn done(self) {
+        if let Some((admin, schema)) = self.cleanup {
+            sqlx::query(&format!("drop schema {schema} cascade"))
+                .execute(&admin)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// One `idem serve` instance: its own store (own statistics counters and
+/// flusher), like a second process on the same database.
+struct Instance {
+    base: String,
+    store: Store,
+}
+
+async fn instance(db: &Db, access: LiveAccess) -> Instance {
+    let store = common::store(&db.url).await;
+    let (base, _) = common::serve_store_with(&store, access).await;
+    Instance { base, store }
+}
+
+fn open() -> LiveAccess {
+    LiveAccess {
+        open: true,
+        admin: None,
+    }
+}
+
+async fn tenant(s: &Store, name: &str) -> String {
+    s.create_tenant(&TenantId::try_from(name).unwrap(), name)
+        .await
+        .unwrap()
+        .expose()
+        .to_owned()
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+async fn intent(base: &str, token: &str, reference: &str, valor: &str) -> u16 {
+    http()
+        .post(format!("{base}/v1/intents"))
+        .bearer_auth(token)
+        .json(&json!({ "action": "pix.cobranca", "payload": {
+            "cliente_id": "c1", "valor": valor,
+            "chave_pix_destino": "+55 11 98888-7777", "referencia_intencao": reference,
+        }}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn data(base: &str, token: Option<&str>, query: &str) -> (u16, Value) {
+    let mut req = http().get(format!("{base}/live/data.json?{query}"));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// Polls `/live/data.json` until `ok` holds, for at most `within`.
+async fn until(base: &str, token: Option<&str>, query: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {
+    let t = Instant::now();
+    loop {
+        let (status, v) = data(base, token, query).await;
+        assert_eq!(status, 200, "{v}");
+        if ok(&v) {
+            return v;
+        }
+        assert!(t.elapsed() < within, "not within {within:?}: {v:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = super::sqlite().await;
+                    super::$name(&db).await;
+                    db.done().await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(db) = super::postgres().await else { return };
+                    super::$name(&db).await;
+                    db.done().await;
+                }
+            )*
+        }
+    };
+}
+
+both!(
+    counts_follow_the_intent_tables_and_uncertain_actions_are_listed,
+    two_instances_show_the_same_numbers,
+    the_feed_pushes_a_write_within_two_seconds,
+    tokens_decide_what_the_monitor_shows,
+);
+
+/// Intents, redeliveries, a divergence and an expired lease, read back
+/// from `/live/data.json`, with the rate's denominator and the link.
+async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &Db) {
+    let a = instance(db, open()).await;
+    let token = tenant(&a.store, "acme").await;
+    for n in 0..4 {
+        assert_eq!(intent(&a.base, &token, &format!("r{n}"), "10.00").await, 201);
+    }
+    assert_eq!(intent(&a.base, &token, "r0", "10.00").await, 200);
+    assert_eq!(intent(&a.base, &token, "r1", "99.00").await, 200, "divergent redelivery");
+    // A claim whose lease runs out: uncertain at once, before any sweep.
+    let key = "ab".repeat(32);
+    let begin = http()
+        .post(format!("{}/v1/actions/{key}/begin", a.base))
+        .bearer_auth(&token)
+        .json(&json!({ "action": "pix.cobranca", "lease_ms": 200 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(begin.status().as_u16(), 201);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(3), |v| {
+        v["totals"]["deliveries"] == 6 && v["uncertain"] == 1
+    })
+    .await;
+    let t = &v["totals"];
+    assert_eq!((t["intents"].as_i64(), t["redeliveries"].as_i64()), (Some(4), Some(2)));
+    assert_eq!(t["redelivered_intents"], 2);
+    assert_eq!(t["divergences"], 1);
+    assert_eq!(v["duplicate_rate_pct"], "50");
+    assert_eq!(v["in_flight"], 0);
+    assert_eq!(v["uncertain_keys"][0]["key"], key.as_str());
+    assert_eq!(v["uncertain_keys"][0]["tenant"], "acme");
+    assert_eq!(v["rows"][0]["action"], "pix.cobranca");
+    // 4 intents in an hour: 2,880 a month, 50% of them redelivered.
+    assert_eq!(v["use_numbers"], "/?v=1&c=2880&d=50");
+    assert_eq!(v["series"].as_array().unwrap().len(), 60, "one point a minute");
+    // The page shows the same, with the denominator and the key.
+    let page = http()
+        .get(format!("{}/live?window=1h&lang=en-US", a.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("50.00% (2 of 4 intents)"), "{page}");
+    assert!(page.contains(&key), "the uncertain key is listed");
+    assert!(page.contains("/?v=1&amp;c=2880&amp;d=50"), "use these numbers");
+    // The calculator's panel, too.
+    let calc = http().get(format!("{}/?lang=en-US", a.base)).send().await.unwrap().text().await.unwrap();
+    assert!(calc.contains("id=\"live-panel\""), "{calc}");
+    assert!(calc.contains("data-feed=\"/live/events?window=24h&amp;lang=en-US&amp;view=panel\""));
+    // Bad input: a clear 422, never a 500.
+    let (status, v) = data(&a.base, None, "window=2h").await;
+    assert_eq!(status, 422);
+    assert!(v["detail"].as_str().unwrap().contains("1h, 24h, 7d or 30d"), "{v}");
+    a.store.close().await;
+}
+
+/// Writes through one instance show on another's monitor: both read the
+/// rollups each instance flushes every second.
+async fn two_instances_show_the_same_numbers(db: &Db) {
+    let a = instance(db, open()).await;
+    let b = instance(db, open()).await;
+    let token = tenant(&a.store, "acme").await;
+    for n in 0..3 {
+        assert_eq!(intent(&a.base, &token, &format!("x{n}"), "1.00").await, 201);
+    }
+    assert_eq!(intent(&a.base, &token, "x0", "1.00").await, 200);
+    let started = Instant::now();
+    let on_b = until(&b.base, None, "window=1h", Duration::from_secs(2), |v| v["totals"]["deliveries"] == 4).await;
+    eprintln!("instance B saw instance A's writes after {:?}", started.elapsed());
+    let on_a = until(&a.base, None, "window=1h", Duration::from_secs(2), |v| v["totals"]["deliveries"] == 4).await;
+    assert_eq!(on_a["totals"], on_b["totals"]);
+    assert_eq!(on_a["rows"], on_b["rows"]);
+    a.store.close().await;
+    b.store.close().await;
+}
+
+/// Reads server-sent events until one carries `needle`.
+async fn event_with(res: &mut reqwest::Response, needle: &str, within: Duration) -> String {
+    let t = Instant::now();
+    let mut buf = String::new();
+    while t.elapsed() < within {
+        match tokio::time::timeout(within.saturating_sub(t.elapsed()), res.chunk()).await {
+            Ok(Ok(Some(c))) => buf.push_str(&String::from_utf8_lossy(&c)),
+            _ => break,
+        }
+        while let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            if event.contains(needle) {
+                return event;
+            }
+        }
+    }
+    panic!("no event with {needle:?} within {within:?}; pending: {buf}");
+}
+
+/// The feed sends the first numbers at once, then new numbers within two
+/// seconds of a write to another instance, then heartbeats.
+async fn the_feed_pushes_a_write_within_two_seconds(db: &Db) {
+    let a = instance(db, open()).await;
+    let b = instance(db, open()).await;
+    let token = tenant(&a.store, "acme").await;
+    let mut feed = http()
+        .get(format!("{}/live/events?window=1h&lang=en-US", b.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status().as_u16(), 200);
+    assert_eq!(feed.headers()["content-type"], "text/event-stream");
+    event_with(&mut feed, "event: snapshot", Duration::from_secs(2)).await;
+    assert_eq!(intent(&a.base, &token, "f1", "3.00").await, 201);
+    let written = Instant::now();
+    let e = event_with(&mut feed, "<output class=\"value\">1</output>", Duration::from_secs(2)).await;
+    assert!(e.starts_with("event: snapshot"), "{e}");
+    eprintln!("the feed carried the write after {:?}", written.elapsed());
+    event_with(&mut feed, "event: heartbeat", Duration::from_secs(3)).await;
+    a.store.close().await;
+    b.store.close().await;
+}
+
+/// Off loopback: no token, 401; a bad token, 401; the admin token sees
+/// every tenant; a tenant token sees its own only, in the JSON, the page
+/// and the feed, and asking for another tenant is refused. The sign-in
+/// form keeps the token in an HttpOnly cookie.
+async fn tokens_decide_what_the_monitor_shows(db: &Db) {
+    let access = LiveAccess {
+        open: false,
+        admin: AdminToken::new("admin-secret"),
+    };
+    let s = instance(db, access).await;
+    let ta = tenant(&s.store, "acme").await;
+    let tb = tenant(&s.store, "globex").await;
+    assert_eq!(intent(&s.base, &ta, "a1", "1.00").await, 201);
+    for n in 0..3 {
+        assert_eq!(intent(&s.base, &tb, &format!("b{n}"), "1.00").await, 201);
+    }
+    let (status, v) = data(&s.base, None, "window=1h").await;
+    assert_eq!(status, 401, "{v}");
+    let (status, _) = data(&s.base, Some("idem_nope"), "window=1h").await;
+    assert_eq!(status, 401);
+    let page = http().get(format!("{}/live", s.base)).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 401);
+    assert!(page.text().await.unwrap().contains("action=\"/live/login\""));
+    let feed = http().get(format!("{}/live/events", s.base)).send().await.unwrap();
+    assert_eq!(feed.status().as_u16(), 401);
+
+    let all = until(&s.base, Some("admin-secret"), "window=1h", Duration::from_secs(3), |v| v["totals"]["intents"] == 4).await;
+    assert_eq!(all["tenants"], json!(["acme", "globex"]));
+    assert_eq!(all["admin"], true);
+
+    let own = until(&s.base, Some(&ta), "window=1h", Duration::from_secs(3), |v| v["totals"]["intents"] == 1).await;
+    assert_eq!(own["tenants"], json!(["acme"]));
+    assert_eq!(own["admin"], false);
+    assert!(!own.to_string().contains("globex"), "{own}");
+    let (status, v) = data(&s.base, Some(&ta), "window=1h&tenant=globex").await;
+    assert_eq!(status, 403, "{v}");
+
+    // The feed under a tenant token: its own numbers, nothing of globex.
+    let mut feed = http()
+        .get(format!("{}/live/events?window=1h&lang=en-US", s.base))
+        .bearer_auth(&ta)
+        .send()
+        .await
+        .unwrap();
+    let e = event_with(&mut feed, "event: snapshot", Duration::from_secs(2)).await;
+    assert!(e.contains("tenant acme"), "{e}");
+    assert!(!e.contains("globex"), "{e}");
+    let other = http()
+        .get(format!("{}/live/events?tenant=globex", s.base))
+        .bearer_auth(&ta)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status().as_u16(), 403);
+
+    // Sign in with the form: an HttpOnly cookie, then the page shows acme.
+    let no_redirect = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = no_redirect
+        .post(format!("{}/live/login", s.base))
+        .form(&[("token", ta.as_str()), ("lang", "en-US")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let page = http()
+        .get(format!("{}/live?lang=en-US", s.base))
+        .header("cookie", pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("tenant acme") && !html.contains("globex"));
+    let res = no_redirect
+        .post(format!("{}/live/login", s.base))
+        .form(&[("token", "idem_wrong"), ("lang", "en-US")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["location"], "/live?lang=en-US&login=failed");
+    assert!(res.headers().get("set-cookie").is_none());
+    s.store.close().await;
+}
+
+/// The rule `idem serve` applies: open on loopback without an admin token.
+#[test]
+fn loopback_without_a_token_is_open_and_nothing_else_is() {
+    let lo: std::net::SocketAddr = "127.0.0.1:3000".parse().unwrap();
+    let any: std::net::SocketAddr = "0.0.0.0:3000".parse().unwrap();
+    assert!(LiveAccess::for_addr(lo, None).open);
+    assert!(!LiveAccess::for_addr(lo, AdminToken::new("t")).open);
+    assert!(!LiveAccess::for_addr(any, None).open);
+    assert!(AdminToken::new("  ").is_none());
+    assert_eq!(format!("{:?}", AdminToken::new("secret").unwrap()), "AdminToken(<redacted>)");
+}
