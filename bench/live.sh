@@ -9,13 +9,13 @@
 #    statistics rollups that traffic implies (minute rows for 2 days, hour
 #    and day rows for 30 days).
 # 2. Serves it with `idem serve` (release) and reads /live/data.json cold,
-#    120 times per view, 0.6 s apart so the monitor's half-second shared
+#    120 times per view (IDEM_LIVE_BENCH_READS), 0.6 s apart so the monitor's half-second shared
 #    read never answers: one tenant at 1h, 24h, 7d and 30d, and the admin's
 #    all-tenants view at 24h and 30d. Prints p50, p95 and max.
 # 3. Runs the API benchmark's writer (wrk, 16 connections, POST
 #    /v1/intents, every request a new intent) alone, then with five
 #    dashboards open (five /live/events feeds on the admin's 24 h view),
-#    alternating twice, and prints the throughput of each run and the ratio.
+#    alternating three times, and prints the throughput of each run and the ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000000}
@@ -26,16 +26,28 @@ cargo build --release -q -p idem-server --bin idem
 idem=target/release/idem
 data=$(mktemp -d)
 psql_q() { PGOPTIONS="-c client_min_messages=warning" psql "$1" -v ON_ERROR_STOP=1 -qAt "${@:2}"; }
-psql_q "$pg/postgres" -c "drop database if exists idem_live_bench with (force)" -c "create database idem_live_bench"
 url="$pg/idem_live_bench"
 export DATABASE_URL=$url
-"$idem" migrate --data-dir "$data" >/dev/null
+# IDEM_LIVE_BENCH_REUSE=1 keeps a database an earlier run seeded.
+if [ -n "${IDEM_LIVE_BENCH_REUSE:-}" ] && psql_q "$url" -c "select 1 from intents limit 1" >/dev/null 2>&1; then
+  echo "reusing idem_live_bench: $(psql_q "$url" -c "select count(*) from intents") intents" >&2
+  "$idem" migrate --data-dir "$data" >/dev/null
+  seed=no
+else
+  psql_q "$pg/postgres" -c "drop database if exists idem_live_bench with (force)" -c "create database idem_live_bench"
+  "$idem" migrate --data-dir "$data" >/dev/null
+  seed=yes
+fi
 now=$(date +%s%3N)
-echo "seeding $n intents (this takes a few minutes)..." >&2
 t0=$(date +%s)
-psql_q "$url" <<SQL
+[ $seed = yes ] && echo "seeding $n intents (this takes a few minutes)..." >&2
+[ $seed = yes ] && psql_q "$url" <<SQL
 insert into tenants (tenant_id, name, created_ms)
 select 'bench-' || t, 'bench ' || t, 0 from generate_series(0, 19) t;
+-- Retention above the 30 days the intents span, so the periodic purge
+-- keeps them all (the default 7 days would delete three quarters).
+insert into tenant_settings (tenant_id, intent_retention_ms, action_retention_ms, http_retention_ms)
+select 'bench-' || t, 40 * 86400000::bigint, 40 * 86400000::bigint, 86400000 from generate_series(0, 19) t;
 -- Intents spread evenly over 30 days; every tenth one was redelivered.
 insert into intents (tenant_id, reference, action, rules_version, idem_key, payload,
     revision, deliveries, divergences, first_seen_ms, last_seen_ms)
@@ -76,11 +88,11 @@ insert into stats_delay (tenant_id, granularity, bucket_start_ms, action, le_ms,
 select tenant_id, granularity, bucket_start_ms, action, 5000, redeliveries from stats_rollup;
 analyze;
 SQL
-echo "seeded in $(( $(date +%s) - t0 )) s: $(psql_q "$url" -c "select count(*) from intents") intents, $(psql_q "$url" -c "select count(*) from actions") actions, $(psql_q "$url" -c "select count(*) from stats_rollup") rollup rows" >&2
+[ $seed = yes ] && echo "seeded in $(( $(date +%s) - t0 )) s: $(psql_q "$url" -c "select count(*) from intents") intents, $(psql_q "$url" -c "select count(*) from actions") actions, $(psql_q "$url" -c "select count(*) from stats_rollup") rollup rows" >&2
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export IDEM_TOKEN
-IDEM_TOKEN=$("$idem" tenant create bench-writer --data-dir "$data" 2>/dev/null)
+IDEM_TOKEN=$("$idem" tenant create "bench-writer-$$" --data-dir "$data" 2>/dev/null)
 admin=bench-admin-token
 IDEM_ADMIN_TOKEN=$admin RUST_LOG=warn "$idem" serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
 server=$!
@@ -91,7 +103,7 @@ base="http://127.0.0.1:$port"
 
 # p50, p95 and max (ms) of cold reads of one view.
 cold() {
-  for _ in $(seq 120); do
+  for _ in $(seq "${IDEM_LIVE_BENCH_READS:-120}"); do
     curl -fsS -o /dev/null -w '%{time_total}\n' -H "authorization: Bearer $admin" "$base/live/data.json?$1"
     sleep 0.6
   done | python3 -c '
@@ -110,7 +122,7 @@ rps() {
 }
 echo
 echo "== writer (wrk, 16 connections, POST /v1/intents) alone and with five dashboards open"
-for round in 1 2; do
+for round in 1 2 3; do
   alone=$(rps "a$round")
   for i in 1 2 3 4 5; do
     curl -sN -H "authorization: Bearer $admin" "$base/live/events?window=24h" >/dev/null &

@@ -17,14 +17,16 @@
 
 use crate::api::ApiError;
 use crate::web::ApiState;
-use app::live::render::{self, LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window};
+use app::live::render::{
+    self, LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window,
+};
 use app::live::LiveMarkup;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use futures_util::stream::Stream;
+use futures_util::stream::{Stream, StreamExt};
 use idem_core::locale::Locale;
 use idem_core::TenantId;
 use idem_store::stats::Granularity;
@@ -41,6 +43,8 @@ const UNCERTAIN_LISTED: u32 = 20;
 const MAX_TENANTS: usize = 50;
 /// How long one read serves identical refreshes.
 const SHARE_FOR: Duration = Duration::from_millis(500);
+/// Tenants read at once for the admin's view (each on its own connection).
+const PARALLEL_READS: usize = 4;
 /// How often a feed looks for new numbers.
 const TICK: Duration = Duration::from_millis(500);
 /// A feed sends at least this often, so a browser can tell a quiet feed
@@ -62,7 +66,10 @@ impl AdminToken {
         let d: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         // Digests, not tokens, are compared: their timing says nothing
         // useful about the token.
-        d.iter().zip(self.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        d.iter()
+            .zip(self.0.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
     }
 }
 
@@ -100,8 +107,11 @@ pub struct LiveState {
     pub api: ApiState,
     /// Who may look.
     pub access: Arc<LiveAccess>,
-    cache: Arc<Mutex<HashMap<String, (Instant, Arc<LiveData>)>>>,
+    cache: Arc<Mutex<SharedReads>>,
 }
+
+/// Recent reads by scope and window, with when they were made.
+type SharedReads = HashMap<String, (Instant, Arc<LiveData>)>;
 
 impl LiveState {
     /// A monitor over `api` with the access rule `access`.
@@ -200,7 +210,11 @@ impl LiveQuery {
     }
 
     fn feed(&self, path: &str) -> String {
-        let mut s = format!("{path}?window={}&lang={}", self.window.as_str(), self.locale.tag());
+        let mut s = format!(
+            "{path}?window={}&lang={}",
+            self.window.as_str(),
+            self.locale.tag()
+        );
         if let Some(t) = &self.tenant {
             s.push_str("&tenant=");
             s.push_str(&crate::dashboard::encode_component(t));
@@ -211,7 +225,11 @@ impl LiveQuery {
 
 /// The tenants a viewer sees for a query; a tenant asking for another is
 /// refused (403), never shown an empty page that would hint either way.
-async fn scope(state: &LiveState, viewer: &Viewer, q: &LiveQuery) -> Result<Vec<TenantId>, ApiError> {
+async fn scope(
+    state: &LiveState,
+    viewer: &Viewer,
+    q: &LiveQuery,
+) -> Result<Vec<TenantId>, ApiError> {
     match (viewer, &q.tenant) {
         (Viewer::Tenant(own), Some(asked)) if asked != own.as_str() => Err(ApiError::body(
             StatusCode::FORBIDDEN,
@@ -230,13 +248,21 @@ async fn scope(state: &LiveState, viewer: &Viewer, q: &LiveQuery) -> Result<Vec<
 }
 
 /// Reads the numbers (or reuses a read younger than [`SHARE_FOR`]).
-pub async fn snapshot(state: &LiveState, viewer: &Viewer, q: &LiveQuery) -> Result<Arc<LiveData>, ApiError> {
+pub async fn snapshot(
+    state: &LiveState,
+    viewer: &Viewer,
+    q: &LiveQuery,
+) -> Result<Arc<LiveData>, ApiError> {
     let tenants = scope(state, viewer, q).await?;
     let cache_key = format!(
         "{}|{}|{}",
         matches!(viewer, Viewer::Admin),
         q.window.as_str(),
-        tenants.iter().map(TenantId::as_str).collect::<Vec<_>>().join(",")
+        tenants
+            .iter()
+            .map(TenantId::as_str)
+            .collect::<Vec<_>>()
+            .join(",")
     );
     if let Some((at, data)) = lock(&state.cache).get(&cache_key) {
         if at.elapsed() < SHARE_FOR {
@@ -258,7 +284,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[tracing::instrument(skip_all, fields(tenants = tenants.len(), window = window.as_str()))]
-async fn read(state: &LiveState, tenants: &[TenantId], window: Window) -> Result<LiveData, ApiError> {
+async fn read(
+    state: &LiveState,
+    tenants: &[TenantId],
+    window: Window,
+) -> Result<LiveData, ApiError> {
     let store = &state.api.store;
     let now = store.now_ms();
     let granularity = match window {
@@ -281,14 +311,34 @@ async fn read(state: &LiveState, tenants: &[TenantId], window: Window) -> Result
     let mut series: BTreeMap<i64, LivePoint> = BTreeMap::new();
     let mut start = from;
     while start < to {
-        series.insert(start, LivePoint { start_ms: start, ..LivePoint::default() });
+        series.insert(
+            start,
+            LivePoint {
+                start_ms: start,
+                ..LivePoint::default()
+            },
+        );
         start += bucket;
     }
     let mut max_delay: Option<i64> = None;
     let mut p99: Option<i64> = None;
     let mut retention: Option<i64> = None;
-    for tenant in tenants {
-        let report = store.stats(tenant, granularity, from, to).await?;
+    // One flush of this process's counts, then every tenant read on a
+    // connection of its own, a few at a time.
+    store.flush_stats().await?;
+    let reads = futures_util::stream::iter(tenants.iter().cloned())
+        .map(|tenant| async move {
+            let mut s = store.session().await?;
+            let report = s.stats(&tenant, granularity, from, to).await?;
+            let live = s.live_actions(&tenant, now, UNCERTAIN_LISTED).await?;
+            let retention = s.retention(&tenant).await?;
+            Ok::<_, idem_store::Error>((tenant, report, live, retention))
+        })
+        .buffered(PARALLEL_READS)
+        .collect::<Vec<_>>()
+        .await;
+    for read in reads {
+        let (tenant, report, live, r) = read?;
         let mut per_action: BTreeMap<String, LiveCounts> = BTreeMap::new();
         for b in &report.buckets {
             let c = counts(&b.counts);
@@ -311,23 +361,21 @@ async fn read(state: &LiveState, tenants: &[TenantId], window: Window) -> Result
         data.horizon.measured += report.delay.count;
         max_delay = max_delay.max(report.delay.max_ms);
         p99 = p99.max(report.delay.p99_ms);
-        let mut s = store.session().await?;
-        let live = s.live_actions(tenant, now, UNCERTAIN_LISTED).await?;
-        let r = s.retention(tenant).await?;
-        drop(s);
         retention = Some(retention.map_or(r.intent_ms, |x: i64| x.min(r.intent_ms)));
         data.in_flight += live.in_flight;
         data.uncertain += live.uncertain;
-        data.uncertain_keys.extend(live.uncertain_keys.into_iter().map(|u| LiveUncertain {
-            tenant: tenant.as_str().to_owned(),
-            key: u.key,
-            action: u.action,
-            started_ms: u.started_ms,
-            lease_until_ms: u.lease_until_ms,
-            attempts: u.attempts,
-        }));
+        data.uncertain_keys
+            .extend(live.uncertain_keys.into_iter().map(|u| LiveUncertain {
+                tenant: tenant.as_str().to_owned(),
+                key: u.key,
+                action: u.action,
+                started_ms: u.started_ms,
+                lease_until_ms: u.lease_until_ms,
+                attempts: u.attempts,
+            }));
     }
-    data.uncertain_keys.sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
+    data.uncertain_keys
+        .sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
     data.uncertain_keys.truncate(UNCERTAIN_LISTED as usize);
     data.series = series.into_values().collect();
     data.horizon = LiveHorizon {
@@ -340,7 +388,7 @@ async fn read(state: &LiveState, tenants: &[TenantId], window: Window) -> Result
     data.duplicate_rate_pct = data
         .totals
         .duplicate_rate_pct()
-        .map(|d| idem_core::scenario::canonical(d));
+        .map(idem_core::scenario::canonical);
     data.use_numbers = render::use_numbers_href(window, &data.totals);
     Ok(data)
 }
@@ -362,7 +410,10 @@ fn counts(c: &idem_store::stats::Counts) -> LiveCounts {
     }
 }
 
-fn query_of(pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>, headers: &HeaderMap) -> Result<LiveQuery, ApiError> {
+fn query_of(
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+    headers: &HeaderMap,
+) -> Result<LiveQuery, ApiError> {
     let Query(pairs) = pairs.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let cookie_locale = crate::dashboard::cookie_locale(headers);
     LiveQuery::parse(&pairs, cookie_locale).map_err(ApiError::unprocessable)
@@ -399,7 +450,9 @@ fn markup(data: &LiveData, panel: bool, l: Locale) -> String {
     }
 }
 
-fn is_panel(pairs: &Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>) -> bool {
+fn is_panel(
+    pairs: &Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> bool {
     pairs
         .as_ref()
         .map(|q| q.0.iter().any(|(k, v)| k == "view" && v == "panel"))
@@ -418,7 +471,10 @@ pub async fn fragment(
     let data = snapshot(&state, &v, &q).await?;
     Ok((
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
         markup(&data, panel, q.locale),
@@ -481,13 +537,20 @@ pub async fn events(
                         f.last_html = html.clone();
                         Event::default().event("snapshot").data(html)
                     } else {
-                        Event::default().event("heartbeat").data(data.generated_ms.to_string())
+                        Event::default()
+                            .event("heartbeat")
+                            .data(data.generated_ms.to_string())
                     };
                     return Some((Ok(event), f));
                 }
                 Err(_) => {
                     f.sent = Instant::now();
-                    return Some((Ok(Event::default().event("trouble").data("the database cannot be read")), f));
+                    return Some((
+                        Ok(Event::default()
+                            .event("trouble")
+                            .data("the database cannot be read")),
+                        f,
+                    ));
                 }
             }
         }
@@ -573,26 +636,50 @@ pub async fn live_markup(
     let (controls, numbers, feed) = match viewer(&state, req.headers()).await {
         Ok(Some(v)) => match snapshot(&state, &v, &q).await {
             Ok(data) => (
-                if page { render::controls_html(&data, l) } else { String::new() },
+                if page {
+                    render::controls_html(&data, l)
+                } else {
+                    String::new()
+                },
                 markup(&data, !page, l),
-                if page { q.feed("/live/events") } else { q.feed("/live/events") + "&view=panel" },
+                if page {
+                    q.feed("/live/events")
+                } else {
+                    q.feed("/live/events") + "&view=panel"
+                },
             ),
             Err(e) => {
                 if page {
                     status = e.status();
                 }
                 let why = match e.status() {
-                    StatusCode::FORBIDDEN => app::i18n::tr(l, "Este token vê só o próprio tenant.", "This token sees only its own tenant."),
-                    _ => app::i18n::tr(l, "Não foi possível ler os números agora; tente de novo em instantes.", "The numbers cannot be read right now; try again in a moment."),
+                    StatusCode::FORBIDDEN => app::i18n::tr(
+                        l,
+                        "Este token vê só o próprio tenant.",
+                        "This token sees only its own tenant.",
+                    ),
+                    _ => app::i18n::tr(
+                        l,
+                        "Não foi possível ler os números agora; tente de novo em instantes.",
+                        "The numbers cannot be read right now; try again in a moment.",
+                    ),
                 };
-                (String::new(), format!("<p class=\"field-error\" role=\"alert\">{why}</p>"), String::new())
+                (
+                    String::new(),
+                    format!("<p class=\"field-error\" role=\"alert\">{why}</p>"),
+                    String::new(),
+                )
             }
         },
         Ok(None) => {
             if page {
                 status = StatusCode::UNAUTHORIZED;
             }
-            let numbers = if page { render::login_html(l, login_failed) } else { render::locked_html(l) };
+            let numbers = if page {
+                render::login_html(l, login_failed)
+            } else {
+                render::locked_html(l)
+            };
             (String::new(), numbers, String::new())
         }
         Err(_) => (String::new(), render::locked_html(l), String::new()),

@@ -529,9 +529,13 @@ async fn run_strategy(
 
 /// Runs the simulation and returns its report.
 pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
-    let state =
-        crate::web::open_state(&args.db, idem_core::Catalog::builtin(), Some("127.0.0.1:0"), None)
-            .await?;
+    let state = crate::web::open_state(
+        &args.db,
+        idem_core::Catalog::builtin(),
+        Some("127.0.0.1:0"),
+        None,
+    )
+    .await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let server = tokio::spawn(crate::web::serve(

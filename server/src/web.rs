@@ -180,7 +180,10 @@ pub async fn open_state(
 /// and shared-memory files live beside the database, so the directory must
 /// be writable, not only the file.
 fn check_writable(url: &str) -> anyhow::Result<()> {
-    let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
         return Ok(());
     };
     let path = rest.split('?').next().unwrap_or(rest);

@@ -126,7 +126,13 @@ async fn data(base: &str, token: Option<&str>, query: &str) -> (u16, Value) {
 }
 
 /// Polls `/live/data.json` until `ok` holds, for at most `within`.
-async fn until(base: &str, token: Option<&str>, query: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {
+async fn until(
+    base: &str,
+    token: Option<&str>,
+    query: &str,
+    within: Duration,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
     let t = Instant::now();
     loop {
         let (status, v) = data(base, token, query).await;
@@ -177,10 +183,17 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     let a = instance(db, open()).await;
     let token = tenant(&a.store, "acme").await;
     for n in 0..4 {
-        assert_eq!(intent(&a.base, &token, &format!("r{n}"), "10.00").await, 201);
+        assert_eq!(
+            intent(&a.base, &token, &format!("r{n}"), "10.00").await,
+            201
+        );
     }
     assert_eq!(intent(&a.base, &token, "r0", "10.00").await, 200);
-    assert_eq!(intent(&a.base, &token, "r1", "99.00").await, 200, "divergent redelivery");
+    assert_eq!(
+        intent(&a.base, &token, "r1", "99.00").await,
+        200,
+        "divergent redelivery"
+    );
     // A claim whose lease runs out: uncertain at once, before any sweep.
     let key = "ab".repeat(32);
     let begin = http()
@@ -197,7 +210,10 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     })
     .await;
     let t = &v["totals"];
-    assert_eq!((t["intents"].as_i64(), t["redeliveries"].as_i64()), (Some(4), Some(2)));
+    assert_eq!(
+        (t["intents"].as_i64(), t["redeliveries"].as_i64()),
+        (Some(4), Some(2))
+    );
     assert_eq!(t["redelivered_intents"], 2);
     assert_eq!(t["divergences"], 1);
     assert_eq!(v["duplicate_rate_pct"], "50");
@@ -207,7 +223,11 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     assert_eq!(v["rows"][0]["action"], "pix.cobranca");
     // 4 intents in an hour: 2,880 a month, 50% of them redelivered.
     assert_eq!(v["use_numbers"], "/?v=1&c=2880&d=50");
-    assert_eq!(v["series"].as_array().unwrap().len(), 60, "one point a minute");
+    assert_eq!(
+        v["series"].as_array().unwrap().len(),
+        60,
+        "one point a minute"
+    );
     // The page shows the same, with the denominator and the key.
     let page = http()
         .get(format!("{}/live?window=1h&lang=en-US", a.base))
@@ -219,15 +239,60 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         .unwrap();
     assert!(page.contains("50.00% (2 of 4 intents)"), "{page}");
     assert!(page.contains(&key), "the uncertain key is listed");
-    assert!(page.contains("/?v=1&amp;c=2880&amp;d=50"), "use these numbers");
+    assert!(
+        page.contains("/?v=1&amp;c=2880&amp;d=50"),
+        "use these numbers"
+    );
     // The calculator's panel, too.
-    let calc = http().get(format!("{}/?lang=en-US", a.base)).send().await.unwrap().text().await.unwrap();
+    let calc = http()
+        .get(format!("{}/?lang=en-US", a.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(calc.contains("id=\"live-panel\""), "{calc}");
     assert!(calc.contains("data-feed=\"/live/events?window=24h&amp;lang=en-US&amp;view=panel\""));
+    // A retention under twice the longest redelivery delay is flagged.
+    assert_eq!(v["horizon"]["warning"], false, "{}", v["horizon"]);
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    assert_eq!(intent(&a.base, &token, "r3", "10.00").await, 200);
+    let mut s = a.store.session().await.unwrap();
+    let acme = TenantId::try_from("acme").unwrap();
+    let mut r = s.retention(&acme).await.unwrap();
+    r.intent_ms = 150;
+    s.set_retention(&acme, &r).await.unwrap();
+    drop(s);
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(3), |v| {
+        v["horizon"]["warning"] == true
+    })
+    .await;
+    assert!(
+        v["horizon"]["max_ms"].as_i64().unwrap() >= 120,
+        "{}",
+        v["horizon"]
+    );
+    assert_eq!(v["horizon"]["retention_ms"], 150);
+    let page = http()
+        .get(format!("{}/live?window=1h&lang=en-US", a.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Retention is under twice the longest delay observed"),
+        "{page}"
+    );
     // Bad input: a clear 422, never a 500.
     let (status, v) = data(&a.base, None, "window=2h").await;
     assert_eq!(status, 422);
-    assert!(v["detail"].as_str().unwrap().contains("1h, 24h, 7d or 30d"), "{v}");
+    assert!(
+        v["detail"].as_str().unwrap().contains("1h, 24h, 7d or 30d"),
+        "{v}"
+    );
     a.store.close().await;
 }
 
@@ -242,9 +307,18 @@ async fn two_instances_show_the_same_numbers(db: &Db) {
     }
     assert_eq!(intent(&a.base, &token, "x0", "1.00").await, 200);
     let started = Instant::now();
-    let on_b = until(&b.base, None, "window=1h", Duration::from_secs(2), |v| v["totals"]["deliveries"] == 4).await;
-    eprintln!("instance B saw instance A's writes after {:?}", started.elapsed());
-    let on_a = until(&a.base, None, "window=1h", Duration::from_secs(2), |v| v["totals"]["deliveries"] == 4).await;
+    let on_b = until(&b.base, None, "window=1h", Duration::from_secs(2), |v| {
+        v["totals"]["deliveries"] == 4
+    })
+    .await;
+    eprintln!(
+        "instance B saw instance A's writes after {:?}",
+        started.elapsed()
+    );
+    let on_a = until(&a.base, None, "window=1h", Duration::from_secs(2), |v| {
+        v["totals"]["deliveries"] == 4
+    })
+    .await;
     assert_eq!(on_a["totals"], on_b["totals"]);
     assert_eq!(on_a["rows"], on_b["rows"]);
     a.store.close().await;
@@ -286,7 +360,12 @@ async fn the_feed_pushes_a_write_within_two_seconds(db: &Db) {
     event_with(&mut feed, "event: snapshot", Duration::from_secs(2)).await;
     assert_eq!(intent(&a.base, &token, "f1", "3.00").await, 201);
     let written = Instant::now();
-    let e = event_with(&mut feed, "<output class=\"value\">1</output>", Duration::from_secs(2)).await;
+    let e = event_with(
+        &mut feed,
+        "<output class=\"value\">1</output>",
+        Duration::from_secs(2),
+    )
+    .await;
     assert!(e.starts_with("event: snapshot"), "{e}");
     eprintln!("the feed carried the write after {:?}", written.elapsed());
     event_with(&mut feed, "event: heartbeat", Duration::from_secs(3)).await;
@@ -316,15 +395,37 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
     assert_eq!(status, 401);
     let page = http().get(format!("{}/live", s.base)).send().await.unwrap();
     assert_eq!(page.status().as_u16(), 401);
-    assert!(page.text().await.unwrap().contains("action=\"/live/login\""));
-    let feed = http().get(format!("{}/live/events", s.base)).send().await.unwrap();
+    assert!(page
+        .text()
+        .await
+        .unwrap()
+        .contains("action=\"/live/login\""));
+    let feed = http()
+        .get(format!("{}/live/events", s.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(feed.status().as_u16(), 401);
 
-    let all = until(&s.base, Some("admin-secret"), "window=1h", Duration::from_secs(3), |v| v["totals"]["intents"] == 4).await;
+    let all = until(
+        &s.base,
+        Some("admin-secret"),
+        "window=1h",
+        Duration::from_secs(3),
+        |v| v["totals"]["intents"] == 4,
+    )
+    .await;
     assert_eq!(all["tenants"], json!(["acme", "globex"]));
     assert_eq!(all["admin"], true);
 
-    let own = until(&s.base, Some(&ta), "window=1h", Duration::from_secs(3), |v| v["totals"]["intents"] == 1).await;
+    let own = until(
+        &s.base,
+        Some(&ta),
+        "window=1h",
+        Duration::from_secs(3),
+        |v| v["totals"]["intents"] == 1,
+    )
+    .await;
     assert_eq!(own["tenants"], json!(["acme"]));
     assert_eq!(own["admin"], false);
     assert!(!own.to_string().contains("globex"), "{own}");
@@ -362,7 +463,10 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
         .unwrap();
     assert_eq!(res.status().as_u16(), 303);
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let pair = cookie.split(';').next().unwrap().to_owned();
     let page = http()
         .get(format!("{}/live?lang=en-US", s.base))
@@ -393,5 +497,8 @@ fn loopback_without_a_token_is_open_and_nothing_else_is() {
     assert!(!LiveAccess::for_addr(lo, AdminToken::new("t")).open);
     assert!(!LiveAccess::for_addr(any, None).open);
     assert!(AdminToken::new("  ").is_none());
-    assert_eq!(format!("{:?}", AdminToken::new("secret").unwrap()), "AdminToken(<redacted>)");
+    assert_eq!(
+        format!("{:?}", AdminToken::new("secret").unwrap()),
+        "AdminToken(<redacted>)"
+    );
 }

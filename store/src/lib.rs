@@ -433,20 +433,10 @@ impl Store {
         to_ms: Millis,
     ) -> Result<stats::Report, Error> {
         self.flush_stats().await?;
-        let mut s = self.session().await?;
-        let from = granularity.floor(from_ms);
-        let t = tenant.as_str();
-        let rows = session::on!(s.read_rollup(t, granularity, from, to_ms))?;
-        let delays = session::on!(s.read_delay(t, granularity, from, to_ms))?;
-        Ok(stats::report(
-            granularity,
-            from,
-            to_ms,
-            rows.into_iter()
-                .map(backend::RollupRow::into_parts)
-                .collect(),
-            delays,
-        ))
+        self.session()
+            .await?
+            .stats(tenant, granularity, from_ms, to_ms)
+            .await
     }
 
     /// Admin: every tenant, in order (the live monitor's admin view).

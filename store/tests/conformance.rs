@@ -177,12 +177,18 @@ async fn live_actions_show_in_flight_and_uncertain_per_tenant(h: &H) {
     assert_eq!((live.in_flight, live.uncertain), (0, 3), "{live:?}");
     assert_eq!(live.uncertain_keys.len(), 2, "the limit holds");
     assert!(live.uncertain_keys.iter().all(|u| u.lease_expired_unswept));
-    assert!(live.uncertain_keys.iter().all(|u| u.key != k(20).to_string()));
+    assert!(live
+        .uncertain_keys
+        .iter()
+        .all(|u| u.key != k(20).to_string()));
     drop(s);
     // After the sweep: the same three, now marked.
     h.store.purge(100).await.unwrap();
     let mut s = h.store.session().await.unwrap();
-    let live = s.live_actions(&h.tenant, h.store.now_ms(), 10).await.unwrap();
+    let live = s
+        .live_actions(&h.tenant, h.store.now_ms(), 10)
+        .await
+        .unwrap();
     assert_eq!((live.in_flight, live.uncertain), (0, 3), "{live:?}");
     let mut keys: Vec<String> = live.uncertain_keys.iter().map(|u| u.key.clone()).collect();
     keys.sort();

@@ -300,7 +300,10 @@ fn rate_text(c: &LiveCounts, l: Locale) -> String {
             count(c.intents, l),
             tr(l, "intenções", "intents")
         ),
-        None => format!("— ({})", tr(l, "nenhuma intenção na janela", "no intent in the window")),
+        None => format!(
+            "— ({})",
+            tr(l, "nenhuma intenção na janela", "no intent in the window")
+        ),
     }
 }
 
@@ -370,15 +373,28 @@ pub fn controls_html(d: &LiveData, l: Locale) -> String {
             tr(l, "todos", "all")
         );
         for t in &d.tenants_all() {
-            let sel = if d.tenant.as_deref() == Some(t.as_str()) { " selected" } else { "" };
+            let sel = if d.tenant.as_deref() == Some(t.as_str()) {
+                " selected"
+            } else {
+                ""
+            };
             let _ = write!(out, "<option value=\"{0}\"{sel}>{0}</option>", esc(t));
         }
         out.push_str("</select></label>");
     }
-    let _ = write!(out, "<label>{} <select name=\"window\">", tr(l, "Janela", "Window"));
+    let _ = write!(
+        out,
+        "<label>{} <select name=\"window\">",
+        tr(l, "Janela", "Window")
+    );
     for w in Window::ALL {
         let sel = if w == d.window { " selected" } else { "" };
-        let _ = write!(out, "<option value=\"{}\"{sel}>{}</option>", w.as_str(), w.label(l));
+        let _ = write!(
+            out,
+            "<option value=\"{}\"{sel}>{}</option>",
+            w.as_str(),
+            w.label(l)
+        );
     }
     let _ = write!(
         out,
@@ -416,19 +432,122 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
     );
     let t = &d.totals;
     out.push_str("<div class=\"live-cards\">");
-    card(&mut out, "live-intents", tr(l, "Intenções", "Intents"), &count(t.intents, l), tr(l, "registradas pela primeira vez", "recorded for the first time"), "");
-    card(&mut out, "live-deliveries", tr(l, "Entregas", "Deliveries"), &count(t.deliveries, l), tr(l, "primeiras e repetidas", "first ones and repeats"), "");
-    card(&mut out, "live-redeliveries", tr(l, "Reentregas absorvidas", "Redeliveries absorbed"), &count(t.redeliveries, l), tr(l, "a chave primária devolveu a intenção congelada", "the primary key returned the frozen intent"), "");
-    card(&mut out, "live-rate", tr(l, "Taxa de duplicatas medida", "Measured duplicate rate"), &rate_text(t, l), tr(l, "intenções entregues mais de uma vez", "intents delivered more than once"), "");
-    card(&mut out, "live-divergences", tr(l, "Divergências", "Divergences"), &count(t.divergences, l), tr(l, "reentregas cuja nova extração teria cobrado outra coisa", "redeliveries whose fresh extraction would have charged something else"), if t.divergences > 0 { "warn" } else { "" });
-    card(&mut out, "live-http", tr(l, "HTTP: replays · 409 · 422", "HTTP: replays · 409 · 422"), &format!("{} · {} · {}", count(t.http_replays, l), count(t.http_409, l), count(t.http_422, l)), tr(l, "respostas repetidas, chave em uso, chave com outro pedido", "replayed answers, key in use, key with another request"), "");
+    card(
+        &mut out,
+        "live-intents",
+        tr(l, "Intenções", "Intents"),
+        &count(t.intents, l),
+        tr(
+            l,
+            "registradas pela primeira vez",
+            "recorded for the first time",
+        ),
+        "",
+    );
+    card(
+        &mut out,
+        "live-deliveries",
+        tr(l, "Entregas", "Deliveries"),
+        &count(t.deliveries, l),
+        tr(l, "primeiras e repetidas", "first ones and repeats"),
+        "",
+    );
+    card(
+        &mut out,
+        "live-redeliveries",
+        tr(l, "Reentregas absorvidas", "Redeliveries absorbed"),
+        &count(t.redeliveries, l),
+        tr(
+            l,
+            "a chave primária devolveu a intenção congelada",
+            "the primary key returned the frozen intent",
+        ),
+        "",
+    );
+    card(
+        &mut out,
+        "live-rate",
+        tr(l, "Taxa de duplicatas medida", "Measured duplicate rate"),
+        &rate_text(t, l),
+        tr(
+            l,
+            "intenções entregues mais de uma vez",
+            "intents delivered more than once",
+        ),
+        "",
+    );
+    card(
+        &mut out,
+        "live-divergences",
+        tr(l, "Divergências", "Divergences"),
+        &count(t.divergences, l),
+        tr(
+            l,
+            "reentregas cuja nova extração teria cobrado outra coisa",
+            "redeliveries whose fresh extraction would have charged something else",
+        ),
+        if t.divergences > 0 { "warn" } else { "" },
+    );
+    card(
+        &mut out,
+        "live-http",
+        tr(l, "HTTP: replays · 409 · 422", "HTTP: replays · 409 · 422"),
+        &format!(
+            "{} · {} · {}",
+            count(t.http_replays, l),
+            count(t.http_409, l),
+            count(t.http_422, l)
+        ),
+        tr(
+            l,
+            "respostas repetidas, chave em uso, chave com outro pedido",
+            "replayed answers, key in use, key with another request",
+        ),
+        "",
+    );
     out.push_str("</div>");
 
-    let _ = write!(out, "<h2>{}</h2><div class=\"live-cards\">", tr(l, "Ações", "Actions"));
-    card(&mut out, "live-in-flight", tr(l, "Em andamento agora", "In flight now"), &count(d.in_flight, l), tr(l, "com lease vigente", "holding a running lease"), "");
-    card(&mut out, "live-completed", tr(l, "Concluídas", "Completed"), &count(t.actions_completed, l), d.window.label(l), "");
-    card(&mut out, "live-failed", tr(l, "Falharam", "Failed"), &count(t.actions_failed, l), d.window.label(l), "");
-    card(&mut out, "live-uncertain", tr(l, "Incertas agora", "Uncertain now"), &count(d.uncertain, l), tr(l, "lease expirou sem resultado: reconciliar", "lease ran out with no outcome: reconcile"), if d.uncertain > 0 { "alert" } else { "" });
+    let _ = write!(
+        out,
+        "<h2>{}</h2><div class=\"live-cards\">",
+        tr(l, "Ações", "Actions")
+    );
+    card(
+        &mut out,
+        "live-in-flight",
+        tr(l, "Em andamento agora", "In flight now"),
+        &count(d.in_flight, l),
+        tr(l, "com lease vigente", "holding a running lease"),
+        "",
+    );
+    card(
+        &mut out,
+        "live-completed",
+        tr(l, "Concluídas", "Completed"),
+        &count(t.actions_completed, l),
+        d.window.label(l),
+        "",
+    );
+    card(
+        &mut out,
+        "live-failed",
+        tr(l, "Falharam", "Failed"),
+        &count(t.actions_failed, l),
+        d.window.label(l),
+        "",
+    );
+    card(
+        &mut out,
+        "live-uncertain",
+        tr(l, "Incertas agora", "Uncertain now"),
+        &count(d.uncertain, l),
+        tr(
+            l,
+            "lease expirou sem resultado: reconciliar",
+            "lease ran out with no outcome: reconcile",
+        ),
+        if d.uncertain > 0 { "alert" } else { "" },
+    );
     out.push_str("</div>");
     uncertain_table(&mut out, d, l);
     horizon(&mut out, d, l);
@@ -520,7 +639,10 @@ fn polyline(values: &[f64], max: f64, class: &str) -> String {
             format!("{},{}", px(x), px(y))
         })
         .collect();
-    format!("<polyline class=\"{class}\" fill=\"none\" points=\"{}\"/>", pts.join(" "))
+    format!(
+        "<polyline class=\"{class}\" fill=\"none\" points=\"{}\"/>",
+        pts.join(" ")
+    )
 }
 
 fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
@@ -535,11 +657,19 @@ fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
     let del: Vec<f64> = s.iter().map(|p| p.deliveries as f64).collect();
     let red: Vec<f64> = s.iter().map(|p| p.redeliveries as f64).collect();
     let max = del.iter().cloned().fold(0.0, f64::max).max(1.0);
-    let title = tr(l, "Entregas e reentregas por intervalo", "Deliveries and redeliveries per bucket");
+    let title = tr(
+        l,
+        "Entregas e reentregas por intervalo",
+        "Deliveries and redeliveries per bucket",
+    );
     let caption = format!(
         "{} {bucket}, {first} – {last}. {}",
         tr(l, "Um ponto por", "One point per"),
-        tr(l, "Linha cheia: entregas; tracejada: reentregas.", "Solid: deliveries; dashed: redeliveries.")
+        tr(
+            l,
+            "Linha cheia: entregas; tracejada: reentregas.",
+            "Solid: deliveries; dashed: redeliveries."
+        )
     );
     let _ = write!(
         out,
@@ -566,11 +696,19 @@ fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
         })
         .collect();
     let rmax = rates.iter().cloned().fold(0.0, f64::max).max(1.0).ceil();
-    let title = tr(l, "Taxa de duplicatas por intervalo", "Duplicate rate per bucket");
+    let title = tr(
+        l,
+        "Taxa de duplicatas por intervalo",
+        "Duplicate rate per bucket",
+    );
     let caption = format!(
         "{} {bucket}, {first} – {last}. {}",
         tr(l, "Um ponto por", "One point per"),
-        tr(l, "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.", "Intents delivered more than once over intents recorded in the bucket.")
+        tr(
+            l,
+            "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.",
+            "Intents delivered more than once over intents recorded in the bucket."
+        )
     );
     let _ = write!(
         out,
@@ -606,7 +744,9 @@ fn series_table(out: &mut String, d: &LiveData, l: Locale) {
             utc_minute(p.start_ms),
             count(p.deliveries, l),
             count(p.redeliveries, l),
-            c.duplicate_rate_pct().map(|r| pct(r, l)).unwrap_or_else(|| "—".into())
+            c.duplicate_rate_pct()
+                .map(|r| pct(r, l))
+                .unwrap_or_else(|| "—".into())
         );
     }
     out.push_str("</tbody></table></details>");
@@ -638,7 +778,11 @@ fn rows_table(out: &mut String, d: &LiveData, l: Locale) {
         let _ = write!(
             out,
             "<tr><td colspan=\"11\">{}</td></tr>",
-            tr(l, "Nenhuma atividade na janela.", "No activity in the window.")
+            tr(
+                l,
+                "Nenhuma atividade na janela.",
+                "No activity in the window."
+            )
         );
     }
     for r in &d.rows {
@@ -669,12 +813,33 @@ pub fn panel_html(d: &LiveData, l: Locale) -> String {
     let mut out = String::from("<dl class=\"live-panel\">");
     let t = &d.totals;
     let mut item = |id: &str, k: &str, v: String| {
-        let _ = write!(out, "<div id=\"{id}\"><dt>{}</dt><dd>{}</dd></div>", esc(k), esc(&v));
+        let _ = write!(
+            out,
+            "<div id=\"{id}\"><dt>{}</dt><dd>{}</dd></div>",
+            esc(k),
+            esc(&v)
+        );
     };
-    item("panel-intents", tr(l, "Intenções", "Intents"), count(t.intents, l));
-    item("panel-rate", tr(l, "Taxa de duplicatas medida", "Measured duplicate rate"), rate_text(t, l));
-    item("panel-divergences", tr(l, "Divergências", "Divergences"), count(t.divergences, l));
-    item("panel-uncertain", tr(l, "Ações incertas agora", "Uncertain actions now"), count(d.uncertain, l));
+    item(
+        "panel-intents",
+        tr(l, "Intenções", "Intents"),
+        count(t.intents, l),
+    );
+    item(
+        "panel-rate",
+        tr(l, "Taxa de duplicatas medida", "Measured duplicate rate"),
+        rate_text(t, l),
+    );
+    item(
+        "panel-divergences",
+        tr(l, "Divergências", "Divergences"),
+        count(t.divergences, l),
+    );
+    item(
+        "panel-uncertain",
+        tr(l, "Ações incertas agora", "Uncertain actions now"),
+        count(d.uncertain, l),
+    );
     out.push_str("</dl>");
     use_numbers_link(&mut out, d, l);
     let _ = write!(
@@ -700,19 +865,49 @@ fn both(l: Locale, pt: &str, en: &str) -> String {
 /// The feed-status line `live.js` keeps current. Its texts travel as data
 /// attributes, in both languages, so the script needs none of its own.
 fn status_html(id: &str, l: Locale) -> String {
-    let mut out = format!("<p id=\"{id}\" class=\"feed-status\" role=\"status\" data-state=\"connecting\"");
+    let mut out =
+        format!("<p id=\"{id}\" class=\"feed-status\" role=\"status\" data-state=\"connecting\"");
     for (state, pt, en) in [
-        ("connecting", "conectando ao feed ao vivo…", "connecting to the live feed…"),
+        (
+            "connecting",
+            "conectando ao feed ao vivo…",
+            "connecting to the live feed…",
+        ),
         ("live", "ao vivo", "live"),
         ("reconnected", "ao vivo (reconectado)", "live (reconnected)"),
-        ("stale", "dados desatualizados: sem notícias do servidor há mais de 5 s", "stale: no word from the server for over 5 s"),
-        ("disconnected", "desconectado: tentando reconectar…", "disconnected: trying to reconnect…"),
-        ("polling", "ao vivo (consultando a cada 2 s)", "live (polling every 2 s)"),
+        (
+            "stale",
+            "dados desatualizados: sem notícias do servidor há mais de 5 s",
+            "stale: no word from the server for over 5 s",
+        ),
+        (
+            "disconnected",
+            "desconectado: tentando reconectar…",
+            "disconnected: trying to reconnect…",
+        ),
+        (
+            "polling",
+            "ao vivo (consultando a cada 2 s)",
+            "live (polling every 2 s)",
+        ),
         ("off", "sem feed ao vivo", "no live feed"),
     ] {
-        let _ = write!(out, " data-pt-{state}=\"{}\" data-en-{state}=\"{}\"", esc(pt), esc(en));
+        let _ = write!(
+            out,
+            " data-pt-{state}=\"{}\" data-en-{state}=\"{}\"",
+            esc(pt),
+            esc(en)
+        );
     }
-    let _ = write!(out, ">{}</p>", tr(l, "conectando ao feed ao vivo…", "connecting to the live feed…"));
+    let _ = write!(
+        out,
+        ">{}</p>",
+        tr(
+            l,
+            "conectando ao feed ao vivo…",
+            "connecting to the live feed…"
+        )
+    );
     out
 }
 
@@ -775,7 +970,11 @@ pub fn login_html(l: Locale, failed: bool) -> String {
         let _ = write!(
             out,
             "<p class=\"field-error\" role=\"alert\">{}</p>",
-            tr(l, "Token recusado: confira e tente de novo.", "Token refused: check it and try again.")
+            tr(
+                l,
+                "Token recusado: confira e tente de novo.",
+                "Token refused: check it and try again."
+            )
         );
     }
     let _ = write!(
@@ -811,8 +1010,14 @@ mod tests {
 
     #[test]
     fn the_rate_is_exact_and_absent_without_intents() {
-        assert_eq!(totals(900, 27).duplicate_rate_pct(), Some(Decimal::new(300, 2)));
-        assert_eq!(totals(3, 1).duplicate_rate_pct(), Some(Decimal::new(3333, 2)));
+        assert_eq!(
+            totals(900, 27).duplicate_rate_pct(),
+            Some(Decimal::new(300, 2))
+        );
+        assert_eq!(
+            totals(3, 1).duplicate_rate_pct(),
+            Some(Decimal::new(3333, 2))
+        );
         assert_eq!(totals(0, 0).duplicate_rate_pct(), None);
     }
 

@@ -26,7 +26,14 @@ pub async fn store(url: &str) -> Store {
 
 /// Serves `store` on 127.0.0.1 port 0; returns the base URL and the state.
 pub async fn serve_store(store: &Store) -> (String, AppState) {
-    serve_store_with(store, LiveAccess { open: true, admin: None }).await
+    serve_store_with(
+        store,
+        LiveAccess {
+            open: true,
+            admin: None,
+        },
+    )
+    .await
 }
 
 /// [`serve_store`] with the live monitor's access rule.

@@ -218,9 +218,13 @@ async fn conversation(c: &Ctx, reference: String, token: &str, tenant: usize, rn
             Err(()) => continue,
         }
     };
-    let (Some(key), frozen) = (intent["key"].as_str().map(str::to_owned), &intent["payload"])
-    else {
-        return c.violation(format!("{reference}: an intent answer without a key: {intent}"));
+    let (Some(key), frozen) = (
+        intent["key"].as_str().map(str::to_owned),
+        &intent["payload"],
+    ) else {
+        return c.violation(format!(
+            "{reference}: an intent answer without a key: {intent}"
+        ));
     };
     let frozen_cents = cents_of(frozen);
     if !sent.iter().any(|p| cents_of(p) == frozen_cents) {
@@ -237,7 +241,8 @@ async fn conversation(c: &Ctx, reference: String, token: &str, tenant: usize, rn
     // different) extraction: it must land on the frozen intent.
     if rng.gen_bool(0.25) {
         c.met.redeliveries.fetch_add(1, Ordering::Relaxed);
-        let body = json!({ "action": "pix.cobranca", "payload": extraction(&reference, 2 + tries, rng) });
+        let body =
+            json!({ "action": "pix.cobranca", "payload": extraction(&reference, 2 + tries, rng) });
         loop {
             match post(c, token, "/v1/intents", &body, None).await {
                 Ok(a) if a.status == 200 => {
@@ -292,7 +297,9 @@ async fn act(c: &Ctx, reference: &str, key: &str, token: &str, cents: i64, rng: 
             // action is finished, which happens only after our own calls.
             Ok(a) if a.status == 200 => {
                 let state = a.body["status"].as_str().unwrap_or("?").to_owned();
-                return c.write(&json!({ "t": "action", "ref": reference, "key": key, "outcome": state }));
+                return c.write(
+                    &json!({ "t": "action", "ref": reference, "key": key, "outcome": state }),
+                );
             }
             // Our own claim from before a crash still holds the lease.
             Ok(a) if a.status == 409 => {
@@ -310,11 +317,23 @@ async fn act(c: &Ctx, reference: &str, key: &str, token: &str, cents: i64, rng: 
     };
     match plan {
         "abandoned" => {
-            c.write(&json!({ "t": "action", "ref": reference, "key": key, "outcome": "abandoned" }));
+            c.write(
+                &json!({ "t": "action", "ref": reference, "key": key, "outcome": "abandoned" }),
+            );
         }
         "failed" => {
-            let body = json!({ "token": fencing, "error": "recusado pelo emissor", "retryable": false });
-            finish(c, reference, key, token, &format!("{path}/fail"), &body, "failed").await;
+            let body =
+                json!({ "token": fencing, "error": "recusado pelo emissor", "retryable": false });
+            finish(
+                c,
+                reference,
+                key,
+                token,
+                &format!("{path}/fail"),
+                &body,
+                "failed",
+            )
+            .await;
         }
         _ => {
             let charge = json!({ "amount_cents": cents, "currency": "BRL", "customer": reference });
@@ -344,7 +363,16 @@ async fn act(c: &Ctx, reference: &str, key: &str, token: &str, cents: i64, rng: 
                 }
             };
             let body = json!({ "token": fencing, "response": response });
-            finish(c, reference, key, token, &format!("{path}/complete"), &body, "completed").await;
+            finish(
+                c,
+                reference,
+                key,
+                token,
+                &format!("{path}/complete"),
+                &body,
+                "completed",
+            )
+            .await;
         }
     }
 }
@@ -364,7 +392,9 @@ async fn finish(
     while Instant::now() < until {
         match post(c, token, path, body, None).await {
             Ok(a) if a.status == 200 => {
-                return c.write(&json!({ "t": "action", "ref": reference, "key": key, "outcome": outcome }));
+                return c.write(
+                    &json!({ "t": "action", "ref": reference, "key": key, "outcome": outcome }),
+                );
             }
             Ok(a) if a.status == 409 => {
                 let state = loop {
@@ -373,12 +403,19 @@ async fn finish(
                     }
                 };
                 if state["state"] == outcome {
-                    return c.write(&json!({ "t": "action", "ref": reference, "key": key, "outcome": outcome }));
+                    return c.write(
+                        &json!({ "t": "action", "ref": reference, "key": key, "outcome": outcome }),
+                    );
                 }
-                return c.violation(format!("{reference}: {path} answered 409 and the action is {state}"));
+                return c.violation(format!(
+                    "{reference}: {path} answered 409 and the action is {state}"
+                ));
             }
             Ok(a) => {
-                return c.violation(format!("{reference}: {path} answered {} {}", a.status, a.body))
+                return c.violation(format!(
+                    "{reference}: {path} answered {} {}",
+                    a.status, a.body
+                ))
             }
             Err(()) => {}
         }

@@ -78,7 +78,9 @@ fn main() -> ExitCode {
 
 fn env_num(name: &str, default: u64) -> anyhow::Result<u64> {
     match std::env::var(name) {
-        Ok(v) => v.parse().with_context(|| format!("{name}={v:?} is not a number")),
+        Ok(v) => v
+            .parse()
+            .with_context(|| format!("{name}={v:?} is not a number")),
         Err(_) => Ok(default),
     }
 }
@@ -99,13 +101,17 @@ async fn suite() -> anyhow::Result<()> {
         "reliability: seed {} (IDEM_RELIABILITY_SEED), {} s of load and {} kills per run",
         s.seed, s.secs, s.kills
     );
-    let runs = std::env::var("IDEM_RELIABILITY_RUNS").unwrap_or_else(|_| "sqlite,disk,postgres".into());
+    let runs =
+        std::env::var("IDEM_RELIABILITY_RUNS").unwrap_or_else(|_| "sqlite,disk,postgres".into());
     let runs: Vec<&str> = runs.split(',').collect();
     let dir = tempfile::tempdir()?;
     let result = runs_in(&s, &runs, dir.path()).await;
     if result.is_err() {
         // Kept for a post-mortem: the logs, the journals, the databases.
-        println!("reliability: the run's files are kept in {}", dir.keep().display());
+        println!(
+            "reliability: the run's files are kept in {}",
+            dir.keep().display()
+        );
     }
     result
 }
@@ -118,7 +124,9 @@ async fn runs_in(s: &Settings, runs: &[&str], dir: &Path) -> anyhow::Result<()> 
     } else if is_root() {
         disk_run(s, dir).await?;
     } else {
-        println!("!! not root: the SQLite disk-full and read-only run (it mounts a tmpfs) is SKIPPED");
+        println!(
+            "!! not root: the SQLite disk-full and read-only run (it mounts a tmpfs) is SKIPPED"
+        );
     }
     match std::env::var("IDEM_TEST_POSTGRES_URL") {
         _ if !runs.contains(&"postgres") => {}
@@ -268,7 +276,14 @@ impl Server {
             .append(true)
             .open(&self.log)?;
         let child = idem()
-            .args(["serve", "--addr", &self.addr, "--purge-every", "1s", "--data-dir"])
+            .args([
+                "serve",
+                "--addr",
+                &self.addr,
+                "--purge-every",
+                "1s",
+                "--data-dir",
+            ])
             .arg(&self.db.data_dir)
             .args(["--database-url", &self.db.url])
             .stdout(log.try_clone()?)
@@ -285,7 +300,10 @@ impl Server {
         while Instant::now() < deadline {
             if let Some(c) = self.child.as_mut() {
                 if let Some(status) = c.try_wait()? {
-                    bail!("idem serve exited with {status}; see {}", self.log.display());
+                    bail!(
+                        "idem serve exited with {status}; see {}",
+                        self.log.display()
+                    );
                 }
             }
             if let Ok(r) = http.get(format!("{}/readyz", self.base())).send().await {
@@ -295,14 +313,20 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        bail!("idem serve was not ready in 30 s; see {}", self.log.display())
+        bail!(
+            "idem serve was not ready in 30 s; see {}",
+            self.log.display()
+        )
     }
 
     /// Starts the server where it cannot run: it must exit non-zero within
     /// 15 s and name the problem. Returns the reason it logged.
     async fn start_refused(&mut self) -> anyhow::Result<String> {
         let before = std::fs::read_to_string(&self.log).unwrap_or_default().len();
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
         let mut child = idem()
             .args(["serve", "--addr", &self.addr, "--data-dir"])
             .arg(&self.db.data_dir)
@@ -322,7 +346,10 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        ensure!(!status.success(), "idem serve exited 0 on a volume it cannot write");
+        ensure!(
+            !status.success(),
+            "idem serve exited 0 on a volume it cannot write"
+        );
         let text = std::fs::read_to_string(&self.log)?;
         let said = text.get(before..).unwrap_or("").trim().to_owned();
         ensure!(
@@ -458,7 +485,10 @@ async fn kill_run(s: &Settings, db: Db) -> anyhow::Result<()> {
 
 async fn kill_run_inner(s: &Settings, db: Db) -> anyhow::Result<()> {
     let backend = db.backend();
-    println!("\n== {backend}: {} clients, kill -9 {} times", CLIENTS, s.kills);
+    println!(
+        "\n== {backend}: {} clients, kill -9 {} times",
+        CLIENTS, s.kills
+    );
     let tokens = tenants(&db)?;
     let mut server = Server::new(db.clone())?;
     server.start().await?;
@@ -475,7 +505,11 @@ async fn kill_run_inner(s: &Settings, db: Db) -> anyhow::Result<()> {
         // refused connection for a while.
         tokio::time::sleep(Duration::from_millis(rng.gen_range(0..400))).await;
         server.start().await?;
-        println!("   kill {} at {:.1} s, restarted", k + 1, started.elapsed().as_secs_f64());
+        println!(
+            "   kill {} at {:.1} s, restarted",
+            k + 1,
+            started.elapsed().as_secs_f64()
+        );
     }
     if db.pg.is_some() {
         tokio::time::sleep(slice).await;
@@ -512,15 +546,20 @@ async fn kill_run_inner(s: &Settings, db: Db) -> anyhow::Result<()> {
 /// Restarts the PostgreSQL cluster (root, Debian's pg_ctlcluster); else
 /// ends every connection to it, which is what a restart looks like to idem.
 async fn restart_postgres() -> anyhow::Result<String> {
-    let version = std::fs::read_dir("/etc/postgresql")
-        .ok()
-        .and_then(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .max_by_key(|v| v.parse::<u32>().unwrap_or(0))
-        });
+    let version = std::fs::read_dir("/etc/postgresql").ok().and_then(|d| {
+        d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .max_by_key(|v| v.parse::<u32>().unwrap_or(0))
+    });
     if let Some(v) = version.filter(|_| is_root()) {
         let ok = Command::new("pg_ctlcluster")
-            .args(["--skip-systemctl-redirect", &v, "main", "restart", "-m", "fast"])
+            .args([
+                "--skip-systemctl-redirect",
+                &v,
+                "main",
+                "restart",
+                "-m",
+                "fast",
+            ])
             .status()
             .map(|s| s.success())
             .unwrap_or(false);
@@ -595,10 +634,16 @@ async fn disk_run_inner(s: &Settings, dir: &Path, log: &Path) -> anyhow::Result<
     // Disk full: a filler file takes every free block.
     let filler = mnt.join("filler");
     fill(&filler)?;
-    let refused = probe.until_refused(Duration::from_secs(10)).await.context("disk full")?;
+    let refused = probe
+        .until_refused(Duration::from_secs(10))
+        .await
+        .context("disk full")?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     std::fs::remove_file(&filler)?;
-    let back = probe.until_accepted(Duration::from_secs(20)).await.context("after freeing the disk")?;
+    let back = probe
+        .until_accepted(Duration::from_secs(20))
+        .await
+        .context("after freeing the disk")?;
     println!("   disk full: {refused}; space freed: {back}");
     tokio::time::sleep(Duration::from_secs(1)).await;
 
@@ -612,7 +657,10 @@ async fn disk_run_inner(s: &Settings, dir: &Path, log: &Path) -> anyhow::Result<
     let why = server.start_refused().await?;
     remount("rw")?;
     server.start().await?;
-    let back = probe.until_accepted(Duration::from_secs(20)).await.context("after remounting read-write")?;
+    let back = probe
+        .until_accepted(Duration::from_secs(20))
+        .await
+        .context("after remounting read-write")?;
     println!("   read-only volume: idem serve refused to start ({why}); read-write again: {back}");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
@@ -720,7 +768,12 @@ impl Probe {
         while t.elapsed() < within {
             let (status, body) = self.write().await?;
             match status {
-                201 => return Ok(format!("writes accepted again after {} ms", t.elapsed().as_millis())),
+                201 => {
+                    return Ok(format!(
+                        "writes accepted again after {} ms",
+                        t.elapsed().as_millis()
+                    ))
+                }
                 503 => tokio::time::sleep(Duration::from_millis(100)).await,
                 other => bail!("a write answered {other} {body}, expected 201 or 503"),
             }
@@ -760,13 +813,15 @@ fn read_journals(paths: &[PathBuf]) -> anyhow::Result<Told> {
     for p in paths {
         let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
         for line in text.lines() {
-            let v: Value = serde_json::from_str(line).with_context(|| format!("journal line {line}"))?;
+            let v: Value =
+                serde_json::from_str(line).with_context(|| format!("journal line {line}"))?;
             let reference = v["ref"].as_str().unwrap_or("").to_owned();
             match v["t"].as_str() {
                 Some("intent") => {
                     let tenant = v["tenant"].as_u64().unwrap_or(0) as usize;
                     let key = v["key"].as_str().unwrap_or("").to_owned();
-                    told.intents.insert((tenant, reference), (key, v["frozen"].clone()));
+                    told.intents
+                        .insert((tenant, reference), (key, v["frozen"].clone()));
                 }
                 Some("action") => {
                     let key = v["key"].as_str().unwrap_or("").to_owned();
@@ -798,9 +853,17 @@ fn read_journals(paths: &[PathBuf]) -> anyhow::Result<Told> {
 
 /// Waits for abandoned claims to turn uncertain, stops the server, and
 /// checks the database against the journals.
-async fn settle_and_check(server: &mut Server, db: &Db, journals: &[PathBuf]) -> anyhow::Result<Report> {
+async fn settle_and_check(
+    server: &mut Server,
+    db: &Db,
+    journals: &[PathBuf],
+) -> anyhow::Result<Report> {
     let told = read_journals(journals)?;
-    ensure!(told.violations.is_empty(), "the clients saw: {}", told.violations.join("; "));
+    ensure!(
+        told.violations.is_empty(),
+        "the clients saw: {}",
+        told.violations.join("; ")
+    );
     // Leases are 2 s; the sweep runs every second.
     let rows = async {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -819,7 +882,10 @@ async fn settle_and_check(server: &mut Server, db: &Db, journals: &[PathBuf]) ->
     // Every acknowledged intent, with the payload it was acknowledged with.
     for ((t, reference), (key, frozen)) in &told.intents {
         let Some((k, payload)) = rows.intents.get(&(*t, reference.clone())) else {
-            bail!("acknowledged intent {reference} (tenant {}) is missing", TENANTS[*t]);
+            bail!(
+                "acknowledged intent {reference} (tenant {}) is missing",
+                TENANTS[*t]
+            );
         };
         ensure!(k == key, "intent {reference}: key {k}, acknowledged {key}");
         ensure!(
@@ -834,7 +900,10 @@ async fn settle_and_check(server: &mut Server, db: &Db, journals: &[PathBuf]) ->
         *per_customer.entry((t, customer.as_str())).or_default() += 1;
     }
     let twice: Vec<_> = per_customer.iter().filter(|(_, n)| **n > 1).collect();
-    ensure!(twice.is_empty(), "charges executed more than once: {twice:?}");
+    ensure!(
+        twice.is_empty(),
+        "charges executed more than once: {twice:?}"
+    );
     // Every action is completed, failed or uncertain, as its client left it.
     let (mut completed, mut failed, mut uncertain) = (0, 0, 0);
     for ((t, key), state) in &rows.actions_by_tenant {
@@ -842,15 +911,25 @@ async fn settle_and_check(server: &mut Server, db: &Db, journals: &[PathBuf]) ->
             "completed" => completed += 1,
             "failed" => failed += 1,
             "uncertain" => uncertain += 1,
-            other => bail!("action {key} of {} is {other}: neither finished nor uncertain", TENANTS[*t]),
+            other => bail!(
+                "action {key} of {} is {other}: neither finished nor uncertain",
+                TENANTS[*t]
+            ),
         }
     }
     for ((t, key), outcome) in &told.actions {
         let Some(state) = rows.actions_by_tenant.get(&(*t, key.clone())) else {
             bail!("action {key} ({outcome}) was lost");
         };
-        let want = if outcome == "abandoned" { "uncertain" } else { outcome.as_str() };
-        ensure!(state == want, "action {key}: the client saw {outcome}, the database says {state}");
+        let want = if outcome == "abandoned" {
+            "uncertain"
+        } else {
+            outcome.as_str()
+        };
+        ensure!(
+            state == want,
+            "action {key}: the client saw {outcome}, the database says {state}"
+        );
         if outcome == "completed" {
             let reference = &told
                 .intents
@@ -865,7 +944,12 @@ async fn settle_and_check(server: &mut Server, db: &Db, journals: &[PathBuf]) ->
         }
     }
     integrity(db).await?;
-    let sum = |k: &str| told.summaries.iter().map(|s| s[k].as_u64().unwrap_or(0)).sum::<u64>();
+    let sum = |k: &str| {
+        told.summaries
+            .iter()
+            .map(|s| s[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
     Ok(Report {
         conversations: sum("conversations"),
         intents: told.intents.len(),
@@ -890,40 +974,46 @@ struct Rows {
 }
 
 type Row3 = (String, String, String);
+/// Intents (tenant, reference, key, payload), actions (tenant, key, state)
+/// and charges (tenant, customer), as read at the end of a run.
+type Tables = (
+    Vec<(String, String, String, String)>,
+    Vec<Row3>,
+    Vec<(String, String)>,
+);
 
 async fn read_db(db: &Db) -> anyhow::Result<Rows> {
-    let (intents, actions, charges): (Vec<(String, String, String, String)>, Vec<Row3>, Vec<(String, String)>) =
-        if db.pg.is_some() {
-            let pool = sqlx::PgPool::connect(&db.url).await?;
-            let r = (
-                sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
-                    .fetch_all(&pool)
-                    .await?,
-                sqlx::query_as("select tenant_id, idem_key, state from actions")
-                    .fetch_all(&pool)
-                    .await?,
-                sqlx::query_as("select tenant_id, customer from demo_charges")
-                    .fetch_all(&pool)
-                    .await?,
-            );
-            pool.close().await;
-            r
-        } else {
-            let pool = sqlx::SqlitePool::connect(&format!("{}?mode=ro", db.url)).await?;
-            let r = (
-                sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
-                    .fetch_all(&pool)
-                    .await?,
-                sqlx::query_as("select tenant_id, idem_key, state from actions")
-                    .fetch_all(&pool)
-                    .await?,
-                sqlx::query_as("select tenant_id, customer from demo_charges")
-                    .fetch_all(&pool)
-                    .await?,
-            );
-            pool.close().await;
-            r
-        };
+    let (intents, actions, charges): Tables = if db.pg.is_some() {
+        let pool = sqlx::PgPool::connect(&db.url).await?;
+        let r = (
+            sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
+                .fetch_all(&pool)
+                .await?,
+            sqlx::query_as("select tenant_id, idem_key, state from actions")
+                .fetch_all(&pool)
+                .await?,
+            sqlx::query_as("select tenant_id, customer from demo_charges")
+                .fetch_all(&pool)
+                .await?,
+        );
+        pool.close().await;
+        r
+    } else {
+        let pool = sqlx::SqlitePool::connect(&format!("{}?mode=ro", db.url)).await?;
+        let r = (
+            sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
+                .fetch_all(&pool)
+                .await?,
+            sqlx::query_as("select tenant_id, idem_key, state from actions")
+                .fetch_all(&pool)
+                .await?,
+            sqlx::query_as("select tenant_id, customer from demo_charges")
+                .fetch_all(&pool)
+                .await?,
+        );
+        pool.close().await;
+        r
+    };
     let tenant_of = |t: &str| TENANTS.iter().position(|n| *n == t);
     let mut rows = Rows {
         intents: HashMap::new(),
@@ -979,7 +1069,11 @@ async fn integrity(db: &Db) -> anyhow::Result<()> {
             .fetch_all(&pool)
             .await
             .unwrap_or_default();
-        ensure!(broken.is_empty(), "pragma foreign_key_check found {} rows", broken.len());
+        ensure!(
+            broken.is_empty(),
+            "pragma foreign_key_check found {} rows",
+            broken.len()
+        );
         pool.close().await;
     }
     Ok(())
