@@ -11,6 +11,7 @@
 //! tenth of a pixel so the server's and the browser's markup agree.
 
 use crate::i18n::{field_label, tr, Prefs};
+use crate::markup::esc;
 use idem_core::cost::CostOutputs;
 use idem_core::locale::{format_money, format_pct, Locale};
 use idem_core::scenario::{annual_loss, loss_curve, sensitivity, Scenario};
@@ -46,22 +47,6 @@ fn nice_ceiling(v: f64) -> f64 {
 fn money0(v: f64, s: &Scenario, l: Locale) -> String {
     let d = Decimal::from_f64_retain(v.round()).unwrap_or_default();
     format_money(d, l, s.currency)
-}
-
-/// Escapes text for HTML content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The three charts of a scenario.

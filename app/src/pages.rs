@@ -1,8 +1,8 @@
 //! The routed pages around the calculator.
 
 use crate::calculator::{encode_param, rows, Calculator};
-use crate::charts::esc;
 use crate::i18n::{tr, Prefs};
+use crate::markup::esc;
 use crate::{PageScenarios, SavedView};
 use idem_core::locale::{format_count, format_decimal, format_money, Locale};
 use idem_core::scenario::{is_saved_id, parse_canonical, Field, Scenario};

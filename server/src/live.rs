@@ -642,11 +642,7 @@ pub async fn live_markup(
                     String::new()
                 },
                 markup(&data, !page, l),
-                if page {
-                    q.feed("/live/events")
-                } else {
-                    q.feed("/live/events") + "&view=panel"
-                },
+                q.feed("/live/events") + if page { "" } else { "&view=panel" },
             ),
             Err(e) => {
                 if page {

@@ -151,7 +151,43 @@ conformance!(
     tokens_authenticate_only_their_own_tenant,
     saved_scenarios_are_immutable_and_per_tenant,
     live_actions_show_in_flight_and_uncertain_per_tenant,
+    demo_ledger_follows_the_transaction_and_the_tenant,
 );
+
+/// The demo provider's ledger: a charge written in a transaction that rolls
+/// back leaves nothing; committed ones are counted and listed oldest first,
+/// for their own tenant only.
+async fn demo_ledger_follows_the_transaction_and_the_tenant(h: &H) {
+    let charge = |id: &str, created_ms: i64| idem_store::DemoCharge {
+        id: id.into(),
+        amount_cents: 1_800,
+        currency: "BRL".into(),
+        customer: "cli-1".into(),
+        created_ms,
+    };
+    let mut tx = h.store.transaction().await.unwrap();
+    tx.demo_charge(&h.tenant, &charge("ch_rolled_back", 1))
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let mut tx = h.store.transaction().await.unwrap();
+    tx.demo_charge(&h.tenant, &charge("ch_b", 20))
+        .await
+        .unwrap();
+    tx.demo_charge(&h.tenant, &charge("ch_a", 10))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let mut s = h.store.session().await.unwrap();
+    assert_eq!(s.demo_charge_count(&h.tenant).await.unwrap(), 2);
+    let listed = s.demo_charges(&h.tenant).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["ch_a", "ch_b"], "oldest first");
+    assert_eq!(listed[0], charge("ch_a", 10));
+    let other = h.tenant("someone-else");
+    assert_eq!(s.demo_charge_count(&other).await.unwrap(), 0);
+    assert!(s.demo_charges(&other).await.unwrap().is_empty());
+}
 
 /// The live monitor's view of actions: a running lease is in flight; one
 /// that ran out is uncertain at once (before any sweep), and stays so after

@@ -1,8 +1,8 @@
 //! The live monitor's data as the server assembles it, and its markup
 //! (server only: the browser receives the markup, never this code).
 
-use crate::charts::esc;
 use crate::i18n::{tr, utc_minute};
+use crate::markup::esc;
 use idem_core::locale::{format_count, format_decimal, Locale};
 use idem_core::scenario::{Field, Scenario};
 use rust_decimal::Decimal;

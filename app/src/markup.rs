@@ -1,0 +1,31 @@
+//! Markup the server writes as text: the charts, the comparison table and
+//! the live monitor are escaped strings set as inner HTML, which costs the
+//! wasm far less than typed views (docs/PERFORMANCE.md).
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_special_character_is_escaped() {
+        assert_eq!(
+            super::esc(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+        assert_eq!(super::esc("R$ 1.782,00 — ok"), "R$ 1.782,00 — ok");
+    }
+}
