@@ -3,7 +3,7 @@
 //! `/live/login`.
 //!
 //! The numbers are read from the database on every refresh: the statistics
-//! rollups every `idem serve` flushes each second, and the actions table
+//! rollups every `idem serve` flushes twice a second, and the actions table
 //! for what stands now. So every instance on one database shows the same
 //! numbers, whichever instance took the writes. Identical refreshes within
 //! half a second share one read, so five open dashboards cost the database

@@ -205,7 +205,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         .unwrap();
     assert_eq!(begin.status().as_u16(), 201);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let v = until(&a.base, None, "window=1h", Duration::from_secs(3), |v| {
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
         v["totals"]["deliveries"] == 6 && v["uncertain"] == 1
     })
     .await;
@@ -264,7 +264,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     r.intent_ms = 150;
     s.set_retention(&acme, &r).await.unwrap();
     drop(s);
-    let v = until(&a.base, None, "window=1h", Duration::from_secs(3), |v| {
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
         v["horizon"]["warning"] == true
     })
     .await;
@@ -297,7 +297,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
 }
 
 /// Writes through one instance show on another's monitor: both read the
-/// rollups each instance flushes every second.
+/// rollups each instance flushes twice a second.
 async fn two_instances_show_the_same_numbers(db: &Db) {
     let a = instance(db, open()).await;
     let b = instance(db, open()).await;
@@ -368,7 +368,9 @@ async fn the_feed_pushes_a_write_within_two_seconds(db: &Db) {
     .await;
     assert!(e.starts_with("event: snapshot"), "{e}");
     eprintln!("the feed carried the write after {:?}", written.elapsed());
-    event_with(&mut feed, "event: heartbeat", Duration::from_secs(3)).await;
+    // A heartbeat comes at least every 2 s; the slack is for a loaded
+    // machine's timers, not for the promise.
+    event_with(&mut feed, "event: heartbeat", Duration::from_secs(5)).await;
     a.store.close().await;
     b.store.close().await;
 }
@@ -411,7 +413,7 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
         &s.base,
         Some("admin-secret"),
         "window=1h",
-        Duration::from_secs(3),
+        Duration::from_secs(5),
         |v| v["totals"]["intents"] == 4,
     )
     .await;
@@ -422,7 +424,7 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
         &s.base,
         Some(&ta),
         "window=1h",
-        Duration::from_secs(3),
+        Duration::from_secs(5),
         |v| v["totals"]["intents"] == 1,
     )
     .await;

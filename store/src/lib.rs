@@ -111,7 +111,8 @@ pub struct Options {
 }
 
 impl Options {
-    /// Defaults: system clock, statistics flushed every second, coalescing on.
+    /// Defaults: system clock, statistics flushed every half second (the
+    /// live monitor shows a write within two seconds of it), coalescing on.
     pub fn new(catalog: Arc<Catalog>, deriver: Arc<KeyDeriver>) -> Self {
         Self {
             catalog,
@@ -127,7 +128,7 @@ impl Options {
             deriver: None,
             clock: Arc::new(SystemClock),
             stats: true,
-            flush_every: Some(Duration::from_secs(1)),
+            flush_every: Some(Duration::from_millis(500)),
             coalesce: true,
             max_connections: 32,
         }

@@ -277,7 +277,7 @@ where tenant_id = $1 and (granularity, bucket_start_ms, action, le_ms) in (
     where tenant_id = $1 and granularity = $4 and bucket_start_ms < $2
     limit $3)";
 
-    /// Adds one accumulator flush to a rollup bucket. Runs about once a second
+    /// Adds one accumulator flush to a rollup bucket. Runs about twice a second
     /// per process and bucket, never on the request path.
     pub const FLUSH_ROLLUP: &str = "\
 insert into stats_rollup as s

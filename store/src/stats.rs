@@ -1,5 +1,5 @@
 //! Live statistics. Each process counts in memory (one short mutex section
-//! per operation, no database write) and flushes the sums about once a second
+//! per operation, no database write) and flushes the sums about twice a second
 //! into per-minute, per-hour and per-day rollup rows. Reads touch those rows
 //! only, so their cost does not grow with the intent tables.
 //!
