@@ -134,22 +134,10 @@ pub enum Viewer {
 }
 
 fn presented_token(headers: &HeaderMap) -> Option<String> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim().to_owned());
-    bearer.or_else(|| {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().split_once('='))
-            .find(|(k, _)| *k == COOKIE)
-            .map(|(_, v)| v.to_owned())
-    })
+    crate::api::bearer(headers)
+        .ok()
+        .or_else(|| crate::dashboard::cookie(headers, COOKIE))
+        .map(str::to_owned)
 }
 
 /// The viewer a request speaks for: `Ok(None)` when it may not look.
@@ -634,15 +622,19 @@ pub async fn live_markup(
     let mut status = StatusCode::OK;
     // (controls, numbers, feed)
     let (controls, numbers, feed) = match viewer(&state, req.headers()).await {
+        // The calculator's panel reads nothing while the page renders: the
+        // calculator is the hot page, and the feed's first event fills the
+        // panel a moment after it arrives.
+        Ok(Some(_)) if !page => (
+            String::new(),
+            render::panel_waiting_html(l),
+            q.feed("/live/events") + "&view=panel",
+        ),
         Ok(Some(v)) => match snapshot(&state, &v, &q).await {
             Ok(data) => (
-                if page {
-                    render::controls_html(&data, l)
-                } else {
-                    String::new()
-                },
-                markup(&data, !page, l),
-                q.feed("/live/events") + if page { "" } else { "&view=panel" },
+                render::controls_html(&data, l),
+                markup(&data, false, l),
+                q.feed("/live/events"),
             ),
             Err(e) => {
                 if page {

@@ -949,6 +949,17 @@ pub fn panel_frame_html(numbers: &str, feed: &str, l: Locale) -> String {
     out
 }
 
+/// The panel before the feed's first event (and, without JavaScript, for
+/// good: with a link to the page that shows the numbers).
+pub fn panel_waiting_html(l: Locale) -> String {
+    format!(
+        "<p class=\"note\">{} <a href=\"/live?lang={}\" rel=\"external\">{}</a></p>",
+        tr(l, "Lendo o tráfego real…", "Reading real traffic…"),
+        l.tag(),
+        tr(l, "Abrir o monitor ao vivo", "Open the live monitor")
+    )
+}
+
 /// What the panel and page say to a viewer who may not see traffic.
 pub fn locked_html(l: Locale) -> String {
     format!(

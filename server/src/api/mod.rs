@@ -262,7 +262,7 @@ impl From<idem_store::Error> for ApiError {
 pub struct Tenant(pub TenantId);
 
 /// The token in `Authorization: Bearer <token>`, or why there is none.
-fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+pub(crate) fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
     let Some(value) = parts.get(header::AUTHORIZATION) else {
         return Err(ApiError::unauthorized(false));
     };
