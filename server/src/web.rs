@@ -26,11 +26,16 @@ pub struct AppState {
     pub live: crate::live::LiveState,
 }
 
-/// What the API needs: four reference-counted handles. The `/v1` routes hold
+/// What the API needs, behind one reference count. The `/v1` routes hold
 /// this rather than [`AppState`]: axum clones a route's state for every
-/// request, and the site options cost allocations to clone.
+/// request (several times, through its layers), and each clone of four
+/// handles was four atomic increments on cache lines every core shares
+/// (2% of the server's CPU under load, docs/PERFORMANCE.md).
 #[derive(Clone)]
-pub struct ApiState {
+pub struct ApiState(Arc<ApiParts>);
+
+/// The handles inside an [`ApiState`]; reached through `Deref`.
+pub struct ApiParts {
     /// The database.
     pub store: Store,
     /// The action catalog.
@@ -39,6 +44,20 @@ pub struct ApiState {
     pub deriver: Arc<KeyDeriver>,
     /// The process's Prometheus counters.
     pub metrics: Arc<Metrics>,
+}
+
+impl ApiState {
+    /// Bundles the API's handles.
+    pub fn new(parts: ApiParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for ApiState {
+    type Target = ApiParts;
+    fn deref(&self) -> &ApiParts {
+        &self.0
+    }
 }
 
 /// The site options: cargo-leptos's environment variables when present
@@ -160,12 +179,12 @@ pub async fn open_state(
     let store = Store::connect(&url, Options::new(catalog.clone(), deriver.clone())).await?;
     store.migrate().await?;
     let options = leptos_options(addr)?;
-    let api = ApiState {
+    let api = ApiState::new(ApiParts {
         store,
         catalog,
         deriver,
         metrics: Arc::new(Metrics::new()),
-    };
+    });
     let access = crate::live::LiveAccess::for_addr(options.site_addr, admin);
     Ok(AppState {
         leptos_options: options,

@@ -6,7 +6,7 @@
 
 use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::live::{LiveAccess, LiveState};
-use idem_server::web::{leptos_options, router, serve, ApiState, AppState};
+use idem_server::web::{leptos_options, router, serve, ApiParts, ApiState, AppState};
 use idem_store::{Options, Store};
 use std::sync::Arc;
 
@@ -38,12 +38,12 @@ pub async fn serve_store(store: &Store) -> (String, AppState) {
 
 /// [`serve_store`] with the live monitor's access rule.
 pub async fn serve_store_with(store: &Store, access: LiveAccess) -> (String, AppState) {
-    let api = ApiState {
+    let api = ApiState::new(ApiParts {
         store: store.clone(),
         catalog: Arc::new(Catalog::builtin()),
         deriver: Arc::new(KeyDeriver::new(&Secret::new(SECRET.to_vec()).unwrap())),
         metrics: Default::default(),
-    };
+    });
     let state = AppState {
         leptos_options: leptos_options(Some("127.0.0.1:0")).unwrap(),
         live: LiveState::new(api.clone(), access),
