@@ -159,9 +159,25 @@ pub fn App() -> impl IntoView {
     let data = page_scenarios();
     provide_context(data.clone());
     let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
+    const TITLE: (&str, &str) = (
+        "idem — custo de chamadas duplicadas",
+        "idem — the cost of duplicated calls",
+    );
+    // In the browser the title follows the locale switch. On the server it
+    // is read once, here, inside leptos' reactive arena: leptos_meta renders
+    // the <title> later, outside that arena, and a closure reading the
+    // locale signal there panicked whenever the request's task had moved to
+    // another worker thread (1 run in 4 of the HTTP tests).
+    #[cfg(feature = "hydrate")]
+    let title = move || t(TITLE.0, TITLE.1);
+    #[cfg(not(feature = "hydrate"))]
+    let title = {
+        let text = tr(locale.get_untracked(), TITLE.0, TITLE.1);
+        move || text
+    };
     view! {
         <Stylesheet id="leptos" href="/pkg/idem.css"/>
-        <Title text=move || t("idem — custo de chamadas duplicadas", "idem — the cost of duplicated calls")/>
+        <Title text=title/>
         <Router>
             <header class="top">
                 <span class="brand">"idem"</span>

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::TestDb;
+
 use axum::http::StatusCode;
 use idem_core::TenantId;
 use idem_server::api::idempotency::{IdempotencyGuard, IdempotencyLayer};
@@ -26,22 +28,7 @@ struct Srv {
     /// Tenant `globex`'s token.
     b: String,
     http: reqwest::Client,
-    cleanup: Option<(sqlx::PgPool, String)>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{prefix}_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    db: TestDb,
 }
 
 async fn start(url: &str) -> (String, Store, AppState, String, String) {
@@ -64,10 +51,8 @@ async fn start(url: &str) -> (String, Store, AppState, String, String) {
     )
 }
 
-async fn sqlite() -> Srv {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("idem.db").display());
-    let (base, store, state, a, b) = start(&url).await;
+async fn on(db: TestDb) -> Srv {
+    let (base, store, state, a, b) = start(&db.url).await;
     Srv {
         base,
         store,
@@ -75,46 +60,22 @@ async fn sqlite() -> Srv {
         a,
         b,
         http: reqwest::Client::new(),
-        cleanup: None,
-        _dir: Some(dir),
+        db,
     }
 }
 
+async fn sqlite() -> Srv {
+    on(TestDb::sqlite()).await
+}
+
 async fn postgres() -> Option<Srv> {
-    let Ok(base_url) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
-        eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set; this API test ran on SQLite only");
-        return None;
-    };
-    let admin = sqlx::PgPool::connect(&base_url).await.unwrap();
-    let schema = unique("api");
-    sqlx::query(&format!("create schema {schema}"))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let sep = if base_url.contains('?') { '&' } else { '?' };
-    let url = format!("{base_url}{sep}options=-c%20search_path%3D{schema}");
-    let (base, store, state, a, b) = start(&url).await;
-    Some(Srv {
-        base,
-        store,
-        state,
-        a,
-        b,
-        http: reqwest::Client::new(),
-        cleanup: Some((admin, schema)),
-        _dir: None,
-    })
+    Some(on(TestDb::postgres("api").await?).await)
 }
 
 impl Srv {
     async fn done(self) {
         self.store.close().await;
-        if let Some((admin, schema)) = self.cleanup {
-            sqlx::query(&format!("drop schema {schema} cascade"))
-                .execute(&admin)
-                .await
-                .unwrap();
-        }
+        self.db.done().await;
     }
 
     fn url(&self, path: &str) -> String {

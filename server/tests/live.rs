@@ -11,62 +11,9 @@ use idem_core::TenantId;
 use idem_server::live::{AdminToken, LiveAccess};
 use idem_store::Store;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-struct Db {
-    url: String,
-    cleanup: Option<(sqlx::PgPool, String)>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-async fn sqlite() -> Db {
-    let dir = tempfile::tempdir().unwrap();
-    Db {
-        url: format!("sqlite://{}", dir.path().join("idem.db").display()),
-        cleanup: None,
-        _dir: Some(dir),
-    }
-}
-
-async fn postgres() -> Option<Db> {
-    let Ok(base) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
-        eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set");
-        return None;
-    };
-    let admin = sqlx::PgPool::connect(&base).await.unwrap();
-    let schema = unique("live");
-    sqlx::query(&format!("create schema {schema}"))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    Some(Db {
-        url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
-        cleanup: Some((admin, schema)),
-        _dir: None,
-    })
-}
-
-impl Db {
-    async fn done(self) {
-        if let Some((admin, schema)) = self.cleanup {
-            sqlx::query(&format!("drop schema {schema} cascade"))
-                .execute(&admin)
-                .await
-                .unwrap();
-        }
-    }
-}
+use common::TestDb as Db;
 
 /// One `idem serve` instance: its own store (own statistics counters and
 /// flusher), like a second process on the same database.
@@ -151,7 +98,7 @@ macro_rules! both {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    let db = super::sqlite().await;
+                    let db = super::Db::sqlite();
                     super::$name(&db).await;
                     db.done().await;
                 }
@@ -161,7 +108,7 @@ macro_rules! both {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    let Some(db) = super::postgres().await else { return };
+                    let Some(db) = super::Db::postgres("live").await else { return };
                     super::$name(&db).await;
                     db.done().await;
                 }

@@ -8,6 +8,7 @@ use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::live::{LiveAccess, LiveState};
 use idem_server::web::{leptos_options, router, serve, ApiParts, ApiState, AppState};
 use idem_store::{Options, Store};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The secret every HTTP test derives with.
@@ -53,4 +54,71 @@ pub async fn serve_store_with(store: &Store, access: LiveAccess) -> (String, App
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(serve(listener, router(state.clone())));
     (base, state)
+}
+
+/// A database of one test: a fresh SQLite file, or a PostgreSQL schema of its
+/// own that [`TestDb::done`] drops.
+pub struct TestDb {
+    /// What to connect to.
+    pub url: String,
+    cleanup: Option<(sqlx::PgPool, String)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A name no other test of this run (or a concurrent run) uses.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl TestDb {
+    /// A new SQLite database in a temporary directory.
+    pub fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        TestDb {
+            url: format!("sqlite://{}", dir.path().join("idem.db").display()),
+            cleanup: None,
+            _dir: Some(dir),
+        }
+    }
+
+    /// A new schema in `IDEM_TEST_POSTGRES_URL`'s database, or `None` (and a
+    /// loud SKIPPED line) when the variable is not set.
+    pub async fn postgres(prefix: &str) -> Option<Self> {
+        let Ok(base) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
+            eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set; this test ran on SQLite only");
+            return None;
+        };
+        let admin = sqlx::PgPool::connect(&base).await.unwrap();
+        let schema = unique(prefix);
+        sqlx::query(&format!("create schema {schema}"))
+            .execute(&admin)
+            .await
+            .unwrap();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        Some(TestDb {
+            url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
+            cleanup: Some((admin, schema)),
+            _dir: None,
+        })
+    }
+
+    /// Drops the Postgres schema (a SQLite directory goes with the value).
+    pub async fn done(self) {
+        if let Some((admin, schema)) = self.cleanup {
+            sqlx::query(&format!("drop schema {schema} cascade"))
+                .execute(&admin)
+                .await
+                .unwrap();
+        }
+    }
 }
