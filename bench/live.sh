@@ -94,7 +94,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 export IDEM_TOKEN
 IDEM_TOKEN=$("$idem" tenant create "bench-writer-$$" --data-dir "$data" 2>/dev/null)
 admin=bench-admin-token
-IDEM_ADMIN_TOKEN=$admin RUST_LOG=warn "$idem" serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
+IDEM_ADMIN_TOKEN=$admin "$idem" serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
 server=$!
 feeds=()
 trap 'kill ${feeds[@]:-} $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT

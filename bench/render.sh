@@ -16,7 +16,7 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; e
 cargo build --release -q -p idem-server --bin idem
 data=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-LEPTOS_OUTPUT_NAME=idem LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_PKG_DIR=pkg RUST_LOG=warn \
+LEPTOS_OUTPUT_NAME=idem LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_PKG_DIR=pkg \
   target/release/idem serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
