@@ -68,33 +68,16 @@ pub async fn derive_key(
 /// The intent as frozen by its first delivery, and what this delivery was.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct IntentResponse {
-    /// The frozen key: use it as the provider's idempotency key.
-    pub key: String,
-    /// The rules version of the frozen key.
-    pub rules_version: u32,
-    /// The action type.
-    pub action: String,
-    /// The intent reference (normalized).
-    pub reference: String,
-    /// The frozen normalized payload: act on this, not on the candidate.
-    #[schema(value_type = Object)]
-    pub payload: Box<RawValue>,
-    /// 1 for the first write, then one more per correction.
-    pub revision: i32,
-    /// Deliveries so far, this one included.
-    pub deliveries: i64,
-    /// Deliveries whose candidate differed from the frozen payload.
-    pub divergences: i64,
+    /// The frozen intent, as `GET /v1/intents/{action}/{reference}` shows
+    /// it (its `deliveries` count this one).
+    #[serde(flatten)]
+    pub intent: IntentView,
     /// Whether this delivery's candidate differed (it was not stored).
     pub diverged: bool,
     /// Whether this delivery created the intent.
     pub first_delivery: bool,
     /// The key this delivery's candidate alone would have had.
     pub candidate_key: String,
-    /// First delivery, ms since the epoch.
-    pub first_seen_ms: i64,
-    /// Latest delivery, ms since the epoch.
-    pub last_seen_ms: i64,
 }
 
 /// Records a delivery of an intent: 201 for the first, 200 for a redelivery.
@@ -127,10 +110,6 @@ pub async fn record_intent(
     if r.diverged {
         state.metrics.divergences.inc();
     }
-    let frozen = RawValue::from_string(r.payload.to_json()).map_err(|e| {
-        tracing::error!(error = %e, "a frozen payload is not JSON");
-        ApiError::internal()
-    })?;
     let status = if r.inserted {
         StatusCode::CREATED
     } else {
@@ -139,19 +118,21 @@ pub async fn record_intent(
     Ok((
         status,
         Json(IntentResponse {
-            key: r.key.to_string(),
-            rules_version: r.rules_version.number(),
-            action: req.action,
-            reference: r.reference,
-            payload: frozen,
-            revision: r.revision,
-            deliveries: r.deliveries,
-            divergences: r.divergences,
+            intent: IntentView {
+                key: r.key.to_string(),
+                rules_version: r.rules_version.number(),
+                action: req.action,
+                reference: r.reference,
+                payload: frozen(&r.payload)?,
+                revision: r.revision,
+                deliveries: r.deliveries,
+                divergences: r.divergences,
+                first_seen_ms: r.first_seen_ms,
+                last_seen_ms: r.last_seen_ms,
+            },
             diverged: r.diverged,
             first_delivery: r.inserted,
             candidate_key: r.candidate_key.to_string(),
-            first_seen_ms: r.first_seen_ms,
-            last_seen_ms: r.last_seen_ms,
         }),
     ))
 }
@@ -220,22 +201,26 @@ pub async fn get_intent(
         }
         Err(e) => return Err(e.into()),
     };
-    let payload = RawValue::from_string(intent.payload.to_json()).map_err(|e| {
-        tracing::error!(error = %e, "a frozen payload is not JSON");
-        ApiError::internal()
-    })?;
     Ok(Json(IntentView {
         key: intent.key.to_string(),
         rules_version: intent.rules_version.number(),
         action,
         reference,
-        payload,
+        payload: frozen(&intent.payload)?,
         revision: intent.revision,
         deliveries: intent.deliveries,
         divergences: intent.divergences,
         first_seen_ms: intent.first_seen_ms,
         last_seen_ms: intent.last_seen_ms,
     }))
+}
+
+/// A frozen payload, sent as the JSON it was stored as.
+fn frozen(payload: &idem_core::NormalizedPayload) -> Result<Box<RawValue>, ApiError> {
+    RawValue::from_string(payload.to_json()).map_err(|e| {
+        tracing::error!(error = %e, "a frozen payload is not JSON");
+        ApiError::internal()
+    })
 }
 
 // ---- actions -----------------------------------------------------------
