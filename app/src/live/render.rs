@@ -645,42 +645,77 @@ fn polyline(values: &[f64], max: f64, class: &str) -> String {
     )
 }
 
+/// One chart's figure up to its caption: the heading, an SVG with a title
+/// and description for screen readers, the top and bottom axis labels, and
+/// the lines. The caller adds what follows the caption and `</figure>`.
+struct Chart<'a> {
+    id: &'a str,
+    /// Prefix of the title and description element ids.
+    short: &'a str,
+    title: &'a str,
+    caption: &'a str,
+    top: &'a str,
+    bottom: &'a str,
+}
+
+fn chart_open(out: &mut String, c: &Chart<'_>, lines: &[String]) {
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" id=\"{id}\"><h3>{t}</h3><svg viewBox=\"0 0 {CW} {CH}\" role=\"img\" aria-labelledby=\"{s}-t {s}-d\"><title id=\"{s}-t\">{t}</title><desc id=\"{s}-d\">{c}</desc>\
+         <text class=\"axis\" x=\"4\" y=\"14\">{m}</text><text class=\"axis\" x=\"4\" y=\"{b}\">{z}</text>{p}</svg><figcaption>{c}</figcaption>",
+        id = c.id,
+        s = c.short,
+        t = esc(c.title),
+        c = esc(c.caption),
+        m = c.top,
+        z = c.bottom,
+        b = px(CH - PAD / 2.0),
+        p = lines.concat(),
+    );
+}
+
 fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
     let s = &d.series;
     if s.is_empty() {
         return;
     }
-    let first = utc_minute(s[0].start_ms);
-    let last = utc_minute(s[s.len() - 1].start_ms);
-    let bucket = duration(d.bucket_ms, l);
+    let span = format!(
+        "{} {}, {} – {}.",
+        tr(l, "Um ponto por", "One point per"),
+        duration(d.bucket_ms, l),
+        utc_minute(s[0].start_ms),
+        utc_minute(s[s.len() - 1].start_ms)
+    );
     // Deliveries vs redeliveries.
     let del: Vec<f64> = s.iter().map(|p| p.deliveries as f64).collect();
     let red: Vec<f64> = s.iter().map(|p| p.redeliveries as f64).collect();
     let max = del.iter().cloned().fold(0.0, f64::max).max(1.0);
-    let title = tr(
-        l,
-        "Entregas e reentregas por intervalo",
-        "Deliveries and redeliveries per bucket",
-    );
     let caption = format!(
-        "{} {bucket}, {first} – {last}. {}",
-        tr(l, "Um ponto por", "One point per"),
+        "{span} {}",
         tr(
             l,
             "Linha cheia: entregas; tracejada: reentregas.",
             "Solid: deliveries; dashed: redeliveries."
         )
     );
-    let _ = write!(
+    chart_open(
         out,
-        "<figure class=\"chart\" id=\"live-chart-deliveries\"><h3>{t}</h3><svg viewBox=\"0 0 {CW} {CH}\" role=\"img\" aria-labelledby=\"lcd-t lcd-d\"><title id=\"lcd-t\">{t}</title><desc id=\"lcd-d\">{c}</desc>\
-         <text class=\"axis\" x=\"4\" y=\"14\">{m}</text><text class=\"axis\" x=\"4\" y=\"{b}\">0</text>{p1}{p2}</svg><figcaption>{c}</figcaption>",
-        t = esc(title),
-        c = esc(&caption),
-        m = count(max as i64, l),
-        b = px(CH - PAD / 2.0),
-        p1 = polyline(&del, max, "line deliveries"),
-        p2 = polyline(&red, max, "line redeliveries"),
+        &Chart {
+            id: "live-chart-deliveries",
+            short: "lcd",
+            title: tr(
+                l,
+                "Entregas e reentregas por intervalo",
+                "Deliveries and redeliveries per bucket",
+            ),
+            caption: &caption,
+            top: &count(max as i64, l),
+            bottom: "0",
+        },
+        &[
+            polyline(&del, max, "line deliveries"),
+            polyline(&red, max, "line redeliveries"),
+        ],
     );
     series_table(out, d, l);
     out.push_str("</figure>");
@@ -696,30 +731,31 @@ fn series_charts(out: &mut String, d: &LiveData, l: Locale) {
         })
         .collect();
     let rmax = rates.iter().cloned().fold(0.0, f64::max).max(1.0).ceil();
-    let title = tr(
-        l,
-        "Taxa de duplicatas por intervalo",
-        "Duplicate rate per bucket",
-    );
     let caption = format!(
-        "{} {bucket}, {first} – {last}. {}",
-        tr(l, "Um ponto por", "One point per"),
+        "{span} {}",
         tr(
             l,
             "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.",
             "Intents delivered more than once over intents recorded in the bucket."
         )
     );
-    let _ = write!(
+    chart_open(
         out,
-        "<figure class=\"chart\" id=\"live-chart-rate\"><h3>{t}</h3><svg viewBox=\"0 0 {CW} {CH}\" role=\"img\" aria-labelledby=\"lcr-t lcr-d\"><title id=\"lcr-t\">{t}</title><desc id=\"lcr-d\">{c}</desc>\
-         <text class=\"axis\" x=\"4\" y=\"14\">{m}%</text><text class=\"axis\" x=\"4\" y=\"{b}\">0%</text>{p}</svg><figcaption>{c}</figcaption></figure>",
-        t = esc(title),
-        c = esc(&caption),
-        m = rmax,
-        b = px(CH - PAD / 2.0),
-        p = polyline(&rates, rmax, "line rate"),
+        &Chart {
+            id: "live-chart-rate",
+            short: "lcr",
+            title: tr(
+                l,
+                "Taxa de duplicatas por intervalo",
+                "Duplicate rate per bucket",
+            ),
+            caption: &caption,
+            top: &format!("{rmax}%"),
+            bottom: "0%",
+        },
+        &[polyline(&rates, rmax, "line rate")],
     );
+    out.push_str("</figure>");
 }
 
 fn series_table(out: &mut String, d: &LiveData, l: Locale) {
