@@ -131,32 +131,6 @@ impl Srv {
     }
 }
 
-/// Runs each named test on both backends.
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod on_sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let s = super::sqlite().await;
-                    super::$name(&s).await;
-                    s.done().await;
-                }
-            )*
-        }
-        mod on_postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let Some(s) = super::postgres().await else { return };
-                    super::$name(&s).await;
-                    s.done().await;
-                }
-            )*
-        }
-    };
-}
-
 both!(
     intents_first_201_then_200_with_the_frozen_payload,
     action_states_are_distinct_statuses,

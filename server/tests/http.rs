@@ -43,19 +43,9 @@ async fn calculator_is_server_rendered_with_the_reference_numbers() {
 #[tokio::test]
 async fn scenario_in_the_query_renders_and_bad_input_explains_itself() {
     let (base, _dir) = start().await;
-    let html = reqwest::get(format!("{base}/?d=0,5"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = common::page(&format!("{base}/?d=0,5")).await;
     assert!(html.contains("R$ 24,75"), "150 × 0,165");
-    let html = reqwest::get(format!("{base}/?d=150"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = common::page(&format!("{base}/?d=150")).await;
     assert!(
         html.contains("no máximo 100"),
         "a rate above 100% explains itself"

@@ -92,29 +92,12 @@ async fn until(
     }
 }
 
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod on_sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let db = super::Db::sqlite();
-                    super::$name(&db).await;
-                    db.done().await;
-                }
-            )*
-        }
-        mod on_postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let Some(db) = super::Db::postgres("live").await else { return };
-                    super::$name(&db).await;
-                    db.done().await;
-                }
-            )*
-        }
-    };
+async fn sqlite() -> Db {
+    Db::sqlite()
+}
+
+async fn postgres() -> Option<Db> {
+    Db::postgres("live").await
 }
 
 both!(
@@ -176,14 +159,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         "one point a minute"
     );
     // The page shows the same, with the denominator and the key.
-    let page = http()
-        .get(format!("{}/live?window=1h&lang=en-US", a.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = common::page(&format!("{}/live?window=1h&lang=en-US", a.base)).await;
     assert!(page.contains("50.00% (2 of 4 intents)"), "{page}");
     assert!(page.contains(&key), "the uncertain key is listed");
     assert!(
@@ -191,14 +167,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         "use these numbers"
     );
     // The calculator's panel, too.
-    let calc = http()
-        .get(format!("{}/?lang=en-US", a.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let calc = common::page(&format!("{}/?lang=en-US", a.base)).await;
     assert!(calc.contains("id=\"live-panel\""), "{calc}");
     assert!(calc.contains("data-feed=\"/live/events?window=24h&amp;lang=en-US&amp;view=panel\""));
     // A retention under twice the longest redelivery delay is flagged.
@@ -221,14 +190,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         v["horizon"]
     );
     assert_eq!(v["horizon"]["retention_ms"], 150);
-    let page = http()
-        .get(format!("{}/live?window=1h&lang=en-US", a.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = common::page(&format!("{}/live?window=1h&lang=en-US", a.base)).await;
     assert!(
         page.contains("Retention is under twice the longest delay observed"),
         "{page}"

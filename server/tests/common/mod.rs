@@ -122,3 +122,37 @@ impl TestDb {
         }
     }
 }
+
+/// The body of `GET url`, as text (a page, for tests that read markup).
+pub async fn page(url: &str) -> String {
+    reqwest::get(url).await.unwrap().text().await.unwrap()
+}
+
+/// Runs each named test on SQLite and on PostgreSQL. The test binary
+/// provides `sqlite()` and `postgres()` (`None`: skipped), async, whose
+/// value has an async `done()`; each test takes a reference to it.
+#[macro_export]
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let s = super::sqlite().await;
+                    super::$name(&s).await;
+                    s.done().await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(s) = super::postgres().await else { return };
+                    super::$name(&s).await;
+                    s.done().await;
+                }
+            )*
+        }
+    };
+}
