@@ -990,35 +990,32 @@ type Tables = (
     Vec<(String, String)>,
 );
 
+/// The three tables the end checks read, from either backend's pool.
+macro_rules! tables {
+    ($pool:expr) => {
+        (
+            sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
+                .fetch_all(&$pool)
+                .await?,
+            sqlx::query_as("select tenant_id, idem_key, state from actions")
+                .fetch_all(&$pool)
+                .await?,
+            sqlx::query_as("select tenant_id, customer from demo_charges")
+                .fetch_all(&$pool)
+                .await?,
+        )
+    };
+}
+
 async fn read_db(db: &Db) -> anyhow::Result<Rows> {
     let (intents, actions, charges): Tables = if db.pg.is_some() {
         let pool = sqlx::PgPool::connect(&db.url).await?;
-        let r = (
-            sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
-                .fetch_all(&pool)
-                .await?,
-            sqlx::query_as("select tenant_id, idem_key, state from actions")
-                .fetch_all(&pool)
-                .await?,
-            sqlx::query_as("select tenant_id, customer from demo_charges")
-                .fetch_all(&pool)
-                .await?,
-        );
+        let r = tables!(pool);
         pool.close().await;
         r
     } else {
         let pool = sqlx::SqlitePool::connect(&format!("{}?mode=ro", db.url)).await?;
-        let r = (
-            sqlx::query_as("select tenant_id, reference, idem_key, payload from intents")
-                .fetch_all(&pool)
-                .await?,
-            sqlx::query_as("select tenant_id, idem_key, state from actions")
-                .fetch_all(&pool)
-                .await?,
-            sqlx::query_as("select tenant_id, customer from demo_charges")
-                .fetch_all(&pool)
-                .await?,
-        );
+        let r = tables!(pool);
         pool.close().await;
         r
     };
