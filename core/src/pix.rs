@@ -153,17 +153,35 @@ fn infer(s: &str) -> Result<PixKeyType, String> {
                 return Ok(PixKeyType::Phone);
             }
             let is_cpf = cpf_check(&bare);
-            let is_phone = national_phone(&bare).is_some();
-            match (is_cpf, is_phone) {
+            let as_phone = phone_digits(&bare);
+            match (is_cpf, as_phone.is_ok()) {
                 (true, true) => Err(format!(
                     "`{s}` is both a valid CPF and a valid mobile number; give the key type (cpf or phone)"
                 )),
                 (true, false) => Ok(PixKeyType::Cpf),
                 (false, true) => Ok(PixKeyType::Phone),
-                (false, false) => Err("11 digits that are neither a valid CPF nor a mobile number".into()),
+                (false, false) => Err(format!(
+                    "11 digits that are neither a valid CPF (its check digits do not match) nor a phone number ({})",
+                    as_phone.err().unwrap_or_default()
+                )),
             }
         }
-        14 => Ok(PixKeyType::Cnpj),
+        14 => {
+            // A CNPJ, or a phone dialled with trunk and carrier code
+            // (`0 21 74 91610-2296`). Only a number that could be both needs
+            // its type, unless the CNPJ mask or a parenthesis says which.
+            let is_cnpj = cnpj_check(&bare);
+            let is_phone = bare.starts_with('0') && phone_digits(&bare).is_ok();
+            match (is_cnpj, is_phone) {
+                (true, true) if s.contains('/') => Ok(PixKeyType::Cnpj),
+                (true, true) if s.contains('(') => Ok(PixKeyType::Phone),
+                (true, true) => Err(format!(
+                    "`{s}` is both a valid CNPJ and a valid phone number; give the key type (cnpj or phone)"
+                )),
+                (false, true) => Ok(PixKeyType::Phone),
+                _ => Ok(PixKeyType::Cnpj),
+            }
+        }
         10 | 12 | 13 => Ok(PixKeyType::Phone),
         n => Err(format!("{n} digits match no Pix key type")),
     }
@@ -217,22 +235,108 @@ fn evp(s: &str) -> Result<String, String> {
     ))
 }
 
-/// A Brazilian area code: two digits, neither zero.
-fn valid_ddd(d: &[u8]) -> bool {
-    d.len() == 2 && (b'1'..=b'9').contains(&d[0]) && (b'1'..=b'9').contains(&d[1])
+/// The Brazilian area codes (DDD) in use: 67 of the 81 two-digit numbers
+/// without a zero. Source: Anatel's national numbering plan (Regulamento de
+/// Numeração do STFC, "Códigos Nacionais" by state), as published on
+/// 2026-12-01; it has not changed since the 1999 plan. The 14 gaps (23 25
+/// 26 29 36 39 52 56 57 58 59 72 76 78) were never assigned, so no Pix phone
+/// key can hold them.
+pub const AREA_CODES: [u8; 67] = [
+    11, 12, 13, 14, 15, 16, 17, 18, 19, // SP
+    21, 22, 24, // RJ
+    27, 28, // ES
+    31, 32, 33, 34, 35, 37, 38, // MG
+    41, 42, 43, 44, 45, 46, // PR
+    47, 48, 49, // SC
+    51, 53, 54, 55, // RS
+    61, // DF
+    62, 64, // GO
+    63, // TO
+    65, 66, // MT
+    67, // MS
+    68, // AC
+    69, // RO
+    71, 73, 74, 75, 77, // BA
+    79, // SE
+    81, 87, // PE
+    82, // AL
+    83, // PB
+    84, // RN
+    85, 88, // CE
+    86, 89, // PI
+    91, 93, 94, // PA
+    92, 97, // AM
+    95, // RR
+    96, // AP
+    98, 99, // MA
+];
+
+/// Whether two ASCII digits form an area code in use.
+fn is_area_code(d: &[u8]) -> bool {
+    d.len() == 2
+        && d.iter().all(u8::is_ascii_digit)
+        && AREA_CODES.contains(&((d[0] - b'0') * 10 + (d[1] - b'0')))
 }
 
-/// Digits without the country code -> E.164, when they form a Brazilian
-/// number: area code plus a 9-digit mobile (starting 9) or 8-digit landline
-/// (starting 2 to 5).
-fn national_phone(d: &str) -> Option<String> {
+/// Area code plus subscriber number (10 or 11 digits, no country code, no
+/// trunk prefix) -> E.164: a 9-digit mobile starting with 9, or an 8-digit
+/// landline starting with 2 to 5, after an area code in use.
+fn national(d: &str) -> Result<String, String> {
     let b = d.as_bytes();
-    let ok = match b.len() {
-        11 => valid_ddd(&b[..2]) && b[2] == b'9',
-        10 => valid_ddd(&b[..2]) && (b'2'..=b'5').contains(&b[2]),
+    let shape = match b.len() {
+        11 => b[2] == b'9',
+        10 => (b'2'..=b'5').contains(&b[2]),
         _ => false,
     };
-    ok.then(|| format!("+55{d}"))
+    if !shape {
+        return Err(
+            "a phone key needs a 2-digit area code and a 9-digit mobile (starting with 9) or an 8-digit landline (starting with 2 to 5)"
+                .into(),
+        );
+    }
+    if !is_area_code(&b[..2]) {
+        return Err(format!(
+            "area code {} is not in use in Brazil, so no phone key can hold it",
+            &d[..2]
+        ));
+    }
+    Ok(format!("+55{d}"))
+}
+
+/// Digits as dialled inside Brazil: a trunk `0`, optionally followed by a
+/// two-digit carrier code (CSP, never starting with 0), before the area
+/// code. Returns what follows the prefix, or `None` when there is none.
+/// The lengths tell the two apart: `0` + 10/11 digits, or `0` + CSP +
+/// 10/11 digits.
+fn without_trunk_prefix(d: &str) -> Option<&str> {
+    let rest = d.strip_prefix('0')?;
+    match rest.len() {
+        10 | 11 => Some(rest),
+        12 | 13 if !rest.starts_with('0') => Some(&rest[2..]),
+        _ => None,
+    }
+}
+
+/// A phone number written without `+`: national, with the trunk prefix
+/// (and carrier code), or with the country code 55 in front.
+fn phone_digits(digits: &str) -> Result<String, String> {
+    if digits.starts_with('0') {
+        return match without_trunk_prefix(digits) {
+            Some(n) => national(n),
+            None => Err(
+                "after the trunk 0 (and an optional 2-digit carrier code) a phone key needs a 2-digit area code and an 8- or 9-digit number"
+                    .into(),
+            ),
+        };
+    }
+    if let Some(n) = digits.strip_prefix("55").filter(|n| n.len() >= 10) {
+        let after_country = national(n);
+        // 10 or 11 digits starting 55 may also be area code 55 (RS) itself.
+        if after_country.is_ok() || digits.len() > 11 {
+            return after_country;
+        }
+    }
+    national(digits)
 }
 
 fn phone(s: &str) -> Result<String, String> {
@@ -241,27 +345,19 @@ fn phone(s: &str) -> Result<String, String> {
     if !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err("a phone key holds only digits".into());
     }
-    if has_plus && !digits.starts_with("55") {
-        return Err("Pix phone keys are Brazilian numbers (+55)".into());
+    if !has_plus {
+        return phone_digits(&digits);
     }
-    if let Some(national) = digits
-        .strip_prefix("55")
-        .filter(|n| has_plus || n.len() >= 10)
-    {
-        if let Some(e164) = national_phone(national) {
-            return Ok(e164);
-        }
-        if has_plus || digits.len() > 11 {
-            return Err(
-                "after +55 a phone key needs a 2-digit area code and an 8- or 9-digit number"
-                    .into(),
-            );
-        }
+    match digits.strip_prefix("55") {
+        Some(n) => national(n).map_err(|e| {
+            if n.len() == 10 || n.len() == 11 {
+                e
+            } else {
+                "after +55 a phone key needs a 2-digit area code and an 8- or 9-digit number".into()
+            }
+        }),
+        None => Err("Pix phone keys are Brazilian numbers (+55)".into()),
     }
-    national_phone(&digits).ok_or_else(|| {
-        "a phone key needs a 2-digit area code and a 9-digit mobile or 8-digit landline number"
-            .into()
-    })
 }
 
 fn cpf_check(d: &str) -> bool {
@@ -362,7 +458,8 @@ mod tests {
     fn v2_cpf_and_cnpj() {
         assert_eq!(v2("529.982.247-25").as_deref(), Ok("52998224725"));
         assert_eq!(v2("12345678909").as_deref(), Ok("12345678909"));
-        assert!(v2("52998224725").unwrap_err().contains("give the key type"));
+        // 52 is not an area code in use, so these digits dial no phone.
+        assert_eq!(v2("52998224725").as_deref(), Ok("52998224725"));
         assert!(v2("529.982.247-26").is_err(), "bad check digit");
         assert_eq!(v2("11.222.333/0001-81").as_deref(), Ok("11222333000181"));
         assert!(v2("11.222.333/0001-82").is_err());
@@ -396,6 +493,100 @@ mod tests {
         assert_eq!(v2(&k.to_uppercase()).as_deref(), Ok(k));
         assert_eq!(v2(&k.replace('-', "")).as_deref(), Ok(k));
         assert!(normalize_v2(k, Some(PixKeyType::Cpf)).is_err());
+    }
+
+    #[test]
+    fn area_codes_are_the_67_in_use() {
+        assert_eq!(AREA_CODES.len(), 67);
+        let mut sorted = AREA_CODES;
+        sorted.sort_unstable();
+        assert!(sorted.windows(2).all(|w| w[0] < w[1]), "no code twice");
+        let unused: Vec<u8> = (11..100)
+            .filter(|n| n % 10 != 0 && !AREA_CODES.contains(n))
+            .collect();
+        assert_eq!(
+            unused,
+            [23, 25, 26, 29, 36, 39, 52, 56, 57, 58, 59, 72, 76, 78]
+        );
+    }
+
+    #[test]
+    fn unused_area_codes_are_refused_by_name() {
+        let typed = normalize_v2("+55 57 93703-5398", Some(PixKeyType::Phone)).unwrap_err();
+        assert!(typed.contains("area code 57"), "{typed}");
+        let untyped = v2("+55 57 93703-5398").unwrap_err();
+        assert!(untyped.contains("area code 57"), "{untyped}");
+        let landline = v2("(23) 3333-4444").unwrap_err();
+        assert!(landline.contains("area code 23"), "{landline}");
+        let trunk = v2("(078) 91610-2296").unwrap_err();
+        assert!(trunk.contains("area code 78"), "{trunk}");
+    }
+
+    #[test]
+    fn a_cpf_whose_digits_start_with_an_unused_area_code_is_only_a_cpf() {
+        assert!(cpf_check("23994718570"));
+        assert_eq!(
+            normalize_v2("23994718570", None),
+            Ok((PixKeyType::Cpf, "23994718570".to_string()))
+        );
+        // With area code 24 (in use) the same shape stays ambiguous.
+        let both = (0..100_000_000u64)
+            .map(|n| format!("249{n:08}"))
+            .find(|d| cpf_check(d))
+            .unwrap();
+        assert!(v2(&both).unwrap_err().contains("give the key type"));
+    }
+
+    #[test]
+    fn trunk_prefix_and_carrier_code_spellings() {
+        for s in [
+            "(074) 91610-2296",
+            "074 916102296",
+            "0 21 74 91610-2296",
+            "074916102296",
+            "(0 21 74) 91610-2296",
+            "02174916102296",
+            "+55 74 91610-2296",
+        ] {
+            assert_eq!(v2(s).as_deref(), Ok("+5574916102296"), "{s}");
+            assert_eq!(
+                normalize_v2(s, Some(PixKeyType::Phone)).map(|(_, c)| c),
+                Ok("+5574916102296".to_string()),
+                "{s} typed"
+            );
+        }
+        // A landline with the trunk prefix, typed (11 digits like a CPF).
+        assert_eq!(
+            normalize_v2("(011) 3333-4444", None).map(|(_, c)| c),
+            Ok("+551133334444".to_string())
+        );
+        assert_eq!(
+            normalize_v2("0 15 11 3333-4444", Some(PixKeyType::Phone)).map(|(_, c)| c),
+            Ok("+551133334444".to_string())
+        );
+        // A carrier code never starts with 0, and the trunk 0 is not E.164.
+        assert!(normalize_v2("0 01 74 91610-2296", Some(PixKeyType::Phone)).is_err());
+        assert!(normalize_v2("+55 074 91610-2296", Some(PixKeyType::Phone)).is_err());
+        assert!(normalize_v2("0 74 1610-2296", Some(PixKeyType::Phone)).is_err());
+    }
+
+    #[test]
+    fn a_masked_cnpj_is_a_cnpj_even_when_its_digits_dial_a_phone() {
+        // CNPJs start with 0 too; with the mask, the type is the CNPJ.
+        let cnpj = (0..10_000_000u64)
+            .map(|n| format!("0217491{n:07}"))
+            .find(|d| cnpj_check(d) && phone_digits(d).is_ok())
+            .unwrap();
+        let masked = format!(
+            "{}.{}.{}/{}-{}",
+            &cnpj[..2],
+            &cnpj[2..5],
+            &cnpj[5..8],
+            &cnpj[8..12],
+            &cnpj[12..]
+        );
+        assert_eq!(normalize_v2(&masked, None).unwrap().0, PixKeyType::Cnpj);
+        assert!(v2(&cnpj).unwrap_err().contains("give the key type"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // tests and benches fail loudly by design
 
+use idem_core::pix::{self, AREA_CODES};
 use idem_core::{Catalog, KeyDeriver, Payload, RulesVersion, Secret, TenantId};
 use proptest::prelude::*;
 
@@ -48,6 +49,39 @@ fn pix(cliente: &str, valor: &str, chave: &str, reference: &str, extra: &str) ->
         js(chave),
         js(reference)
     )
+}
+
+/// The 14 two-digit numbers without a zero that are not area codes.
+const UNUSED_AREA_CODES: [u8; 14] = [23, 25, 26, 29, 36, 39, 52, 56, 57, 58, 59, 72, 76, 78];
+
+/// A subscriber number: a 9-digit mobile starting with 9 or an 8-digit
+/// landline starting with 2 to 5.
+fn phone_subscriber(mobile: bool, rest: u32) -> String {
+    if mobile {
+        format!("9{rest:08}")
+    } else {
+        format!("{}{:07}", 2 + rest % 4, rest % 10_000_000)
+    }
+}
+
+/// Every spelling people type for one number: E.164 with and without
+/// punctuation, national, with the trunk 0, with trunk and carrier code.
+fn phone_spellings(ddd: u8, n: &str, carrier: u32) -> Vec<String> {
+    let (head, tail) = n.split_at(n.len() - 4);
+    vec![
+        format!("+55{ddd}{n}"),
+        format!("+55 ({ddd}) {head}-{tail}"),
+        format!("55{ddd}{n}"),
+        format!("({ddd}) {head}-{tail}"),
+        format!("{ddd}{n}"),
+        format!("({ddd}) {n}"),
+        format!("0{ddd}{n}"),
+        format!("(0{ddd}) {head}-{tail}"),
+        format!("0{ddd} {n}"),
+        format!("0 {carrier} {ddd} {head}-{tail}"),
+        format!("0{carrier}{ddd}{n}"),
+        format!("(0{carrier}{ddd}) {head}.{tail}"),
+    ]
 }
 
 prop_compose! {
@@ -136,14 +170,44 @@ proptest! {
     }
 
     #[test]
-    fn v2_phone_spellings_agree(ddd in 11u32..99, rest in 0u32..100_000_000) {
-        prop_assume!(ddd % 10 != 0);
-        let n = format!("9{rest:08}");
-        let plain = format!("55{ddd}{n}");
-        let pretty = format!("+55 ({ddd}) {}-{}", &n[..5], &n[5..]);
+    fn v2_phone_spellings_agree(
+        ddd in prop::sample::select(AREA_CODES.to_vec()),
+        mobile in any::<bool>(),
+        rest in 0u32..100_000_000,
+        carrier in 10u32..100,
+        typed in any::<bool>(),
+    ) {
+        let n = phone_subscriber(mobile, rest);
+        let expected = format!("+55{ddd}{n}");
         let extra = r#","tipo_chave_pix":"phone""#;
-        let a = key("t", "pix.cobranca", &pix("c", "1", &plain, "r", extra), Some(RulesVersion::V2));
-        let b = key("t", "pix.cobranca", &pix("c", "1", &pretty, "r", ""), Some(RulesVersion::V2));
-        prop_assert_eq!(a, b);
+        let keys: Vec<String> = phone_spellings(ddd, &n, carrier)
+            .iter()
+            .map(|s| {
+                // Untyped spellings are inferred; an 11-digit one may also be
+                // a valid CPF (then the type is asked for), so those are typed.
+                let ambiguous = pix::normalize_v2(s, None).is_err();
+                let extra = if typed || ambiguous { extra } else { "" };
+                key("t", "pix.cobranca", &pix("c", "1", s, "r", extra), Some(RulesVersion::V2))
+            })
+            .collect();
+        let canonical = key("t", "pix.cobranca", &pix("c", "1", &expected, "r", extra), Some(RulesVersion::V2));
+        for (s, k) in phone_spellings(ddd, &n, carrier).iter().zip(&keys) {
+            prop_assert_eq!(k, &canonical, "{}", s);
+            prop_assert_eq!(pix::normalize_v2(s, Some(pix::PixKeyType::Phone)).map(|(_, c)| c), Ok(expected.clone()), "{}", s);
+        }
+    }
+
+    #[test]
+    fn v2_unused_area_codes_are_refused_in_every_spelling(
+        ddd in prop::sample::select(UNUSED_AREA_CODES.to_vec()),
+        mobile in any::<bool>(),
+        rest in 0u32..100_000_000,
+        carrier in 10u32..100,
+    ) {
+        let n = phone_subscriber(mobile, rest);
+        for s in phone_spellings(ddd, &n, carrier) {
+            let err = pix::normalize_v2(&s, Some(pix::PixKeyType::Phone)).unwrap_err();
+            prop_assert!(err.contains(&format!("area code {ddd}")), "{}: {}", s, err);
+        }
     }
 }
