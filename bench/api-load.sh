@@ -36,7 +36,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$idem" migrate --data-dir "$data" >/dev/null
 export IDEM_TOKEN
 IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data")
-"$idem" serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
+"$idem" serve --demo --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; [ -n "${KEEP_LOG:-}" ] && cp "$data/serve.log" "$KEEP_LOG"; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done

@@ -1,17 +1,18 @@
 //! idem-server: the `idem` command line, the HTTP server and the dashboard host.
+//!
+//! Layers, lowest first; a module never imports one above it:
+//! `config`, `secret` and `telemetry` (plain values and helpers) → `http`
+//! (its leaves `state`, `error`, `extract`, `metrics`, then the areas, then
+//! the router) → `startup` (builds and runs the application) → `cli` (the
+//! commands; `main.rs` only dispatches to it).
 
 // Leptos views nest deeply in their types; the calculator needs more room
 // than the compiler's default to name them.
 #![recursion_limit = "512"]
 
-pub mod api;
-pub mod audit;
 pub mod cli;
-mod cost_cmd;
-pub mod dashboard;
-mod key_cmd;
-pub mod live;
-pub mod metrics;
+pub mod config;
+pub mod http;
 pub mod secret;
-pub mod simulate;
-pub mod web;
+pub mod startup;
+pub mod telemetry;

@@ -10,9 +10,9 @@ use common::TestDb;
 
 use axum::http::StatusCode;
 use idem_core::TenantId;
-use idem_server::api::idempotency::{IdempotencyGuard, IdempotencyLayer};
-use idem_server::api::ApiError;
-use idem_server::web::{serve, AppState};
+use idem_server::http::error::ApiError;
+use idem_server::http::idempotency::{IdempotencyGuard, IdempotencyLayer};
+use idem_server::http::{serve, AppState};
 use idem_store::{DemoCharge, Store};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +32,8 @@ struct Srv {
 }
 
 async fn start(url: &str) -> (String, Store, AppState, String, String) {
-    let store = common::store(url).await;
+    let (base, state) = common::serve(url).await;
+    let store = state.api.store.clone();
     let a = store
         .create_tenant(&TenantId::try_from("acme").unwrap(), "ACME")
         .await
@@ -41,7 +42,6 @@ async fn start(url: &str) -> (String, Store, AppState, String, String) {
         .create_tenant(&TenantId::try_from("globex").unwrap(), "Globex")
         .await
         .unwrap();
-    let (base, state) = common::serve_store(&store).await;
     (
         base,
         store,
@@ -73,6 +73,39 @@ async fn postgres() -> Option<Srv> {
 }
 
 impl Srv {
+    /// Waits (up to 10 s) until tenant `acme`'s Idempotency-Key record
+    /// `key` is held by a running request, read from the table itself.
+    async fn until_key_in_progress(&self, key: &str) {
+        assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+        let q = format!(
+            "select state from http_keys where tenant_id = 'acme' and client_key = '{key}'"
+        );
+        let pg = self.db.url.starts_with("postgres");
+        let (pg_pool, lite_pool) = if pg {
+            (
+                Some(sqlx::PgPool::connect(&self.db.url).await.unwrap()),
+                None,
+            )
+        } else {
+            (
+                None,
+                Some(sqlx::SqlitePool::connect(&self.db.url).await.unwrap()),
+            )
+        };
+        for _ in 0..1000 {
+            let state: Option<String> = match (&pg_pool, &lite_pool) {
+                (Some(p), _) => sqlx::query_scalar(&q).fetch_optional(p).await.unwrap(),
+                (_, Some(p)) => sqlx::query_scalar(&q).fetch_optional(p).await.unwrap(),
+                _ => unreachable!(),
+            };
+            if state.as_deref() == Some("in_progress") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the key {key} was never held in progress");
+    }
+
     async fn done(self) {
         self.store.close().await;
         self.db.done().await;
@@ -146,6 +179,7 @@ both!(
     metrics_openapi_and_probes,
     a_store_failure_is_a_503_that_leaks_nothing,
     dashboard_saves_shows_compares_and_exports_scenarios,
+    without_demo_the_demo_provider_is_not_there,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -505,7 +539,9 @@ async fn idempotency_key_statuses_and_byte_exact_replay(s: &Srv) {
                 .status()
         })
     };
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The second request goes once the first holds the key, not after a
+    // guessed head start.
+    s.until_key_in_progress("order-2").await;
     let res = s.charge(&s.a, Some("order-2"), &body, None).await.unwrap();
     assert_eq!(res.headers()["retry-after"], "1");
     let p = problem(res, 409).await;
@@ -664,7 +700,7 @@ async fn a_5xx_rolls_back_the_handlers_writes_and_releases_the_key(s: &Srv) {
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             s.store.clone(),
-            idem_server::api::authenticate,
+            idem_server::http::extract::authenticate,
         ))
         .with_state(s.state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1115,4 +1151,59 @@ async fn dashboard_saves_shows_compares_and_exports_scenarios(s: &Srv) {
         .await
         .unwrap();
     assert!(by_cookie.contains("R$1,782.00"));
+}
+
+/// Production (`idem serve` without `--demo`): the demo provider's routes
+/// answer 404 whatever the fault header says, nothing is charged, and the
+/// OpenAPI document does not list them. The rest of the API is unchanged.
+async fn without_demo_the_demo_provider_is_not_there(s: &Srv) {
+    let (base, _) = common::spawn_app(idem_server::config::Config {
+        demo: false,
+        ..common::config(&s.db.url)
+    })
+    .await;
+    let res = s
+        .http
+        .post(format!("{base}/v1/demo/charges"))
+        .bearer_auth(&s.a)
+        .header("idempotency-key", "prod-1")
+        .header("idem-demo-fault", "error")
+        .json(&charge_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let res = s
+        .http
+        .get(format!("{base}/v1/demo/charges/count"))
+        .bearer_auth(&s.a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    assert_eq!(s.charges(&s.a).await, 0, "nothing was charged");
+    let doc: Value = s
+        .http
+        .get(format!("{base}/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.contains_key("/v1/intents"));
+    assert!(
+        !paths.keys().any(|p| p.starts_with("/v1/demo/")),
+        "{paths:?}"
+    );
+    let res = s
+        .http
+        .post(format!("{base}/v1/intents"))
+        .bearer_auth(&s.a)
+        .json(&cobranca("1.00"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
 }

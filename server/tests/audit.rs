@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
-use idem_server::audit::{scan, Source};
+use idem_server::cli::audit::{scan, Source};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -14,9 +14,8 @@ async fn start() -> (String, tempfile::TempDir) {
 async fn start_with_store() -> (String, tempfile::TempDir, idem_store::Store) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("idem.db").display());
-    let store = common::store(&url).await;
-    let (base, _) = common::serve_store(&store).await;
-    (base, dir, store)
+    let (base, state) = common::serve(&url).await;
+    (base, dir, state.api.store.clone())
 }
 
 #[tokio::test]

@@ -8,7 +8,8 @@
 mod common;
 
 use idem_core::TenantId;
-use idem_server::live::{AdminToken, LiveAccess};
+use idem_server::config::{AdminToken, Config};
+use idem_server::http::state::LiveAccess;
 use idem_store::Store;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -22,17 +23,23 @@ struct Instance {
     store: Store,
 }
 
-async fn instance(db: &Db, access: LiveAccess) -> Instance {
-    let store = common::store(&db.url).await;
-    let (base, _) = common::serve_store_with(&store, access).await;
-    Instance { base, store }
+/// An instance on 127.0.0.1: open to all without an admin token, closed
+/// (tokens decide) with one.
+async fn instance(db: &Db, admin: Option<AdminToken>) -> Instance {
+    let (base, state) = common::spawn_app(Config {
+        admin_token: admin,
+        ..common::config(&db.url)
+    })
+    .await;
+    Instance {
+        base,
+        store: state.api.store.clone(),
+    }
 }
 
-fn open() -> LiveAccess {
-    LiveAccess {
-        open: true,
-        admin: None,
-    }
+/// The open monitor: loopback, no admin token.
+fn open() -> Option<AdminToken> {
+    None
 }
 
 async fn tenant(s: &Store, name: &str) -> String {
@@ -289,11 +296,7 @@ async fn the_feed_pushes_a_write_within_two_seconds(db: &Db) {
 /// and the feed, and asking for another tenant is refused. The sign-in
 /// form keeps the token in an HttpOnly cookie.
 async fn tokens_decide_what_the_monitor_shows(db: &Db) {
-    let access = LiveAccess {
-        open: false,
-        admin: AdminToken::new("admin-secret"),
-    };
-    let s = instance(db, access).await;
+    let s = instance(db, AdminToken::new("admin-secret")).await;
     let ta = tenant(&s.store, "acme").await;
     let tb = tenant(&s.store, "globex").await;
     assert_eq!(intent(&s.base, &ta, "a1", "1.00").await, 201);

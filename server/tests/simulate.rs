@@ -116,11 +116,9 @@ fn on_sqlite_only_idem_never_charges_twice_and_a_seed_reproduces_the_run() {
 }
 
 #[test]
+#[ignore = "PostgreSQL: needs IDEM_TEST_POSTGRES_URL and --include-ignored (scripts/test passes both)"]
 fn on_postgres_only_idem_never_charges_twice() {
-    let Ok(url) = std::env::var("IDEM_TEST_POSTGRES_URL") else {
-        eprintln!("SKIPPED (Postgres): IDEM_TEST_POSTGRES_URL is not set");
-        return;
-    };
+    let url = std::env::var("IDEM_TEST_POSTGRES_URL").expect("IDEM_TEST_POSTGRES_URL is not set");
     let report = simulate(&["--database-url", &url], "11");
     check(&report);
 }

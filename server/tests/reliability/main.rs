@@ -281,6 +281,7 @@ impl Server {
         let child = idem()
             .args([
                 "serve",
+                "--demo",
                 "--addr",
                 &self.addr,
                 "--purge-every",

@@ -15,8 +15,8 @@
 //! sets: the admin token (`--admin-token`) sees every tenant; a tenant's API
 //! token sees only that tenant, whatever it asks for.
 
-use crate::api::ApiError;
-use crate::web::ApiState;
+use super::error::ApiError;
+use super::state::LiveState;
 use app::live::render::{
     self, LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window,
 };
@@ -30,8 +30,7 @@ use futures_util::stream::{Stream, StreamExt};
 use idem_core::locale::Locale;
 use idem_core::TenantId;
 use idem_store::stats::Granularity;
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,79 +50,6 @@ const TICK: Duration = Duration::from_millis(500);
 /// from a dead one.
 const HEARTBEAT: Duration = Duration::from_secs(2);
 
-/// The admin token, compared by its SHA-256 digest and never printed.
-#[derive(Clone)]
-pub struct AdminToken([u8; 32]);
-
-impl AdminToken {
-    /// Wraps a configured token; an empty one is no token.
-    pub fn new(token: &str) -> Option<Self> {
-        let t = token.trim();
-        (!t.is_empty()).then(|| Self(Sha256::digest(t.as_bytes()).into()))
-    }
-
-    fn matches(&self, presented: &str) -> bool {
-        let d: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        // Digests, not tokens, are compared: their timing says nothing
-        // useful about the token.
-        d.iter()
-            .zip(self.0.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-    }
-}
-
-impl std::fmt::Debug for AdminToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AdminToken(<redacted>)")
-    }
-}
-
-/// Who may see the monitor.
-#[derive(Debug, Clone, Default)]
-pub struct LiveAccess {
-    /// Open to anyone (loopback and no admin token).
-    pub open: bool,
-    /// The admin token, when configured.
-    pub admin: Option<AdminToken>,
-}
-
-impl LiveAccess {
-    /// The rule for a server bound to `addr`: open on loopback unless an
-    /// admin token is configured.
-    pub fn for_addr(addr: std::net::SocketAddr, admin: Option<AdminToken>) -> Self {
-        Self {
-            open: addr.ip().is_loopback() && admin.is_none(),
-            admin,
-        }
-    }
-}
-
-/// What the monitor needs: the API's handles, the access rule and the
-/// shared-read cache.
-#[derive(Clone)]
-pub struct LiveState {
-    /// The store and its friends.
-    pub api: ApiState,
-    /// Who may look.
-    pub access: Arc<LiveAccess>,
-    cache: Arc<Mutex<SharedReads>>,
-}
-
-/// Recent reads by scope and window, with when they were made.
-type SharedReads = HashMap<String, (Instant, Arc<LiveData>)>;
-
-impl LiveState {
-    /// A monitor over `api` with the access rule `access`.
-    pub fn new(api: ApiState, access: LiveAccess) -> Self {
-        Self {
-            api,
-            access: Arc::new(access),
-            cache: Arc::default(),
-        }
-    }
-}
-
 /// Who is looking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Viewer {
@@ -134,9 +60,9 @@ pub enum Viewer {
 }
 
 fn presented_token(headers: &HeaderMap) -> Option<String> {
-    crate::api::bearer(headers)
+    super::extract::bearer(headers)
         .ok()
-        .or_else(|| crate::dashboard::cookie(headers, COOKIE))
+        .or_else(|| super::extract::cookie(headers, COOKIE))
         .map(str::to_owned)
 }
 
@@ -204,8 +130,12 @@ impl LiveQuery {
             self.locale.tag()
         );
         if let Some(t) = &self.tenant {
-            s.push_str("&tenant=");
-            s.push_str(&crate::dashboard::encode_component(t));
+            s.push('&');
+            s.push_str(
+                &form_urlencoded::Serializer::new(String::new())
+                    .append_pair("tenant", t)
+                    .finish(),
+            );
         }
         s
     }
@@ -228,7 +158,7 @@ async fn scope(
             .map_err(|e| ApiError::unprocessable(format!("tenant: {e}")))?]),
         (Viewer::Admin, None) => {
             let mut all = state.api.store.tenants().await?;
-            all.retain(|t| t.as_str() != crate::dashboard::SCENARIO_TENANT);
+            all.retain(|t| t.as_str() != super::state::SCENARIO_TENANT);
             all.truncate(MAX_TENANTS);
             Ok(all)
         }
@@ -403,7 +333,7 @@ fn query_of(
     headers: &HeaderMap,
 ) -> Result<LiveQuery, ApiError> {
     let Query(pairs) = pairs.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let cookie_locale = crate::dashboard::cookie_locale(headers);
+    let cookie_locale = super::extract::cookie_locale(headers);
     LiveQuery::parse(&pairs, cookie_locale).map_err(ApiError::unprocessable)
 }
 
@@ -598,7 +528,7 @@ pub async fn live_markup(
     let pairs: Vec<(String, String)> = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
         .map(|q| q.0)
         .unwrap_or_default();
-    let locale = crate::dashboard::request_locale_of(req.uri(), req.headers());
+    let locale = super::extract::request_locale_of(req.uri(), req.headers());
     let q = match LiveQuery::parse(&pairs, locale) {
         Ok(q) => q,
         // The calculator ignores what it does not know; the monitor falls

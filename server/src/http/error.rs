@@ -1,60 +1,12 @@
-//! The JSON API under `/v1`: bearer-token tenants, `application/problem+json`
-//! errors. The tenant always comes from the token, never from the request.
+//! The API's error: every failure a handler or layer reports, rendered as
+//! RFC 9457 `application/problem+json`. A leaf: it imports no other module
+//! of the server.
 
-pub mod demo;
-pub mod idempotency;
-pub mod openapi;
-pub mod v1;
-
-use crate::web::AppState;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
-use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::{from_fn, from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use idem_core::TenantId;
-use idem_store::Store;
+use axum::Json;
 use serde::Serialize;
-
-/// The largest request body `/v1` reads (64 KiB); past it the answer is 413.
-pub const BODY_LIMIT: usize = 64 * 1024;
-
-/// The `/v1` routes. They hold an [`ApiState`] of their own: axum clones a
-/// route's state for every request, and the API needs none of the site's.
-pub fn routes(state: &AppState) -> Router<AppState> {
-    let state = state.api.clone();
-    // The guarded demo provider: faults wrap the idempotency layer, so an
-    // injected failure happens after the charge and its key committed.
-    let guarded = Router::new()
-        .route("/v1/demo/charges", post(demo::create_charge))
-        .layer(idempotency::IdempotencyLayer::new(
-            state.store.clone(),
-            state.metrics.clone(),
-        ))
-        .layer(from_fn(demo::inject_faults));
-    let authed = Router::new()
-        .route("/v1/keys", post(v1::derive_key))
-        .route("/v1/intents", post(v1::record_intent))
-        .route("/v1/intents/{action}/{reference}", get(v1::get_intent))
-        .route("/v1/actions/{key}", get(v1::get_action))
-        .route("/v1/actions/{key}/begin", post(v1::begin_action))
-        .route("/v1/actions/{key}/complete", post(v1::complete_action))
-        .route("/v1/actions/{key}/fail", post(v1::fail_action))
-        .route("/v1/actions/{key}/reconcile", post(v1::reconcile_action))
-        .route("/v1/events/{source}/{event_id}", post(v1::consume_event))
-        .route("/v1/stats", get(v1::stats))
-        .route("/v1/demo/charges/count", get(demo::count))
-        .merge(guarded)
-        .route_layer(from_fn_with_state(state.store.clone(), authenticate));
-    Router::new()
-        .merge(authed)
-        .route("/v1/openapi.json", get(openapi::serve))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(state)
-}
 
 /// An API error, rendered as RFC 9457 `application/problem+json`. Internal
 /// details are logged once where they happen and never sent.
@@ -256,79 +208,6 @@ impl From<idem_store::Error> for ApiError {
         }
     }
 }
-
-/// The tenant a request's bearer token belongs to.
-#[derive(Debug, Clone)]
-pub struct Tenant(pub TenantId);
-
-/// The token in `Authorization: Bearer <token>`, or why there is none.
-pub(crate) fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
-    let Some(value) = parts.get(header::AUTHORIZATION) else {
-        return Err(ApiError::unauthorized(false));
-    };
-    value
-        .to_str()
-        .ok()
-        .and_then(|v| {
-            let (scheme, token) = v.split_once(' ')?;
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then_some(token.trim())
-        })
-        .ok_or(ApiError::unauthorized(true))
-}
-
-async fn tenant_of(store: &Store, headers: &axum::http::HeaderMap) -> Result<Tenant, ApiError> {
-    let token = bearer(headers)?;
-    match store.authenticate(token).await {
-        Ok(t) => Ok(Tenant(t)),
-        Err(idem_store::Error::NotFound) => Err(ApiError::unauthorized(true)),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Middleware: authenticates the bearer token once and leaves the tenant in
-/// the request's extensions for the layers and handlers inside.
-pub async fn authenticate(State(store): State<Store>, mut req: Request, next: Next) -> Response {
-    match tenant_of(&store, req.headers()).await {
-        Ok(t) => {
-            req.extensions_mut().insert(t);
-            next.run(req).await
-        }
-        Err(e) => e.into_response(),
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Tenant {
-    type Rejection = ApiError;
-
-    /// The tenant [`authenticate`] left in the extensions. A route that takes
-    /// a `Tenant` without wearing that middleware is a wiring bug: it answers
-    /// 401 (and says so in the log) rather than authenticating a second time.
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        parts.extensions.get::<Tenant>().cloned().ok_or_else(|| {
-            tracing::error!(
-                "a handler takes a Tenant on a route without the authenticate middleware"
-            );
-            ApiError::unauthorized(false)
-        })
-    }
-}
-
-/// `Json` whose rejections are problem documents that say what to fix.
-#[derive(FromRequest)]
-#[from_request(via(Json), rejection(ApiError))]
-pub struct ApiJson<T>(pub T);
-
-/// `Path` whose rejections are problem documents.
-#[derive(FromRequestParts)]
-#[from_request(via(Path), rejection(ApiError))]
-pub struct ApiPath<T>(pub T);
-
-/// `Query` whose rejections are problem documents.
-#[derive(FromRequestParts)]
-#[from_request(via(Query), rejection(ApiError))]
-pub struct ApiQuery<T>(pub T);
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {

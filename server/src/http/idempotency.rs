@@ -27,8 +27,10 @@
 //!    releases the key, so the client's retry runs again. The layer's own
 //!    answers (400, 401, 409, 413, 422, 503) are never stored.
 
-use super::{ApiError, Tenant, BODY_LIMIT};
-use crate::metrics::Metrics;
+use super::error::ApiError;
+use super::extract::Tenant;
+use super::metrics::Metrics;
+use super::v1::BODY_LIMIT;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;

@@ -1,6 +1,8 @@
 //! The OpenAPI 3.1 document of `/v1`, generated from the handlers'
 //! annotations and served at `/v1/openapi.json`.
 
+use super::state::ApiState;
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
@@ -51,16 +53,16 @@ Idempotency-Key records (the demo provider's route) are kept 24 hours by default
 Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413 past it).",
     ),
     paths(
-        super::v1::derive_key,
-        super::v1::record_intent,
-        super::v1::get_intent,
-        super::v1::get_action,
-        super::v1::begin_action,
-        super::v1::complete_action,
-        super::v1::fail_action,
-        super::v1::reconcile_action,
-        super::v1::consume_event,
-        super::v1::stats,
+        super::v1::keys::derive_key,
+        super::v1::intents::record_intent,
+        super::v1::intents::get_intent,
+        super::v1::actions::get_action,
+        super::v1::actions::begin_action,
+        super::v1::actions::complete_action,
+        super::v1::actions::fail_action,
+        super::v1::actions::reconcile_action,
+        super::v1::events::consume_event,
+        super::v1::stats::stats,
         super::demo::create_charge,
         super::demo::count,
     ),
@@ -68,11 +70,27 @@ Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413
 )]
 pub struct ApiDoc;
 
-/// The document, built once: it only changes with the code.
-static DOCUMENT: std::sync::LazyLock<utoipa::openapi::OpenApi> =
+/// The document with the demo provider's routes, built once: it only
+/// changes with the code.
+static WITH_DEMO: std::sync::LazyLock<utoipa::openapi::OpenApi> =
     std::sync::LazyLock::new(ApiDoc::openapi);
 
-/// `GET /v1/openapi.json`.
-pub async fn serve() -> Response {
-    Json(&*DOCUMENT).into_response()
+/// The document without them, for a server that does not mount them.
+static WITHOUT_DEMO: std::sync::LazyLock<utoipa::openapi::OpenApi> =
+    std::sync::LazyLock::new(|| {
+        let mut doc = ApiDoc::openapi();
+        doc.paths
+            .paths
+            .retain(|path, _| !path.starts_with("/v1/demo/"));
+        doc
+    });
+
+/// `GET /v1/openapi.json`: the routes this server really mounts.
+pub async fn serve(State(api): State<ApiState>) -> Response {
+    let doc = if api.demo {
+        &*WITH_DEMO
+    } else {
+        &*WITHOUT_DEMO
+    };
+    Json(doc).into_response()
 }

@@ -5,8 +5,9 @@
 //! Saving and exporting are plain form posts and links, so both work
 //! without JavaScript.
 
-use crate::web::ApiState;
-use app::i18n::{field_label, RequestLocale, LOCALE_COOKIE};
+use super::extract::request_locale;
+use super::state::ApiState;
+use app::i18n::{field_label, RequestLocale};
 use app::{PageScenarios, SavedView};
 use axum::extract::{Query, State};
 use axum::http::{header, request::Parts, HeaderValue, StatusCode};
@@ -18,9 +19,7 @@ use idem_core::TenantId;
 use idem_store::{SavedScenario, Store};
 use leptos::prelude::{provide_context, use_context};
 
-/// The tenant that owns scenarios saved from the dashboard. Every statement
-/// stays tenant-scoped; the dashboard is one more tenant of the store.
-pub const SCENARIO_TENANT: &str = "_dashboard";
+pub use super::state::SCENARIO_TENANT;
 
 /// Longest scenario name accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 80;
@@ -29,63 +28,6 @@ fn tenant() -> TenantId {
     // A constant that satisfies TenantId's rules (non-empty, no control
     // characters, no surrounding whitespace); a unit test proves it parses.
     TenantId::try_from(SCENARIO_TENANT).unwrap_or_else(|_| unreachable!("constant tenant id"))
-}
-
-/// The locale a request asks for, and whether it asked in the query (then
-/// the choice is also kept in a cookie): `lang` in the query, else the
-/// cookie, else pt-BR.
-pub fn request_locale(parts: &Parts) -> (Locale, bool) {
-    match query_locale(&parts.uri) {
-        Some(l) => (l, true),
-        None => (cookie_locale(&parts.headers), false),
-    }
-}
-
-fn query_locale(uri: &axum::http::Uri) -> Option<Locale> {
-    uri.query().and_then(|q| {
-        q.split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .filter(|(k, _)| *k == "lang")
-            .filter_map(|(_, v)| Locale::from_tag(v))
-            .next_back()
-    })
-}
-
-/// The locale the `idem_lang` cookie names, else pt-BR.
-pub fn cookie_locale(headers: &axum::http::HeaderMap) -> Locale {
-    cookie(headers, LOCALE_COOKIE)
-        .and_then(Locale::from_tag)
-        .unwrap_or_default()
-}
-
-/// The value of the request's cookie `name`, if it sent one.
-pub fn cookie<'h>(headers: &'h axum::http::HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-}
-
-/// [`request_locale`]'s choice, from a request's address and headers.
-pub fn request_locale_of(uri: &axum::http::Uri, headers: &axum::http::HeaderMap) -> Locale {
-    query_locale(uri).unwrap_or_else(|| cookie_locale(headers))
-}
-
-/// Percent-encodes a query value: every byte but the unreserved ones.
-pub fn encode_component(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn locale_cookie(l: Locale) -> HeaderValue {

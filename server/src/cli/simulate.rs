@@ -11,7 +11,9 @@
 //! own generator seeded by `--seed`, so a run is reproducible whatever the
 //! concurrency, and every strategy meets the same faults.
 
-use crate::cli::DbArgs;
+use super::args::DbArgs;
+use crate::config::Config;
+use crate::startup::Application;
 use idem_core::cost::{self, CostInputs};
 use idem_core::TenantId;
 use rand::rngs::StdRng;
@@ -426,7 +428,7 @@ async fn conversation(c: &Client, strategy: Strategy, i: u32, args: &SimulateArg
 }
 
 async fn run_strategy(
-    state: &crate::web::AppState,
+    state: &crate::http::AppState,
     base: &str,
     strategy: Strategy,
     args: &SimulateArgs,
@@ -529,19 +531,16 @@ async fn run_strategy(
 
 /// Runs the simulation and returns its report.
 pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
-    let state = crate::web::open_state(
-        &args.db,
-        idem_core::Catalog::builtin(),
-        Some("127.0.0.1:0"),
-        None,
-    )
-    .await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let server = tokio::spawn(crate::web::serve(
-        listener,
-        crate::web::router(state.clone()),
-    ));
+    // The same application `idem serve --demo` runs, on a port of its own.
+    let config = Config {
+        demo: true,
+        database_url: args.db.url()?,
+        ..Config::embedded(&args.db.data_dir)
+    };
+    let app = Application::build(config).await?;
+    let state = app.state().clone();
+    let base = app.base_url();
+    let server = tokio::spawn(app.run_until_stopped());
     let run_id = format!("{}-{}", args.seed, state.api.store.now_ms());
     let bar = if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         indicatif::ProgressBar::hidden()
@@ -609,7 +608,7 @@ fn table(r: &Report) -> String {
 /// `idem simulate`: prints the report; exit 1 when idem's strategy charged
 /// anything twice (it never should), 0 otherwise.
 pub fn run(args: &SimulateArgs) -> ExitCode {
-    let Some(rt) = crate::cli::runtime() else {
+    let Some(rt) = super::runtime() else {
         return ExitCode::from(2);
     };
     let report = match rt.block_on(simulate(args)) {

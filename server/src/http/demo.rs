@@ -13,19 +13,45 @@
 //! The header is not part of the request fingerprint: the retry that leaves
 //! it out gets the stored response.
 
-use super::idempotency::IdempotencyGuard;
-use super::{ApiError, ApiJson, Tenant};
-use crate::web::ApiState;
+use super::error::ApiError;
+use super::extract::{authenticate, ApiJson, Tenant};
+use super::idempotency::{IdempotencyGuard, IdempotencyLayer};
+use super::state::ApiState;
+use super::v1::BODY_LIMIT;
 use axum::body::{Body, Bytes};
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
 use axum::{Extension, Json};
 use idem_store::DemoCharge;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use utoipa::ToSchema;
+
+/// The demo routes, mounted only by `idem serve --demo` (and `idem
+/// simulate`'s in-process server): the guarded charge, and the count.
+/// Faults wrap the idempotency layer, so an injected failure happens after
+/// the charge and its key committed.
+pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
+    let guarded = Router::new()
+        .route("/v1/demo/charges", post(create_charge))
+        .layer(IdempotencyLayer::new(
+            api.store.clone(),
+            api.metrics.clone(),
+        ))
+        .layer(from_fn(inject_faults));
+    Router::new()
+        .route("/v1/demo/charges/count", get(count))
+        .merge(guarded)
+        .route_layer(from_fn_with_state(api.store.clone(), authenticate))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(api.clone())
+}
 
 /// The fault-injection request header.
 pub const FAULT_HEADER: &str = "idem-demo-fault";
@@ -114,11 +140,11 @@ const MAX_AMOUNT: i64 = 100_000_000_000;
     params(("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!#-\\[\\]-~]{1,255}$", description = "Required. An RFC 8941 string or the bare key: 1-255 visible ASCII characters other than `\"` and `\\`. Kept 24 hours (the tenant's HTTP retention).")),
     responses(
         (status = 201, description = "Charged; a retry with the same key replays this response byte for byte with `Idempotent-Replayed: true`", body = ChargeResponse),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "A request with this key is still running; retry after Retry-After seconds", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid charge, or the key was used with a different request", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "A request with this key is still running; retry after Retry-After seconds", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid charge, or the key was used with a different request", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn create_charge(
@@ -182,7 +208,7 @@ pub struct ChargeCount {
 #[utoipa::path(get, path = "/v1/demo/charges/count", tag = "demo",
     responses(
         (status = 200, description = "The ledger's row count", body = ChargeCount),
-        (status = 401, description = "Missing or invalid token", body = super::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn count(

@@ -1,27 +1,28 @@
-//! The `idem` command line.
+//! The command line's types (clap). They stop here: [`ServeArgs::into_config`]
+//! turns them into the plain [`Config`] the rest of the server takes.
 
+use crate::config::{AdminToken, Config, SecretSource};
 use clap::{Args, Parser, Subcommand};
 use idem_core::Catalog;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// idem: money and model calls that execute once.
 #[derive(Debug, Parser)]
 #[command(name = "idem", version, about, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Derive idempotency keys from intent payloads.
     Key {
         #[command(subcommand)]
         command: KeyCommand,
     },
     /// Compute the cost and risk of duplicated calls (exact decimals).
-    Cost(crate::cost_cmd::CostArgs),
+    Cost(super::cost::CostArgs),
     /// Serve the dashboard and API (SQLite under ./data by default).
     Serve(ServeArgs),
     /// Apply the database migrations and exit.
@@ -34,10 +35,10 @@ enum Command {
     /// Scan a codebase for idempotency keys built from per-attempt values
     /// (uuid4, the clock, delivery ids, a hash of model output); exit 1 when
     /// any is found.
-    Audit(crate::audit::AuditArgs),
+    Audit(super::audit::AuditArgs),
     /// Run N conversations through a redelivering queue and a demo payment
     /// provider with each key strategy, and report duplicate charges.
-    Simulate(crate::simulate::SimulateArgs),
+    Simulate(super::simulate::SimulateArgs),
     /// Manage tenants.
     Tenant {
         #[command(subcommand)]
@@ -46,7 +47,7 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-enum TenantCommand {
+pub(crate) enum TenantCommand {
     /// Register a tenant and print its API token, once (only its hash is kept).
     Create(TenantCreateArgs),
 }
@@ -117,9 +118,9 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
 }
 
 #[derive(Debug, Subcommand)]
-enum KeyCommand {
+pub(crate) enum KeyCommand {
     /// Read a payload (or, with --batch, JSON lines) on stdin and print keys.
-    Derive(crate::key_cmd::DeriveArgs),
+    Derive(super::key::DeriveArgs),
 }
 
 /// Where the action catalog comes from.
@@ -164,10 +165,7 @@ impl DbArgs {
                 std::fs::create_dir_all(&self.data_dir).map_err(|e| {
                     anyhow::anyhow!("cannot create {}: {e}", self.data_dir.display())
                 })?;
-                Ok(format!(
-                    "sqlite://{}",
-                    self.data_dir.join("idem.db").display()
-                ))
+                Ok(crate::config::sqlite_url(&self.data_dir))
             }
         }
     }
@@ -193,131 +191,37 @@ pub struct ServeArgs {
     /// elsewhere. Prefer the environment variable: arguments show in `ps`.
     #[arg(long, env = "IDEM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Mount the demo payment provider (`/v1/demo/charges`) and its
+    /// fault-injection header. A test and demo tool: never in production.
+    #[arg(long, env = "IDEM_DEMO")]
+    pub demo: bool,
+}
+
+impl ServeArgs {
+    /// The plain configuration these options describe. The address is
+    /// `--addr`, else `LEPTOS_SITE_ADDR` (what cargo-leptos sets), else
+    /// 127.0.0.1:3000.
+    pub fn into_config(self) -> anyhow::Result<Config> {
+        let addr = self
+            .addr
+            .or_else(|| std::env::var("LEPTOS_SITE_ADDR").ok())
+            .unwrap_or_else(|| "127.0.0.1:3000".to_owned());
+        let addr = addr
+            .parse()
+            .map_err(|e| anyhow::anyhow!("`{addr}` is not an address like 127.0.0.1:3000: {e}"))?;
+        Ok(Config {
+            addr,
+            database_url: self.db.url()?,
+            data_dir: self.db.data_dir,
+            purge_every: self.purge_every,
+            admin_token: self.admin_token.as_deref().and_then(AdminToken::new),
+            catalog: self.catalog.load()?,
+            secret: SecretSource::DataDir,
+            demo: self.demo,
+        })
+    }
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration_ms(s).map(|ms| std::time::Duration::from_millis(ms.unsigned_abs()))
-}
-
-/// Parses the arguments and runs the command.
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Key {
-            command: KeyCommand::Derive(args),
-        } => crate::key_cmd::run(&args),
-        Command::Cost(args) => crate::cost_cmd::run(&args),
-        Command::Audit(args) => crate::audit::run(&args),
-        Command::Simulate(args) => {
-            init_tracing();
-            crate::simulate::run(&args)
-        }
-        Command::Serve(args) => run_async(crate::web::serve_cmd(args)),
-        Command::Migrate(args) => run_async(migrate(args)),
-        Command::Purge(args) => run_async(purge(args)),
-        Command::Retention(args) => run_async(retention(args)),
-        Command::Tenant {
-            command: TenantCommand::Create(args),
-        } => run_async(tenant_create(args)),
-    }
-}
-
-/// The multi-threaded runtime the async commands run on; says why when it
-/// cannot start.
-pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            None
-        }
-    }
-}
-
-fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
-    init_tracing();
-    let Some(rt) = runtime() else {
-        return ExitCode::FAILURE;
-    };
-    match rt.block_on(fut) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-pub(crate) fn init_tracing() {
-    use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_env("IDEM_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, never into log files.
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
-}
-
-/// Opens and migrates the store for admin work (no key secret needed).
-async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {
-    let store = idem_store::Store::connect(&db.url()?, idem_store::Options::admin()).await?;
-    store.migrate().await?;
-    Ok(store)
-}
-
-async fn migrate(args: DbArgs) -> anyhow::Result<()> {
-    let store = admin_store(&args).await?;
-    tracing::info!(backend = ?store.backend(), "migrations applied");
-    store.close().await;
-    Ok(())
-}
-
-async fn purge(args: PurgeArgs) -> anyhow::Result<()> {
-    let store = admin_store(&args.db).await?;
-    let report = store.purge(args.batch).await?;
-    println!("{}", serde_json::to_string(&report)?);
-    store.close().await;
-    Ok(())
-}
-
-async fn tenant_create(args: TenantCreateArgs) -> anyhow::Result<()> {
-    let tenant = idem_core::TenantId::try_from(args.name.as_str())?;
-    let store = admin_store(&args.db).await?;
-    let token = store.create_tenant(&tenant, &args.name).await;
-    store.close().await;
-    let token = token?;
-    println!("{}", token.expose());
-    eprintln!("tenant {tenant} created; this token is shown once: store it now");
-    Ok(())
-}
-
-async fn retention(args: RetentionArgs) -> anyhow::Result<()> {
-    let tenant = idem_core::TenantId::try_from(args.tenant.as_str())?;
-    let store = admin_store(&args.db).await?;
-    let mut s = store.session().await?;
-    let mut r = s.retention(&tenant).await?;
-    if args.intents.is_some() || args.actions.is_some() || args.http_keys.is_some() {
-        r.intent_ms = args.intents.unwrap_or(r.intent_ms);
-        r.action_ms = args.actions.unwrap_or(r.action_ms);
-        r.http_ms = args.http_keys.unwrap_or(r.http_ms);
-        s.set_retention(&tenant, &r).await?;
-    }
-    drop(s);
-    println!(
-        "{}",
-        serde_json::json!({
-            "tenant": tenant.as_str(),
-            "intents_ms": r.intent_ms,
-            "actions_ms": r.action_ms,
-            "http_keys_ms": r.http_ms,
-        })
-    );
-    store.close().await;
-    Ok(())
 }

@@ -2,7 +2,6 @@
 //! application state (no global recorder, so tests can run many servers in
 //! one process).
 
-use crate::web::ApiState;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue};
@@ -14,7 +13,6 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
-use tracing::Instrument;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -178,8 +176,8 @@ impl Metrics {
 }
 
 /// `GET /metrics`.
-pub async fn serve_metrics(State(api): State<ApiState>) -> Response {
-    let mut res = api.metrics.render().into_response();
+pub async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+    let mut res = metrics.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
@@ -187,15 +185,42 @@ pub async fn serve_metrics(State(api): State<ApiState>) -> Response {
     res
 }
 
-/// The request id header: the client's when it sends a sane one, else minted.
+/// The request id header: the client's when it sends one, else minted by
+/// [`MintRequestId`] (tower-http's request-id layers set and echo it).
 pub const REQUEST_ID: &str = "x-request-id";
 
-/// Per request: a request id (echoed in `x-request-id` and carried by the
-/// span every log line inside belongs to, so an internal error is logged
-/// once with it), and the request counter by route pattern and status.
+/// Mints request ids: 16 hex digits from the thread's random generator
+/// (cheaper than a UUID, and unique enough to find one request's lines).
+#[derive(Clone, Copy, Default)]
+pub struct MintRequestId;
+
+impl tower_http::request_id::MakeRequestId for MintRequestId {
+    fn make_request_id<B>(
+        &mut self,
+        _: &axum::http::Request<B>,
+    ) -> Option<tower_http::request_id::RequestId> {
+        HeaderValue::from_str(&hex::encode(rand::random::<[u8; 8]>()))
+            .ok()
+            .map(tower_http::request_id::RequestId::new)
+    }
+}
+
+/// The span every log line of a request belongs to: its id, method and
+/// path, so an internal error is logged once and can be found by the id the
+/// client saw in `x-request-id`.
+pub fn request_span<B>(req: &axum::http::Request<B>) -> tracing::Span {
+    let id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path())
+}
+
+/// Counts each request by route pattern, method and status.
 pub async fn observe(
     State(metrics): State<Arc<Metrics>>,
-    mut req: Request<Body>,
+    req: Request<Body>,
     next: Next,
 ) -> Response {
     let route = req
@@ -203,21 +228,7 @@ pub async fn observe(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let method = req.method().as_str().to_owned();
-    let id = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| (1..=64).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(|| hex::encode(rand::random::<[u8; 8]>()), str::to_owned);
-    let value = HeaderValue::from_str(&id).ok();
-    if let Some(v) = &value {
-        req.headers_mut().insert(REQUEST_ID, v.clone());
-    }
-    let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
-    let mut res = next.run(req).instrument(span).await;
-    if let Some(v) = value {
-        res.headers_mut().insert(REQUEST_ID, v);
-    }
+    let res = next.run(req).await;
     metrics
         .requests
         .get_or_create(&RequestLabels {

@@ -1,0 +1,70 @@
+//! The `idem` commands. `main.rs` parses the command line into [`Cli`] and
+//! hands it to [`run`].
+
+pub mod admin;
+pub mod args;
+pub mod audit;
+pub mod cost;
+pub mod key;
+pub mod simulate;
+
+pub use args::Cli;
+use args::{Command, KeyCommand, ServeArgs, TenantCommand};
+use std::process::ExitCode;
+
+/// Runs the command `cli` names.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Key {
+            command: KeyCommand::Derive(args),
+        } => key::run(&args),
+        Command::Cost(args) => cost::run(&args),
+        Command::Audit(args) => audit::run(&args),
+        Command::Simulate(args) => {
+            crate::telemetry::init_tracing();
+            simulate::run(&args)
+        }
+        Command::Serve(args) => run_async(serve(args)),
+        Command::Migrate(args) => run_async(admin::migrate(args)),
+        Command::Purge(args) => run_async(admin::purge(args)),
+        Command::Retention(args) => run_async(admin::retention(args)),
+        Command::Tenant {
+            command: TenantCommand::Create(args),
+        } => run_async(admin::tenant_create(args)),
+    }
+}
+
+/// `idem serve`: build the application from the options and serve it.
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let app = crate::startup::Application::build(args.into_config()?).await?;
+    app.run_until_stopped().await
+}
+
+/// The multi-threaded runtime the async commands run on; says why when it
+/// cannot start.
+pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            None
+        }
+    }
+}
+
+fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+    crate::telemetry::init_tracing();
+    let Some(rt) = runtime() else {
+        return ExitCode::FAILURE;
+    };
+    match rt.block_on(fut) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

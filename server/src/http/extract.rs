@@ -1,0 +1,131 @@
+//! Extractors and the authentication middleware: the tenant behind a bearer
+//! token, JSON/path/query extractors whose rejections are problem documents,
+//! cookies and the request's locale. A leaf beside `state` and `error`.
+
+use super::error::ApiError;
+use app::i18n::LOCALE_COOKIE;
+use axum::extract::{FromRequest, FromRequestParts, Json, Path, Query, Request, State};
+use axum::http::header;
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use idem_core::locale::Locale;
+use idem_core::TenantId;
+use idem_store::Store;
+
+/// The tenant a request's bearer token belongs to.
+#[derive(Debug, Clone)]
+pub struct Tenant(pub TenantId);
+
+/// The token in `Authorization: Bearer <token>`, or why there is none.
+pub(crate) fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    let Some(value) = parts.get(header::AUTHORIZATION) else {
+        return Err(ApiError::unauthorized(false));
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            let (scheme, token) = v.split_once(' ')?;
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then_some(token.trim())
+        })
+        .ok_or(ApiError::unauthorized(true))
+}
+
+async fn tenant_of(store: &Store, headers: &axum::http::HeaderMap) -> Result<Tenant, ApiError> {
+    let token = bearer(headers)?;
+    match store.authenticate(token).await {
+        Ok(t) => Ok(Tenant(t)),
+        Err(idem_store::Error::NotFound) => Err(ApiError::unauthorized(true)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Middleware: authenticates the bearer token once and leaves the tenant in
+/// the request's extensions for the layers and handlers inside.
+pub async fn authenticate(State(store): State<Store>, mut req: Request, next: Next) -> Response {
+    match tenant_of(&store, req.headers()).await {
+        Ok(t) => {
+            req.extensions_mut().insert(t);
+            next.run(req).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = ApiError;
+
+    /// The tenant [`authenticate`] left in the extensions. A route that takes
+    /// a `Tenant` without wearing that middleware is a wiring bug: it answers
+    /// 401 (and says so in the log) rather than authenticating a second time.
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts.extensions.get::<Tenant>().cloned().ok_or_else(|| {
+            tracing::error!(
+                "a handler takes a Tenant on a route without the authenticate middleware"
+            );
+            ApiError::unauthorized(false)
+        })
+    }
+}
+
+/// `Json` whose rejections are problem documents that say what to fix.
+#[derive(FromRequest)]
+#[from_request(via(Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);
+
+/// `Path` whose rejections are problem documents.
+#[derive(FromRequestParts)]
+#[from_request(via(Path), rejection(ApiError))]
+pub struct ApiPath<T>(pub T);
+
+/// `Query` whose rejections are problem documents.
+#[derive(FromRequestParts)]
+#[from_request(via(Query), rejection(ApiError))]
+pub struct ApiQuery<T>(pub T);
+
+/// The locale a request asks for, and whether it asked in the query (then
+/// the choice is also kept in a cookie): `lang` in the query, else the
+/// cookie, else pt-BR.
+pub fn request_locale(parts: &Parts) -> (Locale, bool) {
+    match query_locale(&parts.uri) {
+        Some(l) => (l, true),
+        None => (cookie_locale(&parts.headers), false),
+    }
+}
+
+fn query_locale(uri: &axum::http::Uri) -> Option<Locale> {
+    uri.query().and_then(|q| {
+        q.split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .filter(|(k, _)| *k == "lang")
+            .filter_map(|(_, v)| Locale::from_tag(v))
+            .next_back()
+    })
+}
+
+/// The locale the `idem_lang` cookie names, else pt-BR.
+pub fn cookie_locale(headers: &axum::http::HeaderMap) -> Locale {
+    cookie(headers, LOCALE_COOKIE)
+        .and_then(Locale::from_tag)
+        .unwrap_or_default()
+}
+
+/// The value of the request's cookie `name`, if it sent one.
+pub fn cookie<'h>(headers: &'h axum::http::HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// [`request_locale`]'s choice, from a request's address and headers.
+pub fn request_locale_of(uri: &axum::http::Uri, headers: &axum::http::HeaderMap) -> Locale {
+    query_locale(uri).unwrap_or_else(|| cookie_locale(headers))
+}

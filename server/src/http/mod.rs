@@ -1,0 +1,116 @@
+//! The HTTP side: [`router`] builds the application's routes from one
+//! [`AppState`] (tests call it directly), [`serve`] runs them.
+//!
+//! Layers, lowest first: `state`, `error`, `extract` and `metrics` are
+//! leaves that import no other module here; the areas (`v1`, `demo`,
+//! `idempotency`, `openapi`, `dashboard`, `live`) import only leaves (and
+//! `idempotency`, which `demo` wears); this module merges the areas.
+
+pub mod dashboard;
+pub mod demo;
+pub mod error;
+pub mod extract;
+pub mod idempotency;
+pub mod live;
+pub mod metrics;
+pub mod openapi;
+pub mod state;
+pub mod v1;
+
+use app::{shell, App};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+use axum::Router;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use metrics::{observe, serve_metrics};
+pub use state::{ApiParts, ApiState, AppState};
+use tokio::net::TcpListener;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+/// The application's routes, without a listener: tests call this directly.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let options = state.leptos_options.clone();
+    // The pages: saved scenarios are looked up before a page renders.
+    let pages = Router::new()
+        .leptos_routes_with_context(&state, routes, dashboard::page_context(), move || {
+            shell(options.clone())
+        })
+        .route_layer(from_fn_with_state(
+            state.api.clone(),
+            dashboard::resolve_saved,
+        ))
+        .route_layer(from_fn_with_state(state.live.clone(), live::live_markup));
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(serve_metrics))
+        .merge(v1::router(&state.api))
+        .route("/s", post(dashboard::save))
+        .route("/export.csv", get(dashboard::export_csv))
+        .route("/live/data.json", get(live::data_json))
+        .route("/live/fragment", get(live::fragment))
+        .route("/live/events", get(live::events))
+        .route("/live/login", post(live::login))
+        // Counted by route pattern, so only the routes above (the dashboard's
+        // pages and files are not API traffic).
+        .route_layer(from_fn_with_state(state.api.metrics.clone(), observe));
+    let app = if state.api.demo {
+        app.merge(demo::router(&state.api))
+    } else {
+        app
+    };
+    app.merge(pages)
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .with_state(state)
+        // Outermost first: an id for every request (the client's, or a new
+        // one), echoed in the response, and a span carrying it. Failures are
+        // logged where they happen, once, so the trace layer logs none.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(metrics::request_span)
+                .on_failure(()),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(metrics::MintRequestId))
+}
+
+async fn readyz(State(api): State<ApiState>) -> (StatusCode, &'static str) {
+    match api.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ready"),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable")
+        }
+    }
+}
+
+/// Serves `router` on `listener` until Ctrl-C or SIGTERM.
+pub async fn serve(listener: TcpListener, router: Router) -> anyhow::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    tracing::info!("shutting down");
+}

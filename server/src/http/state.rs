@@ -1,0 +1,118 @@
+//! The application state: one [`AppState`] for the router, with the parts
+//! each area takes through axum's `FromRef`. A leaf: it imports only the
+//! configuration and the metrics registry.
+
+use super::metrics::Metrics;
+use crate::config::AdminToken;
+use app::live::render::LiveData;
+use axum::extract::FromRef;
+use idem_core::{Catalog, KeyDeriver};
+use idem_store::Store;
+use leptos::config::LeptosOptions;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The tenant that owns scenarios saved from the dashboard. Every statement
+/// stays tenant-scoped; the dashboard is one more tenant of the store (and
+/// the live monitor leaves it out of its tenant list).
+pub const SCENARIO_TENANT: &str = "_dashboard";
+
+/// Everything a handler may need, cloned cheaply per request.
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    /// Where the site's files are and how they are named.
+    pub leptos_options: LeptosOptions,
+    /// What the API and the probes need.
+    pub api: ApiState,
+    /// The live monitor: the API's handles plus who may look.
+    pub live: LiveState,
+}
+
+/// What the API needs, behind one reference count. The `/v1` routes hold
+/// this rather than [`AppState`]: axum clones a route's state for every
+/// request (several times, through its layers), and each clone of four
+/// handles was four atomic increments on cache lines every core shares
+/// (2% of the server's CPU under load, docs/PERFORMANCE.md).
+#[derive(Clone)]
+pub struct ApiState(Arc<ApiParts>);
+
+/// The handles inside an [`ApiState`]; reached through `Deref`.
+pub struct ApiParts {
+    /// The database.
+    pub store: Store,
+    /// The action catalog.
+    pub catalog: Arc<Catalog>,
+    /// The keyed HMAC state.
+    pub deriver: Arc<KeyDeriver>,
+    /// The process's Prometheus counters.
+    pub metrics: Arc<Metrics>,
+    /// Whether the demo provider's routes are mounted (`idem serve --demo`);
+    /// the OpenAPI document lists them only then.
+    pub demo: bool,
+}
+
+impl ApiState {
+    /// Bundles the API's handles.
+    pub fn new(parts: ApiParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for ApiState {
+    type Target = ApiParts;
+    fn deref(&self) -> &ApiParts {
+        &self.0
+    }
+}
+
+impl FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Self {
+        state.api.metrics.clone()
+    }
+}
+
+/// Who may see the monitor.
+#[derive(Debug, Clone, Default)]
+pub struct LiveAccess {
+    /// Open to anyone (loopback and no admin token).
+    pub open: bool,
+    /// The admin token, when configured.
+    pub admin: Option<AdminToken>,
+}
+
+impl LiveAccess {
+    /// The rule for a server bound to `addr`: open on loopback unless an
+    /// admin token is configured.
+    pub fn for_addr(addr: std::net::SocketAddr, admin: Option<AdminToken>) -> Self {
+        Self {
+            open: addr.ip().is_loopback() && admin.is_none(),
+            admin,
+        }
+    }
+}
+
+/// What the monitor needs: the API's handles, the access rule and the
+/// shared-read cache.
+#[derive(Clone)]
+pub struct LiveState {
+    /// The store and its friends.
+    pub api: ApiState,
+    /// Who may look.
+    pub access: Arc<LiveAccess>,
+    pub(crate) cache: Arc<Mutex<SharedReads>>,
+}
+
+/// Recent reads by scope and window, with when they were made.
+pub(crate) type SharedReads = HashMap<String, (Instant, Arc<LiveData>)>;
+
+impl LiveState {
+    /// A monitor over `api` with the access rule `access`.
+    pub fn new(api: ApiState, access: LiveAccess) -> Self {
+        Self {
+            api,
+            access: Arc::new(access),
+            cache: Arc::default(),
+        }
+    }
+}

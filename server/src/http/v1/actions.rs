@@ -1,0 +1,480 @@
+//! `/v1/actions/{key}`: claim an action under a lease and a fencing token
+//! (`begin`), settle it (`complete`, `fail`, `reconcile`), read it.
+
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, ApiPath, Tenant};
+use crate::http::state::ApiState;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use idem_core::{ActionType, IdempotencyKey};
+use idem_store::{Action, ActionState, Begin, Outcome, Session};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::time::Duration;
+use utoipa::ToSchema;
+
+/// The default lease of a claim.
+const DEFAULT_LEASE_MS: u64 = 30_000;
+/// The longest lease a claim may ask for (one hour).
+const MAX_LEASE_MS: u64 = 3_600_000;
+
+fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
+    IdempotencyKey::try_from(raw).map_err(|_| {
+        ApiError::bad_request(format!(
+            "`{:.80}` is not a key: a key is 64 lowercase hexadecimal characters, as /v1/intents returns it",
+            raw
+        ))
+    })
+}
+
+/// A stored response as JSON: verbatim when it is JSON (every response
+/// written through this API is), else quoted as a JSON string (a library
+/// caller may store plain text).
+fn stored_json_or_string(text: String) -> Box<RawValue> {
+    let text = if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+        text
+    } else {
+        serde_json::Value::String(text).to_string()
+    };
+    RawValue::from_string(text).unwrap_or_default()
+}
+
+/// `POST /v1/actions/{key}/begin` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BeginRequest {
+    /// The action type (from the catalog) the key belongs to.
+    #[schema(example = "pix.cobranca")]
+    pub action: String,
+    /// How long the claim holds, in ms (default 30000, at most 3600000).
+    #[schema(minimum = 1, maximum = 3600000)]
+    pub lease_ms: Option<u64>,
+}
+
+/// The previous attempt an uncertain claim replaced.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PreviousAttemptDoc {
+    /// Its fencing token (now refused).
+    pub token: i64,
+    /// When it started, ms since the epoch.
+    pub started_ms: i64,
+    /// When its lease ended (absent once the sweeper marked it uncertain).
+    pub lease_until_ms: Option<i64>,
+}
+
+/// What `begin` decided. `status` says which members are present.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BeginResponse {
+    /// `claimed`, `completed`, `failed` or `uncertain`.
+    pub status: &'static str,
+    /// The fencing token to present to complete/fail/reconcile (claimed, uncertain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<i64>,
+    /// The attempt number, 1 for the first (claimed, uncertain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i32>,
+    /// The lease end, ms since the epoch (claimed, uncertain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until_ms: Option<i64>,
+    /// The previous attempt's retryable error (claimed after a failure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_error: Option<String>,
+    /// The stored response, verbatim (completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub response: Option<Box<RawValue>>,
+    /// The stored final error (failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The attempt whose outcome is unknown (uncertain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousAttemptDoc>,
+    /// What to do next (uncertain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<&'static str>,
+}
+
+impl BeginResponse {
+    fn bare(status: &'static str) -> Self {
+        Self {
+            status,
+            token: None,
+            attempt: None,
+            lease_until_ms: None,
+            previous_error: None,
+            response: None,
+            error: None,
+            previous: None,
+            advice: None,
+        }
+    }
+}
+
+const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is unknown: retry the provider call with the same key (the provider deduplicates it), or ask the provider what happened and record it with /reconcile, presenting this token";
+
+/// Claims an action for a lease, or says why not.
+#[utoipa::path(post, path = "/v1/actions/{key}/begin", tag = "actions", request_body = BeginRequest,
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The frozen intent key (64 lowercase hex)")),
+    responses(
+        (status = 201, description = "Claimed: act, then complete or fail with the token before the lease ends", body = BeginResponse),
+        (status = 200, description = "Already finished: `completed` with the stored response, or `failed` for good", body = BeginResponse),
+        (status = 202, description = "Uncertain: a previous attempt's outcome is unknown. You now hold the action with a new token: retry with the same key or reconcile", body = BeginResponse),
+        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "In flight: another holder's lease is running; retry after Retry-After seconds", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action or lease out of range", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn begin_action(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+    ApiJson(req): ApiJson<BeginRequest>,
+) -> Result<Response, ApiError> {
+    let key = key(&raw)?;
+    let action = ActionType::try_from(req.action.as_str())
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    state
+        .catalog
+        .action(action.as_str())
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    let lease_ms = req.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
+    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
+        return Err(ApiError::unprocessable(format!(
+            "lease_ms must be between 1 and {MAX_LEASE_MS}"
+        )));
+    }
+    let begin = state
+        .store
+        .begin_action(&tenant, &action, &key, Duration::from_millis(lease_ms))
+        .await?;
+    Ok(match begin {
+        Begin::Claimed {
+            token,
+            attempt,
+            lease_until_ms,
+            previous_error,
+        } => {
+            let mut b = BeginResponse::bare("claimed");
+            b.token = Some(token);
+            b.attempt = Some(attempt);
+            b.lease_until_ms = Some(lease_until_ms);
+            b.previous_error = previous_error;
+            let mut res = (StatusCode::CREATED, Json(b)).into_response();
+            if let Ok(loc) = HeaderValue::from_str(&format!("/v1/actions/{key}")) {
+                res.headers_mut().insert(header::LOCATION, loc);
+            }
+            res
+        }
+        Begin::Completed { response } => {
+            let mut b = BeginResponse::bare("completed");
+            b.response = Some(stored_json_or_string(response));
+            (StatusCode::OK, Json(b)).into_response()
+        }
+        Begin::Failed { error } => {
+            let mut b = BeginResponse::bare("failed");
+            b.error = Some(error);
+            (StatusCode::OK, Json(b)).into_response()
+        }
+        Begin::Uncertain {
+            token,
+            attempt,
+            lease_until_ms,
+            previous,
+        } => {
+            state.metrics.uncertain.inc();
+            if previous.lease_until_ms.is_some() {
+                state.metrics.lease_takeovers.inc();
+            }
+            let mut b = BeginResponse::bare("uncertain");
+            b.token = Some(token);
+            b.attempt = Some(attempt);
+            b.lease_until_ms = Some(lease_until_ms);
+            b.previous = Some(PreviousAttemptDoc {
+                token: previous.token,
+                started_ms: previous.started_ms,
+                lease_until_ms: previous.lease_until_ms,
+            });
+            b.advice = Some(UNCERTAIN_ADVICE);
+            (StatusCode::ACCEPTED, Json(b)).into_response()
+        }
+        Begin::InFlight { lease_until_ms } => {
+            let wait_ms = lease_until_ms.saturating_sub(state.store.now_ms()).max(0);
+            let seconds = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000);
+            return Err(ApiError::conflict(
+                "urn:idem:problem:action-in-flight",
+                "Another attempt holds this action",
+                "do not act: another holder's lease is running; call begin again after Retry-After seconds",
+            )
+            .retry_after(seconds)
+            .extra(serde_json::json!({ "lease_until_ms": lease_until_ms })));
+        }
+    })
+}
+
+/// An action as stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionResponse {
+    /// The key.
+    pub key: String,
+    /// The action type.
+    pub action: String,
+    /// `started`, `completed`, `failed` or `uncertain`.
+    #[schema(value_type = String)]
+    pub state: ActionState,
+    /// The current fencing token.
+    pub token: i64,
+    /// Claims so far.
+    pub attempts: i32,
+    /// The running lease's end, ms since the epoch.
+    pub lease_until_ms: Option<i64>,
+    /// When the current attempt started.
+    pub started_ms: i64,
+    /// Last change.
+    pub updated_ms: i64,
+    /// The stored response (completed).
+    #[schema(value_type = Option<Object>)]
+    pub response: Option<Box<RawValue>>,
+    /// The stored error (failed).
+    pub error: Option<String>,
+    /// Whether the failure may be retried.
+    pub retryable: Option<bool>,
+    /// Whether the outcome was learned from the provider by reconcile.
+    pub reconciled: bool,
+}
+
+impl ActionResponse {
+    fn new(key: &IdempotencyKey, a: Action) -> Self {
+        Self {
+            key: key.to_string(),
+            action: a.action,
+            state: a.state,
+            token: a.token,
+            attempts: a.attempts,
+            lease_until_ms: a.lease_until_ms,
+            started_ms: a.started_ms,
+            updated_ms: a.updated_ms,
+            response: a.response.map(stored_json_or_string),
+            error: a.error,
+            retryable: a.retryable,
+            reconciled: a.reconciled,
+        }
+    }
+}
+
+async fn read_action(
+    s: &mut Session,
+    tenant: &idem_core::TenantId,
+    key: &IdempotencyKey,
+) -> Result<Json<ActionResponse>, ApiError> {
+    match s.action(tenant, key).await {
+        Ok(a) => Ok(Json(ActionResponse::new(key, a))),
+        Err(idem_store::Error::NotFound) => Err(unknown_action(key)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn unknown_action(key: &IdempotencyKey) -> ApiError {
+    ApiError::not_found(format!(
+        "no action with key {key} for this tenant: call /v1/actions/{key}/begin first"
+    ))
+}
+
+/// Reads an action's state.
+#[utoipa::path(get, path = "/v1/actions/{key}", tag = "actions",
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
+    responses(
+        (status = 200, description = "The action as stored", body = ActionResponse),
+        (status = 400, description = "Malformed key", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn get_action(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let key = key(&raw)?;
+    read_action(&mut state.store.session().await?, &tenant, &key).await
+}
+
+/// `POST /v1/actions/{key}/complete` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRequest {
+    /// The fencing token `begin` gave.
+    pub token: i64,
+    /// The provider's response, stored verbatim and returned to every later `begin`.
+    #[schema(value_type = Object)]
+    pub response: Box<RawValue>,
+}
+
+/// `POST /v1/actions/{key}/fail` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailRequest {
+    /// The fencing token `begin` gave.
+    pub token: i64,
+    /// What went wrong.
+    pub error: String,
+    /// Whether a later `begin` may claim the action again.
+    pub retryable: bool,
+}
+
+/// `POST /v1/actions/{key}/reconcile` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileRequest {
+    /// The fencing token the uncertain claim gave.
+    pub token: i64,
+    /// What the provider says happened: `completed` or `failed`.
+    #[schema(pattern = "^(completed|failed)$")]
+    pub outcome: String,
+    /// The provider's response (outcome `completed`).
+    #[schema(value_type = Option<Object>)]
+    pub response: Option<Box<RawValue>>,
+    /// The error (outcome `failed`).
+    pub error: Option<String>,
+    /// Whether a retry may run (outcome `failed`; default false).
+    pub retryable: Option<bool>,
+}
+
+const MAX_STORED: usize = 32 * 1024;
+
+fn finish_error(key: &IdempotencyKey, e: idem_store::Error) -> ApiError {
+    match e {
+        idem_store::Error::NotFound => unknown_action(key),
+        idem_store::Error::Conflict(m) => ApiError::conflict(
+            "urn:idem:problem:stale-token",
+            "The fencing token is not the current claim",
+            format!("{m}; nothing was recorded. Read the action with GET /v1/actions/{key}"),
+        ),
+        other => other.into(),
+    }
+}
+
+async fn finish(
+    state: &ApiState,
+    tenant: &idem_core::TenantId,
+    key: &IdempotencyKey,
+    token: i64,
+    outcome: Outcome,
+    reconciled: bool,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let text_len = match &outcome {
+        Outcome::Completed(r) => r.len(),
+        Outcome::Failed { error, .. } => error.len(),
+    };
+    if text_len > MAX_STORED {
+        return Err(ApiError::unprocessable(format!(
+            "the response or error to store is over {MAX_STORED} bytes"
+        )));
+    }
+    let mut s = state.store.session().await?;
+    let done = if reconciled {
+        s.reconcile(tenant, key, token, &outcome).await
+    } else {
+        match &outcome {
+            Outcome::Completed(r) => s.complete(tenant, key, token, r).await,
+            Outcome::Failed { error, retryable } => {
+                s.fail(tenant, key, token, error, *retryable).await
+            }
+        }
+    };
+    done.map_err(|e| finish_error(key, e))?;
+    read_action(&mut s, tenant, key).await
+}
+
+/// Records success under the fencing token.
+#[utoipa::path(post, path = "/v1/actions/{key}/complete", tag = "actions", request_body = CompleteRequest,
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
+    responses(
+        (status = 200, description = "Recorded (or the same outcome was already recorded with this token)", body = ActionResponse),
+        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn complete_action(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+    ApiJson(req): ApiJson<CompleteRequest>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let key = key(&raw)?;
+    let outcome = Outcome::Completed(req.response.get().to_owned());
+    finish(&state, &tenant, &key, req.token, outcome, false).await
+}
+
+/// Records a failure under the fencing token.
+#[utoipa::path(post, path = "/v1/actions/{key}/fail", tag = "actions", request_body = FailRequest,
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
+    responses(
+        (status = 200, description = "Recorded", body = ActionResponse),
+        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn fail_action(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+    ApiJson(req): ApiJson<FailRequest>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let key = key(&raw)?;
+    let outcome = Outcome::Failed {
+        error: req.error,
+        retryable: req.retryable,
+    };
+    finish(&state, &tenant, &key, req.token, outcome, false).await
+}
+
+/// Records what the provider says happened to an uncertain attempt.
+#[utoipa::path(post, path = "/v1/actions/{key}/reconcile", tag = "actions", request_body = ReconcileRequest,
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
+    responses(
+        (status = 200, description = "Recorded, marked reconciled", body = ActionResponse),
+        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn reconcile_action(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+    ApiJson(req): ApiJson<ReconcileRequest>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let key = key(&raw)?;
+    let outcome = match (req.outcome.as_str(), req.response, req.error) {
+        ("completed", Some(r), None) => Outcome::Completed(r.get().to_owned()),
+        ("failed", None, Some(error)) => Outcome::Failed {
+            error,
+            retryable: req.retryable.unwrap_or(false),
+        },
+        ("completed", _, _) => {
+            return Err(ApiError::unprocessable(
+                "outcome `completed` takes `response` (and no `error`)",
+            ))
+        }
+        ("failed", _, _) => {
+            return Err(ApiError::unprocessable(
+                "outcome `failed` takes `error` (and no `response`)",
+            ))
+        }
+        (other, _, _) => {
+            return Err(ApiError::unprocessable(format!(
+                "outcome `{other:.40}` is neither `completed` nor `failed`"
+            )))
+        }
+    };
+    finish(&state, &tenant, &key, req.token, outcome, true).await
+}

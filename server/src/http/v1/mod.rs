@@ -1,0 +1,47 @@
+//! The JSON API under `/v1`: bearer-token tenants, `application/problem+json`
+//! errors. The tenant always comes from the token, never from the request.
+
+pub mod actions;
+pub mod events;
+pub mod intents;
+pub mod keys;
+pub mod stats;
+
+use super::extract::authenticate;
+use super::openapi;
+use super::state::ApiState;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+use axum::Router;
+
+/// The largest request body `/v1` reads (64 KiB); past it the answer is 413.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// The `/v1` routes. They hold an [`ApiState`] of their own: axum clones a
+/// route's state for every request, and the API needs none of the site's.
+pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
+    let authed = Router::new()
+        .route("/v1/keys", post(keys::derive_key))
+        .route("/v1/intents", post(intents::record_intent))
+        .route("/v1/intents/{action}/{reference}", get(intents::get_intent))
+        .route("/v1/actions/{key}", get(actions::get_action))
+        .route("/v1/actions/{key}/begin", post(actions::begin_action))
+        .route("/v1/actions/{key}/complete", post(actions::complete_action))
+        .route("/v1/actions/{key}/fail", post(actions::fail_action))
+        .route(
+            "/v1/actions/{key}/reconcile",
+            post(actions::reconcile_action),
+        )
+        .route(
+            "/v1/events/{source}/{event_id}",
+            post(events::consume_event),
+        )
+        .route("/v1/stats", get(stats::stats))
+        .route_layer(from_fn_with_state(api.store.clone(), authenticate));
+    Router::new()
+        .merge(authed)
+        .route("/v1/openapi.json", get(openapi::serve))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(api.clone())
+}

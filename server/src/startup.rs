@@ -1,0 +1,177 @@
+//! Building and running the application: [`Application::build`] turns a
+//! [`Config`] into an open, migrated store, the state and a bound listener;
+//! [`Application::run_until_stopped`] serves it. `idem serve`, `idem
+//! simulate` and every HTTP test start here, so they cannot drift apart.
+
+use crate::config::{Config, SecretSource};
+use crate::http::metrics::Metrics;
+use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
+use idem_core::KeyDeriver;
+use idem_store::{Options, Store};
+use leptos::config::LeptosOptions;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// A built application: the state, and the listener it will serve on.
+pub struct Application {
+    state: AppState,
+    listener: TcpListener,
+    addr: SocketAddr,
+    purge_every: Duration,
+}
+
+impl Application {
+    /// Opens (and migrates) the database, loads the secret, binds the
+    /// listener. Fails, naming the cause, when any of them cannot be done.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        check_writable(&config.database_url)?;
+        let secret = match config.secret {
+            SecretSource::Given(s) => s,
+            SecretSource::DataDir => {
+                let (secret, created) = crate::secret::for_serve(&config.data_dir)?;
+                if created {
+                    tracing::info!(
+                        path = %config.data_dir.join(crate::secret::FILE).display(),
+                        "created a random HMAC secret for this data directory (export it as {} to derive the same keys elsewhere)",
+                        crate::secret::ENV
+                    );
+                }
+                secret
+            }
+        };
+        let catalog = Arc::new(config.catalog);
+        let deriver = Arc::new(KeyDeriver::new(&secret));
+        let store = Store::connect(
+            &config.database_url,
+            Options::new(catalog.clone(), deriver.clone()),
+        )
+        .await?;
+        store.migrate().await?;
+        let listener = TcpListener::bind(config.addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.addr))?;
+        let addr = listener.local_addr()?;
+        if config.demo {
+            tracing::warn!(
+                "the demo payment provider is mounted (/v1/demo/charges, Idem-Demo-Fault): a test and demo tool, never for production"
+            );
+        }
+        let api = ApiState::new(ApiParts {
+            store,
+            catalog,
+            deriver,
+            metrics: Arc::new(Metrics::new()),
+            demo: config.demo,
+        });
+        // The access rule follows the configured address (an unspecified
+        // 0.0.0.0 is not loopback even when the port is picked later).
+        let access = LiveAccess::for_addr(config.addr, config.admin_token);
+        let state = AppState {
+            leptos_options: leptos_options(addr),
+            live: LiveState::new(api.clone(), access),
+            api,
+        };
+        Ok(Self {
+            state,
+            listener,
+            addr,
+            purge_every: config.purge_every,
+        })
+    }
+
+    /// The address the listener is bound to (the real port when 0 was asked).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, for clients of this application.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The state the routes run on (the store, metrics, ...).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until Ctrl-C or SIGTERM, purging expired rows and sweeping
+    /// expired leases every purge period meanwhile; then closes the store.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let store = self.state.api.store.clone();
+        let maintenance = tokio::spawn(maintain(
+            store.clone(),
+            self.state.api.metrics.clone(),
+            self.purge_every,
+        ));
+        tracing::info!(backend = ?store.backend(), "listening on http://{}", self.addr);
+        let served = crate::http::serve(self.listener, crate::http::router(self.state)).await;
+        maintenance.abort();
+        store.close().await;
+        served
+    }
+}
+
+/// The site options: where the built site's files are, from cargo-leptos's
+/// environment variables when present (`LEPTOS_OUTPUT_NAME`,
+/// `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`), else the workspace's
+/// defaults. They name build output, not behaviour, so they stay outside
+/// [`Config`].
+pub fn leptos_options(addr: SocketAddr) -> LeptosOptions {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
+    LeptosOptions::builder()
+        .output_name(env("LEPTOS_OUTPUT_NAME", "idem"))
+        .site_root(env("LEPTOS_SITE_ROOT", "target/site"))
+        .site_pkg_dir(env("LEPTOS_SITE_PKG_DIR", "pkg"))
+        .site_addr(addr)
+        .build()
+}
+
+/// Fails early, naming the cause, when an SQLite database's directory
+/// cannot be written: SQLite itself would only say "unable to open database
+/// file", or open read-only and fail on the first write. Its write-ahead log
+/// and shared-memory files live beside the database, so the directory must
+/// be writable, not only the file.
+fn check_writable(url: &str) -> anyhow::Result<()> {
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return Ok(());
+    };
+    let path = rest.split('?').next().unwrap_or(rest);
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    let dir = match std::path::Path::new(path).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let probe = dir.join(format!(".idem-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot write in {}, where the SQLite database {path} and its write-ahead log live: {e}",
+            dir.display()
+        )),
+    }
+}
+
+/// Purges expired rows and sweeps expired leases every `every`.
+async fn maintain(store: Store, metrics: Arc<Metrics>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match store.purge(1000).await {
+            Ok(report) => metrics.count_purge(&report),
+            Err(e) => {
+                tracing::warn!(error = %e, "periodic purge failed; it runs again next period")
+            }
+        }
+    }
+}
