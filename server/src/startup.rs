@@ -170,7 +170,7 @@ async fn maintain(store: Store, metrics: Arc<Metrics>, every: Duration) {
         match store.purge(1000).await {
             Ok(report) => metrics.count_purge(&report),
             Err(e) => {
-                tracing::warn!(error = %e, "periodic purge failed; it runs again next period")
+                tracing::warn!(error = %crate::http::error::chain(&e), "periodic purge failed; it runs again next period")
             }
         }
     }

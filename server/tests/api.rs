@@ -180,6 +180,7 @@ both!(
     a_store_failure_is_a_503_that_leaks_nothing,
     dashboard_saves_shows_compares_and_exports_scenarios,
     without_demo_the_demo_provider_is_not_there,
+    corrupt_stored_data_is_a_500_not_a_503,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1206,4 +1207,28 @@ async fn without_demo_the_demo_provider_is_not_there(s: &Srv) {
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
+}
+
+/// A frozen payload that no longer reads as JSON is a bug or tampering, not
+/// an outage: 500 without Retry-After, nothing about the data sent.
+async fn corrupt_stored_data_is_a_500_not_a_503(s: &Srv) {
+    let res = s.post(&s.a, "/v1/intents", &cobranca("7.00")).await;
+    assert_eq!(res.status(), 201);
+    let q = "update intents set payload = 'not json {{' where tenant_id = 'acme'";
+    if s.db.url.starts_with("postgres") {
+        let pool = sqlx::PgPool::connect(&s.db.url).await.unwrap();
+        sqlx::query(q).execute(&pool).await.unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::SqlitePool::connect(&s.db.url).await.unwrap();
+        sqlx::query(q).execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+    let res = s.get(&s.a, "/v1/intents/pix.cobranca/FAT-1").await;
+    assert_eq!(res.status(), 500);
+    assert!(res.headers().get("retry-after").is_none());
+    let p = res.text().await.unwrap();
+    let v: Value = serde_json::from_str(&p).unwrap();
+    assert_eq!(v["type"], "urn:idem:problem:internal", "{p}");
+    assert!(!p.contains("not json"), "{p}");
 }

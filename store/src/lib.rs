@@ -33,15 +33,42 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Store errors. Database details stay in the logs; callers see the kind.
+/// A database failure keeps the driver's error as its `source`, so a log
+/// line can show the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The row asked for does not exist (for this tenant).
     #[error("not found")]
     NotFound,
-    /// The write conflicts with what is stored (a stale fencing token, a
-    /// concurrent correction).
-    #[error("conflict: {0}")]
-    Conflict(String),
+    /// A fencing token that is not the current claim's: a newer claim holds
+    /// the action (or it was settled with another answer).
+    #[error(
+        "fencing token {token} is not the current claim (current token {current}, state {state})"
+    )]
+    StaleToken {
+        /// The token presented.
+        token: i64,
+        /// The current claim's token.
+        current: i64,
+        /// The action's state.
+        state: String,
+    },
+    /// The action changed state again and again while being claimed.
+    #[error("the action changed state three times while being claimed; retry")]
+    ClaimContended,
+    /// Another correction of the same intent landed first.
+    #[error("another correction of this intent landed first; read it and retry")]
+    ConcurrentCorrection,
+    /// An Idempotency-Key record is no longer held by this request (its lock
+    /// ran out and another request took it, or it was completed already).
+    #[error("the key is not in progress for this request")]
+    HttpKeyNotHeld,
+    /// A tenant of that id exists already.
+    #[error("tenant {0} already exists")]
+    TenantExists(String),
+    /// A saved scenario's id already names other content.
+    #[error("scenario id {0} already names another scenario")]
+    ScenarioIdTaken(String),
     /// The input cannot be recorded (unknown action, bad payload, ...).
     #[error("{0}")]
     Invalid(String),
@@ -49,9 +76,10 @@ pub enum Error {
     #[error("unsupported database URL: {0}")]
     Url(String),
     /// Applying migrations failed.
-    #[error("migration failed: {0}")]
+    #[error("migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
-    /// A stored value could not be read back.
+    /// A stored value could not be read back: a bug or tampering, not an
+    /// outage, so the API answers 500 and logs it as corruption.
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
     /// The database failed or could not be reached.
@@ -59,10 +87,25 @@ pub enum Error {
     Database(#[from] sqlx::Error),
     /// A coalesced write failed; every caller in it gets the same error.
     #[error("database error")]
-    Shared(Arc<sqlx::Error>),
+    Shared(#[source] Arc<sqlx::Error>),
     /// The store is shutting down.
     #[error("unavailable: {0}")]
     Unavailable(String),
+}
+
+impl Error {
+    /// Whether this is a conflict with what is stored (a 409 at the API).
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            Error::StaleToken { .. }
+                | Error::ClaimContended
+                | Error::ConcurrentCorrection
+                | Error::HttpKeyNotHeld
+                | Error::TenantExists(_)
+                | Error::ScenarioIdTaken(_)
+        )
+    }
 }
 
 impl From<idem_core::Error> for Error {

@@ -252,9 +252,7 @@ impl Session {
                 _ => continue,
             }
         }
-        Err(Error::Conflict(
-            "the action changed state three times while being claimed; retry".into(),
-        ))
+        Err(Error::ClaimContended)
     }
 
     /// The action as stored.
@@ -360,10 +358,11 @@ impl Session {
         if same {
             return Ok(());
         }
-        Err(Error::Conflict(format!(
-            "fencing token {token} is not the current claim (current token {}, state {})",
-            row.fencing_token, row.state
-        )))
+        Err(Error::StaleToken {
+            token,
+            current: row.fencing_token,
+            state: row.state,
+        })
     }
 
     // ---- HTTP Idempotency-Key records ----------------------------------
@@ -418,9 +417,7 @@ impl Session {
         let n =
             on!(self.http_complete(tenant.as_str(), req.client_key, req.fingerprint, response))?;
         if n == 0 {
-            return Err(Error::Conflict(
-                "the key is not in progress for this request".into(),
-            ));
+            return Err(Error::HttpKeyNotHeld);
         }
         Ok(())
     }
@@ -616,10 +613,7 @@ impl Session {
         let stored =
             on!(self.select_scenario(tenant.as_str(), &scenario.id))?.ok_or(Error::NotFound)?;
         if stored.query != scenario.query || stored.name != scenario.name {
-            return Err(Error::Conflict(format!(
-                "scenario id {} already names another scenario",
-                scenario.id
-            )));
+            return Err(Error::ScenarioIdTaken(scenario.id.clone()));
         }
         Ok(stored)
     }
@@ -832,9 +826,7 @@ fn claimed(row: BeginRow) -> Result<Begin, Error> {
 /// same revision won.
 fn conflict_on_unique(e: sqlx::Error) -> Error {
     match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict(
-            "another correction of this intent landed first; read it and retry".into(),
-        ),
+        sqlx::Error::Database(d) if d.is_unique_violation() => Error::ConcurrentCorrection,
         _ => Error::Database(e),
     }
 }

@@ -92,7 +92,7 @@ impl Store {
         let t = tenant.as_str();
         on!(tx.insert_tenant(t, name, now)).map_err(|e| match &e {
             sqlx::Error::Database(d) if d.is_unique_violation() => {
-                Error::Conflict(format!("tenant {tenant} already exists"))
+                Error::TenantExists(tenant.to_string())
             }
             _ => Error::Database(e),
         })?;

@@ -407,7 +407,10 @@ async fn tenants_never_see_each_other(h: &H) {
         Err(Error::NotFound)
     ));
     // Another tenant cannot complete this tenant's action even with its token.
-    assert!(s.complete(&other, &a.key, 1, "{}").await.is_err());
+    assert!(matches!(
+        s.complete(&other, &a.key, 1, "{}").await,
+        Err(Error::NotFound)
+    ));
     assert_eq!(
         s.action(&h.tenant, &a.key).await.unwrap().state,
         ActionState::Started
@@ -470,7 +473,7 @@ async fn action_lifecycle_completed_verbatim(h: &H) {
     // A different response under the same token is a conflict.
     assert!(matches!(
         s.complete(&h.tenant, &k(1), 1, "other").await,
-        Err(Error::Conflict(_))
+        Err(Error::StaleToken { .. })
     ));
 }
 
@@ -552,7 +555,10 @@ async fn expired_lease_is_uncertain_and_stale_token_refused(h: &H) {
     assert_eq!(lease_until_ms, T0 + 61_000);
     // The stale holder wakes up and reports success: refused, nothing changes.
     let refused = s.complete(&h.tenant, &k(3), stale, "{\"late\":true}").await;
-    assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(Error::StaleToken { .. })),
+        "{refused:?}"
+    );
     let a = s.action(&h.tenant, &k(3)).await.unwrap();
     assert_eq!(
         (a.state, a.token, a.response),
@@ -658,7 +664,7 @@ async fn http_keys_replay_conflict_and_mismatch(h: &H) {
     // Completing twice is refused: the record is no longer in progress.
     assert!(matches!(
         s.http_complete(&h.tenant, &req, &stored).await,
-        Err(Error::Conflict(_))
+        Err(Error::HttpKeyNotHeld)
     ));
     // After the default 24 h the key is free again.
     h.clock.advance(Duration::from_secs(24 * 3600));
@@ -1311,7 +1317,7 @@ async fn tokens_authenticate_only_their_own_tenant(h: &H) {
     // A second tenant of the same name is refused.
     assert!(matches!(
         h.store.create_tenant(&a, "again").await,
-        Err(Error::Conflict(_))
+        Err(Error::TenantExists(_))
     ));
     // B's secret under A's name, a changed character, or noise: not a token.
     let (a_prefix, _) = ta.expose().rsplit_once('_').unwrap();
@@ -1352,7 +1358,7 @@ async fn saved_scenarios_are_immutable_and_per_tenant(h: &H) {
     };
     assert!(matches!(
         s.save_scenario(&a, &other).await,
-        Err(Error::Conflict(_))
+        Err(Error::ScenarioIdTaken(_))
     ));
     assert_eq!(
         s.scenario(&a, &first.id).await.unwrap(),

@@ -121,7 +121,7 @@ pub async fn resolve_saved(
 async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String> {
     let tenant = tenant();
     let mut session = store.session().await.map_err(|e| {
-        tracing::error!(error = %e, "cannot read saved scenarios");
+        tracing::error!(error = %crate::http::error::chain(&e), "cannot read saved scenarios");
         "database unavailable".to_owned()
     })?;
     let mut found = Vec::with_capacity(ids.len());
@@ -135,7 +135,7 @@ async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String>
             }),
             Ok(None) => {}
             Err(e) => {
-                tracing::error!(error = %e, "cannot read a saved scenario");
+                tracing::error!(error = %crate::http::error::chain(&e), "cannot read a saved scenario");
                 return Err("database unavailable".to_owned());
             }
         }
@@ -199,9 +199,11 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
     .await;
     match saved {
         Ok(saved) => Redirect::to(&format!("/s/{}", saved.id)).into_response(),
-        Err(idem_store::Error::Conflict(msg)) => refuse(StatusCode::CONFLICT, msg),
+        Err(e @ idem_store::Error::ScenarioIdTaken(_)) => {
+            refuse(StatusCode::CONFLICT, e.to_string())
+        }
         Err(e) => {
-            tracing::error!(error = %e, "saving a scenario failed");
+            tracing::error!(error = %crate::http::error::chain(&e), "saving a scenario failed");
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the scenario could not be saved right now; try again".into(),

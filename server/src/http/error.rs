@@ -193,16 +193,42 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// An error and its causes, `outer: inner: innermost`, for one log line
+/// (the store's "database error" alone would hide the driver's reason).
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
+
 impl From<idem_store::Error> for ApiError {
+    /// Logged here, once, inside the request's span (so under its id);
+    /// never sent.
     fn from(e: idem_store::Error) -> Self {
+        use idem_store::Error as E;
         match e {
-            idem_store::Error::Invalid(m) => ApiError::unprocessable(m),
-            idem_store::Error::NotFound => ApiError::not_found("no such record for this tenant"),
-            idem_store::Error::Conflict(m) => {
-                ApiError::conflict("urn:idem:problem:conflict", "Conflicting state", m)
+            E::Invalid(m) => ApiError::unprocessable(m),
+            E::NotFound => ApiError::not_found("no such record for this tenant"),
+            e if e.is_conflict() => ApiError::conflict(
+                "urn:idem:problem:conflict",
+                "Conflicting state",
+                e.to_string(),
+            ),
+            E::Corrupt(_) => {
+                tracing::error!(error = %chain(&e), "stored data is corrupt");
+                ApiError::internal()
+            }
+            E::Url(_) | E::Migrate(_) => {
+                tracing::error!(error = %chain(&e), "store misconfigured");
+                ApiError::internal()
             }
             other => {
-                tracing::error!(error = %other, "store error");
+                tracing::error!(error = %chain(&other), "store unavailable");
                 ApiError::unavailable()
             }
         }

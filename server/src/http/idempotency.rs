@@ -405,7 +405,7 @@ impl Run {
                 return Ok(Response::from_parts(parts, Body::from(b)));
             }
             Err(e) => {
-                tracing::error!(error = %e, "a guarded handler's body failed; releasing its key");
+                tracing::error!(error = %crate::http::error::chain(&e), "a guarded handler's body failed; releasing its key");
                 self.release(tx).await;
                 return Err(ApiError::internal());
             }
@@ -417,14 +417,14 @@ impl Run {
         };
         match self.complete(tx, &stored).await {
             Ok(()) => {}
-            Err(idem_store::Error::Conflict(m)) => {
+            Err(idem_store::Error::HttpKeyNotHeld) => {
                 // The lock ran out and a retry of this request holds the key
                 // now: leave it to that retry.
-                tracing::error!(detail = %m, "a guarded handler outlived its key lock; its writes rolled back");
+                tracing::error!("a guarded handler outlived its key lock; its writes rolled back");
                 return Err(ApiError::unavailable());
             }
             Err(e) => {
-                tracing::error!(error = %e, "storing a guarded response failed; its writes rolled back");
+                tracing::error!(error = %crate::http::error::chain(&e), "storing a guarded response failed; its writes rolled back");
                 self.release(None).await;
                 return Err(ApiError::unavailable());
             }
@@ -456,7 +456,7 @@ impl Run {
     async fn release(&self, tx: Option<Session>) {
         if let Some(tx) = tx {
             if let Err(e) = tx.rollback().await {
-                tracing::warn!(error = %e, "rolling back a guarded handler's writes failed");
+                tracing::warn!(error = %crate::http::error::chain(&e), "rolling back a guarded handler's writes failed");
             }
         }
         let released = match self.config.store.session().await {
@@ -464,7 +464,7 @@ impl Run {
             Err(e) => Err(e),
         };
         if let Err(e) = released {
-            tracing::warn!(error = %e, "releasing an Idempotency-Key failed; its lock expires on its own");
+            tracing::warn!(error = %crate::http::error::chain(&e), "releasing an Idempotency-Key failed; its lock expires on its own");
         }
     }
 }

@@ -82,7 +82,7 @@ async fn readyz(State(api): State<ApiState>) -> (StatusCode, &'static str) {
     match api.store.ping().await {
         Ok(()) => (StatusCode::OK, "ready"),
         Err(e) => {
-            tracing::warn!(error = %e, "readiness check failed");
+            tracing::warn!(error = %crate::http::error::chain(&e), "readiness check failed");
             (StatusCode::SERVICE_UNAVAILABLE, "database unreachable")
         }
     }

@@ -347,10 +347,10 @@ const MAX_STORED: usize = 32 * 1024;
 fn finish_error(key: &IdempotencyKey, e: idem_store::Error) -> ApiError {
     match e {
         idem_store::Error::NotFound => unknown_action(key),
-        idem_store::Error::Conflict(m) => ApiError::conflict(
+        e @ idem_store::Error::StaleToken { .. } => ApiError::conflict(
             "urn:idem:problem:stale-token",
             "The fencing token is not the current claim",
-            format!("{m}; nothing was recorded. Read the action with GET /v1/actions/{key}"),
+            format!("{e}; nothing was recorded. Read the action with GET /v1/actions/{key}"),
         ),
         other => other.into(),
     }
