@@ -28,14 +28,21 @@ impl fmt::Debug for KeyDeriver {
 }
 
 /// A derived key: 64 lowercase hexadecimal characters.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
     /// The key as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl TryFrom<String> for IdempotencyKey {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self, Error> {
+        Self::try_from(s.as_str())
     }
 }
 

@@ -25,8 +25,8 @@ fn check_id(s: &str, what: &str) -> Result<(), String> {
 }
 
 /// A tenant: the first component of every key and every primary key.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct TenantId(String);
 
 impl TenantId {
@@ -66,8 +66,8 @@ impl fmt::Debug for TenantId {
 
 /// An action type name such as `pix.cobranca`: lowercase ASCII letters,
 /// digits, `.`, `_` and `-`, so it can travel in URLs and metric labels.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct ActionType(String);
 
 impl ActionType {
@@ -90,6 +90,13 @@ impl TryFrom<&str> for ActionType {
             )));
         }
         Ok(Self(s.to_owned()))
+    }
+}
+
+impl TryFrom<String> for ActionType {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self, Error> {
+        Self::try_from(s.as_str())
     }
 }
 

@@ -287,6 +287,10 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     let res = begin(s, &key, 30_000).await;
     assert_eq!(res.status(), 201);
     let claim: Value = res.json().await.unwrap();
+    assert_eq!(
+        members(&claim),
+        ["attempt", "lease_until_ms", "status", "token"]
+    );
     assert_eq!(claim["status"], "claimed");
     assert_eq!(claim["attempt"], 1);
     let token = claim["token"].as_i64().unwrap();
@@ -328,6 +332,7 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     let res = begin(s, &key, 30_000).await;
     assert_eq!(res.status(), 200);
     let done: Value = res.json().await.unwrap();
+    assert_eq!(members(&done), ["response", "status"]);
     assert_eq!(done["status"], "completed");
     assert_eq!(done["response"], json!({"id": "pay_1", "amount": "180.00"}));
 
@@ -339,6 +344,21 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     let res = begin(s, &key2, 30_000).await;
     assert_eq!(res.status(), 202);
     let u: Value = res.json().await.unwrap();
+    assert_eq!(
+        members(&u),
+        [
+            "advice",
+            "attempt",
+            "lease_until_ms",
+            "previous",
+            "status",
+            "token"
+        ]
+    );
+    assert_eq!(
+        members(&u["previous"]),
+        ["lease_until_ms", "started_ms", "token"]
+    );
     assert_eq!(u["status"], "uncertain");
     assert_eq!(u["previous"]["token"], first["token"]);
     assert!(u["advice"].as_str().unwrap().contains("same key"));
@@ -398,7 +418,9 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     );
     let res = begin(s, &key2, 30_000).await;
     assert_eq!(res.status(), 200);
-    assert_eq!(res.json::<Value>().await.unwrap()["status"], "failed");
+    let failed: Value = res.json().await.unwrap();
+    assert_eq!(members(&failed), ["error", "status"]);
+    assert_eq!(failed["status"], "failed");
 
     // A retryable failure lets the next begin claim again.
     let key3 = "c".repeat(64);
@@ -415,9 +437,66 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     assert_eq!(res.status(), 201);
     let again: Value = res.json().await.unwrap();
     assert_eq!(
+        members(&again),
+        [
+            "attempt",
+            "lease_until_ms",
+            "previous_error",
+            "status",
+            "token"
+        ]
+    );
+    assert_eq!(
         (again["attempt"].as_i64(), again["previous_error"].as_str()),
         (Some(2), Some("timeout"))
     );
+
+    // Reconcile `completed` needs its response; with it, the response is
+    // stored byte for byte.
+    let key4 = "d".repeat(64);
+    let first: Value = begin(s, &key4, 1).await.json().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let u: Value = begin(s, &key4, 30_000).await.json().await.unwrap();
+    assert!(u["token"].as_i64().unwrap() > first["token"].as_i64().unwrap());
+    let p = problem(
+        s.post(
+            &s.a,
+            &format!("/v1/actions/{key4}/reconcile"),
+            &json!({"token": u["token"], "outcome": "completed", "error": "x"}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert!(
+        p["detail"].as_str().unwrap().contains("takes `response`"),
+        "{p}"
+    );
+    let res = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key4}/reconcile"),
+            &json!({"token": u["token"], "outcome": "completed", "response": {"id": "pay_9", "n": 1.50}}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let a: Value = res.json().await.unwrap();
+    assert_eq!(
+        (
+            a["state"].as_str(),
+            a["reconciled"].as_bool(),
+            a["key"].as_str()
+        ),
+        (Some("completed"), Some(true), Some(key4.as_str()))
+    );
+    assert_eq!(a["response"], json!({"id": "pay_9", "n": 1.50}));
+}
+
+/// The member names of a JSON object, sorted.
+fn members(v: &Value) -> Vec<&str> {
+    let mut m: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    m.sort_unstable();
+    m
 }
 
 async fn events_first_201_then_duplicate_200(s: &Srv) {

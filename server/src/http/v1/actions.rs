@@ -46,8 +46,8 @@ fn stored_json_or_string(text: String) -> Box<RawValue> {
 #[serde(deny_unknown_fields)]
 pub struct BeginRequest {
     /// The action type (from the catalog) the key belongs to.
-    #[schema(example = "pix.cobranca")]
-    pub action: String,
+    #[schema(value_type = String, example = "pix.cobranca")]
+    pub action: ActionType,
     /// How long the claim holds, in ms (default 30000, at most 3600000).
     #[schema(minimum = 1, maximum = 3600000)]
     pub lease_ms: Option<u64>,
@@ -64,52 +64,48 @@ pub struct PreviousAttemptDoc {
     pub lease_until_ms: Option<i64>,
 }
 
-/// What `begin` decided. `status` says which members are present.
+/// What `begin` decided, tagged by `status`; each status has its members.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct BeginResponse {
-    /// `claimed`, `completed`, `failed` or `uncertain`.
-    pub status: &'static str,
-    /// The fencing token to present to complete/fail/reconcile (claimed, uncertain).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<i64>,
-    /// The attempt number, 1 for the first (claimed, uncertain).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempt: Option<i32>,
-    /// The lease end, ms since the epoch (claimed, uncertain).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease_until_ms: Option<i64>,
-    /// The previous attempt's retryable error (claimed after a failure).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub previous_error: Option<String>,
-    /// The stored response, verbatim (completed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub response: Option<Box<RawValue>>,
-    /// The stored final error (failed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The attempt whose outcome is unknown (uncertain).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub previous: Option<PreviousAttemptDoc>,
-    /// What to do next (uncertain).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advice: Option<&'static str>,
-}
-
-impl BeginResponse {
-    fn bare(status: &'static str) -> Self {
-        Self {
-            status,
-            token: None,
-            attempt: None,
-            lease_until_ms: None,
-            previous_error: None,
-            response: None,
-            error: None,
-            previous: None,
-            advice: None,
-        }
-    }
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum BeginResponse {
+    /// You hold the action: act, then complete or fail with the token
+    /// before the lease ends (201).
+    Claimed {
+        /// The fencing token to present to complete/fail.
+        token: i64,
+        /// The attempt number, 1 for the first.
+        attempt: i32,
+        /// The lease end, ms since the epoch.
+        lease_until_ms: i64,
+        /// The previous attempt's retryable error, when it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        previous_error: Option<String>,
+    },
+    /// Finished before: the stored response, verbatim (200).
+    Completed {
+        /// The stored response.
+        #[schema(value_type = Object)]
+        response: Box<RawValue>,
+    },
+    /// Failed for good (200).
+    Failed {
+        /// The stored final error.
+        error: String,
+    },
+    /// A previous attempt's outcome is unknown; you now hold the action
+    /// under a new token (202).
+    Uncertain {
+        /// The fencing token to present to complete/fail/reconcile.
+        token: i64,
+        /// The attempt number.
+        attempt: i32,
+        /// The lease end, ms since the epoch.
+        lease_until_ms: i64,
+        /// The attempt whose outcome is unknown.
+        previous: PreviousAttemptDoc,
+        /// What to do next.
+        advice: &'static str,
+    },
 }
 
 const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is unknown: retry the provider call with the same key (the provider deduplicates it), or ask the provider what happened and record it with /reconcile, presenting this token";
@@ -134,8 +130,7 @@ pub async fn begin_action(
     ApiJson(req): ApiJson<BeginRequest>,
 ) -> Result<Response, ApiError> {
     let key = key(&raw)?;
-    let action = ActionType::try_from(req.action.as_str())
-        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    let action = req.action;
     state
         .catalog
         .action(action.as_str())
@@ -157,11 +152,12 @@ pub async fn begin_action(
             lease_until_ms,
             previous_error,
         } => {
-            let mut b = BeginResponse::bare("claimed");
-            b.token = Some(token);
-            b.attempt = Some(attempt);
-            b.lease_until_ms = Some(lease_until_ms);
-            b.previous_error = previous_error;
+            let b = BeginResponse::Claimed {
+                token,
+                attempt,
+                lease_until_ms,
+                previous_error,
+            };
             let mut res = (StatusCode::CREATED, Json(b)).into_response();
             if let Ok(loc) = HeaderValue::from_str(&format!("/v1/actions/{key}")) {
                 res.headers_mut().insert(header::LOCATION, loc);
@@ -169,13 +165,13 @@ pub async fn begin_action(
             res
         }
         Begin::Completed { response } => {
-            let mut b = BeginResponse::bare("completed");
-            b.response = Some(stored_json_or_string(response));
+            let b = BeginResponse::Completed {
+                response: stored_json_or_string(response),
+            };
             (StatusCode::OK, Json(b)).into_response()
         }
         Begin::Failed { error } => {
-            let mut b = BeginResponse::bare("failed");
-            b.error = Some(error);
+            let b = BeginResponse::Failed { error };
             (StatusCode::OK, Json(b)).into_response()
         }
         Begin::Uncertain {
@@ -188,16 +184,17 @@ pub async fn begin_action(
             if previous.lease_until_ms.is_some() {
                 state.metrics.lease_takeovers.inc();
             }
-            let mut b = BeginResponse::bare("uncertain");
-            b.token = Some(token);
-            b.attempt = Some(attempt);
-            b.lease_until_ms = Some(lease_until_ms);
-            b.previous = Some(PreviousAttemptDoc {
-                token: previous.token,
-                started_ms: previous.started_ms,
-                lease_until_ms: previous.lease_until_ms,
-            });
-            b.advice = Some(UNCERTAIN_ADVICE);
+            let b = BeginResponse::Uncertain {
+                token,
+                attempt,
+                lease_until_ms,
+                previous: PreviousAttemptDoc {
+                    token: previous.token,
+                    started_ms: previous.started_ms,
+                    lease_until_ms: previous.lease_until_ms,
+                },
+                advice: UNCERTAIN_ADVICE,
+            };
             (StatusCode::ACCEPTED, Json(b)).into_response()
         }
         Begin::InFlight { lease_until_ms } => {
@@ -218,7 +215,8 @@ pub async fn begin_action(
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ActionResponse {
     /// The key.
-    pub key: String,
+    #[schema(value_type = String)]
+    pub key: IdempotencyKey,
     /// The action type.
     pub action: String,
     /// `started`, `completed`, `failed` or `uncertain`.
@@ -248,7 +246,7 @@ pub struct ActionResponse {
 impl ActionResponse {
     fn new(key: &IdempotencyKey, a: Action) -> Self {
         Self {
-            key: key.to_string(),
+            key: key.clone(),
             action: a.action,
             state: a.state,
             token: a.token,
@@ -330,9 +328,8 @@ pub struct FailRequest {
 pub struct ReconcileRequest {
     /// The fencing token the uncertain claim gave.
     pub token: i64,
-    /// What the provider says happened: `completed` or `failed`.
-    #[schema(pattern = "^(completed|failed)$")]
-    pub outcome: String,
+    /// What the provider says happened.
+    pub outcome: ReconcileOutcome,
     /// The provider's response (outcome `completed`).
     #[schema(value_type = Option<Object>)]
     pub response: Option<Box<RawValue>>,
@@ -340,6 +337,40 @@ pub struct ReconcileRequest {
     pub error: Option<String>,
     /// Whether a retry may run (outcome `failed`; default false).
     pub retryable: Option<bool>,
+}
+
+/// What the provider says happened to an uncertain attempt.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconcileOutcome {
+    /// It executed: `response` holds what the provider answered.
+    Completed,
+    /// It did not: `error` says why, `retryable` whether to try again.
+    Failed,
+}
+
+impl ReconcileRequest {
+    /// The outcome with the member it requires, or what is missing. The
+    /// body keeps its documented flat shape (`outcome` beside `response` or
+    /// `error`): a `response` is stored byte for byte, which serde's
+    /// internally tagged enums cannot carry.
+    fn outcome(self) -> Result<Outcome, ApiError> {
+        match (self.outcome, self.response, self.error) {
+            (ReconcileOutcome::Completed, Some(r), None) => {
+                Ok(Outcome::Completed(r.get().to_owned()))
+            }
+            (ReconcileOutcome::Failed, None, Some(error)) => Ok(Outcome::Failed {
+                error,
+                retryable: self.retryable.unwrap_or(false),
+            }),
+            (ReconcileOutcome::Completed, _, _) => Err(ApiError::unprocessable(
+                "outcome `completed` takes `response` (and no `error`)",
+            )),
+            (ReconcileOutcome::Failed, _, _) => Err(ApiError::unprocessable(
+                "outcome `failed` takes `error` (and no `response`)",
+            )),
+        }
+    }
 }
 
 const MAX_STORED: usize = 32 * 1024;
@@ -454,27 +485,7 @@ pub async fn reconcile_action(
     ApiJson(req): ApiJson<ReconcileRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
-    let outcome = match (req.outcome.as_str(), req.response, req.error) {
-        ("completed", Some(r), None) => Outcome::Completed(r.get().to_owned()),
-        ("failed", None, Some(error)) => Outcome::Failed {
-            error,
-            retryable: req.retryable.unwrap_or(false),
-        },
-        ("completed", _, _) => {
-            return Err(ApiError::unprocessable(
-                "outcome `completed` takes `response` (and no `error`)",
-            ))
-        }
-        ("failed", _, _) => {
-            return Err(ApiError::unprocessable(
-                "outcome `failed` takes `error` (and no `response`)",
-            ))
-        }
-        (other, _, _) => {
-            return Err(ApiError::unprocessable(format!(
-                "outcome `{other:.40}` is neither `completed` nor `failed`"
-            )))
-        }
-    };
-    finish(&state, &tenant, &key, req.token, outcome, true).await
+    let token = req.token;
+    let outcome = req.outcome()?;
+    finish(&state, &tenant, &key, token, outcome, true).await
 }

@@ -9,6 +9,7 @@ use crate::http::state::ApiState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use idem_core::{ActionType, IdempotencyKey};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -47,7 +48,7 @@ pub async fn record_intent(
     let payload = payload(&req.payload)?;
     let r = state
         .store
-        .record_intent(&tenant, &req.action, &payload)
+        .record_intent(&tenant, req.action.as_str(), &payload)
         .await?;
     let delivery = if r.inserted { "first" } else { "redelivery" };
     state
@@ -67,7 +68,7 @@ pub async fn record_intent(
         status,
         Json(IntentResponse {
             intent: IntentView {
-                key: r.key.to_string(),
+                key: r.key,
                 rules_version: r.rules_version.number(),
                 action: req.action,
                 reference: r.reference,
@@ -89,11 +90,13 @@ pub async fn record_intent(
 #[derive(Debug, Serialize, ToSchema)]
 pub struct IntentView {
     /// The frozen key.
-    pub key: String,
+    #[schema(value_type = String)]
+    pub key: IdempotencyKey,
     /// The rules version of the frozen key.
     pub rules_version: u32,
     /// The action type.
-    pub action: String,
+    #[schema(value_type = String)]
+    pub action: ActionType,
     /// The intent reference, as stored.
     pub reference: String,
     /// The frozen normalized payload.
@@ -131,14 +134,16 @@ pub async fn get_intent(
     Tenant(tenant): Tenant,
     ApiPath((action, reference)): ApiPath<(String, String)>,
 ) -> Result<Json<IntentView>, ApiError> {
-    if let Err(e) = state.catalog.action(&action) {
+    let action =
+        ActionType::try_from(action).map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    if let Err(e) = state.catalog.action(action.as_str()) {
         return Err(ApiError::unprocessable(e.to_string()));
     }
     let intent = match state
         .store
         .session()
         .await?
-        .intent(&tenant, &action, &reference)
+        .intent(&tenant, action.as_str(), &reference)
         .await
     {
         Ok(i) => i,
@@ -150,7 +155,7 @@ pub async fn get_intent(
         Err(e) => return Err(e.into()),
     };
     Ok(Json(IntentView {
-        key: intent.key.to_string(),
+        key: intent.key,
         rules_version: intent.rules_version.number(),
         action,
         reference,

@@ -5,7 +5,7 @@ use crate::http::extract::{ApiJson, Tenant};
 use crate::http::state::ApiState;
 use axum::extract::State;
 use axum::Json;
-use idem_core::Payload;
+use idem_core::{ActionType, IdempotencyKey, Payload};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -16,7 +16,8 @@ use utoipa::ToSchema;
 #[schema(example = json!({"action": "pix.cobranca", "payload": {"cliente_id": "c-1", "valor": "180.00", "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}}))]
 pub struct IntentRequest {
     /// Action type from the catalog, e.g. `pix.cobranca`.
-    pub action: String,
+    #[schema(value_type = String)]
+    pub action: ActionType,
     /// The candidate payload: a JSON object holding at least the action's key fields.
     #[schema(value_type = Object)]
     pub payload: Box<RawValue>,
@@ -26,7 +27,8 @@ pub struct IntentRequest {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyResponse {
     /// The derived key (64 lowercase hex characters).
-    pub key: String,
+    #[schema(value_type = String)]
+    pub key: IdempotencyKey,
     /// The rules version it was derived with.
     pub rules_version: u32,
 }
@@ -52,10 +54,10 @@ pub async fn derive_key(
     let payload = payload(&req.payload)?;
     let (key, version) = state
         .deriver
-        .derive_key(&state.catalog, &tenant, &req.action, &payload, None)
+        .derive_key(&state.catalog, &tenant, req.action.as_str(), &payload, None)
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     Ok(Json(KeyResponse {
-        key: key.to_string(),
+        key,
         rules_version: version.number(),
     }))
 }
