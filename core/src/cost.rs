@@ -155,7 +155,10 @@ pub struct CostOutputs {
     /// The fewest whole conversations whose revenue covers the monthly waste;
     /// `None` when the ticket is zero and there is waste to cover.
     pub break_even_conversations: Option<Decimal>,
-    /// The financial block, when risk inputs were given.
+    /// The financial block, when risk inputs were given. Serialized flat
+    /// beside the other outputs (what `idem cost --json` prints), and
+    /// absent without risk inputs.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub risk: Option<RiskOutputs>,
 }
 

@@ -5,7 +5,6 @@ use idem_core::locale::{
     format_count, format_money, format_pct, parse_decimal_any, Currency, Locale,
 };
 use rust_decimal::Decimal;
-use serde_json::{Map, Value};
 use std::process::ExitCode;
 
 /// Options of `idem cost`. Numbers take `.` or `,` as the decimal mark;
@@ -83,43 +82,6 @@ fn inputs(a: &CostArgs) -> Result<CostInputs, String> {
     })
 }
 
-/// The `--json` object: every value an exact decimal string.
-pub fn to_json(o: &CostOutputs) -> Value {
-    let s = |d: Decimal| Value::String(d.to_string());
-    let mut m = Map::new();
-    m.insert("cost_per_call".into(), s(o.cost_per_call));
-    m.insert("monthly_useful_spend".into(), s(o.monthly_useful_spend));
-    m.insert("monthly_revenue".into(), s(o.monthly_revenue));
-    m.insert(
-        "duplicated_conversations".into(),
-        s(o.duplicated_conversations),
-    );
-    m.insert("monthly_token_waste".into(), s(o.monthly_token_waste));
-    m.insert(
-        "waste_share_of_revenue_pct".into(),
-        o.waste_share_of_revenue_pct.map_or(Value::Null, s),
-    );
-    m.insert("annual_token_waste".into(), s(o.annual_token_waste));
-    m.insert(
-        "break_even_conversations".into(),
-        o.break_even_conversations.map_or(Value::Null, s),
-    );
-    if let Some(r) = &o.risk {
-        m.insert("duplicated_charges".into(), s(r.duplicated_charges));
-        m.insert(
-            "monthly_duplicated_amount".into(),
-            s(r.monthly_duplicated_amount),
-        );
-        m.insert("monthly_ops_cost".into(), s(r.monthly_ops_cost));
-        m.insert("monthly_claim_exposure".into(), s(r.monthly_claim_exposure));
-        m.insert("monthly_total_risk".into(), s(r.monthly_total_risk));
-        m.insert("annual_total_risk".into(), s(r.annual_total_risk));
-        m.insert("monthly_total_cost".into(), s(r.monthly_total_cost));
-        m.insert("annual_total_cost".into(), s(r.annual_total_cost));
-    }
-    Value::Object(m)
-}
-
 fn table(i: &CostInputs, o: &CostOutputs) -> String {
     let l = Locale::PtBr;
     let m = |d: Decimal| format_money(d, l, Currency::Brl);
@@ -186,7 +148,14 @@ pub fn run(a: &CostArgs) -> ExitCode {
     match result {
         Ok((i, o)) => {
             if a.json {
-                println!("{}", to_json(&o));
+                // Every value an exact decimal string (rust_decimal's serde-str).
+                match serde_json::to_string(&o) {
+                    Ok(json) => println!("{json}"),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
             } else {
                 print!("{}", table(&i, &o));
             }

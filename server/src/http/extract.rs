@@ -109,20 +109,16 @@ fn query_locale(uri: &axum::http::Uri) -> Option<Locale> {
 /// The locale the `idem_lang` cookie names, else pt-BR.
 pub fn cookie_locale(headers: &axum::http::HeaderMap) -> Locale {
     cookie(headers, LOCALE_COOKIE)
-        .and_then(Locale::from_tag)
+        .and_then(|v| Locale::from_tag(&v))
         .unwrap_or_default()
 }
 
-/// The value of the request's cookie `name`, if it sent one.
-pub fn cookie<'h>(headers: &'h axum::http::HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+/// The value of the request's cookie `name`, if it sent one (parsed by
+/// axum-extra's cookie jar).
+pub fn cookie(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    axum_extra::extract::CookieJar::from_headers(headers)
+        .get(name)
+        .map(|c| c.value().to_owned())
 }
 
 /// [`request_locale`]'s choice, from a request's address and headers.

@@ -62,8 +62,8 @@ pub enum Viewer {
 fn presented_token(headers: &HeaderMap) -> Option<String> {
     super::extract::bearer(headers)
         .ok()
-        .or_else(|| super::extract::cookie(headers, COOKIE))
         .map(str::to_owned)
+        .or_else(|| super::extract::cookie(headers, COOKIE))
 }
 
 /// The viewer a request speaks for: `Ok(None)` when it may not look.
@@ -503,10 +503,13 @@ pub async fn login(State(state): State<LiveState>, Form(form): Form<LoginForm>) 
     let mut res = Redirect::to(&format!("/live?lang={}", lang.tag())).into_response();
     // The token is the credential; HttpOnly keeps scripts from reading it,
     // SameSite=Strict keeps other sites from sending it.
-    if let Ok(v) = HeaderValue::from_str(&format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200",
-        form.token.trim()
-    )) {
+    let cookie = axum_extra::extract::cookie::Cookie::build((COOKIE, form.token.trim().to_owned()))
+        .path("/")
+        .http_only(true)
+        .same_site(axum_extra::extract::cookie::SameSite::Strict)
+        .max_age(time::Duration::hours(12))
+        .build();
+    if let Ok(v) = HeaderValue::from_str(&cookie.to_string()) {
         res.headers_mut().insert(header::SET_COOKIE, v);
     }
     res
