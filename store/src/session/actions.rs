@@ -1,0 +1,167 @@
+//! Actions: claim under a lease and a fencing token, settle, read.
+
+use super::*;
+
+impl Session {
+    /// Claims the action `key` for `lease`, or says why not (see [`Begin`]).
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action = %action))]
+    pub async fn begin_action(
+        &mut self,
+        tenant: &TenantId,
+        action: &ActionType,
+        key: &IdempotencyKey,
+        lease: Duration,
+    ) -> Result<Begin, Error> {
+        // A claim can race with a lease running out between the upsert and
+        // the read that explains a refusal; a second round settles it.
+        for _ in 0..3 {
+            let now = self.now();
+            let until = now.saturating_add(duration_ms(lease));
+            let t = tenant.as_str();
+            let k = key.as_str();
+            if let Some(row) = on!(self.begin_action(t, k, action.as_str(), now, until))? {
+                let begin = claimed(row)?;
+                self.note(tenant, action.as_str(), |c| {
+                    c.counts.actions_started += 1;
+                    if let Begin::Uncertain { previous, .. } = &begin {
+                        // Swept attempts were counted when swept.
+                        if previous.lease_until_ms.is_some() {
+                            c.counts.actions_uncertain += 1;
+                        }
+                    }
+                });
+                return Ok(begin);
+            }
+            let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
+            match (row.state.as_str(), row.lease_until_ms) {
+                ("completed", _) => {
+                    return Ok(Begin::Completed {
+                        response: row.response.unwrap_or_default(),
+                    })
+                }
+                ("failed", _) if row.retryable != Some(true) => {
+                    return Ok(Begin::Failed {
+                        error: row.error.unwrap_or_default(),
+                    })
+                }
+                ("started" | "uncertain", Some(until)) if until > now => {
+                    return Ok(Begin::InFlight {
+                        lease_until_ms: until,
+                    })
+                }
+                _ => continue,
+            }
+        }
+        Err(Error::ClaimContended)
+    }
+
+    /// The action as stored.
+    pub async fn action(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+    ) -> Result<Action, Error> {
+        let row = on!(self.select_action(tenant.as_str(), key.as_str()))?;
+        row.ok_or(Error::NotFound)?.try_into()
+    }
+
+    /// Records success under the fencing token `token`. A stale token is
+    /// refused with [`Error::Conflict`] and changes nothing.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
+    pub async fn complete(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        response: &str,
+    ) -> Result<(), Error> {
+        self.finish(
+            tenant,
+            key,
+            token,
+            &Outcome::Completed(response.to_owned()),
+            false,
+        )
+        .await
+    }
+
+    /// Records a failure under the fencing token `token`. A retryable one
+    /// lets the next `begin` claim again; a final one is answered forever.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
+    pub async fn fail(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        error: &str,
+        retryable: bool,
+    ) -> Result<(), Error> {
+        let outcome = Outcome::Failed {
+            error: error.to_owned(),
+            retryable,
+        };
+        self.finish(tenant, key, token, &outcome, false).await
+    }
+
+    /// Records an outcome learned from the provider after an uncertain
+    /// attempt (marked as reconciled), under the token the uncertain claim gave.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
+    pub async fn reconcile(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        outcome: &Outcome,
+    ) -> Result<(), Error> {
+        self.finish(tenant, key, token, outcome, true).await
+    }
+
+    async fn finish(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        outcome: &Outcome,
+        reconciled: bool,
+    ) -> Result<(), Error> {
+        let now = self.now();
+        let (t, k) = (tenant.as_str(), key.as_str());
+        // The update returns the action type (for the statistics); the row is
+        // read back only to explain a refusal.
+        let updated = match outcome {
+            Outcome::Completed(r) => on!(self.complete_action(t, k, token, r, now, reconciled))?,
+            Outcome::Failed { error, retryable } => {
+                on!(self.fail_action(t, k, token, error, *retryable, now, reconciled))?
+            }
+        };
+        if let Some(action) = updated {
+            self.note(tenant, &action, |c| match outcome {
+                Outcome::Completed(_) => c.counts.actions_completed += 1,
+                Outcome::Failed { .. } => c.counts.actions_failed += 1,
+            });
+            return Ok(());
+        }
+        let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
+        // Saying the same thing twice with the current token is not a
+        // conflict (the holder retried its write to us).
+        let same = row.fencing_token == token
+            && match outcome {
+                Outcome::Completed(r) => {
+                    row.state == "completed" && row.response.as_deref() == Some(r)
+                }
+                Outcome::Failed { error, retryable } => {
+                    row.state == "failed"
+                        && row.error.as_deref() == Some(error)
+                        && row.retryable == Some(*retryable)
+                }
+            };
+        if same {
+            return Ok(());
+        }
+        Err(Error::StaleToken {
+            token,
+            current: row.fencing_token,
+            state: row.state,
+        })
+    }
+}

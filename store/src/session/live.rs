@@ -1,0 +1,87 @@
+//! What the live monitor reads beside the statistics rollups.
+
+use super::*;
+
+impl Session {
+    /// A tenant's statistics as last flushed (see [`Store::stats`], which
+    /// flushes this process's counts first). The live monitor flushes once
+    /// and then reads every tenant with this.
+    pub async fn stats(
+        &mut self,
+        tenant: &TenantId,
+        granularity: crate::stats::Granularity,
+        from_ms: Millis,
+        to_ms: Millis,
+    ) -> Result<crate::stats::Report, Error> {
+        let from = granularity.floor(from_ms);
+        let t = tenant.as_str();
+        let rows = on!(self.read_rollup(t, granularity, from, to_ms))?;
+        let delays = on!(self.read_delay(t, granularity, from, to_ms))?;
+        Ok(crate::stats::report(
+            granularity,
+            from,
+            to_ms,
+            rows.into_iter()
+                .map(crate::backend::RollupRow::into_parts)
+                .collect(),
+            delays,
+        ))
+    }
+
+    /// The tenant's actions as they stand at `now`: in flight, uncertain
+    /// (including leases that ran out and are not swept yet), and the newest
+    /// `limit` uncertain keys.
+    pub async fn live_actions(
+        &mut self,
+        tenant: &TenantId,
+        now: Millis,
+        limit: u32,
+    ) -> Result<LiveActions, Error> {
+        let t = tenant.as_str();
+        let (in_flight, expired, uncertain) = on!(self.live_action_counts(t, now))?;
+        let limit = i64::from(limit);
+        // The lists are read only when the counts say there is something
+        // to list: most tenants have nothing uncertain, and the monitor
+        // reads every tenant every half second.
+        let mut rows: Vec<(bool, crate::backend::UncertainRow)> = Vec::new();
+        if expired > 0 {
+            rows.extend(
+                on!(self.live_expired(t, now, limit))?
+                    .into_iter()
+                    .map(|r| (true, r)),
+            );
+        }
+        if uncertain > 0 {
+            rows.extend(
+                on!(self.live_uncertain(t, limit))?
+                    .into_iter()
+                    .map(|r| (false, r)),
+            );
+        }
+        // Newest first: an expired lease's moment is its end; a swept one's
+        // is when the sweep marked it.
+        rows.sort_by_key(|(expired, r)| {
+            std::cmp::Reverse(if *expired {
+                r.lease_until_ms.unwrap_or(r.updated_ms)
+            } else {
+                r.updated_ms
+            })
+        });
+        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(LiveActions {
+            in_flight,
+            uncertain: expired + uncertain,
+            uncertain_keys: rows
+                .into_iter()
+                .map(|(expired, r)| UncertainAction {
+                    key: r.idem_key,
+                    action: r.action,
+                    started_ms: r.started_ms,
+                    lease_until_ms: r.lease_until_ms,
+                    attempts: r.attempts,
+                    lease_expired_unswept: expired,
+                })
+                .collect(),
+        })
+    }
+}
