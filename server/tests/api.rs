@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::TestDb;
+use idem_testkit::TestDb;
 
 use axum::http::StatusCode;
 use idem_core::TenantId;
@@ -164,7 +164,7 @@ impl Srv {
     }
 }
 
-both!(
+idem_testkit::both!(
     intents_first_201_then_200_with_the_frozen_payload,
     action_states_are_distinct_statuses,
     events_first_201_then_duplicate_200,

@@ -14,7 +14,7 @@ use idem_store::Store;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-use common::TestDb as Db;
+use idem_testkit::TestDb as Db;
 
 /// One `idem serve` instance: its own store (own statistics counters and
 /// flusher), like a second process on the same database.
@@ -107,7 +107,7 @@ async fn postgres() -> Option<Db> {
     Db::postgres("live").await
 }
 
-both!(
+idem_testkit::both!(
     counts_follow_the_intent_tables_and_uncertain_actions_are_listed,
     two_instances_show_the_same_numbers,
     the_feed_pushes_a_write_within_two_seconds,

@@ -7,7 +7,7 @@
 use idem_core::{ActionType, Catalog, IdempotencyKey, KeyDeriver, Payload, Secret, TenantId};
 use idem_store::stats::Granularity;
 use idem_store::*;
-use std::sync::atomic::{AtomicU64, Ordering};
+use idem_testkit::TestDb;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +18,7 @@ struct H {
     store: Store,
     clock: ManualClock,
     tenant: TenantId,
-    cleanup: Option<(sqlx::PgPool, String)>,
-    _dir: Option<tempfile::TempDir>,
+    db: TestDb,
 }
 
 fn options(clock: &ManualClock) -> Options {
@@ -30,105 +29,38 @@ fn options(clock: &ManualClock) -> Options {
     o
 }
 
-async fn sqlite() -> H {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+async fn on(db: TestDb) -> H {
     let clock = ManualClock::new(T0);
-    let store = Store::connect(&url, options(&clock)).await.unwrap();
+    let store = Store::connect(&db.url, options(&clock)).await.unwrap();
     store.migrate().await.unwrap();
     H {
         store,
         clock,
         tenant: TenantId::try_from("loja-do-zé").unwrap(),
-        cleanup: None,
-        _dir: Some(dir),
+        db,
     }
 }
 
-fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{prefix}_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+async fn sqlite() -> H {
+    on(TestDb::sqlite()).await
 }
 
 /// A fresh schema in the test database, or None when Postgres is not configured.
 async fn postgres() -> Option<H> {
-    let base = std::env::var("IDEM_TEST_POSTGRES_URL").ok()?;
-    let admin = sqlx::PgPool::connect(&base).await.unwrap();
-    let schema = unique("t");
-    sqlx::query(&format!("create schema {schema}"))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    // The application name lets the fault test find this store's connections.
-    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&application_name={schema}");
-    let clock = ManualClock::new(T0);
-    let store = Store::connect(&url, options(&clock)).await.unwrap();
-    store.migrate().await.unwrap();
-    Some(H {
-        store,
-        clock,
-        tenant: TenantId::try_from("loja-do-zé").unwrap(),
-        cleanup: Some((admin, schema)),
-        _dir: None,
-    })
+    Some(on(TestDb::postgres("t").await?).await)
 }
 
 impl H {
     async fn done(self) {
         self.store.close().await;
-        if let Some((admin, schema)) = self.cleanup {
-            sqlx::query(&format!("drop schema {schema} cascade"))
-                .execute(&admin)
-                .await
-                .unwrap();
-        }
+        self.db.done().await;
     }
     fn tenant(&self, name: &str) -> TenantId {
         TenantId::try_from(name).unwrap()
     }
 }
 
-/// Runs each named test on both backends.
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod on_sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let h = super::sqlite().await;
-                    super::$name(&h).await;
-                    h.done().await;
-                }
-            )*
-        }
-        // Ignored unless asked for, so a run without PostgreSQL lists them
-        // as ignored instead of passing them; asked for without the URL,
-        // they fail.
-        mod on_postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                #[ignore = "PostgreSQL: needs IDEM_TEST_POSTGRES_URL and --include-ignored (scripts/test passes both)"]
-                async fn $name() {
-                    let h = super::postgres().await.expect("IDEM_TEST_POSTGRES_URL is not set");
-                    super::$name(&h).await;
-                    h.done().await;
-                }
-            )*
-        }
-    };
-}
-
-conformance!(
+idem_testkit::both!(
     first_write_wins_and_redeliveries_are_counted,
     the_key_is_the_core_derivation,
     divergent_redelivery_never_overwrites,
@@ -1245,7 +1177,7 @@ async fn empty_reference_and_unknown_action_are_refused(h: &H) {
 #[ignore = "PostgreSQL: needs IDEM_TEST_POSTGRES_URL and --include-ignored (scripts/test passes both)"]
 async fn postgres_backends_killed_mid_run() {
     let h = postgres().await.expect("IDEM_TEST_POSTGRES_URL is not set");
-    let (admin, schema) = h.cleanup.clone().unwrap();
+    let (admin, schema) = h.db.postgres_schema().unwrap();
     let store = h.store.clone();
     let tenant = h.tenant.clone();
     let worker = tokio::spawn(async move {
