@@ -3,9 +3,11 @@
 //! by hand; [`crate::startup::Application::build`] starts from it.
 
 use idem_core::{Catalog, Secret};
+use idem_store::{Clock, SystemClock};
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What `idem serve` (and `idem simulate`'s in-process server, and every
@@ -29,6 +31,10 @@ pub struct Config {
     /// Mount the demo payment provider and its fault injection
     /// (`--demo`, `IDEM_DEMO=1`). A test and demo tool: off in production.
     pub demo: bool,
+    /// The store's clock (leases, retention, statistics): the system's, or
+    /// a manual one that tests move instead of sleeping. No command-line
+    /// option sets it.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Config {
@@ -46,6 +52,7 @@ impl Config {
             catalog: Catalog::builtin(),
             secret: SecretSource::DataDir,
             demo: false,
+            clock: Arc::new(SystemClock),
         }
     }
 }

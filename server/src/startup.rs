@@ -43,11 +43,9 @@ impl Application {
         };
         let catalog = Arc::new(config.catalog);
         let deriver = Arc::new(KeyDeriver::new(&secret));
-        let store = Store::connect(
-            &config.database_url,
-            Options::new(catalog.clone(), deriver.clone()),
-        )
-        .await?;
+        let mut options = Options::new(catalog.clone(), deriver.clone());
+        options.clock = config.clock;
+        let store = Store::connect(&config.database_url, options).await?;
         store.migrate().await?;
         let listener = TcpListener::bind(config.addr)
             .await

@@ -21,6 +21,8 @@ use std::time::Duration;
 
 struct Srv {
     base: String,
+    /// The server's clock: tests move it instead of sleeping.
+    clock: common::TestClock,
     store: Store,
     state: AppState,
     /// Tenant `acme`'s token.
@@ -31,8 +33,8 @@ struct Srv {
     db: TestDb,
 }
 
-async fn start(url: &str) -> (String, Store, AppState, String, String) {
-    let (base, state) = common::serve(url).await;
+async fn start(url: &str, clock: &common::TestClock) -> (String, Store, AppState, String, String) {
+    let (base, state) = common::serve(url, clock).await;
     let store = state.api.store.clone();
     let a = store
         .create_tenant(&TenantId::try_from("acme").unwrap(), "ACME")
@@ -52,9 +54,11 @@ async fn start(url: &str) -> (String, Store, AppState, String, String) {
 }
 
 async fn on(db: TestDb) -> Srv {
-    let (base, store, state, a, b) = start(&db.url).await;
+    let clock = common::manual_clock();
+    let (base, store, state, a, b) = start(&db.url, &clock).await;
     Srv {
         base,
+        clock,
         store,
         state,
         a,
@@ -340,7 +344,7 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     // token and the advice; reconcile records what the provider said.
     let key2 = "b".repeat(64);
     let first: Value = begin(s, &key2, 1).await.json().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    s.clock.advance(Duration::from_millis(30));
     let res = begin(s, &key2, 30_000).await;
     assert_eq!(res.status(), 202);
     let u: Value = res.json().await.unwrap();
@@ -455,7 +459,7 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     // stored byte for byte.
     let key4 = "d".repeat(64);
     let first: Value = begin(s, &key4, 1).await.json().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    s.clock.advance(Duration::from_millis(30));
     let u: Value = begin(s, &key4, 30_000).await.json().await.unwrap();
     assert!(u["token"].as_i64().unwrap() > first["token"].as_i64().unwrap());
     let p = problem(
@@ -1239,7 +1243,7 @@ async fn dashboard_saves_shows_compares_and_exports_scenarios(s: &Srv) {
 async fn without_demo_the_demo_provider_is_not_there(s: &Srv) {
     let (base, _) = common::spawn_app(idem_server::config::Config {
         demo: false,
-        ..common::config(&s.db.url)
+        ..common::config(&s.db.url, &s.clock)
     })
     .await;
     let res = s

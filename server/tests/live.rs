@@ -21,19 +21,23 @@ use idem_testkit::TestDb as Db;
 struct Instance {
     base: String,
     store: Store,
+    /// Its store's clock: tests move it instead of sleeping.
+    clock: common::TestClock,
 }
 
 /// An instance on 127.0.0.1: open to all without an admin token, closed
 /// (tokens decide) with one.
 async fn instance(db: &Db, admin: Option<AdminToken>) -> Instance {
+    let clock = common::manual_clock();
     let (base, state) = common::spawn_app(Config {
         admin_token: admin,
-        ..common::config(&db.url)
+        ..common::config(&db.url, &clock)
     })
     .await;
     Instance {
         base,
         store: state.api.store.clone(),
+        clock,
     }
 }
 
@@ -141,7 +145,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         .await
         .unwrap();
     assert_eq!(begin.status().as_u16(), 201);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.clock.advance(Duration::from_millis(300));
     let v = until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
         v["totals"]["deliveries"] == 6 && v["uncertain"] == 1
     })
@@ -179,7 +183,7 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     assert!(calc.contains("data-feed=\"/live/events?window=24h&amp;lang=en-US&amp;view=panel\""));
     // A retention under twice the longest redelivery delay is flagged.
     assert_eq!(v["horizon"]["warning"], false, "{}", v["horizon"]);
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    a.clock.advance(Duration::from_millis(120));
     assert_eq!(intent(&a.base, &token, "r3", "10.00").await, 200);
     let mut s = a.store.session().await.unwrap();
     let acme = TenantId::try_from("acme").unwrap();

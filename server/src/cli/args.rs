@@ -218,6 +218,7 @@ impl ServeArgs {
             catalog: self.catalog.load()?,
             secret: SecretSource::DataDir,
             demo: self.demo,
+            clock: std::sync::Arc::new(idem_store::SystemClock),
         })
     }
 }

@@ -8,8 +8,11 @@ use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::config::{Config, SecretSource};
 use idem_server::http::AppState;
 use idem_server::startup::Application;
+use idem_store::{Clock, SystemClock};
 use idem_store::{Options, Store};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The secret every HTTP test derives with.
 pub const SECRET: &[u8] = b"test";
@@ -25,14 +28,41 @@ pub async fn store(url: &str) -> Store {
     store
 }
 
+/// The system clock plus an offset that tests move forward (lease expiry,
+/// redelivery delays) instead of sleeping. Time still flows, so the live
+/// feed, which refreshes when its read time changes, keeps working.
+#[derive(Debug, Clone, Default)]
+pub struct TestClock(Arc<AtomicI64>);
+
+impl TestClock {
+    /// Moves time forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.0
+            .fetch_add(i64::try_from(by.as_millis()).unwrap(), Ordering::SeqCst);
+    }
+}
+
+impl Clock for TestClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms() + self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A fresh [`TestClock`] at the system's now.
+pub fn manual_clock() -> TestClock {
+    TestClock::default()
+}
+
 /// The configuration every HTTP test starts from: `url`, 127.0.0.1 port 0
 /// (so the live monitor is open unless an admin token is given), the
 /// built-in catalog, the test secret, the demo provider mounted.
-pub fn config(url: &str) -> Config {
+/// Its store runs on `clock`, which the test may move forward.
+pub fn config(url: &str, clock: &TestClock) -> Config {
     Config {
         database_url: url.to_owned(),
         secret: SecretSource::Given(Secret::new(SECRET.to_vec()).unwrap()),
         demo: true,
+        clock: Arc::new(clock.clone()),
         ..Config::embedded(std::env::temp_dir())
     }
 }
@@ -49,8 +79,8 @@ pub async fn spawn_app(config: Config) -> (String, AppState) {
 }
 
 /// [`spawn_app`] on `url` with the default test configuration.
-pub async fn serve(url: &str) -> (String, AppState) {
-    spawn_app(config(url)).await
+pub async fn serve(url: &str, clock: &TestClock) -> (String, AppState) {
+    spawn_app(config(url, clock)).await
 }
 
 /// The body of `GET url`, as text (a page, for tests that read markup).
