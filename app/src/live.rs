@@ -1,7 +1,8 @@
 //! The live duplicate monitor: the `/live` page and the compact panel on
 //! the calculator.
 //!
-//! The server renders both whole, as markup (see `render`, server only),
+//! The server renders both whole, as markup (the server crate's
+//! `http::live::render`; none of it is in the wasm),
 //! and streams fresh numbers over server-sent events; `public/live.js`
 //! swaps them in and shows whether the feed is live, stale or disconnected.
 //! The wasm only claims the two containers: hydration from the server never
@@ -41,6 +42,3 @@ pub fn LivePage() -> impl IntoView {
 pub fn LivePanel() -> impl IntoView {
     view! { <aside class="live-panel-box" aria-labelledby="live-panel-title" inner_html=live_markup()></aside> }
 }
-
-#[cfg(feature = "ssr")]
-pub mod render;

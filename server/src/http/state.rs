@@ -2,9 +2,9 @@
 //! each area takes through axum's `FromRef`. A leaf: it imports only the
 //! configuration and the metrics registry.
 
+use super::live::data::LiveData;
 use super::metrics::Metrics;
 use crate::config::AdminToken;
-use app::live::render::LiveData;
 use axum::extract::FromRef;
 use idem_core::{Catalog, KeyDeriver};
 use idem_store::Store;

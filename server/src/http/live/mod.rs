@@ -17,15 +17,16 @@
 
 use super::error::ApiError;
 use super::state::LiveState;
-use app::live::render::{
-    self, LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window,
-};
+pub mod data;
+pub mod render;
+
 use app::live::LiveMarkup;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use data::{LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window};
 use futures_util::stream::{Stream, StreamExt};
 use idem_core::locale::Locale;
 use idem_core::TenantId;
@@ -307,7 +308,7 @@ async fn read(
         .totals
         .duplicate_rate_pct()
         .map(idem_core::scenario::canonical);
-    data.use_numbers = render::use_numbers_href(window, &data.totals);
+    data.use_numbers = data::use_numbers_href(window, &data.totals);
     Ok(data)
 }
 

@@ -1,0 +1,309 @@
+//! The live monitor's numbers as the server assembles them: what
+//! `/live/data.json` returns and what [`super::render`] draws.
+
+use app::i18n::tr;
+use idem_core::locale::Locale;
+use idem_core::scenario::{Field, Scenario};
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+/// The windows the monitor offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub enum Window {
+    /// The last hour, by minute.
+    #[serde(rename = "1h")]
+    Hour,
+    /// The last 24 hours, by hour.
+    #[serde(rename = "24h")]
+    #[default]
+    Day,
+    /// The last 7 days, by hour.
+    #[serde(rename = "7d")]
+    Week,
+    /// The last 30 days, by day.
+    #[serde(rename = "30d")]
+    Month,
+}
+
+/// A minute, in ms.
+pub(crate) const MINUTE: i64 = 60_000;
+/// An hour, in ms.
+pub(crate) const HOUR: i64 = 3_600_000;
+/// A day, in ms.
+pub(crate) const DAY: i64 = 86_400_000;
+
+impl Window {
+    /// Every window, in the order the form lists them.
+    pub const ALL: [Window; 4] = [Window::Hour, Window::Day, Window::Week, Window::Month];
+
+    /// As written in `?window=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::Hour => "1h",
+            Window::Day => "24h",
+            Window::Week => "7d",
+            Window::Month => "30d",
+        }
+    }
+
+    /// Reads `?window=`.
+    pub fn parse(s: &str) -> Option<Window> {
+        Window::ALL.into_iter().find(|w| w.as_str() == s)
+    }
+
+    /// The window's length.
+    pub fn len_ms(self) -> i64 {
+        match self {
+            Window::Hour => HOUR,
+            Window::Day => DAY,
+            Window::Week => 7 * DAY,
+            Window::Month => 30 * DAY,
+        }
+    }
+
+    /// The chart's bucket width (the statistics' granularity).
+    pub fn bucket_ms(self) -> i64 {
+        match self {
+            Window::Hour => MINUTE,
+            Window::Day | Window::Week => HOUR,
+            Window::Month => DAY,
+        }
+    }
+
+    /// The window as the page names it.
+    pub fn label(self, l: Locale) -> &'static str {
+        match self {
+            Window::Hour => tr(l, "última hora", "last hour"),
+            Window::Day => tr(l, "últimas 24 h", "last 24 h"),
+            Window::Week => tr(l, "últimos 7 dias", "last 7 days"),
+            Window::Month => tr(l, "últimos 30 dias", "last 30 days"),
+        }
+    }
+}
+
+/// Counters over the window (the statistics rollups).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LiveCounts {
+    /// Intents recorded for the first time.
+    pub intents: i64,
+    /// Deliveries, first ones and redeliveries.
+    pub deliveries: i64,
+    /// Redeliveries absorbed by the primary key.
+    pub redeliveries: i64,
+    /// Intents delivered more than once: the duplicate rate's numerator.
+    pub redelivered_intents: i64,
+    /// Redeliveries whose fresh extraction differed from the frozen intent.
+    pub divergences: i64,
+    /// Action claims.
+    pub actions_started: i64,
+    /// Actions completed.
+    pub actions_completed: i64,
+    /// Action failures.
+    pub actions_failed: i64,
+    /// Attempts whose lease ran out without an outcome.
+    pub actions_uncertain: i64,
+    /// HTTP responses replayed under an Idempotency-Key.
+    pub http_replays: i64,
+    /// HTTP 409s (same key while running).
+    pub http_409: i64,
+    /// HTTP 422s (same key, different request).
+    pub http_422: i64,
+}
+
+impl LiveCounts {
+    /// Adds another set of counters.
+    pub fn add(&mut self, o: &LiveCounts) {
+        self.intents += o.intents;
+        self.deliveries += o.deliveries;
+        self.redeliveries += o.redeliveries;
+        self.redelivered_intents += o.redelivered_intents;
+        self.divergences += o.divergences;
+        self.actions_started += o.actions_started;
+        self.actions_completed += o.actions_completed;
+        self.actions_failed += o.actions_failed;
+        self.actions_uncertain += o.actions_uncertain;
+        self.http_replays += o.http_replays;
+        self.http_409 += o.http_409;
+        self.http_422 += o.http_422;
+    }
+
+    /// Intents delivered more than once per intent recorded, in percent,
+    /// to two decimals; `None` without intents.
+    pub fn duplicate_rate_pct(&self) -> Option<Decimal> {
+        (self.intents > 0).then(|| {
+            (Decimal::from(self.redelivered_intents) * Decimal::ONE_HUNDRED
+                / Decimal::from(self.intents))
+            .round_dp(2)
+        })
+    }
+}
+
+/// One tenant and action type over the window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveRow {
+    /// Tenant.
+    pub tenant: String,
+    /// Action type (`http` for Idempotency-Key counters).
+    pub action: String,
+    /// Counters.
+    #[serde(flatten)]
+    pub counts: LiveCounts,
+}
+
+/// One chart bucket (every tenant and action shown, summed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LivePoint {
+    /// Bucket start, ms since the epoch (UTC).
+    pub start_ms: i64,
+    /// Deliveries in the bucket.
+    pub deliveries: i64,
+    /// Redeliveries in the bucket.
+    pub redeliveries: i64,
+    /// Intents recorded in the bucket.
+    pub intents: i64,
+    /// Intents that got their second delivery in the bucket.
+    pub redelivered_intents: i64,
+}
+
+/// An action whose outcome is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveUncertain {
+    /// Tenant.
+    pub tenant: String,
+    /// The key to reconcile.
+    pub key: String,
+    /// Action type.
+    pub action: String,
+    /// When the attempt started.
+    pub started_ms: i64,
+    /// When its lease ran out, when known.
+    pub lease_until_ms: Option<i64>,
+    /// Claims so far.
+    pub attempts: i32,
+}
+
+/// The redelivery horizon against the retention that must cover it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LiveHorizon {
+    /// Redeliveries whose delay was measured.
+    pub measured: i64,
+    /// 99th percentile delay (upper bound of its histogram bucket).
+    pub p99_ms: Option<i64>,
+    /// Longest delay.
+    pub max_ms: Option<i64>,
+    /// The shortest intent retention among the tenants shown.
+    pub retention_ms: Option<i64>,
+    /// Retention is under twice the longest observed delay.
+    pub warning: bool,
+}
+
+/// Everything the monitor shows, as `/live/data.json` returns it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LiveData {
+    /// When the numbers were read, ms since the epoch.
+    pub generated_ms: i64,
+    /// The window.
+    pub window: Window,
+    /// Window start (inclusive, floored to a bucket).
+    pub from_ms: i64,
+    /// Window end (exclusive).
+    pub to_ms: i64,
+    /// The chart's bucket width.
+    pub bucket_ms: i64,
+    /// The tenant asked for (`None`: every tenant the viewer may see).
+    pub tenant: Option<String>,
+    /// The tenants shown.
+    pub tenants: Vec<String>,
+    /// Whether the viewer sees every tenant (admin, or the open loopback).
+    pub admin: bool,
+    /// Sums over every tenant and action shown.
+    pub totals: LiveCounts,
+    /// `totals.redelivered_intents / totals.intents`, percent, two decimals.
+    pub duplicate_rate_pct: Option<String>,
+    /// Per tenant and action type.
+    pub rows: Vec<LiveRow>,
+    /// Per bucket, oldest first, every bucket of the window.
+    pub series: Vec<LivePoint>,
+    /// Actions holding a running lease now.
+    pub in_flight: i64,
+    /// Actions whose outcome is unknown now.
+    pub uncertain: i64,
+    /// The newest uncertain actions.
+    pub uncertain_keys: Vec<LiveUncertain>,
+    /// Redelivery horizon and retention.
+    pub horizon: LiveHorizon,
+    /// The calculator link with the measured monthly volume and rate.
+    pub use_numbers: Option<String>,
+}
+
+/// The calculator scenario the measured traffic implies: the window's
+/// intents scaled to 30 days, and the measured duplicate rate. `None`
+/// without intents.
+pub fn measured_scenario(window: Window, totals: &LiveCounts) -> Option<Scenario> {
+    let rate = totals.duplicate_rate_pct()?;
+    let monthly = (Decimal::from(totals.intents) * Decimal::from(30 * DAY)
+        / Decimal::from(window.len_ms()))
+    .round()
+    .max(Decimal::ONE);
+    let mut s = Scenario::default();
+    s.inputs.conversations = Field::Conversations.check(monthly).ok()?;
+    s.inputs.duplicate_rate_pct = Field::DuplicateRate.check(rate).ok()?;
+    Some(s)
+}
+
+/// The `/?…` link of [`measured_scenario`].
+pub fn use_numbers_href(window: Window, totals: &LiveCounts) -> Option<String> {
+    measured_scenario(window, totals).map(|s| format!("/?{}", s.to_query()))
+}
+
+impl LiveData {
+    /// The tenants the admin may pick from: those shown, plus the one
+    /// asked for.
+    pub(crate) fn tenants_all(&self) -> Vec<String> {
+        let mut v = self.tenants.clone();
+        if let Some(t) = &self.tenant {
+            if !v.contains(t) {
+                v.push(t.clone());
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn totals(intents: i64, redelivered: i64) -> LiveCounts {
+        LiveCounts {
+            intents,
+            redelivered_intents: redelivered,
+            deliveries: intents + redelivered,
+            redeliveries: redelivered,
+            ..LiveCounts::default()
+        }
+    }
+
+    #[test]
+    fn the_rate_is_exact_and_absent_without_intents() {
+        assert_eq!(
+            totals(900, 27).duplicate_rate_pct(),
+            Some(Decimal::new(300, 2))
+        );
+        assert_eq!(
+            totals(3, 1).duplicate_rate_pct(),
+            Some(Decimal::new(3333, 2))
+        );
+        assert_eq!(totals(0, 0).duplicate_rate_pct(), None);
+    }
+
+    #[test]
+    fn use_these_numbers_scales_the_window_to_a_month() {
+        // 1,000 intents in 24 h is 30,000 a month; 30 of them redelivered: 3%.
+        let href = use_numbers_href(Window::Day, &totals(1_000, 30)).unwrap();
+        assert_eq!(href, "/?v=1");
+        let href = use_numbers_href(Window::Hour, &totals(10, 1)).unwrap();
+        assert_eq!(href, "/?v=1&c=7200&d=10");
+        assert_eq!(use_numbers_href(Window::Week, &totals(0, 0)), None);
+    }
+}

@@ -1,0 +1,688 @@
+//! The live monitor's markup, written with maud: every interpolated value is
+//! escaped by the template, so what a tenant wrote (its id, an action name)
+//! can never become markup. Server only: the browser receives the markup as
+//! inner HTML and `public/live.js` swaps fresh copies in; none of this code
+//! is in the wasm.
+
+use super::data::{measured_scenario, LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
+use app::i18n::{tr, utc_minute};
+use idem_core::locale::{format_count, format_decimal, Locale};
+use maud::{html, Markup, PreEscaped, Render};
+use rust_decimal::Decimal;
+
+fn count(n: i64, l: Locale) -> String {
+    format_count(Decimal::from(n), l)
+}
+
+fn pct(d: Decimal, l: Locale) -> String {
+    format!("{}%", format_decimal(d, l, 2, 2))
+}
+
+/// A duration for people: "850 ms", "12 s", "3,5 min", "2,0 h", "1,5 d".
+pub fn duration(ms: i64, l: Locale) -> String {
+    let d = Decimal::from(ms);
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms < MINUTE {
+        format!("{} s", format_decimal(d / Decimal::from(1_000), l, 0, 1))
+    } else if ms < HOUR {
+        format!("{} min", format_decimal(d / Decimal::from(MINUTE), l, 0, 1))
+    } else if ms < DAY {
+        format!("{} h", format_decimal(d / Decimal::from(HOUR), l, 0, 1))
+    } else {
+        format!("{} d", format_decimal(d / Decimal::from(DAY), l, 0, 1))
+    }
+}
+
+/// One number with its label and a note under it.
+fn card(id: &str, label: &str, value: &str, note: &str, class: &str) -> Markup {
+    html! {
+        div class={ "live-card " (class) } id=(id) {
+            span class="label" { (label) }
+            output class="value" { (value) }
+            span class="note" { (note) }
+        }
+    }
+}
+
+/// "3,00% (27 de 900 intenções)": the rate with its denominator.
+fn rate_text(c: &LiveCounts, l: Locale) -> String {
+    match c.duplicate_rate_pct() {
+        Some(r) => format!(
+            "{} ({} {} {} {})",
+            pct(r, l),
+            count(c.redelivered_intents, l),
+            tr(l, "de", "of"),
+            count(c.intents, l),
+            tr(l, "intenções", "intents")
+        ),
+        None => format!(
+            "— ({})",
+            tr(l, "nenhuma intenção na janela", "no intent in the window")
+        ),
+    }
+}
+
+fn scope_text(d: &LiveData, l: Locale) -> String {
+    match &d.tenant {
+        Some(t) => format!("{} {t}", tr(l, "tenant", "tenant")),
+        None if d.tenants.len() == 1 => format!("{} {}", tr(l, "tenant", "tenant"), d.tenants[0]),
+        None => format!(
+            "{} {}",
+            count(d.tenants.len() as i64, l),
+            tr(l, "tenants", "tenants")
+        ),
+    }
+}
+
+/// The "use these numbers" link, saying where the numbers came from.
+fn use_numbers_link(d: &LiveData, l: Locale) -> Markup {
+    let Some(href) = &d.use_numbers else {
+        return html! {
+            p class="use-numbers note" {
+                (tr(l, "Sem intenções na janela: nada a levar para a calculadora ainda.",
+                    "No intents in the window: nothing to take to the calculator yet."))
+            }
+        };
+    };
+    let monthly = measured_scenario(d.window, &d.totals)
+        .and_then(|s| s.inputs.conversations.try_into().ok())
+        .unwrap_or(0);
+    let rate = d
+        .duplicate_rate_pct
+        .as_deref()
+        .and_then(|r| r.parse::<Decimal>().ok())
+        .map(|r| pct(r, l))
+        .unwrap_or_default();
+    html! {
+        p class="use-numbers" {
+            a id="use-numbers" rel="external" href=(href) {
+                (tr(l, "Usar estes números na calculadora", "Use these numbers in the calculator"))
+            }
+            " "
+            span class="note" {
+                (tr(l, "Medido em", "Measured on")) " " (scope_text(d, l)) ", "
+                (d.window.label(l)) ": " (count(monthly, l)) " "
+                (tr(l, "conversas por mês", "conversations a month")) ", "
+                (rate) " " (tr(l, "de duplicatas", "duplicates")) "."
+            }
+        }
+    }
+}
+
+/// The tenant and window form of `/live` (plain GET: works without
+/// JavaScript; `live.js` submits it on change).
+pub fn controls_html(d: &LiveData, l: Locale) -> String {
+    html! {
+        form class="live-controls" method="get" action="/live" {
+            @if d.admin {
+                label {
+                    (tr(l, "Tenant", "Tenant")) " "
+                    select name="tenant" {
+                        option value="" { (tr(l, "todos", "all")) }
+                        @for t in &d.tenants_all() {
+                            option value=(t) selected[d.tenant.as_deref() == Some(t.as_str())] { (t) }
+                        }
+                    }
+                }
+            }
+            label {
+                (tr(l, "Janela", "Window")) " "
+                select name="window" {
+                    @for w in Window::ALL {
+                        option value=(w.as_str()) selected[w == d.window] { (w.label(l)) }
+                    }
+                }
+            }
+            input type="hidden" name="lang" value=(l.tag());
+            button type="submit" { (tr(l, "Mostrar", "Show")) }
+        }
+    }
+    .into_string()
+}
+
+/// The whole monitor (`/live`).
+pub fn live_html(d: &LiveData, l: Locale) -> String {
+    let t = &d.totals;
+    html! {
+        p class="live-scope" {
+            (scope_text(d, l)) " · " (d.window.label(l)) " · "
+            (tr(l, "lido às", "read at")) " " (utc_minute(d.generated_ms))
+        }
+        div class="live-cards" {
+            (card("live-intents", tr(l, "Intenções", "Intents"), &count(t.intents, l),
+                tr(l, "registradas pela primeira vez", "recorded for the first time"), ""))
+            (card("live-deliveries", tr(l, "Entregas", "Deliveries"), &count(t.deliveries, l),
+                tr(l, "primeiras e repetidas", "first ones and repeats"), ""))
+            (card("live-redeliveries", tr(l, "Reentregas absorvidas", "Redeliveries absorbed"),
+                &count(t.redeliveries, l),
+                tr(l, "a chave primária devolveu a intenção congelada", "the primary key returned the frozen intent"), ""))
+            (card("live-rate", tr(l, "Taxa de duplicatas medida", "Measured duplicate rate"), &rate_text(t, l),
+                tr(l, "intenções entregues mais de uma vez", "intents delivered more than once"), ""))
+            (card("live-divergences", tr(l, "Divergências", "Divergences"), &count(t.divergences, l),
+                tr(l, "reentregas cuja nova extração teria cobrado outra coisa",
+                    "redeliveries whose fresh extraction would have charged something else"),
+                if t.divergences > 0 { "warn" } else { "" }))
+            (card("live-http", tr(l, "HTTP: replays · 409 · 422", "HTTP: replays · 409 · 422"),
+                &format!("{} · {} · {}", count(t.http_replays, l), count(t.http_409, l), count(t.http_422, l)),
+                tr(l, "respostas repetidas, chave em uso, chave com outro pedido",
+                    "replayed answers, key in use, key with another request"), ""))
+        }
+        h2 { (tr(l, "Ações", "Actions")) }
+        div class="live-cards" {
+            (card("live-in-flight", tr(l, "Em andamento agora", "In flight now"), &count(d.in_flight, l),
+                tr(l, "com lease vigente", "holding a running lease"), ""))
+            (card("live-completed", tr(l, "Concluídas", "Completed"), &count(t.actions_completed, l),
+                d.window.label(l), ""))
+            (card("live-failed", tr(l, "Falharam", "Failed"), &count(t.actions_failed, l),
+                d.window.label(l), ""))
+            (card("live-uncertain", tr(l, "Incertas agora", "Uncertain now"), &count(d.uncertain, l),
+                tr(l, "lease expirou sem resultado: reconciliar", "lease ran out with no outcome: reconcile"),
+                if d.uncertain > 0 { "alert" } else { "" }))
+        }
+        (uncertain_table(d, l))
+        (horizon(d, l))
+        (use_numbers_link(d, l))
+        (series_charts(d, l))
+        (rows_table(d, l))
+    }
+    .into_string()
+}
+
+fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
+    html! {
+        @if !d.uncertain_keys.is_empty() {
+            section class="uncertain alert" id="live-uncertain-keys" {
+                h3 { (tr(l, "Precisam de reconciliação", "Need reconciliation")) }
+                p { (tr(l, "Pergunte ao provedor o que aconteceu e registre com POST /v1/actions/{key}/reconcile, ou repita a chamada com a mesma chave.",
+                        "Ask the provider what happened and record it with POST /v1/actions/{key}/reconcile, or retry the call with the same key.")) }
+                table {
+                    thead { tr {
+                        th scope="col" { (tr(l, "Chave", "Key")) }
+                        th scope="col" { (tr(l, "Ação", "Action")) }
+                        th scope="col" { (tr(l, "Tenant", "Tenant")) }
+                        th scope="col" { (tr(l, "Início (UTC)", "Started (UTC)")) }
+                        th scope="col" { (tr(l, "Lease terminou", "Lease ended")) }
+                        th scope="col" { (tr(l, "Tentativas", "Attempts")) }
+                    } }
+                    tbody {
+                        @for u in &d.uncertain_keys {
+                            tr {
+                                td { code { (u.key) } }
+                                td { (u.action) }
+                                td { (u.tenant) }
+                                td { (utc_minute(u.started_ms)) }
+                                td { (u.lease_until_ms.map(utc_minute).unwrap_or_else(|| "—".into())) }
+                                td { (u.attempts) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn horizon(d: &LiveData, l: Locale) -> Markup {
+    let h = &d.horizon;
+    let show = |v: Option<i64>| v.map(|ms| duration(ms, l)).unwrap_or_else(|| "—".into());
+    html! {
+        section class={ "horizon" @if h.warning { " warn" } } id="live-horizon" {
+            h3 { (tr(l, "Horizonte de reentrega", "Redelivery horizon")) }
+            p {
+                (tr(l, "Atraso entre a primeira e a última entrega", "Delay between first and last delivery"))
+                ": p99 " strong { (show(h.p99_ms)) } ", " (tr(l, "máximo", "max")) " "
+                strong { (show(h.max_ms)) } " (" (count(h.measured, l)) " "
+                (tr(l, "reentregas medidas", "redeliveries measured")) ") · "
+                (tr(l, "retenção das intenções", "intent retention")) ": "
+                strong { (show(h.retention_ms)) }
+            }
+            @if h.warning {
+                p class="warning" role="alert" {
+                    (tr(l,
+                        "A retenção é menor que o dobro do maior atraso observado: uma reentrega tardia pode chegar depois que a intenção foi apagada e executar de novo. Aumente a retenção (idem retention).",
+                        "Retention is under twice the longest delay observed: a late redelivery may arrive after the intent is purged and run again. Raise the retention (idem retention)."))
+                }
+            }
+        }
+    }
+}
+
+const CW: f64 = 640.0;
+const CH: f64 = 180.0;
+const PAD: f64 = 40.0;
+
+fn px(v: f64) -> String {
+    format!("{:.1}", if v.is_finite() { v } else { 0.0 })
+}
+
+/// One line of a chart, as an SVG polyline's points.
+fn points(values: &[f64], max: f64) -> String {
+    let n = values.len().max(2) as f64 - 1.0;
+    let pts: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let x = PAD + (CW - 2.0 * PAD) * i as f64 / n;
+            let y = CH - PAD / 2.0 - (CH - PAD) * (v / max.max(1e-9));
+            format!("{},{}", px(x), px(y))
+        })
+        .collect();
+    pts.join(" ")
+}
+
+/// One chart: a heading, an SVG with a title and description for screen
+/// readers, the top and bottom axis labels, the lines, a caption, and what
+/// follows the caption (its table).
+struct Chart<'a> {
+    /// Prefix of the title and description element ids.
+    short: &'a str,
+    title: &'a str,
+    caption: &'a str,
+    top: &'a str,
+    bottom: &'a str,
+    /// Each line's values and CSS class.
+    lines: Vec<(Vec<f64>, &'a str)>,
+    max: f64,
+}
+
+impl Render for Chart<'_> {
+    fn render(&self) -> Markup {
+        let title_id = format!("{}-t", self.short);
+        let desc_id = format!("{}-d", self.short);
+        html! {
+            h3 { (self.title) }
+            svg viewBox={ "0 0 " (CW) " " (CH) } role="img" aria-labelledby={ (title_id) " " (desc_id) } {
+                title id=(title_id) { (self.title) }
+                desc id=(desc_id) { (self.caption) }
+                text class="axis" x="4" y="14" { (self.top) }
+                text class="axis" x="4" y=(px(CH - PAD / 2.0)) { (self.bottom) }
+                @for (values, class) in &self.lines {
+                    polyline class=(class) fill="none" points=(points(values, self.max)) {}
+                }
+            }
+            figcaption { (self.caption) }
+        }
+    }
+}
+
+fn series_charts(d: &LiveData, l: Locale) -> Markup {
+    let s = &d.series;
+    if s.is_empty() {
+        return html! {};
+    }
+    let span = format!(
+        "{} {}, {} – {}.",
+        tr(l, "Um ponto por", "One point per"),
+        duration(d.bucket_ms, l),
+        utc_minute(s[0].start_ms),
+        utc_minute(s[s.len() - 1].start_ms)
+    );
+    let del: Vec<f64> = s.iter().map(|p| p.deliveries as f64).collect();
+    let red: Vec<f64> = s.iter().map(|p| p.redeliveries as f64).collect();
+    let max = del.iter().cloned().fold(0.0, f64::max).max(1.0);
+    let top = count(max as i64, l);
+    let deliveries_caption = format!(
+        "{span} {}",
+        tr(
+            l,
+            "Linha cheia: entregas; tracejada: reentregas.",
+            "Solid: deliveries; dashed: redeliveries."
+        )
+    );
+    let rates: Vec<f64> = s
+        .iter()
+        .map(|p| {
+            if p.intents > 0 {
+                p.redelivered_intents as f64 * 100.0 / p.intents as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let rmax = rates.iter().cloned().fold(0.0, f64::max).max(1.0).ceil();
+    let rtop = format!("{rmax}%");
+    let rate_caption = format!(
+        "{span} {}",
+        tr(
+            l,
+            "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.",
+            "Intents delivered more than once over intents recorded in the bucket."
+        )
+    );
+    html! {
+        figure class="chart" id="live-chart-deliveries" {
+            (Chart {
+                short: "lcd",
+                title: tr(l, "Entregas e reentregas por intervalo", "Deliveries and redeliveries per bucket"),
+                caption: &deliveries_caption,
+                top: &top,
+                bottom: "0",
+                lines: vec![(del, "line deliveries"), (red, "line redeliveries")],
+                max,
+            })
+            (series_table(d, l))
+        }
+        figure class="chart" id="live-chart-rate" {
+            (Chart {
+                short: "lcr",
+                title: tr(l, "Taxa de duplicatas por intervalo", "Duplicate rate per bucket"),
+                caption: &rate_caption,
+                top: &rtop,
+                bottom: "0%",
+                lines: vec![(rates, "line rate")],
+                max: rmax,
+            })
+        }
+    }
+}
+
+fn series_table(d: &LiveData, l: Locale) -> Markup {
+    html! {
+        details {
+            summary { (tr(l, "Tabela", "Table")) }
+            table {
+                thead { tr {
+                    th scope="col" { (tr(l, "Início (UTC)", "Start (UTC)")) }
+                    th scope="col" { (tr(l, "Entregas", "Deliveries")) }
+                    th scope="col" { (tr(l, "Reentregas", "Redeliveries")) }
+                    th scope="col" { (tr(l, "Taxa", "Rate")) }
+                } }
+                tbody {
+                    @for p in d.series.iter().filter(|p| p.deliveries > 0) {
+                        @let c = LiveCounts {
+                            intents: p.intents,
+                            redelivered_intents: p.redelivered_intents,
+                            ..LiveCounts::default()
+                        };
+                        tr {
+                            th scope="row" { (utc_minute(p.start_ms)) }
+                            td { (count(p.deliveries, l)) }
+                            td { (count(p.redeliveries, l)) }
+                            td { (c.duplicate_rate_pct().map(|r| pct(r, l)).unwrap_or_else(|| "—".into())) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rows_table(d: &LiveData, l: Locale) -> Markup {
+    let heads = [
+        tr(l, "Tenant", "Tenant"),
+        tr(l, "Ação", "Action"),
+        tr(l, "Intenções", "Intents"),
+        tr(l, "Entregas", "Deliveries"),
+        tr(l, "Reentregas", "Redeliveries"),
+        tr(l, "Taxa de duplicatas", "Duplicate rate"),
+        tr(l, "Divergências", "Divergences"),
+        tr(l, "Concluídas", "Completed"),
+        tr(l, "Falharam", "Failed"),
+        tr(l, "Incertas", "Uncertain"),
+        tr(l, "Replays · 409 · 422", "Replays · 409 · 422"),
+    ];
+    html! {
+        h2 { (tr(l, "Por tenant e tipo de ação", "By tenant and action type")) }
+        table class="live-rows" id="live-rows" {
+            thead { tr { @for h in heads { th scope="col" { (h) } } } }
+            tbody {
+                @if d.rows.is_empty() {
+                    tr { td colspan="11" { (tr(l, "Nenhuma atividade na janela.", "No activity in the window.")) } }
+                }
+                @for r in &d.rows {
+                    @let c = &r.counts;
+                    tr {
+                        th scope="row" { (r.tenant) }
+                        td { (r.action) }
+                        td { (count(c.intents, l)) }
+                        td { (count(c.deliveries, l)) }
+                        td { (count(c.redeliveries, l)) }
+                        td { (rate_text(c, l)) }
+                        td { (count(c.divergences, l)) }
+                        td { (count(c.actions_completed, l)) }
+                        td { (count(c.actions_failed, l)) }
+                        td { (count(c.actions_uncertain, l)) }
+                        td { (count(c.http_replays, l)) " · " (count(c.http_409, l)) " · " (count(c.http_422, l)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The compact panel under the calculator.
+pub fn panel_html(d: &LiveData, l: Locale) -> String {
+    let t = &d.totals;
+    let items = [
+        (
+            "panel-intents",
+            tr(l, "Intenções", "Intents"),
+            count(t.intents, l),
+        ),
+        (
+            "panel-rate",
+            tr(l, "Taxa de duplicatas medida", "Measured duplicate rate"),
+            rate_text(t, l),
+        ),
+        (
+            "panel-divergences",
+            tr(l, "Divergências", "Divergences"),
+            count(t.divergences, l),
+        ),
+        (
+            "panel-uncertain",
+            tr(l, "Ações incertas agora", "Uncertain actions now"),
+            count(d.uncertain, l),
+        ),
+    ];
+    html! {
+        dl class="live-panel" {
+            @for (id, k, v) in &items {
+                div id=(id) { dt { (k) } dd { (v) } }
+            }
+        }
+        (use_numbers_link(d, l))
+        p { a href={ "/live?lang=" (l.tag()) } rel="external" { (tr(l, "Abrir o monitor ao vivo", "Open the live monitor")) } }
+    }
+    .into_string()
+}
+
+/// The page's text now, with both languages as data attributes for
+/// `live.js`, which switches it when the language changes in place.
+fn both(l: Locale, pt: &str, en: &str) -> (String, String, String) {
+    let now = if l == Locale::EnUs { en } else { pt };
+    (pt.to_owned(), en.to_owned(), now.to_owned())
+}
+
+/// The feed-status texts, in both languages, by state.
+const STATUS: [(&str, &str, &str); 7] = [
+    (
+        "connecting",
+        "conectando ao feed ao vivo…",
+        "connecting to the live feed…",
+    ),
+    ("live", "ao vivo", "live"),
+    ("reconnected", "ao vivo (reconectado)", "live (reconnected)"),
+    (
+        "stale",
+        "dados desatualizados: sem notícias do servidor há mais de 5 s",
+        "stale: no word from the server for over 5 s",
+    ),
+    (
+        "disconnected",
+        "desconectado: tentando reconectar…",
+        "disconnected: trying to reconnect…",
+    ),
+    (
+        "polling",
+        "ao vivo (consultando a cada 2 s)",
+        "live (polling every 2 s)",
+    ),
+    ("off", "sem feed ao vivo", "no live feed"),
+];
+
+/// The feed-status line `live.js` keeps current. Its texts travel as data
+/// attributes, in both languages, so the script needs none of its own.
+/// (maud names attributes statically, so this one element is assembled
+/// here; every value still goes through maud's escaping.)
+fn status_html(id: &str, l: Locale) -> Markup {
+    let mut attrs = String::new();
+    for (state, pt, en) in STATUS {
+        attrs.push_str(&format!(
+            " data-pt-{state}=\"{}\" data-en-{state}=\"{}\"",
+            pt.render().into_string(),
+            en.render().into_string()
+        ));
+    }
+    let text = tr(
+        l,
+        "conectando ao feed ao vivo…",
+        "connecting to the live feed…",
+    );
+    html! {
+        (PreEscaped(format!(
+            "<p id=\"{}\" class=\"feed-status\" role=\"status\" data-state=\"connecting\"{attrs}>{}</p>",
+            id.render().into_string(),
+            text.render().into_string()
+        )))
+    }
+}
+
+/// The whole `/live` page body: title, controls, feed status, numbers.
+/// `feed` is empty when the viewer may not see traffic (then `numbers` is
+/// the sign-in form or the reason). `controls` and `numbers` are markup
+/// this module made.
+pub fn page_html(controls: &str, numbers: &str, feed: &str, l: Locale) -> String {
+    let (pt, en, now) = both(l, "Monitor de duplicatas ao vivo", "Live duplicate monitor");
+    html! {
+        h1 data-pt=(pt) data-en=(en) { (now) }
+        div id="live-controls" { (PreEscaped(controls)) }
+        @if !feed.is_empty() { (status_html("live-status", l)) }
+        div id="live-root" class="live" data-feed=(feed) data-status="live-status" { (PreEscaped(numbers)) }
+        script src="/live.js" defer {}
+    }
+    .into_string()
+}
+
+/// The calculator's panel: title, feed status, numbers (markup this module
+/// made).
+pub fn panel_frame_html(numbers: &str, feed: &str, l: Locale) -> String {
+    let (pt, en, now) = both(l, "Tráfego real (últimas 24 h)", "Real traffic (last 24 h)");
+    html! {
+        h2 id="live-panel-title" data-pt=(pt) data-en=(en) { (now) }
+        @if !feed.is_empty() { (status_html("live-panel-status", l)) }
+        div id="live-panel" data-feed=(feed) data-status="live-panel-status" { (PreEscaped(numbers)) }
+        script src="/live.js" defer {}
+    }
+    .into_string()
+}
+
+/// The panel before the feed's first event (and, without JavaScript, for
+/// good: with a link to the page that shows the numbers).
+pub fn panel_waiting_html(l: Locale) -> String {
+    html! {
+        p class="note" {
+            (tr(l, "Lendo o tráfego real…", "Reading real traffic…")) " "
+            a href={ "/live?lang=" (l.tag()) } rel="external" { (tr(l, "Abrir o monitor ao vivo", "Open the live monitor")) }
+        }
+    }
+    .into_string()
+}
+
+/// What the panel and page say to a viewer who may not see traffic.
+pub fn locked_html(l: Locale) -> String {
+    html! {
+        p class="live-locked" {
+            (tr(l, "O tráfego real aparece aqui para quem entrar com um token.",
+                "Real traffic shows here once you sign in with a token.")) " "
+            a href={ "/live?lang=" (l.tag()) } rel="external" { (tr(l, "Entrar", "Sign in")) }
+        }
+    }
+    .into_string()
+}
+
+/// The sign-in form of `/live` (a token: admin, or a tenant's API token).
+pub fn login_html(l: Locale, failed: bool) -> String {
+    html! {
+        @if failed {
+            p class="field-error" role="alert" {
+                (tr(l, "Token recusado: confira e tente de novo.", "Token refused: check it and try again."))
+            }
+        }
+        form class="live-login" method="post" action="/live/login" {
+            p { (tr(l,
+                "Este servidor não está só na máquina local: o monitor pede um token. O token de administração mostra todos os tenants; o token de API de um tenant mostra só o dele.",
+                "This server is not loopback-only: the monitor asks for a token. The admin token shows every tenant; a tenant's API token shows only its own.")) }
+            label { (tr(l, "Token", "Token")) " " input type="password" name="token" autocomplete="current-password" required; }
+            input type="hidden" name="lang" value=(l.tag());
+            button type="submit" { (tr(l, "Entrar", "Sign in")) }
+        }
+    }
+    .into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::data::{use_numbers_href, LiveRow};
+    use super::*;
+
+    fn totals(intents: i64, redelivered: i64) -> LiveCounts {
+        LiveCounts {
+            intents,
+            redelivered_intents: redelivered,
+            deliveries: intents + redelivered,
+            redeliveries: redelivered,
+            ..LiveCounts::default()
+        }
+    }
+
+    #[test]
+    fn the_monitor_escapes_what_tenants_wrote() {
+        let d = LiveData {
+            tenants: vec!["<b>x</b>".into()],
+            rows: vec![LiveRow {
+                tenant: "<b>x</b>".into(),
+                action: "a&b".into(),
+                counts: totals(2, 1),
+            }],
+            totals: totals(2, 1),
+            use_numbers: use_numbers_href(Window::Day, &totals(2, 1)),
+            admin: true,
+            ..LiveData::default()
+        };
+        let html = live_html(&d, Locale::EnUs);
+        assert!(!html.contains("<b>x</b>"), "{html}");
+        assert!(html.contains("&lt;b&gt;x&lt;/b&gt;"));
+        assert!(html.contains("a&amp;b"));
+        assert!(html.contains("50.00% (1 of 2 intents)"), "{html}");
+        assert!(panel_html(&d, Locale::PtBr).contains("50,00% (1 de 2 intenções)"));
+        let controls = controls_html(&d, Locale::EnUs);
+        assert!(!controls.contains("<b>x</b>"), "{controls}");
+        let page = page_html(&controls, &html, "/live/events?a=1&b=\"2\"", Locale::EnUs);
+        assert!(
+            page.contains("data-feed=\"/live/events?a=1&amp;b=&quot;2&quot;\""),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn the_status_line_carries_both_languages() {
+        let s = status_html("live-status", Locale::PtBr).into_string();
+        assert!(s.starts_with(
+            "<p id=\"live-status\" class=\"feed-status\" role=\"status\" data-state=\"connecting\""
+        ));
+        assert!(
+            s.contains("data-en-stale=\"stale: no word from the server for over 5 s\""),
+            "{s}"
+        );
+        assert!(s.ends_with(">conectando ao feed ao vivo…</p>"), "{s}");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(850, Locale::PtBr), "850 ms");
+        assert_eq!(duration(90_000, Locale::PtBr), "1,5 min");
+        assert_eq!(duration(2 * DAY, Locale::EnUs), "2 d");
+    }
+}
