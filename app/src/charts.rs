@@ -20,9 +20,11 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::fmt::Write;
 
-const W: f64 = 640.0;
+/// Every chart's width in SVG units.
+pub const W: f64 = 640.0;
 
-fn px(v: f64) -> String {
+/// A coordinate, to a tenth of a unit (so server and browser agree).
+pub fn px(v: f64) -> String {
     format!("{:.1}", if v.is_finite() { v } else { 0.0 })
 }
 
@@ -51,7 +53,12 @@ fn money0(v: f64, s: &Scenario, l: Locale) -> String {
 
 /// The three charts of a scenario.
 #[component]
-pub fn Charts(scenario: Scenario, outputs: CostOutputs) -> impl IntoView {
+pub fn Charts(
+    /// The scenario the charts draw.
+    scenario: Scenario,
+    /// Its outputs.
+    outputs: CostOutputs,
+) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
     view! { <section class="charts" inner_html=move || charts_html(&scenario, &outputs, locale.get())></section> }
 }
@@ -66,7 +73,9 @@ pub fn charts_html(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
 }
 
 /// Opens a figure: heading, the SVG's accessible name and description.
-fn open_figure(out: &mut String, id: &str, title: &str, caption: &str, h: f64) {
+/// The one chart writer: the calculator's charts and the live monitor's
+/// (drawn on the server) both open and close their figures here.
+pub fn open_figure(out: &mut String, id: &str, title: &str, caption: &str, h: f64) {
     let _ = write!(
         out,
         "<figure class=\"chart\" id=\"{id}\"><h3>{t}</h3>\
@@ -77,8 +86,9 @@ fn open_figure(out: &mut String, id: &str, title: &str, caption: &str, h: f64) {
     );
 }
 
-/// Closes a figure with its caption, an optional note, and its table.
-fn close_figure(
+/// Closes a figure with its caption, an optional note, and its table
+/// (the first cell of each row is its header).
+pub fn close_figure(
     out: &mut String,
     caption: &str,
     note: Option<&str>,
@@ -113,7 +123,8 @@ fn close_figure(
     out.push_str("</tbody></table></details></figure>");
 }
 
-fn text(out: &mut String, class: &str, x: f64, y: f64, anchor: &str, body: &str) {
+/// An SVG text, escaped.
+pub fn text(out: &mut String, class: &str, x: f64, y: f64, anchor: &str, body: &str) {
     let _ = write!(
         out,
         "<text class=\"{class}\" x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",

@@ -12,7 +12,7 @@
 #[cfg(feature = "hydrate")]
 mod browser;
 pub mod calculator;
-mod charts;
+pub mod charts;
 pub mod i18n;
 pub mod live;
 mod markup;

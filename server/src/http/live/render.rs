@@ -5,6 +5,7 @@
 //! is in the wasm.
 
 use super::data::{measured_scenario, LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
+use app::charts::{close_figure, open_figure, px, text, W};
 use app::i18n::{tr, utc_minute};
 use idem_core::locale::{format_count, format_decimal, Locale};
 use maud::{html, Markup, PreEscaped, Render};
@@ -248,64 +249,30 @@ fn horizon(d: &LiveData, l: Locale) -> Markup {
     }
 }
 
-const CW: f64 = 640.0;
 const CH: f64 = 180.0;
 const PAD: f64 = 40.0;
 
-fn px(v: f64) -> String {
-    format!("{:.1}", if v.is_finite() { v } else { 0.0 })
-}
-
-/// One line of a chart, as an SVG polyline's points.
-fn points(values: &[f64], max: f64) -> String {
+/// One line of a chart, as an SVG polyline.
+fn polyline(out: &mut String, values: &[f64], max: f64, class: &str) {
     let n = values.len().max(2) as f64 - 1.0;
     let pts: Vec<String> = values
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            let x = PAD + (CW - 2.0 * PAD) * i as f64 / n;
+            let x = PAD + (W - 2.0 * PAD) * i as f64 / n;
             let y = CH - PAD / 2.0 - (CH - PAD) * (v / max.max(1e-9));
             format!("{},{}", px(x), px(y))
         })
         .collect();
-    pts.join(" ")
+    // Class names are this module's constants; the points are numbers.
+    out.push_str(&format!(
+        "<polyline class=\"{class}\" fill=\"none\" points=\"{}\"></polyline>",
+        pts.join(" ")
+    ));
 }
 
-/// One chart: a heading, an SVG with a title and description for screen
-/// readers, the top and bottom axis labels, the lines, a caption, and what
-/// follows the caption (its table).
-struct Chart<'a> {
-    /// Prefix of the title and description element ids.
-    short: &'a str,
-    title: &'a str,
-    caption: &'a str,
-    top: &'a str,
-    bottom: &'a str,
-    /// Each line's values and CSS class.
-    lines: Vec<(Vec<f64>, &'a str)>,
-    max: f64,
-}
-
-impl Render for Chart<'_> {
-    fn render(&self) -> Markup {
-        let title_id = format!("{}-t", self.short);
-        let desc_id = format!("{}-d", self.short);
-        html! {
-            h3 { (self.title) }
-            svg viewBox={ "0 0 " (CW) " " (CH) } role="img" aria-labelledby={ (title_id) " " (desc_id) } {
-                title id=(title_id) { (self.title) }
-                desc id=(desc_id) { (self.caption) }
-                text class="axis" x="4" y="14" { (self.top) }
-                text class="axis" x="4" y=(px(CH - PAD / 2.0)) { (self.bottom) }
-                @for (values, class) in &self.lines {
-                    polyline class=(class) fill="none" points=(points(values, self.max)) {}
-                }
-            }
-            figcaption { (self.caption) }
-        }
-    }
-}
-
+/// The monitor's charts, written by the calculator's chart writer
+/// (`app::charts`), so the product has one SVG chart writer.
 fn series_charts(d: &LiveData, l: Locale) -> Markup {
     let s = &d.series;
     if s.is_empty() {
@@ -318,11 +285,41 @@ fn series_charts(d: &LiveData, l: Locale) -> Markup {
         utc_minute(s[0].start_ms),
         utc_minute(s[s.len() - 1].start_ms)
     );
+    let rate = |p: &super::data::LivePoint| {
+        LiveCounts {
+            intents: p.intents,
+            redelivered_intents: p.redelivered_intents,
+            ..LiveCounts::default()
+        }
+        .duplicate_rate_pct()
+        .map(|r| pct(r, l))
+        .unwrap_or_else(|| "—".into())
+    };
+    // The tables list the buckets that saw traffic.
+    let rows: Vec<Vec<String>> = s
+        .iter()
+        .filter(|p| p.deliveries > 0)
+        .map(|p| {
+            vec![
+                utc_minute(p.start_ms),
+                count(p.deliveries, l),
+                count(p.redeliveries, l),
+                rate(p),
+            ]
+        })
+        .collect();
+    let head = [
+        tr(l, "Início (UTC)", "Start (UTC)"),
+        tr(l, "Entregas", "Deliveries"),
+        tr(l, "Reentregas", "Redeliveries"),
+        tr(l, "Taxa", "Rate"),
+    ];
+    let mut out = String::new();
+
     let del: Vec<f64> = s.iter().map(|p| p.deliveries as f64).collect();
     let red: Vec<f64> = s.iter().map(|p| p.redeliveries as f64).collect();
     let max = del.iter().cloned().fold(0.0, f64::max).max(1.0);
-    let top = count(max as i64, l);
-    let deliveries_caption = format!(
+    let caption = format!(
         "{span} {}",
         tr(
             l,
@@ -330,6 +327,18 @@ fn series_charts(d: &LiveData, l: Locale) -> Markup {
             "Solid: deliveries; dashed: redeliveries."
         )
     );
+    let title = tr(
+        l,
+        "Entregas e reentregas por intervalo",
+        "Deliveries and redeliveries per bucket",
+    );
+    open_figure(&mut out, "live-chart-deliveries", title, &caption, CH);
+    text(&mut out, "axis", 4.0, 14.0, "start", &count(max as i64, l));
+    text(&mut out, "axis", 4.0, CH - PAD / 2.0, "start", "0");
+    polyline(&mut out, &del, max, "line deliveries");
+    polyline(&mut out, &red, max, "line redeliveries");
+    close_figure(&mut out, &caption, None, l, &head, &rows);
+
     let rates: Vec<f64> = s
         .iter()
         .map(|p| {
@@ -341,8 +350,7 @@ fn series_charts(d: &LiveData, l: Locale) -> Markup {
         })
         .collect();
     let rmax = rates.iter().cloned().fold(0.0, f64::max).max(1.0).ceil();
-    let rtop = format!("{rmax}%");
-    let rate_caption = format!(
+    let caption = format!(
         "{span} {}",
         tr(
             l,
@@ -350,62 +358,18 @@ fn series_charts(d: &LiveData, l: Locale) -> Markup {
             "Intents delivered more than once over intents recorded in the bucket."
         )
     );
-    html! {
-        figure class="chart" id="live-chart-deliveries" {
-            (Chart {
-                short: "lcd",
-                title: tr(l, "Entregas e reentregas por intervalo", "Deliveries and redeliveries per bucket"),
-                caption: &deliveries_caption,
-                top: &top,
-                bottom: "0",
-                lines: vec![(del, "line deliveries"), (red, "line redeliveries")],
-                max,
-            })
-            (series_table(d, l))
-        }
-        figure class="chart" id="live-chart-rate" {
-            (Chart {
-                short: "lcr",
-                title: tr(l, "Taxa de duplicatas por intervalo", "Duplicate rate per bucket"),
-                caption: &rate_caption,
-                top: &rtop,
-                bottom: "0%",
-                lines: vec![(rates, "line rate")],
-                max: rmax,
-            })
-        }
-    }
-}
-
-fn series_table(d: &LiveData, l: Locale) -> Markup {
-    html! {
-        details {
-            summary { (tr(l, "Tabela", "Table")) }
-            table {
-                thead { tr {
-                    th scope="col" { (tr(l, "Início (UTC)", "Start (UTC)")) }
-                    th scope="col" { (tr(l, "Entregas", "Deliveries")) }
-                    th scope="col" { (tr(l, "Reentregas", "Redeliveries")) }
-                    th scope="col" { (tr(l, "Taxa", "Rate")) }
-                } }
-                tbody {
-                    @for p in d.series.iter().filter(|p| p.deliveries > 0) {
-                        @let c = LiveCounts {
-                            intents: p.intents,
-                            redelivered_intents: p.redelivered_intents,
-                            ..LiveCounts::default()
-                        };
-                        tr {
-                            th scope="row" { (utc_minute(p.start_ms)) }
-                            td { (count(p.deliveries, l)) }
-                            td { (count(p.redeliveries, l)) }
-                            td { (c.duplicate_rate_pct().map(|r| pct(r, l)).unwrap_or_else(|| "—".into())) }
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let title = tr(
+        l,
+        "Taxa de duplicatas por intervalo",
+        "Duplicate rate per bucket",
+    );
+    open_figure(&mut out, "live-chart-rate", title, &caption, CH);
+    text(&mut out, "axis", 4.0, 14.0, "start", &format!("{rmax}%"));
+    text(&mut out, "axis", 4.0, CH - PAD / 2.0, "start", "0%");
+    polyline(&mut out, &rates, rmax, "line rate");
+    close_figure(&mut out, &caption, None, l, &head, &rows);
+    // The chart writer escapes every text it is given.
+    PreEscaped(out)
 }
 
 fn rows_table(d: &LiveData, l: Locale) -> Markup {
@@ -677,6 +641,39 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with(">conectando ao feed ao vivo…</p>"), "{s}");
+    }
+
+    #[test]
+    fn the_charts_use_the_one_chart_writer() {
+        let point = |start_ms, deliveries, redeliveries| super::super::data::LivePoint {
+            start_ms,
+            deliveries,
+            redeliveries,
+            intents: deliveries - redeliveries,
+            redelivered_intents: redeliveries,
+        };
+        let d = LiveData {
+            bucket_ms: MINUTE,
+            series: vec![
+                point(0, 4, 1),
+                point(MINUTE, 0, 0),
+                point(2 * MINUTE, 10, 5),
+            ],
+            ..LiveData::default()
+        };
+        let html = live_html(&d, Locale::EnUs);
+        for want in [
+            "<figure class=\"chart\" id=\"live-chart-deliveries\"><h3>Deliveries and redeliveries per bucket</h3>",
+            "aria-labelledby=\"live-chart-deliveries-title live-chart-deliveries-desc\"",
+            "<polyline class=\"line deliveries\" fill=\"none\" points=\"40.0,104.0 320.0,160.0 600.0,20.0\">",
+            "<polyline class=\"line redeliveries\"",
+            "<figure class=\"chart\" id=\"live-chart-rate\">",
+            "<th scope=\"row\">1970-01-01 00:02 UTC</th><td>10</td><td>5</td><td>100.00%</td>",
+        ] {
+            assert!(html.contains(want), "{want} missing from {html}");
+        }
+        // A bucket without deliveries is drawn but not listed.
+        assert!(!html.contains("<th scope=\"row\">1970-01-01 00:01 UTC</th>"));
     }
 
     #[test]
