@@ -110,6 +110,18 @@ impl Srv {
         panic!("the key {key} was never held in progress");
     }
 
+    /// `GET url` without a token, read as JSON.
+    async fn get_json(&self, url: &str) -> Value {
+        self.http
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     async fn done(self) {
         self.store.close().await;
         self.db.done().await;
@@ -1032,15 +1044,7 @@ async fn metrics_openapi_and_probes(s: &Srv) {
     ] {
         assert!(text.contains(want), "{want} missing from\n{text}");
     }
-    let doc: Value = s
-        .http
-        .get(s.url("/v1/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = s.get_json(&s.url("/v1/openapi.json")).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     for path in [
         "/v1/keys",
@@ -1266,15 +1270,7 @@ async fn without_demo_the_demo_provider_is_not_there(s: &Srv) {
         .unwrap();
     assert_eq!(res.status(), 404);
     assert_eq!(s.charges(&s.a).await, 0, "nothing was charged");
-    let doc: Value = s
-        .http
-        .get(format!("{base}/v1/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = s.get_json(&format!("{base}/v1/openapi.json")).await;
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.contains_key("/v1/intents"));
     assert!(

@@ -271,7 +271,7 @@ impl LiveData {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn totals(intents: i64, redelivered: i64) -> LiveCounts {

@@ -588,18 +588,9 @@ pub fn login_html(l: Locale, failed: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::data::tests::totals;
     use super::super::data::{use_numbers_href, LiveRow};
     use super::*;
-
-    fn totals(intents: i64, redelivered: i64) -> LiveCounts {
-        LiveCounts {
-            intents,
-            redelivered_intents: redelivered,
-            deliveries: intents + redelivered,
-            redeliveries: redelivered,
-            ..LiveCounts::default()
-        }
-    }
 
     #[test]
     fn the_monitor_escapes_what_tenants_wrote() {
