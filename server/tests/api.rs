@@ -197,6 +197,7 @@ idem_testkit::both!(
     dashboard_saves_shows_compares_and_exports_scenarios,
     without_demo_the_demo_provider_is_not_there,
     corrupt_stored_data_is_a_500_not_a_503,
+    safe_methods_and_exact_numbers_in_the_key_layer,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1310,4 +1311,58 @@ async fn corrupt_stored_data_is_a_500_not_a_503(s: &Srv) {
     let v: Value = serde_json::from_str(&p).unwrap();
     assert_eq!(v["type"], "urn:idem:problem:internal", "{p}");
     assert!(!p.contains("not json"), "{p}");
+}
+
+/// The Idempotency-Key layer ignores keys on GET, HEAD and OPTIONS (nothing
+/// is stored, so a 405 is not replayed and the key stays free for the
+/// POST), and compares JSON numbers by exact value.
+async fn safe_methods_and_exact_numbers_in_the_key_layer(s: &Srv) {
+    for method in [
+        reqwest::Method::GET,
+        reqwest::Method::HEAD,
+        reqwest::Method::OPTIONS,
+    ] {
+        for _ in 0..2 {
+            let res = s
+                .http
+                .request(method.clone(), s.url("/v1/demo/charges"))
+                .bearer_auth(&s.a)
+                .header("idempotency-key", "safe-1")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 405, "{method}");
+            assert!(res.headers().get("idempotent-replayed").is_none());
+        }
+    }
+    let res = s
+        .charge(&s.a, Some("safe-1"), &charge_body(), None)
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "the key was never taken by the GETs");
+
+    let body =
+        |amount: &str| format!(r#"{{"amount_cents":{amount},"currency":"BRL","customer":"c"}}"#);
+    let send = |amount: &str| {
+        s.http
+            .post(s.url("/v1/demo/charges"))
+            .bearer_auth(&s.a)
+            .header("idempotency-key", "exact-1")
+            .header("content-type", "application/json")
+            .body(body(amount))
+            .send()
+    };
+    // A fractional amount is refused by the handler, and that answer is
+    // stored under the key.
+    let first = send("1.5").await.unwrap();
+    assert_eq!(first.status(), 422);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    // A body that differs beyond a double's precision is another request.
+    let other = send("1.50000000000000001").await.unwrap();
+    let p = problem(other, 422).await;
+    assert_eq!(p["type"], "urn:idem:problem:key-reused", "{p}");
+    // The same value spelled otherwise is the same request: replayed.
+    let again = send("15e-1").await.unwrap();
+    assert_eq!(again.status(), 422);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
 }

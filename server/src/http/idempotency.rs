@@ -10,7 +10,9 @@
 //!    malformed: 400.
 //! 3. The fingerprint is SHA-256 over the method, the path with its query and
 //!    the body (canonical JSON when the body is JSON, so key order and
-//!    spacing do not matter; the raw bytes otherwise).
+//!    spacing do not matter and numbers compare by exact decimal value; the
+//!    raw bytes otherwise). GET, HEAD and OPTIONS pass through untouched:
+//!    their key is ignored and nothing is stored.
 //! 4. The store decides in one statement: run it, replay the stored
 //!    response (`Idempotent-Replayed: true`), 409 while the first request
 //!    runs (`Retry-After`), or 422 when the key came with another request.
@@ -34,12 +36,14 @@ use super::v1::BODY_LIMIT;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use idem_core::TenantId;
 use idem_store::{HttpBegin, HttpRequestKey, Session, Store, StoredResponse};
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -130,7 +134,12 @@ where
     fn call(&mut self, req: Request) -> Self::Future {
         // The clone that was driven to readiness serves this call.
         let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        // Safe methods repeat harmlessly: their key is ignored and nothing is
+        // stored (a 405 must not be replayed, nor block a later POST).
+        if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+            return Box::pin(inner.call(req));
+        }
         let config = self.config.clone();
         Box::pin(async move {
             Ok(guard(config, inner, req)
@@ -198,47 +207,114 @@ pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
     h.update(b"\n");
     h.update(path_and_query.as_bytes());
     h.update(b"\n");
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(v) => {
-            let mut out = Vec::with_capacity(body.len());
-            canonical(&v, &mut out);
-            h.update(&out);
-        }
-        Err(_) => h.update(body),
+    let canon = std::str::from_utf8(body).ok().and_then(|text| {
+        let raw = serde_json::from_str::<&RawValue>(text).ok()?;
+        let mut out = Vec::with_capacity(body.len());
+        canonical(raw, &mut out).then_some(out)
+    });
+    match canon {
+        Some(out) => h.update(&out),
+        None => h.update(body),
     }
     hex::encode(h.finalize())
 }
 
-/// Compact JSON with object members sorted by key, whatever map order the
-/// build's serde_json uses.
-fn canonical(v: &serde_json::Value, out: &mut Vec<u8>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            let mut entries: Vec<_> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
+/// Writes a JSON value compactly with object members sorted by key (the
+/// last of duplicate names wins, as in most parsers) and every number in
+/// [`canonical_number`]'s form: nothing goes through a binary float, so
+/// two bodies that differ in any digit never share a fingerprint. Returns
+/// `false` when the text is not JSON after all.
+fn canonical(raw: &RawValue, out: &mut Vec<u8>) -> bool {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'{') => {
+            let Ok(members) = serde_json::from_str::<BTreeMap<String, &RawValue>>(text) else {
+                return false;
+            };
             out.push(b'{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
+            for (i, (k, v)) in members.into_iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(serde_json::Value::String(k.clone()).to_string().as_bytes());
+                out.extend_from_slice(serde_json::Value::String(k).to_string().as_bytes());
                 out.push(b':');
-                canonical(v, out);
+                if !canonical(v, out) {
+                    return false;
+                }
             }
             out.push(b'}');
         }
-        serde_json::Value::Array(a) => {
+        Some(b'[') => {
+            let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) else {
+                return false;
+            };
             out.push(b'[');
-            for (i, v) in a.iter().enumerate() {
+            for (i, v) in items.into_iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                canonical(v, out);
+                if !canonical(v, out) {
+                    return false;
+                }
             }
             out.push(b']');
         }
-        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
+        Some(b'"') => {
+            let Ok(s) = serde_json::from_str::<String>(text) else {
+                return false;
+            };
+            out.extend_from_slice(serde_json::Value::String(s).to_string().as_bytes());
+        }
+        Some(b'-' | b'0'..=b'9') => match canonical_number(text) {
+            Some(n) => out.extend_from_slice(n.as_bytes()),
+            None => return false,
+        },
+        // true, false, null: their text is their only spelling.
+        _ => out.extend_from_slice(text.as_bytes()),
     }
+    true
+}
+
+/// A JSON number's exact value, one spelling per value: `1`, `1.0`,
+/// `10e-1` and `0.1e1` are all `1`; `-0` is `0`. Plain decimal notation
+/// while the exponent is small (so the usual bodies keep the text they
+/// had), `DIGITSeEXP` beyond that (so `1e100000` stays eight bytes).
+fn canonical_number(text: &str) -> Option<String> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // value = digits × 10^exp, with no leading or trailing zeros in digits.
+    let all: String = format!("{int}{frac}");
+    let mut exp = exp.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    let digits = all.trim_start_matches('0');
+    let trimmed = digits.trim_end_matches('0');
+    exp = exp.checked_add(i64::try_from(digits.len() - trimmed.len()).ok()?)?;
+    if trimmed.is_empty() {
+        return Some("0".into());
+    }
+    let sign = if negative { "-" } else { "" };
+    let len = i64::try_from(trimmed.len()).ok()?;
+    const PLAIN: i64 = 40;
+    Some(if (0..=PLAIN).contains(&exp) {
+        format!("{sign}{trimmed}{}", "0".repeat(usize::try_from(exp).ok()?))
+    } else if exp < 0 && -exp < len {
+        let point = usize::try_from(len + exp).ok()?;
+        format!("{sign}{}.{}", &trimmed[..point], &trimmed[point..])
+    } else if exp < 0 && -exp - len <= PLAIN {
+        let zeros = usize::try_from(-exp - len).ok()?;
+        format!("{sign}0.{}{trimmed}", "0".repeat(zeros))
+    } else {
+        format!("{sign}{trimmed}e{exp}")
+    })
 }
 
 /// Whether a handler's response is stored for replay (else the key is released).
@@ -579,6 +655,46 @@ mod tests {
             fingerprint("POST", "/x", b"raw"),
             fingerprint("POST", "/x", b"raw ")
         );
+    }
+
+    #[test]
+    fn fingerprint_numbers_compare_by_exact_value() {
+        let f = |body: &str| fingerprint("POST", "/x", body.as_bytes());
+        for same in [
+            [r#"{"n":1}"#, r#"{"n":1.0}"#],
+            [r#"{"n":1}"#, r#"{"n":10e-1}"#],
+            [r#"{"n":1}"#, r#"{"n":0.1E1}"#],
+            [r#"{"n":0}"#, r#"{"n":-0.0}"#],
+            [r#"{"n":150}"#, r#"{"n":1.5e2}"#],
+            [r#"{"n":0.25}"#, r#"{"n":25e-2}"#],
+        ] {
+            assert_eq!(f(same[0]), f(same[1]), "{same:?}");
+        }
+        for differ in [
+            [r#"{"n":9007199254740993}"#, r#"{"n":9007199254740992}"#],
+            [r#"{"n":9007199254740993.0}"#, r#"{"n":9007199254740992.0}"#],
+            [r#"{"n":0.1}"#, r#"{"n":0.10000000000000001}"#],
+            [r#"{"n":1e400}"#, r#"{"n":1e401}"#],
+            [r#"{"n":-1}"#, r#"{"n":1}"#],
+            [r#"{"n":1}"#, r#"{"n":"1"}"#],
+        ] {
+            assert_ne!(f(differ[0]), f(differ[1]), "{differ:?}");
+        }
+    }
+
+    #[test]
+    fn canonical_numbers_keep_the_usual_text() {
+        for (text, want) in [
+            ("100", "100"),
+            ("-42", "-42"),
+            ("1.50", "1.5"),
+            ("0.001", "0.001"),
+            ("12.0e3", "12000"),
+            ("1e100000", "1e100000"),
+            ("123e-60", "123e-60"),
+        ] {
+            assert_eq!(canonical_number(text).as_deref(), Some(want), "{text}");
+        }
     }
 
     #[test]
