@@ -198,6 +198,7 @@ idem_testkit::both!(
     without_demo_the_demo_provider_is_not_there,
     corrupt_stored_data_is_a_500_not_a_503,
     safe_methods_and_exact_numbers_in_the_key_layer,
+    retention_keeps_an_uncertain_action,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1365,4 +1366,48 @@ async fn safe_methods_and_exact_numbers_in_the_key_layer(s: &Srv) {
     let again = send("15e-1").await.unwrap();
     assert_eq!(again.status(), 422);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
+}
+
+/// The retention reproduction through HTTP: action retention 1 s, a claim
+/// with a 1 s lease, 2 s later a purge. `GET` still shows the action, now
+/// uncertain, and the next `begin` answers 202 instead of a fresh claim.
+async fn retention_keeps_an_uncertain_action(s: &Srv) {
+    let acme = TenantId::try_from("acme").unwrap();
+    let mut session = s.store.session().await.unwrap();
+    session
+        .set_retention(
+            &acme,
+            &idem_store::Retention {
+                intent_ms: 1_000,
+                action_ms: 1_000,
+                http_ms: 1_000,
+            },
+        )
+        .await
+        .unwrap();
+    drop(session);
+    let key = "e".repeat(64);
+    let res = begin(s, &key, 1_000).await;
+    assert_eq!(res.status(), 201);
+    s.clock.advance(Duration::from_secs(2));
+    let report = s.store.purge(1000).await.unwrap();
+    assert_eq!(
+        (
+            report.leases_expired,
+            report.actions,
+            report.unresolved_kept
+        ),
+        (1, 0, 1),
+        "{report:?}"
+    );
+    let res = s.get(&s.a, &format!("/v1/actions/{key}")).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["state"], "uncertain");
+    let res = begin(s, &key, 30_000).await;
+    assert_eq!(res.status(), 202);
+    let u: Value = res.json().await.unwrap();
+    assert_eq!(
+        (u["status"].as_str(), u["attempt"].as_i64()),
+        (Some("uncertain"), Some(2))
+    );
 }

@@ -522,6 +522,20 @@ macro_rules! backend {
             query.execute(&mut *c).await.map(|r| r.rows_affected())
         }
 
+        /// Unsettled actions older than the cutoff.
+        pub(crate) async fn count_unresolved_past(
+            c: &mut Conn,
+            tenant: &str,
+            cutoff: Millis,
+        ) -> R<u64> {
+            let row = sqlx::query::<$db>(q::COUNT_UNRESOLVED_PAST)
+                .bind(tenant)
+                .bind(cutoff)
+                .fetch_one(&mut *c)
+                .await?;
+            Ok(u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0))
+        }
+
         /// Admin: the tenants with rows in one table.
         pub(crate) async fn tenants_in(c: &mut Conn, sql: &'static str) -> R<Vec<String>> {
             let rows = sqlx::query::<$db>(sql).fetch_all(&mut *c).await?;

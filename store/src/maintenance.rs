@@ -30,14 +30,19 @@ pub struct PurgeReport {
     pub stats: u64,
     /// Claims whose lease ran out, now marked uncertain.
     pub leases_expired: u64,
+    /// Unsettled actions (claimed, uncertain, failed but retryable) whose
+    /// attempt started before the retention cutoff, kept with their intents
+    /// until they are settled.
+    pub unresolved_kept: u64,
     /// Batches (statements) run.
     pub batches: u64,
 }
 
 impl Store {
-    /// Removes expired rows of every tenant in batches of `batch` rows, each
-    /// batch its own short statement so no lock is held for long, and marks
-    /// claims whose lease ran out as uncertain.
+    /// Marks claims whose lease ran out as uncertain, then removes expired
+    /// rows of every tenant in batches of `batch` rows, each batch its own
+    /// short statement so no lock is held for long. Unsettled actions and
+    /// their intents are never removed, whatever the retention.
     #[tracing::instrument(skip(self))]
     pub async fn purge(&self, batch: u32) -> Result<PurgeReport, Error> {
         let batch = i64::from(batch.max(1));
@@ -55,8 +60,8 @@ impl Store {
             let Ok(tenant) = TenantId::try_from(tenant) else {
                 continue; // not written through this API; leave it alone
             };
-            let r = s.retention(&tenant).await?;
-            purge_tenant(&mut s, &tenant, &r, now, batch, &mut report).await?;
+            // Expired leases become uncertain first, so the purge below
+            // sees them as what they are: unsettled, and kept.
             let mut swept = 0;
             loop {
                 let n = on!(s.sweep_expired_leases(tenant.as_str(), now, batch))?;
@@ -71,6 +76,10 @@ impl Store {
                 self.count_uncertain(&tenant, swept, now);
             }
             report.leases_expired += swept;
+            let r = s.retention(&tenant).await?;
+            purge_tenant(&mut s, &tenant, &r, now, batch, &mut report).await?;
+            report.unresolved_kept +=
+                on!(s.count_unresolved_past(tenant.as_str(), now - r.action_ms))?;
         }
         tracing::info!(?report, "purge finished");
         Ok(report)

@@ -212,12 +212,19 @@ on conflict (tenant_id) do update set
     http_retention_ms = excluded.http_retention_ms";
 
     /// Purges intents whose last delivery is older than the cutoff, one
-    /// bounded batch per statement so no lock is held for long.
+    /// bounded batch per statement so no lock is held for long. An intent
+    /// whose action is not settled stays, whatever its age: a redelivery
+    /// must find the frozen payload of an action whose outcome is unknown.
     pub const PURGE_INTENTS: &str = "\
 delete from intents
 where tenant_id = $1 and (reference, action) in (
     select reference, action from intents
     where tenant_id = $1 and last_seen_ms < $2
+        and not exists (
+            select 1 from actions
+            where tenant_id = $1 and actions.idem_key = intents.idem_key
+                and not (state = 'completed' or reconciled
+                    or (state = 'failed' and retryable is not true)))
     limit $3)";
 
     /// Purges the history of corrections older than the cutoff.
@@ -228,13 +235,27 @@ where tenant_id = $1 and (reference, action, revision) in (
     where tenant_id = $1 and replaced_ms < $2
     limit $3)";
 
-    /// Purges actions not touched since the cutoff.
+    /// Purges settled actions (completed, failed for good, reconciled) not
+    /// touched since the cutoff. Claimed, uncertain and retryable-failed
+    /// actions stay until they are settled: deleting one would let the next
+    /// `begin` claim afresh as if nothing had been attempted.
     pub const PURGE_ACTIONS: &str = "\
 delete from actions
 where tenant_id = $1 and idem_key in (
     select idem_key from actions
     where tenant_id = $1 and updated_ms < $2
+        and (state = 'completed' or reconciled
+            or (state = 'failed' and retryable is not true))
     limit $3)";
+
+    /// How many unsettled actions started before the retention cutoff: a
+    /// purge by age alone would have removed them. Reported so an operator
+    /// sees what waits on reconciling.
+    pub const COUNT_UNRESOLVED_PAST: &str = "\
+select count(*) as n from actions
+where tenant_id = $1 and started_ms < $2
+    and not (state = 'completed' or reconciled
+        or (state = 'failed' and retryable is not true))";
 
     /// Purges expired HTTP key records.
     pub const PURGE_HTTP_KEYS: &str = "\
@@ -530,6 +551,7 @@ pub const ALL: &[(&str, &str)] = {
         ("PURGE_INTENTS", PURGE_INTENTS),
         ("PURGE_INTENT_HISTORY", PURGE_INTENT_HISTORY),
         ("PURGE_ACTIONS", PURGE_ACTIONS),
+        ("COUNT_UNRESOLVED_PAST", COUNT_UNRESOLVED_PAST),
         ("PURGE_HTTP_KEYS", PURGE_HTTP_KEYS),
         ("PURGE_CONSUMED_EVENTS", PURGE_CONSUMED_EVENTS),
         ("PURGE_OUTBOX", PURGE_OUTBOX),

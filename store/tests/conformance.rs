@@ -75,6 +75,7 @@ idem_testkit::both!(
     outbox_commits_with_the_action,
     rolled_back_transaction_leaves_no_trace,
     retention_purges_in_batches_and_keeps_recent_rows,
+    retention_never_removes_an_unsettled_action_or_its_intent,
     statistics_count_what_happened,
     sixty_four_concurrent_records_make_one_row,
     sixty_four_concurrent_begins_make_one_claim,
@@ -782,6 +783,112 @@ async fn rolled_back_transaction_leaves_no_trace(h: &H) {
         (report.totals.intents, report.totals.actions_started),
         (0, 0)
     );
+}
+
+/// The reproduction: action retention 1 s, a claim with a 1 s lease, 2 s
+/// later a purge. The action must survive as uncertain (with its intent),
+/// and the next `begin` must say so instead of claiming afresh. Settled
+/// actions (completed, failed for good, reconciled) still go.
+async fn retention_never_removes_an_unsettled_action_or_its_intent(h: &H) {
+    let mut s = h.store.session().await.unwrap();
+    s.set_retention(
+        &h.tenant,
+        &Retention {
+            intent_ms: 1_000,
+            action_ms: 1_000,
+            http_ms: 1_000,
+        },
+    )
+    .await
+    .unwrap();
+    let lease = Duration::from_secs(1);
+    let unknown = record(h, &h.tenant, &pix("UNKNOWN", "1.00")).await;
+    h.store
+        .begin_action(&h.tenant, &pix_action(), &unknown.key, lease)
+        .await
+        .unwrap();
+    // A retryable failure is not settled either: a retry may still come.
+    let retry = record(h, &h.tenant, &pix("RETRY", "2.00")).await;
+    let Begin::Claimed { token, .. } = h
+        .store
+        .begin_action(&h.tenant, &pix_action(), &retry.key, lease)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    s.fail(&h.tenant, &retry.key, token, "timeout", true)
+        .await
+        .unwrap();
+    // Settled: completed, failed for good.
+    let done = record(h, &h.tenant, &pix("DONE", "3.00")).await;
+    let refused = record(h, &h.tenant, &pix("REFUSED", "4.00")).await;
+    for (key, ok) in [(&done.key, true), (&refused.key, false)] {
+        let Begin::Claimed { token, .. } = h
+            .store
+            .begin_action(&h.tenant, &pix_action(), key, lease)
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        if ok {
+            s.complete(&h.tenant, key, token, "{}").await.unwrap();
+        } else {
+            s.fail(&h.tenant, key, token, "card refused", false)
+                .await
+                .unwrap();
+        }
+    }
+    h.clock.advance(Duration::from_secs(2));
+    let report = h.store.purge(100).await.unwrap();
+    assert_eq!(report.leases_expired, 1, "{report:?}");
+    assert_eq!(report.actions, 2, "only the settled two: {report:?}");
+    assert_eq!(
+        report.intents, 2,
+        "only the settled two's intents: {report:?}"
+    );
+    assert_eq!(report.unresolved_kept, 2, "{report:?}");
+    let a = s.action(&h.tenant, &unknown.key).await.unwrap();
+    assert_eq!(a.state, ActionState::Uncertain);
+    assert!(s.intent(&h.tenant, "pix.cobranca", "UNKNOWN").await.is_ok());
+    assert!(s.intent(&h.tenant, "pix.cobranca", "RETRY").await.is_ok());
+    assert!(matches!(
+        s.action(&h.tenant, &done.key).await,
+        Err(Error::NotFound)
+    ));
+    assert!(matches!(
+        s.intent(&h.tenant, "pix.cobranca", "DONE").await,
+        Err(Error::NotFound)
+    ));
+    // The next claim learns that an attempt's outcome is unknown.
+    let Begin::Uncertain { token, attempt, .. } = h
+        .store
+        .begin_action(&h.tenant, &pix_action(), &unknown.key, lease)
+        .await
+        .unwrap()
+    else {
+        panic!("expected uncertain")
+    };
+    assert_eq!(attempt, 2);
+    // Once reconciled it is settled, and the next purge past retention
+    // removes it and its intent; the retryable failure still waits.
+    s.reconcile(
+        &h.tenant,
+        &unknown.key,
+        token,
+        &Outcome::Completed("{}".into()),
+    )
+    .await
+    .unwrap();
+    h.clock.advance(Duration::from_secs(2));
+    let report = h.store.purge(100).await.unwrap();
+    assert_eq!((report.actions, report.intents), (1, 1), "{report:?}");
+    assert_eq!(report.unresolved_kept, 1, "RETRY waits: {report:?}");
+    assert!(matches!(
+        s.intent(&h.tenant, "pix.cobranca", "UNKNOWN").await,
+        Err(Error::NotFound)
+    ));
 }
 
 async fn retention_purges_in_batches_and_keeps_recent_rows(h: &H) {
