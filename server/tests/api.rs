@@ -1403,6 +1403,37 @@ async fn retention_keeps_an_uncertain_action(s: &Srv) {
     let res = s.get(&s.a, &format!("/v1/actions/{key}")).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.json::<Value>().await.unwrap()["state"], "uncertain");
+    // /metrics and /live show what retention keeps, and for how long.
+    let metrics = s
+        .http
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for want in [
+        r#"idem_actions_unresolved{state="uncertain"} 1"#,
+        r#"idem_actions_unresolved{state="started"} 0"#,
+        r#"idem_actions_unresolved{state="failed_retryable"} 0"#,
+    ] {
+        assert!(metrics.contains(want), "{want} missing from\n{metrics}");
+    }
+    let age: i64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("idem_actions_oldest_unresolved_age_seconds "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((2..60).contains(&age), "{age}");
+    let live = s.get_json(&s.url("/live/data.json?window=1h")).await;
+    assert_eq!(live["unresolved"][0]["tenant"], "acme", "{live}");
+    assert_eq!(live["unresolved"][0]["count"], 1);
+    assert!(live["unresolved"][0]["oldest_age_ms"].as_i64().unwrap() >= 2_000);
+    let page = common::page(&s.url("/live?window=1h&lang=en-US")).await;
+    assert!(page.contains("id=\"live-unresolved\""), "{page}");
+
     let res = begin(s, &key, 30_000).await;
     assert_eq!(res.status(), 202);
     let u: Value = res.json().await.unwrap();

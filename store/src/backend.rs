@@ -536,6 +536,13 @@ macro_rules! backend {
             Ok(u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0))
         }
 
+        /// Admin: unsettled actions by state: (state, count, oldest start).
+        pub(crate) async fn admin_unresolved(c: &mut Conn) -> R<Vec<(String, i64, Option<i64>)>> {
+            sqlx::query_as::<$db, (String, i64, Option<i64>)>(crate::sql::ADMIN_UNRESOLVED)
+                .fetch_all(&mut *c)
+                .await
+        }
+
         /// Admin: the tenants with rows in one table.
         pub(crate) async fn tenants_in(c: &mut Conn, sql: &'static str) -> R<Vec<String>> {
             let rows = sqlx::query::<$db>(sql).fetch_all(&mut *c).await?;
@@ -728,8 +735,8 @@ macro_rules! backend {
             c: &mut Conn,
             tenant: &str,
             now: Millis,
-        ) -> R<(i64, i64, i64)> {
-            sqlx::query_as::<$db, (i64, i64, i64)>(q::LIVE_ACTION_COUNTS)
+        ) -> R<(i64, i64, i64, i64, Option<i64>)> {
+            sqlx::query_as::<$db, (i64, i64, i64, i64, Option<i64>)>(q::LIVE_ACTION_COUNTS)
                 .bind(tenant)
                 .bind(now)
                 .fetch_one(&mut *c)

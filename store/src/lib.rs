@@ -492,6 +492,22 @@ impl Store {
             .collect()
     }
 
+    /// Admin: unsettled actions of every tenant, by state (what retention
+    /// keeps until someone settles or reconciles them).
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn unresolved_actions(&self) -> Result<Vec<UnresolvedActions>, Error> {
+        let mut s = self.session().await?;
+        let rows = session::on!(s.admin_unresolved())?;
+        Ok(rows
+            .into_iter()
+            .map(|(state, count, oldest_started_ms)| UnresolvedActions {
+                state,
+                count,
+                oldest_started_ms,
+            })
+            .collect())
+    }
+
     /// Admin: per-tenant totals over a range, read from the rollups.
     pub async fn admin_totals(
         &self,

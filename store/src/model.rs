@@ -345,4 +345,20 @@ pub struct LiveActions {
     pub uncertain: i64,
     /// The newest of them, for reconciliation (at most the limit asked).
     pub uncertain_keys: Vec<UncertainAction>,
+    /// Not settled: started (lease running or not), uncertain, or failed
+    /// but retryable. Retention keeps these.
+    pub unresolved: i64,
+    /// When the oldest unsettled action's attempt started.
+    pub oldest_unresolved_ms: Option<Millis>,
+}
+
+/// Unsettled actions of one state across every tenant (`/metrics`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnresolvedActions {
+    /// `started`, `uncertain` or `failed_retryable`.
+    pub state: String,
+    /// How many.
+    pub count: i64,
+    /// When the oldest one's attempt started.
+    pub oldest_started_ms: Option<Millis>,
 }

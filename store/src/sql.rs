@@ -389,7 +389,13 @@ select
     (select count(*) from actions
      where tenant_id = $1 and state = 'started' and lease_until_ms <= $2) as expired,
     (select count(*) from actions
-     where tenant_id = $1 and state = 'uncertain') as uncertain";
+     where tenant_id = $1 and state = 'uncertain') as uncertain,
+    (select count(*) from actions
+     where tenant_id = $1 and not (state = 'completed' or reconciled
+         or (state = 'failed' and retryable is not true))) as unresolved,
+    (select min(started_ms) from actions
+     where tenant_id = $1 and not (state = 'completed' or reconciled
+         or (state = 'failed' and retryable is not true))) as oldest_unresolved_ms";
 
     /// The newest uncertain actions, for reconciliation.
     pub const LIVE_UNCERTAIN: &str = "\
@@ -497,9 +503,19 @@ order by id
 limit $2";
 }
 
+/// Admin: unsettled actions of every tenant by state, with the oldest
+/// attempt's start (the `/metrics` gauges; one scan of the actions table,
+/// made only when Prometheus scrapes).
+pub const ADMIN_UNRESOLVED: &str = "\
+select case when state = 'failed' then 'failed_retryable' else state end as state,
+    count(*) as n, min(started_ms) as oldest_ms
+from actions
+where not (state = 'completed' or reconciled or (state = 'failed' and retryable is not true))
+group by 1";
+
 /// Every statement that is not scoped to one tenant.
 pub fn admin_statements() -> impl Iterator<Item = &'static str> {
-    [shared::ADMIN_TOTALS, LIST_TENANTS]
+    [shared::ADMIN_TOTALS, LIST_TENANTS, ADMIN_UNRESOLVED]
         .into_iter()
         .chain(TENANTS_IN_TABLES)
 }
@@ -573,6 +589,7 @@ pub const ALL: &[(&str, &str)] = {
         ("LIVE_UNCERTAIN", LIVE_UNCERTAIN),
         ("LIVE_EXPIRED", LIVE_EXPIRED),
         ("LIST_TENANTS", LIST_TENANTS),
+        ("ADMIN_UNRESOLVED", ADMIN_UNRESOLVED),
         ("SELECT_SCENARIO", SELECT_SCENARIO),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),

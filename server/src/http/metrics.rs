@@ -7,10 +7,11 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use idem_store::PurgeReport;
+use idem_store::{PurgeReport, Store, UnresolvedActions};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
@@ -62,7 +63,21 @@ pub struct Metrics {
     pub uncertain: Counter,
     /// Rows removed by retention, by table.
     pub purged: Family<TableLabels, Counter>,
+    /// Unsettled actions now, by state (read from the database at scrape).
+    pub unresolved: Family<StateLabels, Gauge>,
+    /// Age of the oldest unsettled action's attempt, in seconds.
+    pub oldest_unresolved: Gauge,
 }
+
+/// Labels naming an unsettled action state.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabels {
+    /// `started`, `uncertain` or `failed_retryable`.
+    pub state: &'static str,
+}
+
+/// The unsettled states `/metrics` always reports (zero when none).
+const UNRESOLVED_STATES: [&str; 3] = ["started", "uncertain", "failed_retryable"];
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -128,6 +143,18 @@ impl Metrics {
             "Rows removed by retention, by table",
             purged.clone(),
         );
+        let unresolved = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "actions_unresolved",
+            "Actions not settled now (every tenant), by state: retention keeps them until they are completed, failed for good or reconciled",
+            unresolved.clone(),
+        );
+        let oldest_unresolved = Gauge::default();
+        registry.register(
+            "actions_oldest_unresolved_age_seconds",
+            "Age of the oldest unsettled action's attempt",
+            oldest_unresolved.clone(),
+        );
         // Every table's series exists from the start, at zero.
         for (table, _) in Self::purged_tables(&PurgeReport::default()) {
             purged.get_or_create(&TableLabels { table }).inc_by(0);
@@ -143,7 +170,23 @@ impl Metrics {
             lease_takeovers,
             uncertain,
             purged,
+            unresolved,
+            oldest_unresolved,
         }
+    }
+
+    /// Sets the unsettled-action gauges from the database's numbers.
+    pub fn set_unresolved(&self, rows: &[UnresolvedActions], now_ms: i64) {
+        for state in UNRESOLVED_STATES {
+            let n = rows
+                .iter()
+                .find(|r| r.state == state)
+                .map_or(0, |r| r.count);
+            self.unresolved.get_or_create(&StateLabels { state }).set(n);
+        }
+        let oldest = rows.iter().filter_map(|r| r.oldest_started_ms).min();
+        self.oldest_unresolved
+            .set(oldest.map_or(0, |t| (now_ms - t).max(0) / 1000));
     }
 
     /// Counts a purge run.
@@ -175,8 +218,19 @@ impl Metrics {
     }
 }
 
-/// `GET /metrics`.
-pub async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+/// `GET /metrics`. The unsettled-action gauges are read from the database
+/// at each scrape (one grouped query), so every instance reports the same.
+pub async fn serve_metrics(
+    State(metrics): State<Arc<Metrics>>,
+    State(store): State<Store>,
+) -> Response {
+    match store.unresolved_actions().await {
+        Ok(rows) => metrics.set_unresolved(&rows, store.now_ms()),
+        // The counters still answer; the gauges keep their last values.
+        Err(e) => {
+            tracing::warn!(error = %super::error::chain(&e), "reading unsettled actions for /metrics failed")
+        }
+    }
     let mut res = metrics.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -66,6 +66,12 @@ impl std::ops::Deref for ApiState {
     }
 }
 
+impl FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Self {
+        state.api.store.clone()
+    }
+}
+
 impl FromRef<AppState> for Arc<Metrics> {
     fn from_ref(state: &AppState) -> Self {
         state.api.metrics.clone()

@@ -38,7 +38,8 @@ impl Session {
         limit: u32,
     ) -> Result<LiveActions, Error> {
         let t = tenant.as_str();
-        let (in_flight, expired, uncertain) = on!(self.live_action_counts(t, now))?;
+        let (in_flight, expired, uncertain, unresolved, oldest_unresolved_ms) =
+            on!(self.live_action_counts(t, now))?;
         let limit = i64::from(limit);
         // The lists are read only when the counts say there is something
         // to list: most tenants have nothing uncertain, and the monitor
@@ -71,6 +72,8 @@ impl Session {
         Ok(LiveActions {
             in_flight,
             uncertain: expired + uncertain,
+            unresolved,
+            oldest_unresolved_ms,
             uncertain_keys: rows
                 .into_iter()
                 .map(|(expired, r)| UncertainAction {

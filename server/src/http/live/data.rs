@@ -182,6 +182,20 @@ pub struct LiveUncertain {
     pub attempts: i32,
 }
 
+/// A tenant's unsettled actions: what retention keeps until someone
+/// settles or reconciles them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveUnresolved {
+    /// Tenant.
+    pub tenant: String,
+    /// Actions not settled (started, uncertain, failed but retryable).
+    pub count: i64,
+    /// When the oldest one's attempt started.
+    pub oldest_started_ms: Option<i64>,
+    /// Its age when the numbers were read, in ms.
+    pub oldest_age_ms: Option<i64>,
+}
+
 /// The redelivery horizon against the retention that must cover it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LiveHorizon {
@@ -230,6 +244,8 @@ pub struct LiveData {
     pub uncertain: i64,
     /// The newest uncertain actions.
     pub uncertain_keys: Vec<LiveUncertain>,
+    /// Per tenant with unsettled actions: how many, and the oldest's age.
+    pub unresolved: Vec<LiveUnresolved>,
     /// Redelivery horizon and retention.
     pub horizon: LiveHorizon,
     /// The calculator link with the measured monthly volume and rate.

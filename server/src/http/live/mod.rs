@@ -26,7 +26,9 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use data::{LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, Window};
+use data::{
+    LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, LiveUnresolved, Window,
+};
 use futures_util::stream::{Stream, StreamExt};
 use idem_core::locale::Locale;
 use idem_core::TenantId;
@@ -283,6 +285,14 @@ async fn read(
         retention = Some(retention.map_or(r.intent_ms, |x: i64| x.min(r.intent_ms)));
         data.in_flight += live.in_flight;
         data.uncertain += live.uncertain;
+        if live.unresolved > 0 {
+            data.unresolved.push(LiveUnresolved {
+                tenant: tenant.as_str().to_owned(),
+                count: live.unresolved,
+                oldest_started_ms: live.oldest_unresolved_ms,
+                oldest_age_ms: live.oldest_unresolved_ms.map(|t| (now - t).max(0)),
+            });
+        }
         data.uncertain_keys
             .extend(live.uncertain_keys.into_iter().map(|u| LiveUncertain {
                 tenant: tenant.as_str().to_owned(),

@@ -182,6 +182,7 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
                 if d.uncertain > 0 { "alert" } else { "" }))
         }
         (uncertain_table(d, l))
+        (unresolved_table(d, l))
         (horizon(d, l))
         (use_numbers_link(d, l))
         (series_charts(d, l))
@@ -215,6 +216,37 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
                                 td { (utc_minute(u.started_ms)) }
                                 td { (u.lease_until_ms.map(utc_minute).unwrap_or_else(|| "—".into())) }
                                 td { (u.attempts) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Per tenant, the actions retention keeps because they are not settled,
+/// and how long the oldest has waited.
+fn unresolved_table(d: &LiveData, l: Locale) -> Markup {
+    html! {
+        @if !d.unresolved.is_empty() {
+            section class="unresolved" id="live-unresolved" {
+                h3 { (tr(l, "Ações não resolvidas", "Unsettled actions")) }
+                p class="note" { (tr(l,
+                    "Em andamento, incertas ou com falha que ainda pode ser repetida: a retenção não as apaga (nem suas intenções) até que sejam concluídas, falhem de vez ou sejam reconciliadas.",
+                    "In flight, uncertain, or failed but retryable: retention removes neither them nor their intents until they are completed, failed for good or reconciled.")) }
+                table {
+                    thead { tr {
+                        th scope="col" { (tr(l, "Tenant", "Tenant")) }
+                        th scope="col" { (tr(l, "Não resolvidas", "Unsettled")) }
+                        th scope="col" { (tr(l, "Idade da mais antiga", "Age of the oldest")) }
+                    } }
+                    tbody {
+                        @for u in &d.unresolved {
+                            tr {
+                                th scope="row" { (u.tenant) }
+                                td { (count(u.count, l)) }
+                                td { (u.oldest_age_ms.map(|ms| duration(ms, l)).unwrap_or_else(|| "—".into())) }
                             }
                         }
                     }
