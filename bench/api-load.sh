@@ -32,6 +32,8 @@ case $backend in
   *) echo "usage: $0 sqlite|postgres [seconds]" >&2; exit 2 ;;
 esac
 export DATABASE_URL=$url
+# On PostgreSQL idem serve needs the deployment's shared secret.
+export IDEMPOTENCY_HMAC_KEY=${IDEMPOTENCY_HMAC_KEY:-bench-secret}
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$idem" migrate --data-dir "$data" >/dev/null
 export IDEM_TOKEN

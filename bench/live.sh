@@ -28,6 +28,8 @@ data=$(mktemp -d)
 psql_q() { PGOPTIONS="-c client_min_messages=warning" psql "$1" -v ON_ERROR_STOP=1 -qAt "${@:2}"; }
 url="$pg/idem_live_bench"
 export DATABASE_URL=$url
+# On PostgreSQL idem serve needs the deployment's shared secret.
+export IDEMPOTENCY_HMAC_KEY=${IDEMPOTENCY_HMAC_KEY:-bench-secret}
 # IDEM_LIVE_BENCH_REUSE=1 keeps a database an earlier run seeded.
 if [ -n "${IDEM_LIVE_BENCH_REUSE:-}" ] && psql_q "$url" -c "select 1 from intents limit 1" >/dev/null 2>&1; then
   echo "reusing idem_live_bench: $(psql_q "$url" -c "select count(*) from intents") intents" >&2

@@ -278,6 +278,17 @@ impl KeyDeriver {
         Self { mac }
     }
 
+    /// A check value of the secret: HMAC-SHA256 under it of a fixed label,
+    /// as lowercase hex. Two deployments with the same value share the
+    /// secret; the value reveals nothing of the secret itself, so it may be
+    /// stored beside the data (an instance started with another secret can
+    /// then refuse to run instead of deriving other keys).
+    pub fn secret_check(&self) -> String {
+        let mut mac = self.mac.clone();
+        mac.update(b"idem secret check v1");
+        to_hex(&mac.finalize().into_bytes())
+    }
+
     /// The key of already-normalized fields.
     pub fn key(
         &self,
@@ -415,6 +426,18 @@ mod tests {
 
     fn deriver() -> KeyDeriver {
         KeyDeriver::new(&Secret::new(b"vetor-publico-nao-e-segredo".to_vec()).unwrap())
+    }
+
+    #[test]
+    fn the_secret_check_depends_on_the_secret_only() {
+        let d = |s: &[u8]| KeyDeriver::new(&Secret::new(s.to_vec()).unwrap());
+        assert_eq!(d(b"one").secret_check(), d(b"one").secret_check());
+        assert_ne!(d(b"one").secret_check(), d(b"two").secret_check());
+        assert_eq!(d(b"one").secret_check().len(), 64);
+        assert!(
+            !d(b"one").secret_check().contains("6f6e65"),
+            "not the secret's bytes"
+        );
     }
 
     #[test]

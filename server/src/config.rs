@@ -66,8 +66,12 @@ pub fn sqlite_url(data_dir: &std::path::Path) -> String {
 #[derive(Debug, Clone)]
 pub enum SecretSource {
     /// `IDEMPOTENCY_HMAC_KEY`, else the data directory's `hmac.key`, else a
-    /// new random one written there.
+    /// new random one written there. The generated file serves the embedded
+    /// default (SQLite) only: on PostgreSQL, where several instances share
+    /// one database, the secret must be given.
     DataDir,
+    /// The secret in this file (`--hmac-key-file`), trimmed.
+    File(PathBuf),
     /// This secret (tests, and callers that load it themselves).
     Given(Secret),
 }

@@ -23,6 +23,19 @@ pub fn from_env() -> anyhow::Result<Secret> {
     }
 }
 
+/// The secret in `path` (its text, trimmed), naming the file in any error.
+pub fn from_file(path: &Path) -> anyhow::Result<Secret> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the HMAC secret file {}", path.display()))?;
+    Secret::new(text.trim().as_bytes().to_vec())
+        .with_context(|| format!("the HMAC secret file {} is empty", path.display()))
+}
+
+/// Whether `IDEMPOTENCY_HMAC_KEY` holds a secret.
+pub fn in_env() -> bool {
+    std::env::var(ENV).is_ok_and(|v| !v.is_empty())
+}
+
 /// The secret for `serve`: the environment's, else the one in the data
 /// directory, else a new random 32-byte secret written there (mode 0600)
 /// as 64 hex characters. Returns whether it was created.

@@ -27,8 +27,17 @@ impl Application {
     /// listener. Fails, naming the cause, when any of them cannot be done.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         check_writable(&config.database_url)?;
+        let postgres = config.database_url.starts_with("postgres");
         let secret = match config.secret {
             SecretSource::Given(s) => s,
+            SecretSource::File(path) => crate::secret::from_file(&path)?,
+            SecretSource::DataDir if postgres && !crate::secret::in_env() => anyhow::bail!(
+                "refusing to start on PostgreSQL without a shared HMAC secret: every instance on \
+                 one database must derive the same key for the same intent, and a secret generated \
+                 here would differ from the others'. Set {} (or --hmac-key-file) to the secret \
+                 your services share.",
+                crate::secret::ENV
+            ),
             SecretSource::DataDir => {
                 let (secret, created) = crate::secret::for_serve(&config.data_dir)?;
                 if created {
@@ -47,6 +56,17 @@ impl Application {
         options.clock = config.clock;
         let store = Store::connect(&config.database_url, options).await?;
         store.migrate().await?;
+        match store.check_secret().await {
+            Ok(()) => {}
+            Err(idem_store::Error::SecretMismatch) => anyhow::bail!(
+                "refusing to start: this database was set up with another HMAC secret, so this \
+                 instance would derive other keys for the same intents. Start it with the secret \
+                 the other instances use ({} or --hmac-key-file). The database keeps only a check \
+                 value of the secret, never the secret.",
+                crate::secret::ENV
+            ),
+            Err(e) => return Err(e.into()),
+        }
         let listener = TcpListener::bind(config.addr)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.addr))?;

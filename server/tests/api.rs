@@ -199,6 +199,7 @@ idem_testkit::both!(
     corrupt_stored_data_is_a_500_not_a_503,
     safe_methods_and_exact_numbers_in_the_key_layer,
     retention_keeps_an_uncertain_action,
+    a_second_secret_on_the_same_database_refuses_to_start,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1441,4 +1442,37 @@ async fn retention_keeps_an_uncertain_action(s: &Srv) {
         (u["status"].as_str(), u["attempt"].as_i64()),
         (Some("uncertain"), Some(2))
     );
+}
+
+/// One secret per deployment: the database keeps a check value of the
+/// first instance's secret, and an instance with another secret refuses to
+/// start, naming the fix. The same secret starts as often as it likes.
+async fn a_second_secret_on_the_same_database_refuses_to_start(s: &Srv) {
+    let other = idem_server::config::Config {
+        secret: idem_server::config::SecretSource::Given(
+            idem_core::Secret::new(b"another secret".to_vec()).unwrap(),
+        ),
+        ..common::config(&s.db.url, &s.clock)
+    };
+    let err = match idem_server::startup::Application::build(other).await {
+        Ok(_) => panic!("an instance with another secret started"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("another HMAC secret"), "{err}");
+    assert!(err.contains("IDEMPOTENCY_HMAC_KEY"), "{err}");
+    assert!(
+        !err.contains("another secret"),
+        "the secret is never printed: {err}"
+    );
+    // The shared secret starts again.
+    let (base, _) = common::spawn_app(common::config(&s.db.url, &s.clock)).await;
+    let res = s
+        .http
+        .post(format!("{base}/v1/intents"))
+        .bearer_auth(&s.a)
+        .json(&cobranca("1.00"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
 }

@@ -459,3 +459,55 @@ async fn tenant_create_prints_a_token_that_authenticates() {
     assert_eq!(store.authenticate(&token).await.unwrap().as_str(), "acme");
     store.close().await;
 }
+
+/// On PostgreSQL every instance of a deployment shares one database, so
+/// `idem serve` refuses to start with a secret of its own making: it says
+/// why before it connects anywhere.
+#[test]
+fn serve_on_postgres_without_a_shared_secret_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let unreachable = "postgres://nobody@127.0.0.1:1/none";
+    let o = idem(
+        &[
+            "serve",
+            "--data-dir",
+            data,
+            "--database-url",
+            unreachable,
+            "--addr",
+            "127.0.0.1:0",
+        ],
+        "",
+        None,
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("without a shared HMAC secret"), "{err}");
+    assert!(
+        err.contains("IDEMPOTENCY_HMAC_KEY") && err.contains("--hmac-key-file"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("hmac.key").exists(),
+        "no secret was generated"
+    );
+    // A secret file that is empty is refused by name.
+    let empty = dir.path().join("empty.key");
+    std::fs::write(&empty, "\n").unwrap();
+    let o = idem(
+        &[
+            "serve",
+            "--data-dir",
+            data,
+            "--database-url",
+            unreachable,
+            "--hmac-key-file",
+            empty.to_str().unwrap(),
+        ],
+        "",
+        None,
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("empty.key"), "{}", stderr(&o));
+}

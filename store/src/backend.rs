@@ -543,6 +543,30 @@ macro_rules! backend {
                 .await
         }
 
+        /// Records a deployment check value unless one exists; returns the
+        /// stored one.
+        pub(crate) async fn deployment_check(
+            c: &mut Conn,
+            tenant: &str,
+            name: &str,
+            value: &str,
+            now: Millis,
+        ) -> R<String> {
+            sqlx::query::<$db>(q::INSERT_DEPLOYMENT_CHECK)
+                .bind(tenant)
+                .bind(name)
+                .bind(value)
+                .bind(now)
+                .execute(&mut *c)
+                .await?;
+            let row = sqlx::query::<$db>(q::SELECT_DEPLOYMENT_CHECK)
+                .bind(tenant)
+                .bind(name)
+                .fetch_one(&mut *c)
+                .await?;
+            row.try_get("value")
+        }
+
         /// Admin: the tenants with rows in one table.
         pub(crate) async fn tenants_in(c: &mut Conn, sql: &'static str) -> R<Vec<String>> {
             let rows = sqlx::query::<$db>(sql).fetch_all(&mut *c).await?;

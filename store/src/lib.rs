@@ -91,6 +91,10 @@ pub enum Error {
     /// The store is shutting down.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// This database was set up with another HMAC secret: this instance
+    /// would derive other keys for the same intents.
+    #[error("this database was set up with another HMAC secret")]
+    SecretMismatch,
 }
 
 impl Error {
@@ -107,6 +111,9 @@ impl Error {
         )
     }
 }
+
+/// The reserved tenant deployment-wide rows live under.
+const DEPLOYMENT_TENANT: &str = "_deployment";
 
 impl From<idem_core::Error> for Error {
     fn from(e: idem_core::Error) -> Self {
@@ -490,6 +497,27 @@ impl Store {
         ids.iter()
             .map(|t| TenantId::try_from(t.as_str()).map_err(|e| Error::Corrupt(e.to_string())))
             .collect()
+    }
+
+    /// Records the check value of this store's HMAC secret on first use, or
+    /// compares it with the one recorded: `Err(Error::SecretMismatch)` when
+    /// another secret set this database up. A store opened without a
+    /// deriver (admin commands) has nothing to check.
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn check_secret(&self) -> Result<(), Error> {
+        let Some(deriver) = &self.inner.deriver else {
+            return Ok(());
+        };
+        let mine = deriver.secret_check();
+        let mut s = self.session().await?;
+        let now = self.inner.clock.now_ms();
+        let stored =
+            session::on!(s.deployment_check(DEPLOYMENT_TENANT, "hmac_secret", &mine, now))?;
+        if stored == mine {
+            Ok(())
+        } else {
+            Err(Error::SecretMismatch)
+        }
     }
 
     /// Admin: unsettled actions of every tenant, by state (what retention

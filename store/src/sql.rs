@@ -411,6 +411,18 @@ where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
 order by lease_until_ms desc
 limit $3";
 
+    /// Records a deployment-wide check value under the reserved tenant; the
+    /// first writer wins, later ones read what it wrote.
+    pub const INSERT_DEPLOYMENT_CHECK: &str = "\
+insert into deployment_checks (tenant_id, name, value, created_ms)
+values ($1, $2, $3, $4)
+on conflict (tenant_id, name) do nothing";
+
+    /// Reads a deployment-wide check value.
+    pub const SELECT_DEPLOYMENT_CHECK: &str = "\
+select value from deployment_checks
+where tenant_id = $1 and name = $2";
+
     /// Saves a dashboard scenario. The id is derived from the content, so a
     /// conflict means this very scenario was saved before: keep that row.
     pub const INSERT_SCENARIO: &str = "\
@@ -585,6 +597,8 @@ pub const ALL: &[(&str, &str)] = {
         ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
         ("LIST_DEMO_CHARGES", LIST_DEMO_CHARGES),
         ("INSERT_SCENARIO", INSERT_SCENARIO),
+        ("INSERT_DEPLOYMENT_CHECK", INSERT_DEPLOYMENT_CHECK),
+        ("SELECT_DEPLOYMENT_CHECK", SELECT_DEPLOYMENT_CHECK),
         ("LIVE_ACTION_COUNTS", LIVE_ACTION_COUNTS),
         ("LIVE_UNCERTAIN", LIVE_UNCERTAIN),
         ("LIVE_EXPIRED", LIVE_EXPIRED),
@@ -707,6 +721,16 @@ mod tests {
                 "postgres",
                 0,
                 include_str!("../../migrations/postgres/0006_live_monitor.sql"),
+            ),
+            (
+                "sqlite",
+                1,
+                include_str!("../../migrations/sqlite/0007_deployment_checks.sql"),
+            ),
+            (
+                "postgres",
+                1,
+                include_str!("../../migrations/postgres/0007_deployment_checks.sql"),
             ),
         ] {
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");

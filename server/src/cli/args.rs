@@ -191,6 +191,10 @@ pub struct ServeArgs {
     /// elsewhere. Prefer the environment variable: arguments show in `ps`.
     #[arg(long, env = "IDEM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// A file holding the HMAC secret (instead of IDEMPOTENCY_HMAC_KEY).
+    /// On PostgreSQL one of the two is required.
+    #[arg(long, env = "IDEM_HMAC_KEY_FILE", value_name = "FILE")]
+    pub hmac_key_file: Option<PathBuf>,
     /// Mount the demo payment provider (`/v1/demo/charges`) and its
     /// fault-injection header. A test and demo tool: never in production.
     #[arg(long, env = "IDEM_DEMO")]
@@ -216,7 +220,9 @@ impl ServeArgs {
             purge_every: self.purge_every,
             admin_token: self.admin_token.as_deref().and_then(AdminToken::new),
             catalog: self.catalog.load()?,
-            secret: SecretSource::DataDir,
+            secret: self
+                .hmac_key_file
+                .map_or(SecretSource::DataDir, SecretSource::File),
             demo: self.demo,
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })

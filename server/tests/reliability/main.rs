@@ -216,7 +216,11 @@ impl Db {
 
 fn idem() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
-    c.env_remove("DATABASE_URL").env("RUST_LOG", "warn");
+    // Every instance of a deployment shares one secret (on PostgreSQL it
+    // is required), as every restart here must derive the same keys.
+    c.env_remove("DATABASE_URL")
+        .env("RUST_LOG", "warn")
+        .env("IDEMPOTENCY_HMAC_KEY", "reliability-suite-secret");
     c
 }
 
