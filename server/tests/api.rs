@@ -184,6 +184,7 @@ idem_testkit::both!(
     intents_first_201_then_200_with_the_frozen_payload,
     action_states_are_distinct_statuses,
     events_first_201_then_duplicate_200,
+    a_consumer_killed_mid_event_loses_nothing,
     stats_report_the_tenants_deliveries,
     idempotency_key_statuses_and_byte_exact_replay,
     fifty_concurrent_requests_with_one_key_execute_once,
@@ -522,13 +523,53 @@ async fn events_first_201_then_duplicate_200(s: &Srv) {
     let path = "/v1/events/stripe/evt_123";
     let res = s.post(&s.a, path, &json!(null)).await;
     assert_eq!(res.status(), 201);
-    assert_eq!(res.json::<Value>().await.unwrap()["status"], "first");
+    let first: Value = res.json().await.unwrap();
+    assert_eq!(
+        members(&first),
+        ["attempt", "lease_until_ms", "status", "token"]
+    );
+    assert_eq!(
+        (first["status"].as_str(), first["attempt"].as_i64()),
+        (Some("first"), Some(1))
+    );
+    // While the claim holds, another consumer is told to wait.
+    let res = s.post(&s.a, path, &json!(null)).await;
+    let retry: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    let p = problem(res, 409).await;
+    assert_eq!(p["type"], "urn:idem:problem:event-in-flight");
+    // Completed: every later delivery is a duplicate.
+    let res = s
+        .post(
+            &s.a,
+            &format!("{path}/complete"),
+            &json!({"token": first["token"]}),
+        )
+        .await;
+    let status = res.status();
+    let text = res.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["status"],
+        "completed"
+    );
     let res = s.post(&s.a, path, &json!(null)).await;
     assert_eq!(res.status(), 200);
-    assert_eq!(res.json::<Value>().await.unwrap()["status"], "duplicate");
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"status": "duplicate"})
+    );
     // Percent-encoded ids are decoded once and kept apart.
     let res = s
-        .post(&s.a, "/v1/events/stripe/evt%2F123", &json!(null))
+        .post(
+            &s.a,
+            "/v1/events/stripe/evt%2F123",
+            &json!({"lease_ms": 5000}),
+        )
         .await;
     assert_eq!(res.status(), 201);
     problem(
@@ -541,6 +582,98 @@ async fn events_first_201_then_duplicate_200(s: &Srv) {
         400,
     )
     .await;
+    // Bad input: a 4xx naming the field, nothing written.
+    for (body, status, says) in [
+        (json!({"lease_ms": 0}), 422, "lease_ms"),
+        (json!({"lease_ms": 3_600_001}), 422, "lease_ms"),
+        (json!({"lease": 5}), 422, "lease"),
+    ] {
+        let p = problem(s.post(&s.a, "/v1/events/q/bad", &body).await, status).await;
+        assert!(p["detail"].as_str().unwrap().contains(says), "{p}");
+    }
+    let res = s.post(&s.a, "/v1/events/q/bad", &json!(null)).await;
+    assert_eq!(res.status(), 201, "the bad requests claimed nothing");
+    problem(
+        s.post(&s.a, "/v1/events/q/never/complete", &json!({"token": 1}))
+            .await,
+        404,
+    )
+    .await;
+}
+
+/// A consumer killed between its claim and its effect: the event is not
+/// lost. After the lease the next delivery gets it (attempt 2, `previous:
+/// expired`, with advice); the dead consumer's token is refused; a
+/// retryable failure hands it to the next delivery; a final one drops it.
+async fn a_consumer_killed_mid_event_loses_nothing(s: &Srv) {
+    let path = "/v1/events/queue/msg-7";
+    let first: Value = s
+        .post(&s.a, path, &json!({"lease_ms": 1000}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["attempt"], 1);
+    // The consumer dies here. The broker redelivers after the lease.
+    s.clock.advance(Duration::from_secs(2));
+    let res = s.post(&s.a, path, &json!(null)).await;
+    assert_eq!(res.status(), 201);
+    let second: Value = res.json().await.unwrap();
+    assert_eq!(
+        (second["attempt"].as_i64(), second["previous"].as_str()),
+        (Some(2), Some("expired"))
+    );
+    assert!(second["advice"].as_str().unwrap().contains("/v1/actions"));
+    let p = problem(
+        s.post(
+            &s.a,
+            &format!("{path}/complete"),
+            &json!({"token": first["token"]}),
+        )
+        .await,
+        409,
+    )
+    .await;
+    assert_eq!(p["type"], "urn:idem:problem:stale-token");
+    // The other tenant's token cannot touch it.
+    problem(
+        s.post(
+            &s.b,
+            &format!("{path}/complete"),
+            &json!({"token": second["token"]}),
+        )
+        .await,
+        404,
+    )
+    .await;
+    let res = s
+        .post(
+            &s.a,
+            &format!("{path}/fail"),
+            &json!({"token": second["token"], "retryable": true}),
+        )
+        .await;
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "released");
+    let third: Value = s.post(&s.a, path, &json!(null)).await.json().await.unwrap();
+    assert_eq!(
+        (third["attempt"].as_i64(), third["previous"].as_str()),
+        (Some(3), Some("released"))
+    );
+    assert!(third.get("advice").is_none());
+    let res = s
+        .post(
+            &s.a,
+            &format!("{path}/fail"),
+            &json!({"token": third["token"], "retryable": false}),
+        )
+        .await;
+    assert_eq!(res.json::<Value>().await.unwrap()["status"], "failed");
+    let res = s.post(&s.a, path, &json!(null)).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"status": "failed"})
+    );
 }
 
 async fn stats_report_the_tenants_deliveries(s: &Srv) {
@@ -1057,6 +1190,8 @@ async fn metrics_openapi_and_probes(s: &Srv) {
         "/v1/actions/{key}/fail",
         "/v1/actions/{key}/reconcile",
         "/v1/events/{source}/{event_id}",
+        "/v1/events/{source}/{event_id}/complete",
+        "/v1/events/{source}/{event_id}/fail",
         "/v1/stats",
         "/v1/demo/charges",
         "/v1/demo/charges/count",

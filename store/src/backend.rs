@@ -44,6 +44,23 @@ pub(crate) struct BeginRow {
     pub error: Option<String>,
 }
 
+/// What a successful event claim returns.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct EventClaimRow {
+    pub token: i64,
+    pub attempts: i32,
+    pub lease_until_ms: Option<i64>,
+    pub prev_state: Option<String>,
+}
+
+/// An event's claim as stored.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct EventRow {
+    pub state: String,
+    pub token: i64,
+    pub lease_until_ms: Option<i64>,
+}
+
 /// An action as stored.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct ActionRow {
@@ -565,6 +582,59 @@ macro_rules! backend {
                 .fetch_one(&mut *c)
                 .await?;
             row.try_get("value")
+        }
+
+        pub(crate) async fn claim_event(
+            c: &mut Conn,
+            tenant: &str,
+            source: &str,
+            event_id: &str,
+            now: Millis,
+            lease_until: Millis,
+        ) -> R<Option<EventClaimRow>> {
+            sqlx::query_as::<$db, EventClaimRow>(q::CLAIM_EVENT)
+                .bind(tenant)
+                .bind(source)
+                .bind(event_id)
+                .bind(now)
+                .bind(lease_until)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn select_event(
+            c: &mut Conn,
+            tenant: &str,
+            source: &str,
+            event_id: &str,
+        ) -> R<Option<EventRow>> {
+            sqlx::query_as::<$db, EventRow>(q::SELECT_EVENT)
+                .bind(tenant)
+                .bind(source)
+                .bind(event_id)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn settle_event(
+            c: &mut Conn,
+            tenant: &str,
+            source: &str,
+            event_id: &str,
+            token: i64,
+            state: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::SETTLE_EVENT)
+                .bind(tenant)
+                .bind(source)
+                .bind(event_id)
+                .bind(token)
+                .bind(state)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
         }
 
         /// Admin: the tenants with rows in one table.

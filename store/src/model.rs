@@ -253,6 +253,55 @@ pub enum Consumed {
     Duplicate,
 }
 
+/// What claiming an event decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventClaim {
+    /// You hold it: act, then complete or fail it with the token before the
+    /// lease ends.
+    Claimed {
+        /// The fencing token to present to complete or fail.
+        token: i64,
+        /// 1 for the first claim.
+        attempt: i32,
+        /// When the lease ends.
+        lease_until_ms: Millis,
+        /// Why an earlier claim no longer holds it: `expired` (its holder
+        /// may have acted) or `released` (it failed retryably).
+        previous: Option<String>,
+    },
+    /// Another consumer holds it until then.
+    InFlight {
+        /// When its lease ends.
+        lease_until_ms: Millis,
+    },
+    /// Handled before: acknowledge and drop it.
+    Completed,
+    /// Failed for good: acknowledge and drop it.
+    Failed,
+}
+
+/// How a claimed event ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// Handled: later deliveries are duplicates.
+    Completed,
+    /// Failed for good: later deliveries are acknowledged and dropped.
+    Failed,
+    /// Failed, may be retried: the next delivery claims it again.
+    Released,
+}
+
+impl EventOutcome {
+    /// The state stored for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventOutcome::Completed => "completed",
+            EventOutcome::Failed => "failed",
+            EventOutcome::Released => "released",
+        }
+    }
+}
+
 /// A message waiting in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxMessage {

@@ -62,6 +62,8 @@ Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413
         super::v1::actions::fail_action,
         super::v1::actions::reconcile_action,
         super::v1::events::consume_event,
+        super::v1::events::complete_event,
+        super::v1::events::fail_event,
         super::v1::stats::stats,
         super::demo::create_charge,
         super::demo::count,

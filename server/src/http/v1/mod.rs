@@ -37,6 +37,14 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
             "/v1/events/{source}/{event_id}",
             post(events::consume_event),
         )
+        .route(
+            "/v1/events/{source}/{event_id}/complete",
+            post(events::complete_event),
+        )
+        .route(
+            "/v1/events/{source}/{event_id}/fail",
+            post(events::fail_event),
+        )
         .route("/v1/stats", get(stats::stats))
         .route_layer(from_fn_with_state(api.store.clone(), authenticate));
     Router::new()
