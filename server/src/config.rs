@@ -31,6 +31,13 @@ pub struct Config {
     /// Mount the demo payment provider and its fault injection
     /// (`--demo`, `IDEM_DEMO=1`). A test and demo tool: off in production.
     pub demo: bool,
+    /// Mount the conformance fixture (`--conformance-fixture`): routes behind
+    /// the Idempotency-Key layer without authentication, for external test
+    /// suites. Off unless asked for.
+    pub conformance_fixture: bool,
+    /// The fixture's key retention in ms (`--fixture-ttl-ms`); the tenant
+    /// default (24 h) when absent.
+    pub fixture_ttl_ms: Option<i64>,
     /// The store's clock (leases, retention, statistics): the system's, or
     /// a manual one that tests move instead of sleeping. No command-line
     /// option sets it.
@@ -52,6 +59,8 @@ impl Config {
             catalog: Catalog::builtin(),
             secret: SecretSource::DataDir,
             demo: false,
+            conformance_fixture: false,
+            fixture_ttl_ms: None,
             clock: Arc::new(SystemClock),
         }
     }

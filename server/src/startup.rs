@@ -71,6 +71,18 @@ impl Application {
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.addr))?;
         let addr = listener.local_addr()?;
+        if config.conformance_fixture {
+            tracing::warn!(
+                "the conformance fixture is mounted (/echo, /status/{{code}}, /slow, /large, /counter, /reset) without authentication: a test tool, never for production"
+            );
+            if let Some(ms) = config.fixture_ttl_ms {
+                let tenant = crate::http::fixture::fixture_tenant();
+                let mut s = store.session().await?;
+                let mut r = s.retention(&tenant).await?;
+                r.http_ms = ms;
+                s.set_retention(&tenant, &r).await?;
+            }
+        }
         if config.demo {
             tracing::warn!(
                 "the demo payment provider is mounted (/v1/demo/charges, Idem-Demo-Fault): a test and demo tool, never for production"
@@ -82,6 +94,7 @@ impl Application {
             deriver,
             metrics: Arc::new(Metrics::new()),
             demo: config.demo,
+            conformance_fixture: config.conformance_fixture,
         });
         // The access rule follows the configured address (an unspecified
         // 0.0.0.0 is not loopback even when the port is picked later).

@@ -80,9 +80,18 @@ impl Srv {
     /// Waits (up to 10 s) until tenant `acme`'s Idempotency-Key record
     /// `key` is held by a running request, read from the table itself.
     async fn until_key_in_progress(&self, key: &str) {
+        self.until_tenant_key_in_progress("acme", key).await;
+    }
+
+    /// The same for the conformance fixture's tenant.
+    async fn until_fixture_key_in_progress(&self, key: &str) {
+        self.until_tenant_key_in_progress("_conformance", key).await;
+    }
+
+    async fn until_tenant_key_in_progress(&self, tenant: &str, key: &str) {
         assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
         let q = format!(
-            "select state from http_keys where tenant_id = 'acme' and client_key = '{key}'"
+            "select state from http_keys where tenant_id = '{tenant}' and client_key = '{key}'"
         );
         let pg = self.db.url.starts_with("postgres");
         let (pg_pool, lite_pool) = if pg {
@@ -201,6 +210,7 @@ idem_testkit::both!(
     safe_methods_and_exact_numbers_in_the_key_layer,
     retention_keeps_an_uncertain_action,
     a_second_secret_on_the_same_database_refuses_to_start,
+    the_conformance_fixture_grades_the_layer,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1610,4 +1620,106 @@ async fn a_second_secret_on_the_same_database_refuses_to_start(s: &Srv) {
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
+}
+
+/// `--conformance-fixture`: the layer behind plain routes, without a token.
+/// Off by default (404); on, each route does what the README says, and the
+/// counter proves which requests really executed.
+async fn the_conformance_fixture_grades_the_layer(s: &Srv) {
+    assert_eq!(
+        s.http.post(s.url("/echo")).send().await.unwrap().status(),
+        404,
+        "off unless asked for"
+    );
+    let (base, _) = common::spawn_app(idem_server::config::Config {
+        conformance_fixture: true,
+        fixture_ttl_ms: Some(1_000),
+        ..common::config(&s.db.url, &s.clock)
+    })
+    .await;
+    let url = |p: &str| format!("{base}{p}");
+    let post = |p: &str, key: Option<&str>| {
+        let mut r = s.http.post(url(p));
+        if let Some(k) = key {
+            r = r.header("idempotency-key", k);
+        }
+        r
+    };
+    let counter = || async {
+        s.get_json(&url("/counter")).await["count"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(post("/reset", None).send().await.unwrap().status(), 204);
+    // /echo: 201 with the body and its type; the retry is replayed.
+    for _ in 0..2 {
+        let res = post("/echo", Some("e-1"))
+            .header("content-type", "text/csv")
+            .body("a,b")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        assert_eq!(res.headers()["content-type"], "text/csv");
+        assert_eq!(res.text().await.unwrap(), "a,b");
+    }
+    let res = post("/echo", Some("e-2")).body("raw").send().await.unwrap();
+    assert_eq!(res.headers()["content-type"], "application/octet-stream");
+    assert_eq!(counter().await, 2, "the replay did not execute");
+    // No key on a guarded route: 400, nothing executed.
+    assert_eq!(post("/echo", None).send().await.unwrap().status(), 400);
+    // /status/{code}: stored for 4xx, released for 5xx.
+    let res = post("/status/418", Some("st-1")).send().await.unwrap();
+    assert_eq!(res.status(), 418);
+    assert_eq!(res.text().await.unwrap(), "status:418");
+    let res = post("/status/418", Some("st-1")).send().await.unwrap();
+    assert_eq!(res.headers()["idempotent-replayed"], "true");
+    for _ in 0..2 {
+        let res = post("/status/503", Some("st-2")).send().await.unwrap();
+        assert_eq!(res.status(), 503);
+        assert!(res.headers().get("idempotent-replayed").is_none());
+    }
+    assert_eq!(counter().await, 5);
+    // /slow: a concurrent retry gets 409 while the first runs.
+    let first = tokio::spawn(post("/slow?ms=1500", Some("sl-1")).send());
+    s.until_fixture_key_in_progress("sl-1").await;
+    let res = post("/slow?ms=1500", Some("sl-1")).send().await.unwrap();
+    assert_eq!(res.status(), 409);
+    let res = first.await.unwrap().unwrap();
+    assert_eq!(res.text().await.unwrap(), "slept:1500");
+    // /large: N bytes of x.
+    let res = post("/large?bytes=5000", Some("lg-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "x".repeat(5000));
+    // GET /counter with a key: ignored, nothing stored.
+    let res = s
+        .http
+        .get(url("/counter"))
+        .header("idempotency-key", "e-1")
+        .send()
+        .await
+        .unwrap();
+    assert!(res.headers().get("idempotent-replayed").is_none());
+    assert_eq!(counter().await, 7);
+    // --fixture-ttl-ms: after it, the key is new again.
+    s.clock.advance(Duration::from_secs(2));
+    let res = post("/echo", Some("e-1"))
+        .body("again")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert!(res.headers().get("idempotent-replayed").is_none());
+    assert_eq!(res.text().await.unwrap(), "again");
+    assert_eq!(
+        post("/reset", Some("ignored"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    assert_eq!(counter().await, 0);
 }

@@ -199,6 +199,15 @@ pub struct ServeArgs {
     /// fault-injection header. A test and demo tool: never in production.
     #[arg(long, env = "IDEM_DEMO")]
     pub demo: bool,
+    /// Mount the conformance fixture (POST /echo, /status/{code}, /slow,
+    /// /large, /reset; GET /counter) behind the Idempotency-Key layer, for
+    /// one fixed tenant and WITHOUT authentication, so an external test
+    /// suite can grade the layer. A test tool: never in production.
+    #[arg(long)]
+    pub conformance_fixture: bool,
+    /// The fixture's Idempotency-Key retention, in ms (default: 24 h).
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..=31_536_000_000), requires = "conformance_fixture")]
+    pub fixture_ttl_ms: Option<i64>,
 }
 
 impl ServeArgs {
@@ -224,6 +233,8 @@ impl ServeArgs {
                 .hmac_key_file
                 .map_or(SecretSource::DataDir, SecretSource::File),
             demo: self.demo,
+            conformance_fixture: self.conformance_fixture,
+            fixture_ttl_ms: self.fixture_ttl_ms,
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })
     }

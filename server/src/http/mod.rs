@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod fixture;
 pub mod idempotency;
 pub mod live;
 pub mod metrics;
@@ -60,6 +61,11 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe));
     let app = if state.api.demo {
         app.merge(demo::router(&state.api))
+    } else {
+        app
+    };
+    let app = if state.api.conformance_fixture {
+        app.merge(fixture::router(&state.api))
     } else {
         app
     };

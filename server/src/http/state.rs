@@ -50,6 +50,9 @@ pub struct ApiParts {
     /// Whether the demo provider's routes are mounted (`idem serve --demo`);
     /// the OpenAPI document lists them only then.
     pub demo: bool,
+    /// Whether the conformance fixture is mounted
+    /// (`idem serve --conformance-fixture`).
+    pub conformance_fixture: bool,
 }
 
 impl ApiState {
