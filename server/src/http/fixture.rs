@@ -12,6 +12,7 @@
 //! | `POST /large?bytes=N` | 200, N bytes of `x` (at most 8 MiB); counter +1 |
 //! | `GET /counter` | `{"count": n}`; behind the layer, where a key on a GET is ignored |
 //! | `POST /reset` | 204, counter back to 0; outside the layer |
+//! | `POST /echo/unguarded` | `/echo`'s handler outside the layer: the baseline `bench/fixture-load.sh` measures the layer against |
 
 use super::error::ApiError;
 use super::extract::Tenant;
@@ -75,6 +76,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
     Router::new()
         .merge(guarded)
         .route("/reset", post(reset))
+        .route("/echo/unguarded", post(echo))
         .with_state(counter)
 }
 
