@@ -119,6 +119,18 @@ impl Srv {
         panic!("the key {key} was never held in progress");
     }
 
+    /// Records the reference intent as tenant `acme` on the server at `base`.
+    async fn intent_at(&self, base: &str) -> reqwest::StatusCode {
+        self.http
+            .post(format!("{base}/v1/intents"))
+            .bearer_auth(&self.a)
+            .json(&cobranca("1.00"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
     /// `GET url` without a token, read as JSON.
     async fn get_json(&self, url: &str) -> Value {
         self.http
@@ -1425,15 +1437,7 @@ async fn without_demo_the_demo_provider_is_not_there(s: &Srv) {
         !paths.keys().any(|p| p.starts_with("/v1/demo/")),
         "{paths:?}"
     );
-    let res = s
-        .http
-        .post(format!("{base}/v1/intents"))
-        .bearer_auth(&s.a)
-        .json(&cobranca("1.00"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
+    assert_eq!(s.intent_at(&base).await, 201);
 }
 
 /// A frozen payload that no longer reads as JSON is a bug or tampering, not
@@ -1611,15 +1615,7 @@ async fn a_second_secret_on_the_same_database_refuses_to_start(s: &Srv) {
     );
     // The shared secret starts again.
     let (base, _) = common::spawn_app(common::config(&s.db.url, &s.clock)).await;
-    let res = s
-        .http
-        .post(format!("{base}/v1/intents"))
-        .bearer_auth(&s.a)
-        .json(&cobranca("1.00"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201);
+    assert_eq!(s.intent_at(&base).await, 201);
 }
 
 /// `--conformance-fixture`: the layer behind plain routes, without a token.

@@ -132,6 +132,22 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, kind, title).detail(detail)
     }
 
+    /// 409 for a lease someone else holds until `lease_until_ms`: says how
+    /// long to wait (`Retry-After`, whole seconds) and when the lease ends.
+    pub fn lease_held(
+        kind: &'static str,
+        title: &'static str,
+        detail: &'static str,
+        lease_until_ms: i64,
+        now_ms: i64,
+    ) -> Self {
+        let wait_ms = lease_until_ms.saturating_sub(now_ms).max(0);
+        let seconds = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000);
+        Self::conflict(kind, title, detail)
+            .retry_after(seconds)
+            .extra(serde_json::json!({ "lease_until_ms": lease_until_ms }))
+    }
+
     /// 422: well formed, but it cannot be honoured.
     pub fn unprocessable(detail: impl Into<String>) -> Self {
         Self::new(

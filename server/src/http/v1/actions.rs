@@ -198,15 +198,13 @@ pub async fn begin_action(
             (StatusCode::ACCEPTED, Json(b)).into_response()
         }
         Begin::InFlight { lease_until_ms } => {
-            let wait_ms = lease_until_ms.saturating_sub(state.store.now_ms()).max(0);
-            let seconds = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000);
-            return Err(ApiError::conflict(
+            return Err(ApiError::lease_held(
                 "urn:idem:problem:action-in-flight",
                 "Another attempt holds this action",
                 "do not act: another holder's lease is running; call begin again after Retry-After seconds",
-            )
-            .retry_after(seconds)
-            .extra(serde_json::json!({ "lease_until_ms": lease_until_ms })));
+                lease_until_ms,
+                state.store.now_ms(),
+            ));
         }
     })
 }

@@ -172,15 +172,13 @@ pub async fn consume_event(
         EventClaim::Completed => (StatusCode::OK, Json(EventResponse::Duplicate)),
         EventClaim::Failed => (StatusCode::OK, Json(EventResponse::Failed)),
         EventClaim::InFlight { lease_until_ms } => {
-            let wait_ms = lease_until_ms.saturating_sub(state.store.now_ms()).max(0);
-            let seconds = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000);
-            return Err(ApiError::conflict(
+            return Err(ApiError::lease_held(
                 "urn:idem:problem:event-in-flight",
                 "Another consumer holds this event",
                 "do not act: another consumer's lease is running; deliver it again after Retry-After seconds",
-            )
-            .retry_after(seconds)
-            .extra(serde_json::json!({ "lease_until_ms": lease_until_ms })));
+                lease_until_ms,
+                state.store.now_ms(),
+            ));
         }
     })
 }
