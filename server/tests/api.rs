@@ -1540,14 +1540,11 @@ async fn retention_keeps_an_uncertain_action(s: &Srv) {
     let res = begin(s, &key, 1_000).await;
     assert_eq!(res.status(), 201);
     s.clock.advance(Duration::from_secs(2));
+    // (The server's own periodic purge may have swept the lease already.)
     let report = s.store.purge(1000).await.unwrap();
     assert_eq!(
-        (
-            report.leases_expired,
-            report.actions,
-            report.unresolved_kept
-        ),
-        (1, 0, 1),
+        (report.actions, report.unresolved_kept),
+        (0, 1),
         "{report:?}"
     );
     let res = s.get(&s.a, &format!("/v1/actions/{key}")).await;

@@ -1,7 +1,8 @@
 //! The admin commands: `idem migrate`, `idem purge`, `idem retention` and
 //! `idem tenant create`. They open the store without a key secret.
 
-use super::args::{DbArgs, PurgeArgs, RetentionArgs, TenantCreateArgs};
+use super::args::{PurgeArgs, RetentionArgs, TenantCreateArgs};
+use super::options::DbArgs;
 
 /// Opens and migrates the store for admin work (no key secret needed).
 async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {

@@ -1,6 +1,6 @@
 //! `idem key derive`: one payload, or JSON lines with `--batch`.
 
-use super::args::CatalogArgs;
+use super::options::CatalogArgs;
 use idem_core::{Catalog, KeyDeriver, Payload, RulesVersion, TenantId};
 use std::borrow::Cow;
 use std::io::{Read, Write};

@@ -6,6 +6,7 @@ pub mod args;
 pub mod audit;
 pub mod cost;
 pub mod key;
+pub mod options;
 pub mod simulate;
 
 pub use args::Cli;

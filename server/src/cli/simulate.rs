@@ -11,7 +11,7 @@
 //! own generator seeded by `--seed`, so a run is reproducible whatever the
 //! concurrency, and every strategy meets the same faults.
 
-use super::args::DbArgs;
+use super::options::DbArgs;
 use crate::config::Config;
 use crate::startup::Application;
 use idem_core::cost::{self, CostInputs};

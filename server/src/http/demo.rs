@@ -14,10 +14,10 @@
 //! it out gets the stored response.
 
 use super::error::ApiError;
+use super::extract::BODY_LIMIT;
 use super::extract::{authenticate, ApiJson, Tenant};
 use super::idempotency::{IdempotencyGuard, IdempotencyLayer};
 use super::state::ApiState;
-use super::v1::BODY_LIMIT;
 use axum::body::{Body, Bytes};
 use axum::extract::DefaultBodyLimit;
 use axum::extract::{Request, State};
@@ -140,11 +140,11 @@ const MAX_AMOUNT: i64 = 100_000_000_000;
     params(("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!#-\\[\\]-~]{1,255}$", description = "Required. An RFC 8941 string or the bare key: 1-255 visible ASCII characters other than `\"` and `\\`. Kept 24 hours (the tenant's HTTP retention).")),
     responses(
         (status = 201, description = "Charged; a retry with the same key replays this response byte for byte with `Idempotent-Replayed: true`", body = ChargeResponse),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "A request with this key is still running; retry after Retry-After seconds", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid charge, or the key was used with a different request", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "A request with this key is still running; retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid charge, or the key was used with a different request", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn create_charge(
@@ -208,7 +208,7 @@ pub struct ChargeCount {
 #[utoipa::path(get, path = "/v1/demo/charges/count", tag = "demo",
     responses(
         (status = 200, description = "The ledger's row count", body = ChargeCount),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn count(

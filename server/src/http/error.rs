@@ -7,6 +7,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// An API error, rendered as RFC 9457 `application/problem+json`. Internal
 /// details are logged once where they happen and never sent.
@@ -267,4 +268,19 @@ impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
         ApiError::bad_request(e.body_text())
     }
+}
+
+/// The schema of [`ApiError`]'s document, for the OpenAPI description: an
+/// RFC 9457 problem document (`application/problem+json`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProblemDoc {
+    /// A URN naming the problem, e.g. `urn:idem:problem:key-reused`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A short summary.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// What to fix.
+    pub detail: Option<String>,
 }

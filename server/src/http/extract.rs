@@ -3,6 +3,9 @@
 //! cookies and the request's locale. A leaf beside `state` and `error`.
 
 use super::error::ApiError;
+
+/// The largest request body the API reads (64 KiB); past it the answer is 413.
+pub const BODY_LIMIT: usize = 64 * 1024;
 use app::i18n::LOCALE_COOKIE;
 use axum::extract::{FromRequest, FromRequestParts, Json, Path, Query, Request, State};
 use axum::http::header;

@@ -31,8 +31,8 @@
 
 use super::error::ApiError;
 use super::extract::Tenant;
+use super::extract::BODY_LIMIT;
 use super::metrics::Metrics;
-use super::v1::BODY_LIMIT;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;

@@ -50,6 +50,8 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(serve_metrics))
         .merge(v1::router(&state.api))
+        // The document describes the areas, so the router serves it, not v1.
+        .route("/v1/openapi.json", get(openapi::serve))
         .route("/s", post(dashboard::save))
         .route("/export.csv", get(dashboard::export_csv))
         .route("/live/data.json", get(live::data_json))

@@ -5,23 +5,8 @@ use super::state::ApiState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
-
-/// An RFC 9457 problem document (`application/problem+json`).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ProblemDoc {
-    /// A URN naming the problem, e.g. `urn:idem:problem:key-reused`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// A short summary.
-    pub title: String,
-    /// The HTTP status.
-    pub status: u16,
-    /// What to fix.
-    pub detail: Option<String>,
-}
+use utoipa::{Modify, OpenApi};
 
 struct Bearer;
 

@@ -117,10 +117,10 @@ const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is un
         (status = 201, description = "Claimed: act, then complete or fail with the token before the lease ends", body = BeginResponse),
         (status = 200, description = "Already finished: `completed` with the stored response, or `failed` for good", body = BeginResponse),
         (status = 202, description = "Uncertain: a previous attempt's outcome is unknown. You now hold the action with a new token: retry with the same key or reconcile", body = BeginResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "In flight: another holder's lease is running; retry after Retry-After seconds", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action or lease out of range", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "In flight: another holder's lease is running; retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action or lease out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn begin_action(
@@ -283,9 +283,9 @@ fn unknown_action(key: &IdempotencyKey) -> ApiError {
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "The action as stored", body = ActionResponse),
-        (status = 400, description = "Malformed key", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn get_action(
@@ -422,10 +422,10 @@ async fn finish(
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded (or the same outcome was already recorded with this token)", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn complete_action(
@@ -444,10 +444,10 @@ pub async fn complete_action(
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn fail_action(
@@ -469,11 +469,11 @@ pub async fn fail_action(
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded, marked reconciled", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn reconcile_action(

@@ -124,10 +124,10 @@ fn claim_request(body: &Bytes) -> Result<ClaimRequest, ApiError> {
     responses(
         (status = 201, description = "`first`: you hold it. Act, then POST .../complete (or .../fail) with the token before the lease ends. `attempt` > 1 with `previous: expired` when an earlier holder's lease ran out (it may have acted)", body = EventResponse),
         (status = 200, description = "`duplicate` (handled before) or `failed` (failed for good): acknowledge and drop it", body = EventResponse),
-        (status = 400, description = "Empty or oversized name, or a malformed body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Another consumer holds it: retry after Retry-After seconds", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "lease_ms out of range, or an unknown member", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Empty or oversized name, or a malformed body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Another consumer holds it: retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "lease_ms out of range, or an unknown member", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn consume_event(
@@ -223,10 +223,10 @@ async fn settle(
     ),
     responses(
         (status = 200, description = "Completed (or already completed with this token)", body = SettledResponse),
-        (status = 400, description = "Malformed name or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such claimed event for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale token: a newer claim holds the event; nothing was recorded", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed name or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such claimed event for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale token: a newer claim holds the event; nothing was recorded", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn complete_event(
@@ -255,10 +255,10 @@ pub async fn complete_event(
     ),
     responses(
         (status = 200, description = "`released` (retryable) or `failed` (for good)", body = SettledResponse),
-        (status = 400, description = "Malformed name or body", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such claimed event for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed name or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such claimed event for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn fail_event(

@@ -34,10 +34,10 @@ pub struct IntentResponse {
     responses(
         (status = 201, description = "First delivery: the intent is now frozen", body = IntentResponse),
         (status = 200, description = "Redelivery: the frozen intent, unchanged", body = IntentResponse),
-        (status = 400, description = "Malformed JSON", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action, missing or invalid field", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed JSON", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, missing or invalid field", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn record_intent(
@@ -124,9 +124,9 @@ pub struct IntentView {
     ),
     responses(
         (status = 200, description = "The frozen intent", body = IntentView),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such intent for this tenant", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such intent for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn get_intent(

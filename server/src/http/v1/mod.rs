@@ -8,15 +8,13 @@ pub mod keys;
 pub mod stats;
 
 use super::extract::authenticate;
-use super::openapi;
 use super::state::ApiState;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::Router;
 
-/// The largest request body `/v1` reads (64 KiB); past it the answer is 413.
-pub const BODY_LIMIT: usize = 64 * 1024;
+pub use super::extract::BODY_LIMIT;
 
 /// The `/v1` routes. They hold an [`ApiState`] of their own: axum clones a
 /// route's state for every request, and the API needs none of the site's.
@@ -49,7 +47,6 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
         .route_layer(from_fn_with_state(api.store.clone(), authenticate));
     Router::new()
         .merge(authed)
-        .route("/v1/openapi.json", get(openapi::serve))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(api.clone())
 }

@@ -33,9 +33,9 @@ const MAX_BUCKETS: i64 = 10_000;
 #[utoipa::path(get, path = "/v1/stats", tag = "stats", params(StatsQuery),
     responses(
         (status = 200, description = "Counters per bucket and action, totals, redelivery delays and the duplicate rate", body = Object),
-        (status = 400, description = "Malformed query", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Empty or too long a range", body = crate::http::openapi::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed query", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Empty or too long a range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn stats(
