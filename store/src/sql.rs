@@ -6,6 +6,16 @@
 //! distributed Postgres routes it to one shard. The few admin statements that
 //! span tenants are listed by [`admin_statements`]; a unit test holds both rules.
 
+/// The condition of an action that is not settled: started (lease running
+/// or not), uncertain, or failed but retryable. Written once, because the
+/// partial index `actions_unsettled` (migration 0009) is used only by a
+/// query whose condition is this very text; a unit test holds them equal.
+macro_rules! unsettled {
+    () => {
+        "not (state = 'completed' or reconciled or (state = 'failed' and retryable is not true))"
+    };
+}
+
 /// The tenants with rows in one table, by a loose index scan: one probe of
 /// the tenant-led index per tenant instead of a pass over every row.
 macro_rules! tenants_sql {
@@ -244,17 +254,19 @@ on conflict (tenant_id) do update set
     /// bounded batch per statement so no lock is held for long. An intent
     /// whose action is not settled stays, whatever its age: a redelivery
     /// must find the frozen payload of an action whose outcome is unknown.
-    pub const PURGE_INTENTS: &str = "\
+    pub const PURGE_INTENTS: &str = concat!(
+        "\
 delete from intents
 where tenant_id = $1 and (reference, action) in (
     select reference, action from intents
     where tenant_id = $1 and last_seen_ms < $2
         and not exists (
             select 1 from actions
-            where tenant_id = $1 and actions.idem_key = intents.idem_key
-                and not (state = 'completed' or reconciled
-                    or (state = 'failed' and retryable is not true)))
-    limit $3)";
+            where tenant_id = $1 and actions.idem_key = intents.idem_key and ",
+        unsettled!(),
+        ")
+    limit $3)"
+    );
 
     /// Purges the history of corrections older than the cutoff.
     pub const PURGE_INTENT_HISTORY: &str = "\
@@ -268,23 +280,27 @@ where tenant_id = $1 and (reference, action, revision) in (
     /// touched since the cutoff. Claimed, uncertain and retryable-failed
     /// actions stay until they are settled: deleting one would let the next
     /// `begin` claim afresh as if nothing had been attempted.
-    pub const PURGE_ACTIONS: &str = "\
+    pub const PURGE_ACTIONS: &str = concat!(
+        "\
 delete from actions
 where tenant_id = $1 and idem_key in (
     select idem_key from actions
-    where tenant_id = $1 and updated_ms < $2
-        and (state = 'completed' or reconciled
-            or (state = 'failed' and retryable is not true))
-    limit $3)";
+    where tenant_id = $1 and updated_ms < $2 and not ",
+        // Not unsettled: settled (completed, failed for good, reconciled).
+        unsettled!(),
+        "
+    limit $3)"
+    );
 
     /// How many unsettled actions started before the retention cutoff: a
     /// purge by age alone would have removed them. Reported so an operator
     /// sees what waits on reconciling.
-    pub const COUNT_UNRESOLVED_PAST: &str = "\
+    pub const COUNT_UNRESOLVED_PAST: &str = concat!(
+        "\
 select count(*) as n from actions
-where tenant_id = $1 and started_ms < $2
-    and not (state = 'completed' or reconciled
-        or (state = 'failed' and retryable is not true))";
+where tenant_id = $1 and started_ms < $2 and ",
+        unsettled!()
+    );
 
     /// Purges expired HTTP key records.
     pub const PURGE_HTTP_KEYS: &str = "\
@@ -411,7 +427,8 @@ order by created_ms, charge_id";
     /// monitor shows it as uncertain before the periodic sweep marks it.
     /// Each count reads a partial index (`actions_live_leases`,
     /// `actions_uncertain`), not the table.
-    pub const LIVE_ACTION_COUNTS: &str = "\
+    pub const LIVE_ACTION_COUNTS: &str = concat!(
+        "\
 select
     (select count(*) from actions
      where tenant_id = $1 and state = 'started' and lease_until_ms > $2) as in_flight,
@@ -419,12 +436,13 @@ select
      where tenant_id = $1 and state = 'started' and lease_until_ms <= $2) as expired,
     (select count(*) from actions
      where tenant_id = $1 and state = 'uncertain') as uncertain,
-    (select count(*) from actions
-     where tenant_id = $1 and not (state = 'completed' or reconciled
-         or (state = 'failed' and retryable is not true))) as unresolved,
-    (select min(started_ms) from actions
-     where tenant_id = $1 and not (state = 'completed' or reconciled
-         or (state = 'failed' and retryable is not true))) as oldest_unresolved_ms";
+    (select count(*) from actions where tenant_id = $1 and ",
+        unsettled!(),
+        ") as unresolved,
+    (select min(started_ms) from actions where tenant_id = $1 and ",
+        unsettled!(),
+        ") as oldest_unresolved_ms"
+    );
 
     /// The newest uncertain actions, for reconciliation.
     pub const LIVE_UNCERTAIN: &str = "\
@@ -547,12 +565,16 @@ limit $2";
 /// Admin: unsettled actions of every tenant by state, with the oldest
 /// attempt's start (the `/metrics` gauges; one scan of the actions table,
 /// made only when Prometheus scrapes).
-pub const ADMIN_UNRESOLVED: &str = "\
+pub const ADMIN_UNRESOLVED: &str = concat!(
+    "\
 select case when state = 'failed' then 'failed_retryable' else state end as state,
     count(*) as n, min(started_ms) as oldest_ms
 from actions
-where not (state = 'completed' or reconciled or (state = 'failed' and retryable is not true))
-group by 1";
+where ",
+    unsettled!(),
+    "
+group by 1"
+);
 
 /// Every statement that is not scoped to one tenant.
 pub fn admin_statements() -> impl Iterator<Item = &'static str> {
@@ -690,6 +712,18 @@ mod tests {
     }
 
     #[test]
+    fn the_unsettled_index_has_the_queries_condition() {
+        // SQLite uses a partial index only for a query whose condition
+        // contains the index's condition term for term: keep the text equal.
+        for sql in [
+            include_str!("../../migrations/sqlite/0009_unsettled_actions.sql"),
+            include_str!("../../migrations/postgres/0009_unsettled_actions.sql"),
+        ] {
+            assert!(sql.contains(unsettled!()), "{sql}");
+        }
+    }
+
+    #[test]
     fn the_list_names_every_statement() {
         let src = include_str!("sql.rs");
         let declared = src.matches("pub const ").count();
@@ -763,6 +797,16 @@ mod tests {
                 "postgres",
                 1,
                 include_str!("../../migrations/postgres/0007_deployment_checks.sql"),
+            ),
+            (
+                "sqlite",
+                0,
+                include_str!("../../migrations/sqlite/0009_unsettled_actions.sql"),
+            ),
+            (
+                "postgres",
+                0,
+                include_str!("../../migrations/postgres/0009_unsettled_actions.sql"),
             ),
         ] {
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
