@@ -54,7 +54,7 @@ async fn start(url: &str, clock: &common::TestClock) -> (String, Store, AppState
 }
 
 async fn on(db: TestDb) -> Srv {
-    let clock = common::manual_clock();
+    let clock = common::test_clock();
     let (base, store, state, a, b) = start(&db.url, &clock).await;
     Srv {
         base,

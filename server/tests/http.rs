@@ -14,7 +14,7 @@ async fn start() -> (String, tempfile::TempDir) {
 async fn start_with_store() -> (String, tempfile::TempDir, idem_store::Store) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("idem.db").display());
-    let (base, state) = common::serve(&url, &common::manual_clock()).await;
+    let (base, state) = common::serve(&url, &common::test_clock()).await;
     (base, dir, state.api.store.clone())
 }
 

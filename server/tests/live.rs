@@ -28,7 +28,7 @@ struct Instance {
 /// An instance on 127.0.0.1: open to all without an admin token, closed
 /// (tokens decide) with one.
 async fn instance(db: &Db, admin: Option<AdminToken>) -> Instance {
-    let clock = common::manual_clock();
+    let clock = common::test_clock();
     let (base, state) = common::spawn_app(Config {
         admin_token: admin,
         ..common::config(&db.url, &clock)

@@ -48,14 +48,15 @@ impl Counter {
     }
 }
 
-fn tenant() -> TenantId {
-    // A constant that satisfies TenantId's rules; a test builds the router.
+/// The fixture tenant's id (also for setting its key retention at start-up).
+pub fn fixture_tenant() -> TenantId {
+    // A constant that satisfies TenantId's rules; a unit test proves it parses.
     TenantId::try_from(FIXTURE_TENANT).unwrap_or_else(|_| unreachable!("constant tenant id"))
 }
 
 /// Every request is the fixture tenant's: the layer scopes keys per tenant.
 async fn as_fixture_tenant(mut req: Request, next: Next) -> Response {
-    req.extensions_mut().insert(Tenant(tenant()));
+    req.extensions_mut().insert(Tenant(fixture_tenant()));
     next.run(req).await
 }
 
@@ -142,11 +143,6 @@ async fn count(State(c): State<Counter>) -> Json<serde_json::Value> {
 async fn reset(State(c): State<Counter>) -> StatusCode {
     c.0.store(0, Ordering::SeqCst);
     StatusCode::NO_CONTENT
-}
-
-/// The fixture tenant's id, for setting its key retention at start-up.
-pub fn fixture_tenant() -> TenantId {
-    tenant()
 }
 
 #[cfg(test)]

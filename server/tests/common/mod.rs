@@ -49,7 +49,7 @@ impl Clock for TestClock {
 }
 
 /// A fresh [`TestClock`] at the system's now.
-pub fn manual_clock() -> TestClock {
+pub fn test_clock() -> TestClock {
     TestClock::default()
 }
 

@@ -46,6 +46,11 @@ fn card(id: &str, label: &str, value: &str, note: &str, class: &str) -> Markup {
     }
 }
 
+/// A table's head row of column headers.
+fn head_row(heads: &[&str]) -> Markup {
+    html! { thead { tr { @for h in heads { th scope="col" { (h) } } } } }
+}
+
 /// "3,00% (27 de 900 intenções)": the rate with its denominator.
 fn rate_text(c: &LiveCounts, l: Locale) -> String {
     match c.duplicate_rate_pct() {
@@ -199,14 +204,14 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
                 p { (tr(l, "Pergunte ao provedor o que aconteceu e registre com POST /v1/actions/{key}/reconcile, ou repita a chamada com a mesma chave.",
                         "Ask the provider what happened and record it with POST /v1/actions/{key}/reconcile, or retry the call with the same key.")) }
                 table {
-                    thead { tr {
-                        th scope="col" { (tr(l, "Chave", "Key")) }
-                        th scope="col" { (tr(l, "Ação", "Action")) }
-                        th scope="col" { (tr(l, "Tenant", "Tenant")) }
-                        th scope="col" { (tr(l, "Início (UTC)", "Started (UTC)")) }
-                        th scope="col" { (tr(l, "Lease terminou", "Lease ended")) }
-                        th scope="col" { (tr(l, "Tentativas", "Attempts")) }
-                    } }
+                    (head_row(&[
+                        tr(l, "Chave", "Key"),
+                        tr(l, "Ação", "Action"),
+                        tr(l, "Tenant", "Tenant"),
+                        tr(l, "Início (UTC)", "Started (UTC)"),
+                        tr(l, "Lease terminou", "Lease ended"),
+                        tr(l, "Tentativas", "Attempts"),
+                    ]))
                     tbody {
                         @for u in &d.uncertain_keys {
                             tr {
@@ -236,11 +241,11 @@ fn unresolved_table(d: &LiveData, l: Locale) -> Markup {
                     "Em andamento, incertas ou com falha que ainda pode ser repetida: a retenção não as apaga (nem suas intenções) até que sejam concluídas, falhem de vez ou sejam reconciliadas.",
                     "In flight, uncertain, or failed but retryable: retention removes neither them nor their intents until they are completed, failed for good or reconciled.")) }
                 table {
-                    thead { tr {
-                        th scope="col" { (tr(l, "Tenant", "Tenant")) }
-                        th scope="col" { (tr(l, "Não resolvidas", "Unsettled")) }
-                        th scope="col" { (tr(l, "Idade da mais antiga", "Age of the oldest")) }
-                    } }
+                    (head_row(&[
+                        tr(l, "Tenant", "Tenant"),
+                        tr(l, "Não resolvidas", "Unsettled"),
+                        tr(l, "Idade da mais antiga", "Age of the oldest"),
+                    ]))
                     tbody {
                         @for u in &d.unresolved {
                             tr {
@@ -421,7 +426,7 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
     html! {
         h2 { (tr(l, "Por tenant e tipo de ação", "By tenant and action type")) }
         table class="live-rows" id="live-rows" {
-            thead { tr { @for h in heads { th scope="col" { (h) } } } }
+            (head_row(&heads))
             tbody {
                 @if d.rows.is_empty() {
                     tr { td colspan="11" { (tr(l, "Nenhuma atividade na janela.", "No activity in the window.")) } }
@@ -484,13 +489,6 @@ pub fn panel_html(d: &LiveData, l: Locale) -> String {
     .into_string()
 }
 
-/// The page's text now, with both languages as data attributes for
-/// `live.js`, which switches it when the language changes in place.
-fn both(l: Locale, pt: &str, en: &str) -> (String, String, String) {
-    let now = if l == Locale::EnUs { en } else { pt };
-    (pt.to_owned(), en.to_owned(), now.to_owned())
-}
-
 /// The feed-status texts, in both languages, by state.
 const STATUS: [(&str, &str, &str); 7] = [
     (
@@ -546,13 +544,15 @@ fn status_html(id: &str, l: Locale) -> Markup {
 }
 
 /// The whole `/live` page body: title, controls, feed status, numbers.
+/// Headings carry both languages as data attributes, for `live.js`, which
+/// switches them in place.
 /// `feed` is empty when the viewer may not see traffic (then `numbers` is
 /// the sign-in form or the reason). `controls` and `numbers` are markup
 /// this module made.
 pub fn page_html(controls: &str, numbers: &str, feed: &str, l: Locale) -> String {
-    let (pt, en, now) = both(l, "Monitor de duplicatas ao vivo", "Live duplicate monitor");
     html! {
-        h1 data-pt=(pt) data-en=(en) { (now) }
+        @let (pt, en) = ("Monitor de duplicatas ao vivo", "Live duplicate monitor");
+        h1 data-pt=(pt) data-en=(en) { (tr(l, pt, en)) }
         div id="live-controls" { (PreEscaped(controls)) }
         @if !feed.is_empty() { (status_html("live-status", l)) }
         div id="live-root" class="live" data-feed=(feed) data-status="live-status" { (PreEscaped(numbers)) }
@@ -564,9 +564,9 @@ pub fn page_html(controls: &str, numbers: &str, feed: &str, l: Locale) -> String
 /// The calculator's panel: title, feed status, numbers (markup this module
 /// made).
 pub fn panel_frame_html(numbers: &str, feed: &str, l: Locale) -> String {
-    let (pt, en, now) = both(l, "Tráfego real (últimas 24 h)", "Real traffic (last 24 h)");
     html! {
-        h2 id="live-panel-title" data-pt=(pt) data-en=(en) { (now) }
+        @let (pt, en) = ("Tráfego real (últimas 24 h)", "Real traffic (last 24 h)");
+        h2 id="live-panel-title" data-pt=(pt) data-en=(en) { (tr(l, pt, en)) }
         @if !feed.is_empty() { (status_html("live-panel-status", l)) }
         div id="live-panel" data-feed=(feed) data-status="live-panel-status" { (PreEscaped(numbers)) }
         script src="/live.js" defer {}
