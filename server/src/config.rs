@@ -38,6 +38,8 @@ pub struct Config {
     /// The fixture's key retention in ms (`--fixture-ttl-ms`); the tenant
     /// default (24 h) when absent.
     pub fixture_ttl_ms: Option<i64>,
+    /// The outbox relay this process runs (`None`: `--no-relay`).
+    pub relay: Option<RelayConfig>,
     /// The store's clock (leases, retention, statistics): the system's, or
     /// a manual one that tests move instead of sleeping. No command-line
     /// option sets it.
@@ -61,6 +63,7 @@ impl Config {
             demo: false,
             conformance_fixture: false,
             fixture_ttl_ms: None,
+            relay: Some(RelayConfig::default()),
             clock: Arc::new(SystemClock),
         }
     }
@@ -111,5 +114,40 @@ impl AdminToken {
 impl std::fmt::Debug for AdminToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("AdminToken(<redacted>)")
+    }
+}
+
+/// How the relay paces itself.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    /// How long a claimed delivery is held before another relay may take
+    /// it (must exceed `timeout`).
+    pub lease: Duration,
+    /// One attempt's limit: connect, send, and read the status.
+    pub timeout: Duration,
+    /// The first retry's delay; each further one doubles it (capped at six
+    /// hours), with ±20% jitter.
+    pub retry_base: Duration,
+    /// A message older than this at a failed attempt is dead-lettered.
+    pub give_up: Duration,
+    /// Deliveries in flight at once, all endpoints together.
+    pub concurrency: usize,
+    /// Deliveries in flight at once for one endpoint.
+    pub per_endpoint: u32,
+    /// The pause between rounds that found nothing to do.
+    pub idle: Duration,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+            retry_base: Duration::from_secs(5),
+            give_up: Duration::from_secs(24 * 3600),
+            concurrency: 32,
+            per_endpoint: 8,
+            idle: Duration::from_millis(200),
+        }
     }
 }

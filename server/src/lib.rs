@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod relay;
 pub mod secret;
 pub mod startup;
 pub mod telemetry;

@@ -20,6 +20,7 @@ pub struct Application {
     listener: TcpListener,
     addr: SocketAddr,
     purge_every: Duration,
+    relay: Option<crate::relay::Relay>,
 }
 
 impl Application {
@@ -104,11 +105,16 @@ impl Application {
             live: LiveState::new(api.clone(), access),
             api,
         };
+        let relay = config
+            .relay
+            .map(|cfg| crate::relay::Relay::new(state.api.store.clone(), cfg))
+            .transpose()?;
         Ok(Self {
             state,
             listener,
             addr,
             purge_every: config.purge_every,
+            relay,
         })
     }
 
@@ -128,7 +134,8 @@ impl Application {
     }
 
     /// Serves until Ctrl-C or SIGTERM, purging expired rows and sweeping
-    /// expired leases every purge period meanwhile; then closes the store.
+    /// expired leases every purge period, and relaying the outbox to webhook
+    /// endpoints (unless `--no-relay`), meanwhile; then closes the store.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let store = self.state.api.store.clone();
         let maintenance = tokio::spawn(maintain(
@@ -136,9 +143,17 @@ impl Application {
             self.state.api.metrics.clone(),
             self.purge_every,
         ));
+        // Deliveries in flight at shutdown are dropped with the task: their
+        // leases run out and the next relay sends them again.
+        let relay = self
+            .relay
+            .map(|r| tokio::spawn(r.run(std::future::pending())));
         tracing::info!(backend = ?store.backend(), "listening on http://{}", self.addr);
         let served = crate::http::serve(self.listener, crate::http::router(self.state)).await;
         maintenance.abort();
+        if let Some(r) = relay {
+            r.abort();
+        }
         store.close().await;
         served
     }

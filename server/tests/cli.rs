@@ -429,6 +429,205 @@ async fn retention_and_purge_from_the_command_line() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// `idem stats rebuild` recounts lost rollups from the tables, per tenant
+/// or for all, and refuses a malformed day or tenant with exit 2.
+#[tokio::test]
+async fn stats_rebuild_from_the_command_line() {
+    use idem_store::{Options, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let deriver = idem_core::KeyDeriver::new(&idem_core::Secret::new(b"s".to_vec()).unwrap());
+    let options = Options::new(
+        std::sync::Arc::new(idem_core::Catalog::builtin()),
+        std::sync::Arc::new(deriver),
+    );
+    let url = format!("sqlite://{}/idem.db", data);
+    let store = Store::connect(&url, options.clone()).await.unwrap();
+    store.migrate().await.unwrap();
+    let acme = idem_core::TenantId::try_from("acme").unwrap();
+    for i in [0, 1, 2, 0] {
+        let json = format!(
+            r#"{{"cliente_id":"c","valor":"1.00","chave_pix_destino":"a@b.co","referencia_intencao":"R-{i}"}}"#
+        );
+        let p = idem_core::Payload::from_json(&json).unwrap();
+        store
+            .record_intent(&acme, "pix.cobranca", &p)
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    // Counts lost, as they were before they were committed with the writes.
+    {
+        use sqlx::Connection as _;
+        let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::raw_sql("delete from stats_rollup; delete from stats_journal")
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+    let totals = |store: Store| async move {
+        let now = store.now_ms();
+        let r = store
+            .stats(
+                &acme_id(),
+                idem_store::stats::Granularity::Day,
+                now - 86_400_000,
+                now + 1,
+            )
+            .await
+            .unwrap();
+        store.close().await;
+        (
+            r.totals.intents,
+            r.totals.deliveries,
+            r.totals.redelivered_intents,
+        )
+    };
+    let store = Store::connect(&url, options.clone()).await.unwrap();
+    assert_eq!(totals(store).await, (0, 0, 0));
+
+    let out = idem(
+        &["stats", "rebuild", "--tenant", "acme", "--data-dir", data],
+        "",
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (report["tenants"].as_u64(), report["since_ms"].as_i64()),
+        (Some(1), Some(0)),
+        "{report}"
+    );
+    let store = Store::connect(&url, options.clone()).await.unwrap();
+    assert_eq!(totals(store).await, (3, 4, 1));
+    // Every tenant, from a day on; twice is once.
+    let out = idem(
+        &[
+            "stats",
+            "rebuild",
+            "--since",
+            "2026-01-01",
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["since_ms"], 1_767_225_600_000_i64, "{report}");
+    let store = Store::connect(&url, options).await.unwrap();
+    assert_eq!(totals(store).await, (3, 4, 1));
+
+    for (flag, value, named) in [
+        ("--since", "2026-13-01", "YYYY-MM-DD"),
+        ("--since", "yesterday", "YYYY-MM-DD"),
+        ("--tenant", "", "tenant"),
+    ] {
+        let bad = idem(
+            &["stats", "rebuild", flag, value, "--data-dir", data],
+            "",
+            None,
+        );
+        assert_eq!(bad.status.code(), Some(2), "{flag} {value:?}");
+        assert!(stderr(&bad).contains(named), "{}", stderr(&bad));
+    }
+}
+
+/// `idem webhook add|list|remove`: the secret is printed once (as
+/// `whsec_` + base64 of 24 bytes) and never listed; bad input exits 2 naming
+/// what is wrong and writes nothing.
+#[test]
+fn webhook_endpoints_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let out = idem(
+        &[
+            "webhook",
+            "add",
+            "acme",
+            "https://hooks.example.com/idem",
+            "--events",
+            "charge.created, refund.created",
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let added: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = added["endpoint_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("ep_") && id.len() == 19, "{added}");
+    assert_eq!(added["events"], "charge.created,refund.created");
+    let secret = added["secret"].as_str().unwrap();
+    let raw = secret.strip_prefix("whsec_").unwrap();
+    assert_eq!(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, raw)
+            .unwrap()
+            .len(),
+        24
+    );
+    assert!(stderr(&out).contains("shown once"));
+
+    let list = idem(&["webhook", "list", "acme", "--data-dir", data], "", None);
+    assert!(list.status.success(), "{}", stderr(&list));
+    let text = stdout(&list);
+    assert_eq!(text.lines().count(), 1);
+    assert!(text.contains(&id) && text.contains("https://hooks.example.com/idem"));
+    assert!(!text.contains(raw), "the secret is never listed");
+    let other = idem(&["webhook", "list", "globex", "--data-dir", data], "", None);
+    assert_eq!(stdout(&other), "", "per tenant");
+
+    for (args, named) in [
+        (vec!["add", "acme", "ftp://x.example/h"], "http or https"),
+        (vec!["add", "acme", "not a url"], "not valid"),
+        (
+            vec!["add", "acme", "http://user:pw@x.example/h"],
+            "credentials",
+        ),
+        (
+            vec![
+                "add",
+                "acme",
+                "http://x.example/h",
+                "--events",
+                "Charge Created",
+            ],
+            "--events",
+        ),
+        (vec!["add", "", "http://x.example/h"], "tenant"),
+        (vec!["remove", "acme", "ep_0000000000000000"], "no endpoint"),
+        (vec!["remove", "globex", &id], "no endpoint"),
+    ] {
+        let mut a = vec!["webhook"];
+        a.extend(args.iter());
+        a.extend(["--data-dir", data]);
+        let bad = idem(&a, "", None);
+        assert_eq!(bad.status.code(), Some(2), "{args:?}: {}", stderr(&bad));
+        assert!(stderr(&bad).contains(named), "{args:?}: {}", stderr(&bad));
+    }
+    let list = idem(&["webhook", "list", "acme", "--data-dir", data], "", None);
+    assert_eq!(
+        stdout(&list).lines().count(),
+        1,
+        "nothing written by bad input"
+    );
+
+    let rm = idem(
+        &["webhook", "remove", "acme", &id, "--data-dir", data],
+        "",
+        None,
+    );
+    assert!(rm.status.success(), "{}", stderr(&rm));
+    let list = idem(&["webhook", "list", "acme", "--data-dir", data], "", None);
+    assert_eq!(stdout(&list), "");
+}
+
+fn acme_id() -> idem_core::TenantId {
+    idem_core::TenantId::try_from("acme").unwrap()
+}
+
 /// `idem tenant create` prints a token once; the store knows only its hash.
 #[tokio::test(flavor = "multi_thread")]
 async fn tenant_create_prints_a_token_that_authenticates() {

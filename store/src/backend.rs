@@ -3,7 +3,9 @@
 //! connection types, so the two cannot drift apart. Each function takes a
 //! connection, pooled or inside the caller's transaction.
 
-use crate::model::{Millis, OutboxMessage};
+use crate::model::{
+    DeliveryOutcome, Millis, OutboxMessage, WebhookCounts, WebhookDelivery, WebhookEndpoint,
+};
 use crate::stats::{Cell, Counts, Granularity};
 
 /// The frozen intent columns.
@@ -112,6 +114,17 @@ impl RollupRow {
     pub(crate) fn into_parts(self) -> (Millis, String, Counts) {
         (self.bucket_start_ms, self.action, self.counts)
     }
+}
+
+/// A statistics journal row, as the flusher takes it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct JournalRow {
+    pub bucket_start_ms: i64,
+    pub action: String,
+    #[sqlx(flatten)]
+    pub counts: Counts,
+    pub delay_le_ms: Option<i64>,
+    pub delay_count: i64,
 }
 
 /// An admin totals row.
@@ -689,6 +702,244 @@ macro_rules! backend {
                 }
             }
             Ok(())
+        }
+
+        /// Appends one cell's counts to the journal: one row, plus one per
+        /// further delay bucket its redeliveries fell in.
+        pub(crate) async fn append_journal(
+            c: &mut Conn,
+            tenant: &str,
+            minute: Millis,
+            action: &str,
+            cell: &Cell,
+        ) -> R<()> {
+            let mut delays = crate::stats::DELAY_BOUNDS_MS
+                .iter()
+                .zip(cell.delays.iter())
+                .filter(|(_, n)| **n > 0)
+                .map(|(le, n)| (Some(*le), *n));
+            let first = delays.next().unwrap_or((None, 0));
+            let zero = Counts::default();
+            for (i, (le, count)) in std::iter::once(first).chain(delays).enumerate() {
+                // The counters ride on the first row only; the rest carry delays.
+                let n = if i == 0 { &cell.counts } else { &zero };
+                sqlx::query::<$db>(q::JOURNAL_APPEND)
+                    .bind(tenant)
+                    .bind(minute)
+                    .bind(action)
+                    .bind(n.intents)
+                    .bind(n.deliveries)
+                    .bind(n.redeliveries)
+                    .bind(n.redelivered_intents)
+                    .bind(n.divergences)
+                    .bind(n.corrections)
+                    .bind(n.actions_started)
+                    .bind(n.actions_completed)
+                    .bind(n.actions_failed)
+                    .bind(n.actions_uncertain)
+                    .bind(n.http_replays)
+                    .bind(n.http_409)
+                    .bind(n.http_422)
+                    .bind(n.delay_max_ms)
+                    .bind(le)
+                    .bind(count)
+                    .execute(&mut *c)
+                    .await?;
+            }
+            Ok(())
+        }
+
+        pub(crate) async fn take_journal(
+            c: &mut Conn,
+            tenant: &str,
+            limit: i64,
+        ) -> R<Vec<JournalRow>> {
+            sqlx::query_as::<$db, JournalRow>(q::JOURNAL_TAKE)
+                .bind(tenant)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        /// `idem stats rebuild`, for one tenant from `since` (a day start):
+        /// clears the recountable counters, then recounts them per granularity.
+        pub(crate) async fn rebuild_rollups(c: &mut Conn, tenant: &str, since: Millis) -> R<u64> {
+            let mut rows = sqlx::query::<$db>(q::REBUILD_CLEAR)
+                .bind(tenant)
+                .bind(since)
+                .execute(&mut *c)
+                .await?
+                .rows_affected();
+            for g in Granularity::ALL {
+                for sql in [
+                    q::REBUILD_INTENTS,
+                    q::REBUILD_CORRECTIONS,
+                    q::REBUILD_ACTIONS,
+                ] {
+                    rows += sqlx::query::<$db>(sql)
+                        .bind(tenant)
+                        .bind(since)
+                        .bind(g.width_ms())
+                        .bind(g.as_str())
+                        .execute(&mut *c)
+                        .await?
+                        .rows_affected();
+                }
+            }
+            Ok(rows)
+        }
+
+        pub(crate) async fn insert_webhook_endpoint(
+            c: &mut Conn,
+            tenant: &str,
+            e: &WebhookEndpoint,
+        ) -> R<()> {
+            sqlx::query::<$db>(q::INSERT_WEBHOOK_ENDPOINT)
+                .bind(tenant)
+                .bind(&e.endpoint_id)
+                .bind(&e.url)
+                .bind(&e.events)
+                .bind(&e.secret)
+                .bind(e.created_ms)
+                .execute(&mut *c)
+                .await
+                .map(|_| ())
+        }
+
+        pub(crate) async fn list_webhook_endpoints(
+            c: &mut Conn,
+            tenant: &str,
+        ) -> R<Vec<WebhookEndpoint>> {
+            sqlx::query_as::<$db, WebhookEndpoint>(q::LIST_WEBHOOK_ENDPOINTS)
+                .bind(tenant)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        /// Removes an endpoint and its waiting deliveries; returns whether it existed.
+        pub(crate) async fn delete_webhook_endpoint(
+            c: &mut Conn,
+            tenant: &str,
+            endpoint_id: &str,
+        ) -> R<bool> {
+            sqlx::query::<$db>(q::DELETE_ENDPOINT_PENDING)
+                .bind(tenant)
+                .bind(endpoint_id)
+                .execute(&mut *c)
+                .await?;
+            let n = sqlx::query::<$db>(q::DELETE_WEBHOOK_ENDPOINT)
+                .bind(tenant)
+                .bind(endpoint_id)
+                .execute(&mut *c)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+
+        pub(crate) async fn insert_webhook_delivery(
+            c: &mut Conn,
+            tenant: &str,
+            m: &OutboxMessage,
+            endpoint_id: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_WEBHOOK_DELIVERY)
+                .bind(tenant)
+                .bind(m.id)
+                .bind(endpoint_id)
+                .bind(&m.topic)
+                .bind(&m.payload)
+                .bind(m.created_ms)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn webhook_claim(
+            c: &mut Conn,
+            tenant: &str,
+            endpoint_id: &str,
+            now: Millis,
+            lease_until: Millis,
+            limit: i64,
+        ) -> R<Vec<WebhookDelivery>> {
+            sqlx::query_as::<$db, WebhookDelivery>(q::WEBHOOK_CLAIM)
+                .bind(tenant)
+                .bind(endpoint_id)
+                .bind(now)
+                .bind(lease_until)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        #[allow(clippy::too_many_arguments)] // one per column written
+        pub(crate) async fn webhook_settle(
+            c: &mut Conn,
+            tenant: &str,
+            outbox_id: i64,
+            endpoint_id: &str,
+            attempt: i32,
+            outcome: &DeliveryOutcome,
+            now: Millis,
+        ) -> R<u64> {
+            let q = match outcome {
+                DeliveryOutcome::Delivered(status) => sqlx::query::<$db>(q::WEBHOOK_DELIVERED)
+                    .bind(tenant)
+                    .bind(outbox_id)
+                    .bind(endpoint_id)
+                    .bind(attempt)
+                    .bind(i32::from(*status))
+                    .bind(now),
+                DeliveryOutcome::Failed {
+                    status,
+                    error,
+                    retry_at_ms,
+                } => sqlx::query::<$db>(q::WEBHOOK_FAILED)
+                    .bind(tenant)
+                    .bind(outbox_id)
+                    .bind(endpoint_id)
+                    .bind(attempt)
+                    .bind(retry_at_ms.unwrap_or(now))
+                    .bind(status.map(i32::from))
+                    .bind(error.as_str())
+                    .bind(if retry_at_ms.is_some() {
+                        "pending"
+                    } else {
+                        "dead"
+                    })
+                    .bind(now),
+            };
+            q.execute(&mut *c).await.map(|r| r.rows_affected())
+        }
+
+        /// Deliveries by state: of one tenant, or of all with `admin`.
+        pub(crate) async fn webhook_counts(c: &mut Conn, tenant: Option<&str>) -> R<WebhookCounts> {
+            let rows = match tenant {
+                Some(t) => {
+                    sqlx::query::<$db>(q::LIVE_WEBHOOKS)
+                        .bind(t)
+                        .fetch_all(&mut *c)
+                        .await?
+                }
+                None => {
+                    sqlx::query::<$db>(crate::sql::ADMIN_WEBHOOKS)
+                        .fetch_all(&mut *c)
+                        .await?
+                }
+            };
+            let mut out = WebhookCounts::default();
+            for r in rows {
+                let state: String = r.try_get("state")?;
+                out.add(
+                    &state,
+                    r.try_get("failed_before")?,
+                    r.try_get("n")?,
+                    r.try_get("oldest_ms")?,
+                );
+            }
+            Ok(out)
         }
 
         pub(crate) async fn read_rollup(

@@ -6,7 +6,9 @@
 //! A batch is one `unnest` upsert per tenant on Postgres, one `begin
 //! immediate` transaction on SQLite (which has one writer anyway). A lone
 //! caller writes its own row directly, with no task hop; 32 callers share a
-//! few statements or commits.
+//! few statements or commits. With statistics on, the batch's counts are
+//! journaled in the same statement (Postgres) or transaction (SQLite): one
+//! journal row per tenant and action, whatever the batch's size.
 //!
 //! The workers own their connections instead of borrowing from the pool:
 //! sqlx pings every pooled connection when it is returned, a second round
@@ -16,7 +18,8 @@
 
 use crate::backend::{IntentRow, IntentWrite};
 use crate::model::{Millis, RecordedIntent};
-use crate::session::Candidate;
+use crate::session::{count_delivery, Candidate};
+use crate::stats::Accumulator;
 use crate::Error;
 use idem_core::TenantId;
 use sqlx::postgres::PgConnectOptions;
@@ -53,6 +56,8 @@ struct Job {
 /// The queue and the writer connections the callers share.
 pub(crate) struct Batcher {
     target: Target,
+    /// Journal the counts with each write.
+    stats: bool,
     queue: std::sync::Mutex<Vec<Job>>,
     /// One permit per writer connection (Postgres runs several statements
     /// at once; SQLite has one writer).
@@ -62,7 +67,7 @@ pub(crate) struct Batcher {
 }
 
 impl Batcher {
-    pub(crate) fn new(target: Target) -> Self {
+    pub(crate) fn new(target: Target, stats: bool) -> Self {
         let writers = match target {
             Target::Sqlite(_) => 1,
             // Fewer writers make bigger batches, and a batch costs the
@@ -75,6 +80,7 @@ impl Batcher {
         };
         Self {
             target,
+            stats,
             queue: std::sync::Mutex::new(Vec::new()),
             permits: Semaphore::new(writers),
             idle: std::sync::Mutex::new((0..writers).map(|_| None).collect()),
@@ -167,8 +173,8 @@ impl Batcher {
             }
         };
         let healthy = match &mut conn {
-            Conn::Postgres(c) => run_pg(c, jobs).await,
-            Conn::Sqlite(c) => run_sqlite(c, jobs).await,
+            Conn::Postgres(c) => run_pg(c, jobs, self.stats).await,
+            Conn::Sqlite(c) => run_sqlite(c, jobs, self.stats).await,
         };
         // A connection that failed is dropped and reopened on next use.
         lock(&self.idle).push(healthy.then_some(conn));
@@ -194,11 +200,12 @@ fn fail_all(jobs: impl IntoIterator<Item = Job>, e: sqlx::Error) {
     }
 }
 
-/// SQLite: one job alone is one autocommit upsert; several share one
-/// transaction, each its own upsert in arrival order. Returns false when the
-/// connection should be reopened.
-async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>) -> bool {
-    if jobs.len() == 1 {
+/// SQLite: one job alone without statistics is one autocommit upsert;
+/// otherwise the jobs share one transaction, each its own upsert in arrival
+/// order, then the batch's counts. Returns false when the connection should
+/// be reopened.
+async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>, stats: bool) -> bool {
+    if jobs.len() == 1 && !stats {
         let mut jobs = jobs;
         let Some(j) = jobs.pop() else { return true };
         let w = job_write(&j);
@@ -216,20 +223,28 @@ async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>) -> bool {
     }
     let result = async {
         let mut tx = c.begin_with("begin immediate").await?;
-        let mut rows = Vec::with_capacity(jobs.len());
+        let mut answers = Vec::with_capacity(jobs.len());
+        let mut counts = Accumulator::default();
         for j in &jobs {
-            rows.push(
-                crate::backend::sqlite::record_intent(&mut tx, &job_write(j), 1, j.now).await?,
-            );
+            let row =
+                crate::backend::sqlite::record_intent(&mut tx, &job_write(j), 1, j.now).await?;
+            let answer = j.candidate.recorded_nth(&row, &j.json, 1, 0);
+            if let (true, Ok(r)) = (stats, &answer) {
+                count_delivery(counts.cell(j.tenant.as_str(), &j.action, j.now), r, j.now);
+            }
+            answers.push(answer);
+        }
+        for (minute, tenant, action, cell) in counts.cells() {
+            crate::backend::sqlite::append_journal(&mut tx, tenant, minute, action, cell).await?;
         }
         tx.commit().await?;
-        Ok::<_, sqlx::Error>(rows)
+        Ok::<_, sqlx::Error>(answers)
     }
     .await;
     match result {
-        Ok(rows) => {
-            for (j, row) in jobs.into_iter().zip(rows) {
-                let _ = j.reply.send(j.candidate.recorded_nth(&row, &j.json, 1, 0));
+        Ok(answers) => {
+            for (j, answer) in jobs.into_iter().zip(answers) {
+                let _ = j.reply.send(answer);
             }
             true
         }
@@ -255,7 +270,7 @@ fn is_fatal(e: &sqlx::Error) -> bool {
 
 /// Postgres: one statement per tenant and round. Returns false when the
 /// connection should be reopened.
-async fn run_pg(c: &mut PgConnection, jobs: Vec<Job>) -> bool {
+async fn run_pg(c: &mut PgConnection, jobs: Vec<Job>, stats: bool) -> bool {
     let mut healthy = true;
     let mut by_tenant: HashMap<TenantId, Vec<Job>> = HashMap::new();
     for j in jobs {
@@ -268,7 +283,7 @@ async fn run_pg(c: &mut PgConnection, jobs: Vec<Job>) -> bool {
         while !jobs.is_empty() {
             let (round, rest) = split_round(jobs);
             jobs = rest;
-            healthy &= write_round(c, &tenant, round).await;
+            healthy &= write_round(c, &tenant, round, stats).await;
         }
     }
     healthy
@@ -296,7 +311,12 @@ fn split_round(jobs: Vec<Job>) -> (Vec<Vec<Job>>, Vec<Job>) {
     (groups, rest)
 }
 
-async fn write_round(c: &mut PgConnection, tenant: &TenantId, groups: Vec<Vec<Job>>) -> bool {
+async fn write_round(
+    c: &mut PgConnection,
+    tenant: &TenantId,
+    groups: Vec<Vec<Job>>,
+    stats: bool,
+) -> bool {
     let mut refs = Vec::with_capacity(groups.len());
     let mut actions = Vec::with_capacity(groups.len());
     let mut versions = Vec::with_capacity(groups.len());
@@ -315,7 +335,7 @@ async fn write_round(c: &mut PgConnection, tenant: &TenantId, groups: Vec<Vec<Jo
         counts.push(i64::try_from(g.len()).unwrap_or(i64::MAX));
     }
     let result = write(
-        c, tenant, &refs, &actions, &versions, &keys, &payloads, &counts, now,
+        c, tenant, &refs, &actions, &versions, &keys, &payloads, &counts, now, stats,
     )
     .await;
     let mut rows = match result {
@@ -353,9 +373,15 @@ async fn write(
     payloads: &[&str],
     counts: &[i64],
     now: Millis,
+    stats: bool,
 ) -> Result<HashMap<RowKey, IntentRow>, sqlx::Error> {
     use sqlx::Row as _;
-    let rows = sqlx::query(crate::sql::PG_RECORD_INTENTS)
+    let sql = if stats {
+        crate::sql::PG_RECORD_INTENTS_COUNTED
+    } else {
+        crate::sql::PG_RECORD_INTENTS
+    };
+    let mut query = sqlx::query(sql)
         .bind(tenant.as_str())
         .bind(refs)
         .bind(actions)
@@ -363,9 +389,11 @@ async fn write(
         .bind(keys)
         .bind(payloads)
         .bind(counts)
-        .bind(now)
-        .fetch_all(&mut *c)
-        .await?;
+        .bind(now);
+    if stats {
+        query = query.bind(&crate::stats::DELAY_BOUNDS_MS[..]);
+    }
+    let rows = query.fetch_all(&mut *c).await?;
     let mut out = HashMap::with_capacity(rows.len());
     for r in rows {
         let key = (r.try_get("reference")?, r.try_get("action")?);

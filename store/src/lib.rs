@@ -27,9 +27,9 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use stats::{Accumulator, Cell, Granularity};
+use stats::{Accumulator, Granularity};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Store errors. Database details stay in the logs; callers see the kind.
@@ -147,10 +147,12 @@ pub struct Options {
     /// Where "now" comes from.
     pub clock: Arc<dyn Clock>,
     /// Whether to keep live statistics (on by default; off only to measure
-    /// what they cost).
+    /// what they cost). On, every counted write also appends its counts to
+    /// the statistics journal in its own transaction.
     pub stats: bool,
-    /// How often a background task flushes statistics (`None`: only when
-    /// [`Store::flush_stats`] is called).
+    /// How often a background task folds the statistics journal into the
+    /// rollups (`None`: only when [`Store::flush_stats`] is called; reads
+    /// fold first either way).
     pub flush_every: Option<Duration>,
     /// Send `Store::record_intent` through the intent writer: dedicated
     /// connections, concurrent calls coalesced (one statement on Postgres,
@@ -190,11 +192,16 @@ pub(crate) struct Inner {
     pub clock: Arc<dyn Clock>,
     catalog: Arc<Catalog>,
     deriver: Option<Arc<KeyDeriver>>,
-    stats: Option<Mutex<Accumulator>>,
+    pub(crate) stats: bool,
+    /// One fold at a time in this process (another process's fold of the
+    /// same rows waits on their row locks instead).
     flush: tokio::sync::Mutex<()>,
     pub batcher: Option<batch::Batcher>,
     pub(crate) tokens: tenants::TokenCache,
 }
+
+/// Most journal rows one fold transaction takes.
+const FOLD_BATCH: i64 = 5_000;
 
 /// A handle to the store: cheap to clone, one pool underneath.
 #[derive(Clone)]
@@ -252,14 +259,16 @@ impl Store {
         } else {
             return Err(Error::Url("expected sqlite://… or postgres://…".into()));
         };
-        let batcher = options.coalesce.then(|| batch::Batcher::new(target));
+        let batcher = options
+            .coalesce
+            .then(|| batch::Batcher::new(target, options.stats));
         let store = Store {
             inner: Arc::new(Inner {
                 db,
                 clock: options.clock,
                 catalog: options.catalog,
                 deriver: options.deriver,
-                stats: options.stats.then(|| Mutex::new(Accumulator::default())),
+                stats: options.stats,
                 flush: tokio::sync::Mutex::new(()),
                 batcher,
                 tokens: tenants::TokenCache::default(),
@@ -282,7 +291,7 @@ impl Store {
                 let Some(inner) = weak.upgrade() else { break };
                 let store = Store { inner };
                 if let Err(e) = store.flush_stats().await {
-                    tracing::warn!(error = %e, "statistics flush failed; counts kept for the next one");
+                    tracing::warn!(error = %e, "statistics fold failed; the journal keeps the counts for the next one");
                 }
             }
         });
@@ -361,11 +370,8 @@ impl Store {
         if let Some(b) = &self.inner.batcher {
             let candidate = self.derive(tenant, action, payload)?;
             let now = self.now_ms();
-            let recorded = b.record(tenant, action, candidate, now).await?;
-            self.count(tenant.as_str(), action, now, |c| {
-                session::count_delivery(c, &recorded, now)
-            });
-            return Ok(recorded);
+            // The writer journals the counts in the write's own statement.
+            return b.record(tenant, action, candidate, now).await;
         }
         self.session()
             .await?
@@ -428,48 +434,118 @@ impl Store {
         })
     }
 
-    /// Adds to the live statistics (no-op when they are off).
-    pub(crate) fn count(&self, tenant: &str, action: &str, now: Millis, f: impl FnOnce(&mut Cell)) {
-        if let Some(acc) = &self.inner.stats {
-            let mut acc = acc.lock().unwrap_or_else(|p| p.into_inner());
-            f(acc.cell(tenant, action, now));
-        }
-    }
-
-    pub(crate) fn merge_counts(&self, other: Accumulator) {
-        if let Some(acc) = &self.inner.stats {
-            if !other.is_empty() {
-                acc.lock().unwrap_or_else(|p| p.into_inner()).merge(other);
-            }
-        }
-    }
-
-    /// Writes the counted statistics into the rollup tables. On failure the
-    /// counts go back into the accumulator for the next flush.
+    /// Folds the statistics journal (every process's committed counts, not
+    /// only this one's) into the rollups. Each batch of journal rows is
+    /// deleted and added to the rollups in one transaction: on failure it
+    /// rolls back and the rows wait for the next fold, never counted twice.
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn flush_stats(&self) -> Result<(), Error> {
-        let Some(acc) = &self.inner.stats else {
+        if !self.inner.stats {
             return Ok(());
-        };
-        // One flush at a time, so a slow one cannot be overtaken and double-count.
+        }
         let _guard = self.inner.flush.lock().await;
-        let taken = std::mem::take(&mut *acc.lock().unwrap_or_else(|p| p.into_inner()));
-        if taken.is_empty() {
-            return Ok(());
+        let tenants = {
+            let mut s = self.session().await?;
+            session::on!(s.tenants_in(sql::JOURNAL_TENANTS))?
+        };
+        for tenant in tenants {
+            while self.fold_journal(&tenant).await? == FOLD_BATCH {}
         }
-        let result = self.write_rollups(&taken).await;
-        if result.is_err() {
-            self.merge_counts(taken);
-        }
-        result
+        Ok(())
     }
 
-    async fn write_rollups(&self, acc: &Accumulator) -> Result<(), Error> {
+    /// Folds up to [`FOLD_BATCH`] journal rows of one tenant; returns how many.
+    async fn fold_journal(&self, tenant: &str) -> Result<i64, Error> {
         let mut tx = self.transaction().await?;
-        for ((tenant, g, start, action), cell) in acc.rollups() {
+        let rows = session::on!(tx.take_journal(tenant, FOLD_BATCH))?;
+        let mut acc = Accumulator::default();
+        for row in &rows {
+            acc.add_journal(tenant, row);
+        }
+        for ((tenant, g, start, action), cell) in acc.sorted_rollups() {
             session::on!(tx.flush_cell(&tenant, g, start, &action, &cell))?;
         }
-        tx.commit().await
+        tx.commit().await?;
+        Ok(i64::try_from(rows.len()).unwrap_or(i64::MAX))
+    }
+
+    /// Recounts the rollups from the tables (`idem stats rebuild`), for data
+    /// written before counts were journaled with their writes, or after a
+    /// restore. Intents, deliveries, duplicates, divergences, corrections and
+    /// action outcomes are recounted from `since_ms` (floored to its UTC day,
+    /// so every granularity's buckets are whole) for one tenant or every
+    /// tenant with data; HTTP counters and delay histograms are kept, since
+    /// no row records them. Runs in one transaction per tenant, which reads
+    /// the tables and takes the tenant's journal from one snapshot, so a
+    /// write is counted once whether it lands before or after.
+    #[tracing::instrument(skip(self))]
+    pub async fn rebuild_stats(
+        &self,
+        tenant: Option<&TenantId>,
+        since_ms: Millis,
+    ) -> Result<RebuildReport, Error> {
+        let since = Granularity::Day.floor(since_ms.max(0));
+        let _guard = self.inner.flush.lock().await;
+        let tenants = match tenant {
+            Some(t) => vec![t.as_str().to_owned()],
+            None => {
+                let mut s = self.session().await?;
+                let mut all = std::collections::BTreeSet::new();
+                for table in [0, 2, 6] {
+                    all.extend(session::on!(s.tenants_in(sql::TENANTS_IN_TABLES[table]))?);
+                }
+                all.into_iter().collect()
+            }
+        };
+        let mut report = RebuildReport {
+            since_ms: since,
+            tenants: 0,
+            rows: 0,
+        };
+        for t in tenants {
+            let mut attempt = 0;
+            loop {
+                attempt += 1;
+                match self.rebuild_tenant(&t, since).await {
+                    Ok(rows) => {
+                        report.rows += rows;
+                        break;
+                    }
+                    // A concurrent fold touched the same rollup rows after
+                    // this snapshot (PostgreSQL, repeatable read): again.
+                    Err(Error::Database(sqlx::Error::Database(d)))
+                        if attempt < 5 && d.code().as_deref() == Some("40001") => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            report.tenants += 1;
+        }
+        Ok(report)
+    }
+
+    async fn rebuild_tenant(&self, tenant: &str, since: Millis) -> Result<u64, Error> {
+        let mut tx = self.transaction().await?;
+        tx.snapshot().await?;
+        let mut acc = Accumulator::default();
+        loop {
+            let rows = session::on!(tx.take_journal(tenant, FOLD_BATCH))?;
+            for row in &rows {
+                acc.add_journal(tenant, row);
+            }
+            if rows.len() < FOLD_BATCH as usize {
+                break;
+            }
+        }
+        for ((tenant, g, start, action), mut cell) in acc.sorted_rollups() {
+            if start >= since {
+                // The recount below covers the rest.
+                cell.counts = cell.counts.unrecountable();
+            }
+            session::on!(tx.flush_cell(&tenant, g, start, &action, &cell))?;
+        }
+        let rows = session::on!(tx.rebuild_rollups(tenant, since))?;
+        tx.commit().await?;
+        Ok(rows)
     }
 
     /// A tenant's statistics between `from_ms` (inclusive) and `to_ms`
@@ -534,6 +610,22 @@ impl Store {
                 oldest_started_ms,
             })
             .collect())
+    }
+
+    /// Admin: the tenants with webhook endpoints (the relay visits them).
+    pub async fn webhook_tenants(&self) -> Result<Vec<TenantId>, Error> {
+        let mut s = self.session().await?;
+        let ids = session::on!(s.tenants_in(crate::sql::WEBHOOK_TENANTS))?;
+        Ok(ids
+            .into_iter()
+            .filter_map(|t| TenantId::try_from(t).ok())
+            .collect())
+    }
+
+    /// Admin: every tenant's webhook deliveries by state (`/metrics`).
+    pub async fn admin_webhook_counts(&self) -> Result<WebhookCounts, Error> {
+        let mut s = self.session().await?;
+        Ok(session::on!(s.webhook_counts(None))?)
     }
 
     /// Admin: per-tenant totals over a range, read from the rollups.

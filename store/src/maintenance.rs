@@ -26,6 +26,8 @@ pub struct PurgeReport {
     pub consumed_events: u64,
     /// Sent outbox messages removed.
     pub outbox: u64,
+    /// Settled webhook deliveries (delivered or dead-lettered) removed.
+    pub webhook_deliveries: u64,
     /// Statistics rows removed.
     pub stats: u64,
     /// Claims whose lease ran out, now marked uncertain.
@@ -64,16 +66,13 @@ impl Store {
             // sees them as what they are: unsettled, and kept.
             let mut swept = 0;
             loop {
-                let n = on!(s.sweep_expired_leases(tenant.as_str(), now, batch))?;
+                let n = sweep_batch(&mut s, &tenant, now, batch).await?;
                 report.batches += 1;
                 swept += n;
                 if full(n, batch) {
                     continue;
                 }
                 break;
-            }
-            if swept > 0 {
-                self.count_uncertain(&tenant, swept, now);
             }
             report.leases_expired += swept;
             let r = s.retention(&tenant).await?;
@@ -84,14 +83,27 @@ impl Store {
         tracing::info!(?report, "purge finished");
         Ok(report)
     }
+}
 
-    fn count_uncertain(&self, tenant: &TenantId, n: u64, now: Millis) {
-        // Swept claims are counted under the catch-all action: the sweep
-        // statement does not return which action each claim was.
-        self.count(tenant.as_str(), "*", now, |c| {
-            c.counts.actions_uncertain += i64::try_from(n).unwrap_or(i64::MAX);
-        });
+/// Marks one batch of expired claims uncertain, and counts them in the same
+/// transaction. Swept claims are counted under the catch-all action: the
+/// sweep statement does not return which action each claim was.
+async fn sweep_batch(
+    s: &mut Session,
+    tenant: &TenantId,
+    now: Millis,
+    batch: i64,
+) -> Result<u64, Error> {
+    s.enter().await?;
+    let result = on!(s.sweep_expired_leases(tenant.as_str(), now, batch)).map_err(Error::from);
+    if let Ok(n) = &result {
+        if *n > 0 {
+            s.note(tenant, "*", |c| {
+                c.counts.actions_uncertain += i64::try_from(*n).unwrap_or(i64::MAX);
+            });
+        }
     }
+    s.leave(result).await
 }
 
 /// Whether a batch came back full (so another may follow).
@@ -107,12 +119,13 @@ async fn purge_tenant(
     batch: i64,
     report: &mut PurgeReport,
 ) -> Result<(), Error> {
-    let plan: [(&'static str, Millis, Option<Granularity>); 9] = [
+    let plan: [(&'static str, Millis, Option<Granularity>); 10] = [
         (q::PURGE_INTENTS, now - r.intent_ms, None),
         (q::PURGE_INTENT_HISTORY, now - r.intent_ms, None),
         (q::PURGE_CONSUMED_EVENTS, now - r.intent_ms, None),
         (q::PURGE_ACTIONS, now - r.action_ms, None),
         (q::PURGE_OUTBOX, now - r.action_ms, None),
+        (q::PURGE_WEBHOOK_DELIVERIES, now - r.action_ms, None),
         // HTTP records carry their own expiry instant.
         (q::PURGE_HTTP_KEYS, now, None),
         (
@@ -161,6 +174,7 @@ async fn purge_tenant(
             q::PURGE_CONSUMED_EVENTS => &mut report.consumed_events,
             q::PURGE_ACTIONS => &mut report.actions,
             q::PURGE_OUTBOX => &mut report.outbox,
+            q::PURGE_WEBHOOK_DELIVERIES => &mut report.webhook_deliveries,
             q::PURGE_HTTP_KEYS => &mut report.http_keys,
             _ => &mut report.stats,
         };

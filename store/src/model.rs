@@ -411,3 +411,113 @@ pub struct UnresolvedActions {
     /// When the oldest one's attempt started.
     pub oldest_started_ms: Option<Millis>,
 }
+
+/// What `idem stats rebuild` did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RebuildReport {
+    /// Buckets from this instant on were recounted (a UTC day start).
+    pub since_ms: Millis,
+    /// Tenants recounted.
+    pub tenants: u64,
+    /// Rollup rows cleared or written.
+    pub rows: u64,
+}
+
+/// A webhook endpoint a tenant registered (`idem webhook add`).
+#[derive(Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+pub struct WebhookEndpoint {
+    /// `ep_` and 16 hex digits.
+    pub endpoint_id: String,
+    /// Where deliveries are POSTed (http or https).
+    pub url: String,
+    /// Comma-separated topics, or `*` for every topic.
+    pub events: String,
+    /// The signing key, base64 (without the `whsec_` prefix). Never logged.
+    #[serde(skip)]
+    pub secret: String,
+    /// When it was registered.
+    pub created_ms: Millis,
+}
+
+impl std::fmt::Debug for WebhookEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpoint")
+            .field("endpoint_id", &self.endpoint_id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("secret", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookEndpoint {
+    /// Whether this endpoint takes messages of `topic`.
+    pub fn wants(&self, topic: &str) -> bool {
+        self.events == "*" || self.events.split(',').any(|e| e == topic)
+    }
+}
+
+/// A delivery the relay claimed: one outbox message for one endpoint, and
+/// the attempt number that fences its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct WebhookDelivery {
+    /// The outbox message's id (per tenant).
+    pub outbox_id: i64,
+    /// Its topic (`charge.created`).
+    pub topic: String,
+    /// Its payload, as queued.
+    pub payload: String,
+    /// When it was queued.
+    pub created_ms: Millis,
+    /// This attempt's number, from 1.
+    pub attempts: i32,
+}
+
+/// What became of one delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// A 2xx (the status).
+    Delivered(u16),
+    /// Anything else: the status if one came back, what went wrong, and
+    /// when to try again, or `None` to dead-letter it.
+    Failed {
+        /// The HTTP status, when the receiver answered.
+        status: Option<u16>,
+        /// What went wrong, for the operator.
+        error: String,
+        /// The next attempt's time; `None`: give up (dead-letter).
+        retry_at_ms: Option<Millis>,
+    },
+}
+
+/// Webhook deliveries by state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WebhookCounts {
+    /// Waiting for a first attempt, or in it.
+    pub pending: i64,
+    /// Waiting after at least one failed attempt.
+    pub retrying: i64,
+    /// Delivered (a 2xx came back).
+    pub delivered: i64,
+    /// Dead-lettered after the give-up time.
+    pub dead_lettered: i64,
+    /// When the oldest message still waiting (pending or retrying) was queued.
+    pub oldest_waiting_ms: Option<Millis>,
+}
+
+impl WebhookCounts {
+    pub(crate) fn add(&mut self, state: &str, failed_before: bool, n: i64, oldest: Option<Millis>) {
+        match (state, failed_before) {
+            ("pending", false) => self.pending += n,
+            ("pending", true) => self.retrying += n,
+            ("delivered", _) => self.delivered += n,
+            _ => self.dead_lettered += n,
+        }
+        if state == "pending" {
+            self.oldest_waiting_ms = match (self.oldest_waiting_ms, oldest) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+}

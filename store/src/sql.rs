@@ -375,6 +375,165 @@ values ($1, $2, $3, $4, $5, $6)
 on conflict (tenant_id, granularity, bucket_start_ms, action, le_ms) do update set
     count = d.count + excluded.count";
 
+    /// Appends one write's counts to the statistics journal, in that write's
+    /// transaction (see migration 0010 for why a journal and not the rollups).
+    pub const JOURNAL_APPEND: &str = "\
+insert into stats_journal
+    (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
+     redelivered_intents, divergences, corrections, actions_started, actions_completed,
+     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms,
+     delay_le_ms, delay_count)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
+
+    /// Takes (deletes and returns) a tenant's oldest journal rows, for the
+    /// flusher to fold into the rollups in the same transaction: a row is
+    /// folded once, or stays if the fold rolls back. On PostgreSQL a second
+    /// flusher waits for the first's rows and then skips them.
+    pub const JOURNAL_TAKE: &str = "\
+delete from stats_journal
+where tenant_id = $1 and seq in (
+    select seq from stats_journal
+    where tenant_id = $1
+    order by seq
+    limit $2)
+returning bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
+    divergences, corrections, actions_started, actions_completed, actions_failed,
+    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
+    delay_count";
+
+    /// `idem stats rebuild`: clears the counters the tables can tell again,
+    /// from a bucket on. The HTTP counters and the delay histograms stay: a
+    /// replayed response or a redelivery's moment leaves no row to recount.
+    pub const REBUILD_CLEAR: &str = "\
+update stats_rollup set
+    intents = 0, deliveries = 0, redeliveries = 0, redelivered_intents = 0, divergences = 0,
+    corrections = 0, actions_started = 0, actions_completed = 0, actions_failed = 0,
+    actions_uncertain = 0
+where tenant_id = $1 and bucket_start_ms >= $2";
+
+    /// `idem stats rebuild`: the intent counters of one granularity ($3 ms
+    /// wide, named $4), recounted from the intents table. A delivery is
+    /// counted in its intent's first bucket: the table keeps a count per
+    /// intent, not each delivery's moment.
+    pub const REBUILD_INTENTS: &str = "\
+insert into stats_rollup as s
+    (tenant_id, granularity, bucket_start_ms, action, intents, deliveries, redeliveries,
+     redelivered_intents, divergences)
+select $1, $4, b.bucket, b.action, count(*), sum(b.deliveries), sum(b.deliveries - 1),
+    sum(case when b.deliveries >= 2 then 1 else 0 end), sum(b.divergences)
+from (
+    select first_seen_ms - first_seen_ms % $3 as bucket, action, deliveries, divergences
+    from intents
+    where tenant_id = $1 and first_seen_ms >= $2) as b
+group by b.bucket, b.action
+on conflict (tenant_id, granularity, bucket_start_ms, action) do update set
+    intents = excluded.intents,
+    deliveries = excluded.deliveries,
+    redeliveries = excluded.redeliveries,
+    redelivered_intents = excluded.redelivered_intents,
+    divergences = excluded.divergences";
+
+    /// `idem stats rebuild`: corrections, recounted from the history.
+    pub const REBUILD_CORRECTIONS: &str = "\
+insert into stats_rollup as s (tenant_id, granularity, bucket_start_ms, action, corrections)
+select $1, $4, b.bucket, b.action, count(*)
+from (
+    select replaced_ms - replaced_ms % $3 as bucket, action
+    from intent_history
+    where tenant_id = $1 and replaced_ms >= $2) as b
+group by b.bucket, b.action
+on conflict (tenant_id, granularity, bucket_start_ms, action) do update set
+    corrections = excluded.corrections";
+
+    /// `idem stats rebuild`: the action counters, recounted from the actions'
+    /// present state in the bucket of their first claim (an action retried
+    /// after an uncertain attempt and then completed counts as completed).
+    pub const REBUILD_ACTIONS: &str = "\
+insert into stats_rollup as s
+    (tenant_id, granularity, bucket_start_ms, action, actions_started, actions_completed,
+     actions_failed, actions_uncertain)
+select $1, $4, b.bucket, b.action, sum(b.attempts),
+    sum(case when b.state = 'completed' then 1 else 0 end),
+    sum(case when b.state = 'failed' then 1 else 0 end),
+    sum(case when b.state = 'uncertain' then 1 else 0 end)
+from (
+    select started_ms - started_ms % $3 as bucket, action, attempts, state
+    from actions
+    where tenant_id = $1 and started_ms >= $2) as b
+group by b.bucket, b.action
+on conflict (tenant_id, granularity, bucket_start_ms, action) do update set
+    actions_started = excluded.actions_started,
+    actions_completed = excluded.actions_completed,
+    actions_failed = excluded.actions_failed,
+    actions_uncertain = excluded.actions_uncertain";
+
+    /// Registers a webhook endpoint.
+    pub const INSERT_WEBHOOK_ENDPOINT: &str = "\
+insert into webhook_endpoints (tenant_id, endpoint_id, url, events, secret, created_ms)
+values ($1, $2, $3, $4, $5, $6)";
+
+    /// A tenant's endpoints, oldest first (the relay reads them each round).
+    pub const LIST_WEBHOOK_ENDPOINTS: &str = "\
+select endpoint_id, url, events, secret, created_ms
+from webhook_endpoints
+where tenant_id = $1
+order by created_ms, endpoint_id";
+
+    /// Removes an endpoint.
+    pub const DELETE_WEBHOOK_ENDPOINT: &str = "\
+delete from webhook_endpoints
+where tenant_id = $1 and endpoint_id = $2";
+
+    /// Drops a removed endpoint's deliveries still waiting: nobody is there
+    /// to receive them (settled ones stay for the record until retention).
+    pub const DELETE_ENDPOINT_PENDING: &str = "\
+delete from webhook_deliveries
+where tenant_id = $1 and endpoint_id = $2 and state = 'pending'";
+
+    /// Fans one outbox message out to one endpoint, due now. The primary key
+    /// makes a second fan-out of the same message a no-op.
+    pub const INSERT_WEBHOOK_DELIVERY: &str = "\
+insert into webhook_deliveries
+    (tenant_id, outbox_id, endpoint_id, topic, payload, created_ms, state, attempts,
+     next_attempt_ms, updated_ms)
+values ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7)
+on conflict (tenant_id, outbox_id, endpoint_id) do nothing";
+
+    /// Records a 2xx, under the attempt that claimed the delivery.
+    pub const WEBHOOK_DELIVERED: &str = "\
+update webhook_deliveries
+set state = 'delivered', lease_until_ms = null, last_status = $5, last_error = null,
+    updated_ms = $6
+where tenant_id = $1 and outbox_id = $2 and endpoint_id = $3 and attempts = $4
+    and state = 'pending'";
+
+    /// Records a failed attempt: the next one's time, or 'dead' ($8) when
+    /// the give-up time has passed; under the attempt that claimed it.
+    pub const WEBHOOK_FAILED: &str = "\
+update webhook_deliveries
+set state = $8, lease_until_ms = null, next_attempt_ms = $5, last_status = $6,
+    last_error = $7, updated_ms = $9
+where tenant_id = $1 and outbox_id = $2 and endpoint_id = $3 and attempts = $4
+    and state = 'pending'";
+
+    /// A tenant's deliveries by state for the live monitor: pending ones
+    /// split by whether an attempt failed, with the oldest waiting message.
+    pub const LIVE_WEBHOOKS: &str = "\
+select state, last_status is not null or last_error is not null as failed_before,
+    count(*) as n, min(created_ms) as oldest_ms
+from webhook_deliveries
+where tenant_id = $1
+group by state, last_status is not null or last_error is not null";
+
+    /// Purges settled deliveries (delivered or dead-lettered) last changed
+    /// before the cutoff; pending ones are never purged.
+    pub const PURGE_WEBHOOK_DELIVERIES: &str = "\
+delete from webhook_deliveries
+where tenant_id = $1 and (outbox_id, endpoint_id) in (
+    select outbox_id, endpoint_id from webhook_deliveries
+    where tenant_id = $1 and state <> 'pending' and updated_ms < $2
+    limit $3)";
+
     /// A tenant's rollups over a time range.
     pub const READ_ROLLUP: &str = "\
 select bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
@@ -507,7 +666,7 @@ order by tenant_id";
 
 /// Admin: the tenants with rows in each purged table (retention uses it to
 /// decide which tenants to visit; every purge statement is then scoped).
-pub const TENANTS_IN_TABLES: [&str; 7] = [
+pub const TENANTS_IN_TABLES: [&str; 8] = [
     tenants_sql!("intents"),
     tenants_sql!("intent_history"),
     tenants_sql!("actions"),
@@ -515,7 +674,23 @@ pub const TENANTS_IN_TABLES: [&str; 7] = [
     tenants_sql!("consumed_events"),
     tenants_sql!("outbox"),
     tenants_sql!("stats_rollup"),
+    tenants_sql!("webhook_deliveries"),
 ];
+
+/// Admin: the tenants with webhook endpoints (the relay visits them).
+pub const WEBHOOK_TENANTS: &str = tenants_sql!("webhook_endpoints");
+
+/// Admin: deliveries of every tenant by state (the `/metrics` gauges, made
+/// only when Prometheus scrapes), as [`shared::LIVE_WEBHOOKS`] splits them.
+pub const ADMIN_WEBHOOKS: &str = "\
+select state, last_status is not null or last_error is not null as failed_before,
+    count(*) as n, min(created_ms) as oldest_ms
+from webhook_deliveries
+group by state, last_status is not null or last_error is not null";
+
+/// Admin: the tenants with statistics waiting in the journal (the flusher
+/// visits them; every fold statement is then scoped).
+pub const JOURNAL_TENANTS: &str = tenants_sql!("stats_journal");
 
 /// PostgreSQL-only statements.
 pub mod pg {
@@ -526,6 +701,24 @@ pub mod pg {
 insert into outbox (tenant_id, topic, payload, created_ms)
 values ($1, $2, $3, $4)
 returning id";
+
+    /// Claims an endpoint's due deliveries for one relay: a lease, and the
+    /// attempt number as its fencing token. SKIP LOCKED lets several relays
+    /// share the queue without waiting; the lease condition, checked again
+    /// on the locked row, keeps any two from claiming one delivery at once.
+    pub const WEBHOOK_CLAIM: &str = "\
+update webhook_deliveries
+set lease_until_ms = $4, attempts = attempts + 1, updated_ms = $3
+where tenant_id = $1 and endpoint_id = $2 and state = 'pending'
+    and (lease_until_ms is null or lease_until_ms <= $3)
+    and outbox_id in (
+    select outbox_id from webhook_deliveries
+    where tenant_id = $1 and endpoint_id = $2 and state = 'pending' and next_attempt_ms <= $3
+        and (lease_until_ms is null or lease_until_ms <= $3)
+    order by next_attempt_ms
+    limit $5
+    for update skip locked)
+returning outbox_id, topic, payload, created_ms, attempts";
 
     /// Pending messages for one relay. SKIP LOCKED lets several relays share
     /// the queue: each takes rows the others have not locked.
@@ -551,6 +744,21 @@ values ($1,
     (select max(coalesce(max(id), 0) + 1, $4 * 1000) from outbox where tenant_id = $1),
     $2, $3, $4)
 returning id";
+
+    /// Claims an endpoint's due deliveries (see the PostgreSQL one). SQLite
+    /// runs one writer at a time, so no two relays claim one delivery.
+    pub const WEBHOOK_CLAIM: &str = "\
+update webhook_deliveries
+set lease_until_ms = $4, attempts = attempts + 1, updated_ms = $3
+where tenant_id = $1 and endpoint_id = $2 and state = 'pending'
+    and (lease_until_ms is null or lease_until_ms <= $3)
+    and outbox_id in (
+    select outbox_id from webhook_deliveries
+    where tenant_id = $1 and endpoint_id = $2 and state = 'pending' and next_attempt_ms <= $3
+        and (lease_until_ms is null or lease_until_ms <= $3)
+    order by next_attempt_ms
+    limit $5)
+returning outbox_id, topic, payload, created_ms, attempts";
 
     /// Pending messages for the relay. SQLite has no row locks; one writer at
     /// a time and at-least-once delivery make a second relay harmless.
@@ -578,9 +786,16 @@ group by 1"
 
 /// Every statement that is not scoped to one tenant.
 pub fn admin_statements() -> impl Iterator<Item = &'static str> {
-    [shared::ADMIN_TOTALS, LIST_TENANTS, ADMIN_UNRESOLVED]
-        .into_iter()
-        .chain(TENANTS_IN_TABLES)
+    [
+        shared::ADMIN_TOTALS,
+        LIST_TENANTS,
+        ADMIN_UNRESOLVED,
+        JOURNAL_TENANTS,
+        WEBHOOK_TENANTS,
+        ADMIN_WEBHOOKS,
+    ]
+    .into_iter()
+    .chain(TENANTS_IN_TABLES)
 }
 
 /// Coalesced intent writes (Postgres): many callers' deliveries for one
@@ -603,6 +818,55 @@ on conflict (tenant_id, reference, action) do update set
         then i.last_seen_ms else excluded.last_seen_ms end
 returning reference, action, rules_version, idem_key, payload, revision, deliveries,
     divergences, first_seen_ms, last_seen_ms";
+
+/// [`PG_RECORD_INTENTS`] with its statistics in the same statement, hence
+/// the same transaction: a crash loses neither the intents nor their counts,
+/// and the batch still costs one round trip. `d` says what this statement
+/// added to each row (a row is new when all its deliveries are this
+/// statement's; `second` marks the delivery that made it a duplicate), and
+/// `j` appends one journal row per action and delay bucket. $9 is the delay
+/// histogram's upper bounds, ascending: `width_bucket(delay - 1, bounds)`
+/// counts the bounds below the delay, so the next one is the first bound at
+/// or above it, as `Cell::delay` picks.
+pub const PG_RECORD_INTENTS_COUNTED: &str = "\
+with u (reference, action, rules_version, idem_key, payload, n) as (
+    select * from unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[])),
+w as (
+    insert into intents as i
+        (tenant_id, reference, action, rules_version, idem_key, payload,
+         deliveries, divergences, first_seen_ms, last_seen_ms)
+    select $1, u.reference, u.action, u.rules_version, u.idem_key, u.payload, u.n, 0, $8, $8
+    from u
+    on conflict (tenant_id, reference, action) do update set
+        deliveries = i.deliveries + excluded.deliveries,
+        divergences = i.divergences
+            + case when i.payload = excluded.payload then 0 else excluded.deliveries end,
+        last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
+            then i.last_seen_ms else excluded.last_seen_ms end
+    returning reference, action, rules_version, idem_key, payload, revision, deliveries,
+        divergences, first_seen_ms, last_seen_ms),
+d as (
+    select w.action, u.n, x.inserted, u.n - x.inserted as redeliveries,
+        case when w.payload = u.payload then 0 else u.n end as diverged,
+        case when w.deliveries - u.n <= 1 and w.deliveries >= 2 then 1 else 0 end as second,
+        case when u.n > x.inserted then greatest($8 - w.first_seen_ms, 0) else 0 end as delay,
+        case when u.n > x.inserted then ($9::bigint[])[
+            width_bucket(greatest($8 - w.first_seen_ms, 0) - 1, $9::bigint[]) + 1] end as le
+    from w
+    join u on u.reference = w.reference and u.action = w.action
+    cross join lateral (
+        select case when w.deliveries = u.n then 1 else 0 end as inserted) as x),
+j as (
+    insert into stats_journal
+        (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
+         redelivered_intents, divergences, delay_max_ms, delay_le_ms, delay_count)
+    select $1, $8 - $8 % 60000, d.action, sum(d.inserted), sum(d.n), sum(d.redeliveries),
+        sum(d.second), sum(d.diverged), max(d.delay), d.le, sum(d.redeliveries)
+    from d
+    group by d.action, d.le)
+select reference, action, rules_version, idem_key, payload, revision, deliveries,
+    divergences, first_seen_ms, last_seen_ms
+from w";
 
 /// Every statement by name, for the tenancy check (a test asserts that this
 /// list and the constants above agree).
@@ -641,6 +905,26 @@ pub const ALL: &[(&str, &str)] = {
         ("PURGE_STATS_DELAY", PURGE_STATS_DELAY),
         ("FLUSH_ROLLUP", FLUSH_ROLLUP),
         ("FLUSH_DELAY", FLUSH_DELAY),
+        ("JOURNAL_APPEND", JOURNAL_APPEND),
+        ("JOURNAL_TAKE", JOURNAL_TAKE),
+        ("REBUILD_CLEAR", REBUILD_CLEAR),
+        ("REBUILD_INTENTS", REBUILD_INTENTS),
+        ("REBUILD_CORRECTIONS", REBUILD_CORRECTIONS),
+        ("REBUILD_ACTIONS", REBUILD_ACTIONS),
+        ("JOURNAL_TENANTS", JOURNAL_TENANTS),
+        ("WEBHOOK_TENANTS", WEBHOOK_TENANTS),
+        ("ADMIN_WEBHOOKS", ADMIN_WEBHOOKS),
+        ("INSERT_WEBHOOK_ENDPOINT", INSERT_WEBHOOK_ENDPOINT),
+        ("LIST_WEBHOOK_ENDPOINTS", LIST_WEBHOOK_ENDPOINTS),
+        ("DELETE_WEBHOOK_ENDPOINT", DELETE_WEBHOOK_ENDPOINT),
+        ("DELETE_ENDPOINT_PENDING", DELETE_ENDPOINT_PENDING),
+        ("INSERT_WEBHOOK_DELIVERY", INSERT_WEBHOOK_DELIVERY),
+        ("WEBHOOK_DELIVERED", WEBHOOK_DELIVERED),
+        ("WEBHOOK_FAILED", WEBHOOK_FAILED),
+        ("LIVE_WEBHOOKS", LIVE_WEBHOOKS),
+        ("PURGE_WEBHOOK_DELIVERIES", PURGE_WEBHOOK_DELIVERIES),
+        ("pg::WEBHOOK_CLAIM", pg::WEBHOOK_CLAIM),
+        ("sqlite::WEBHOOK_CLAIM", sqlite::WEBHOOK_CLAIM),
         ("READ_ROLLUP", READ_ROLLUP),
         ("READ_DELAY", READ_DELAY),
         ("ADMIN_TOTALS", ADMIN_TOTALS),
@@ -660,6 +944,7 @@ pub const ALL: &[(&str, &str)] = {
         ("ADMIN_UNRESOLVED", ADMIN_UNRESOLVED),
         ("SELECT_SCENARIO", SELECT_SCENARIO),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
+        ("PG_RECORD_INTENTS_COUNTED", PG_RECORD_INTENTS_COUNTED),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
         ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
         ("sqlite::OUTBOX_INSERT", sqlite::OUTBOX_INSERT),
@@ -682,6 +967,18 @@ mod tests {
         // Every where clause, including subqueries', names the tenant.
         let wheres = head.matches(" where ").count();
         let filtered = wheres == head.matches("where tenant_id = $1").count();
+        if flat.starts_with("with ") && !flat.starts_with("with recursive") {
+            // A data-modifying CTE: every insert writes $1 as its tenant,
+            // every conflict target leads with tenant_id, and any where
+            // clause names the tenant (the CTE's own rows need none).
+            let inserts = flat.matches("insert into ").count();
+            let conflicts = flat.matches("on conflict (").count();
+            let all_wheres = flat.matches(" where ").count();
+            return inserts > 0
+                && inserts == flat.matches("select $1,").count()
+                && conflicts == flat.matches("on conflict (tenant_id").count()
+                && all_wheres == flat.matches("where tenant_id = $1").count();
+        }
         if flat.starts_with("insert into") {
             let writes_tenant = flat.contains("(tenant_id,")
                 && (flat.contains("values ($1,")

@@ -1,10 +1,11 @@
-//! Live statistics. Each process counts in memory (one short mutex section
-//! per operation, no database write) and flushes the sums about twice a second
-//! into per-minute, per-hour and per-day rollup rows. Reads touch those rows
-//! only, so their cost does not grow with the intent tables.
-//!
-//! What a crash loses: the counts of the last unflushed second. The intent
-//! tables themselves are exact; the rollups are for watching rates.
+//! Live statistics. Every write that counts something (an intent delivery,
+//! an action claimed or settled, an HTTP key replayed or refused, a lease
+//! swept) appends its counts to `stats_journal` in its own transaction, so a
+//! crash loses no count: what committed was counted, what rolled back was
+//! not. A flusher folds the journal into per-minute, per-hour and per-day
+//! rollup rows about twice a second (and before every read), deleting the
+//! rows it folded in the same transaction. Reads touch the rollups only, so
+//! their cost does not grow with the intent tables.
 
 use crate::model::Millis;
 use std::collections::HashMap;
@@ -80,6 +81,18 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Only the counters no table can recount (`idem stats rebuild` keeps
+    /// these): HTTP replays and refusals, and the longest delay.
+    pub(crate) fn unrecountable(&self) -> Counts {
+        Counts {
+            http_replays: self.http_replays,
+            http_409: self.http_409,
+            http_422: self.http_422,
+            delay_max_ms: self.delay_max_ms,
+            ..Counts::default()
+        }
+    }
+
     fn add(&mut self, o: &Counts) {
         self.intents += o.intents;
         self.deliveries += o.deliveries;
@@ -122,7 +135,8 @@ impl Cell {
     }
 }
 
-/// Counts waiting to be flushed (per process, or per open transaction),
+/// Counts of one transaction waiting to be journaled, or of journal rows
+/// being folded,
 /// by minute, tenant and action. Nested maps let the hot path look a cell up
 /// with borrowed strings: no allocation unless the cell is new.
 #[derive(Debug, Default)]
@@ -149,18 +163,37 @@ impl Accumulator {
         actions.get_mut(action).unwrap_or_else(|| unreachable!())
     }
 
-    pub(crate) fn merge(&mut self, other: Accumulator) {
-        for (minute, tenants) in other.minutes {
-            for (tenant, actions) in tenants {
-                for (action, cell) in actions {
-                    self.cell(&tenant, &action, minute).add(&cell);
-                }
+    /// Adds one journal row.
+    pub(crate) fn add_journal(&mut self, tenant: &str, row: &crate::backend::JournalRow) {
+        let cell = self.cell(tenant, &row.action, row.bucket_start_ms);
+        cell.counts.add(&row.counts);
+        if let Some(le) = row.delay_le_ms {
+            let i = DELAY_BOUNDS_MS.partition_point(|&b| b < le);
+            if let Some(slot) = cell.delays.get_mut(i) {
+                *slot += row.delay_count;
             }
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.minutes.is_empty()
+    /// Every cell, by minute, tenant and action.
+    pub(crate) fn cells(&self) -> impl Iterator<Item = (Millis, &str, &str, &Cell)> {
+        self.minutes.iter().flat_map(|(minute, tenants)| {
+            tenants.iter().flat_map(move |(tenant, actions)| {
+                actions
+                    .iter()
+                    .map(move |(action, cell)| (*minute, tenant.as_str(), action.as_str(), cell))
+            })
+        })
+    }
+
+    /// The rows to write, in a fixed order: two flushers on PostgreSQL
+    /// update shared rollup rows in the same order, so neither can deadlock.
+    pub(crate) fn sorted_rollups(&self) -> Vec<((String, Granularity, Millis, String), Cell)> {
+        let mut rows: Vec<_> = self.rollups().into_iter().collect();
+        rows.sort_by(|(a, _), (b, _)| {
+            (&a.0, a.1.as_str(), a.2, &a.3).cmp(&(&b.0, b.1.as_str(), b.2, &b.3))
+        });
+        rows
     }
 
     /// The rows to write: every cell added to its minute, hour and day bucket.

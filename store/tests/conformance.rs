@@ -78,6 +78,9 @@ idem_testkit::both!(
     retention_never_removes_an_unsettled_action_or_its_intent,
     events_are_claimed_with_a_lease,
     statistics_count_what_happened,
+    counts_survive_a_process_that_never_flushed,
+    two_processes_fold_each_count_once,
+    rebuild_recounts_the_rollups_from_the_tables,
     sixty_four_concurrent_records_make_one_row,
     sixty_four_concurrent_begins_make_one_claim,
     concurrent_divergent_candidates_keep_the_first,
@@ -1175,6 +1178,189 @@ async fn statistics_count_what_happened(h: &H) {
         .await
         .unwrap();
     assert_eq!(r2.totals.intents, 5);
+}
+
+/// Records each of `refs` `times` times, all at once (the intent writer
+/// batches them), through `store`.
+async fn record_all(store: &Store, t: &TenantId, refs: std::ops::Range<u32>, times: u32) {
+    let tasks: Vec<_> = refs
+        .flat_map(|i| (0..times).map(move |_| i))
+        .map(|i| {
+            let store = store.clone();
+            let t = t.clone();
+            tokio::spawn(async move {
+                let json = pix(&format!("J-{i}"), "10.00");
+                let p = Payload::from_json(&json).unwrap();
+                store.record_intent(&t, "pix.cobranca", &p).await.unwrap();
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+async fn hour(h: &H, t: &TenantId) -> stats::Report {
+    h.store
+        .stats(t, Granularity::Hour, T0 - 3_600_000, T0 + 3_600_000)
+        .await
+        .unwrap()
+}
+
+/// Counts are journaled with the writes they count: a process that dies
+/// without ever flushing (a store dropped without `close`, no flusher: what
+/// a SIGKILL leaves) loses none of them, and another process reads them all.
+/// A rolled-back transaction counts nothing.
+async fn counts_survive_a_process_that_never_flushed(h: &H) {
+    let t = &h.tenant;
+    let crashed = Store::connect(&h.db.url, options(&h.clock)).await.unwrap();
+    record_all(&crashed, t, 0..200, 2).await;
+    let mut s = crashed.session().await.unwrap();
+    let lease = Duration::from_secs(30);
+    let Begin::Claimed { token, .. } = s
+        .begin_action(t, &pix_action(), &k(7), lease)
+        .await
+        .unwrap()
+    else {
+        panic!("a first claim")
+    };
+    s.complete(t, &k(7), token, "{}").await.unwrap();
+    let mut tx = crashed.transaction().await.unwrap();
+    tx.begin_action(t, &pix_action(), &k(8), lease)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let mut tx = crashed.transaction().await.unwrap();
+    tx.begin_action(t, &pix_action(), &k(9), lease)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    drop(s);
+    drop(crashed);
+    let r = hour(h, t).await;
+    let n = &r.totals;
+    assert_eq!(
+        (
+            n.intents,
+            n.deliveries,
+            n.redeliveries,
+            n.redelivered_intents
+        ),
+        (200, 400, 200, 200)
+    );
+    assert_eq!(r.duplicate_rate_pct, Some(100.0));
+    assert_eq!(
+        (n.actions_started, n.actions_completed),
+        (2, 1),
+        "k(8) rolled back"
+    );
+    assert_eq!(r.delay.count, 200);
+}
+
+/// Two processes fold the same journal at once: each row is counted once.
+async fn two_processes_fold_each_count_once(h: &H) {
+    let t = &h.tenant;
+    let other = Store::connect(&h.db.url, options(&h.clock)).await.unwrap();
+    let (a, b) = tokio::join!(
+        record_all(&h.store, t, 0..150, 1),
+        record_all(&other, t, 100..250, 1)
+    );
+    let ((), ()) = (a, b);
+    let (x, y) = tokio::join!(h.store.flush_stats(), other.flush_stats());
+    x.unwrap();
+    y.unwrap();
+    let n = hour(h, t).await.totals;
+    assert_eq!(
+        (n.intents, n.deliveries, n.redelivered_intents),
+        (250, 300, 50)
+    );
+    other.close().await;
+}
+
+/// `idem stats rebuild` recounts what the tables can tell (here after the
+/// rollups and journal were lost, as counts were before they were journaled),
+/// keeps what they cannot (HTTP counters), and is idempotent.
+async fn rebuild_recounts_the_rollups_from_the_tables(h: &H) {
+    let t = &h.tenant;
+    record_all(&h.store, t, 0..10, 1).await;
+    record_all(&h.store, t, 0..4, 1).await;
+    let mut s = h.store.session().await.unwrap();
+    s.correct_intent(
+        t,
+        "pix.cobranca",
+        &Payload::from_json(&pix("J-0", "12.00")).unwrap(),
+        "typo",
+    )
+    .await
+    .unwrap();
+    let lease = Duration::from_secs(30);
+    let Begin::Claimed { token, .. } = s
+        .begin_action(t, &pix_action(), &k(1), lease)
+        .await
+        .unwrap()
+    else {
+        panic!("a first claim")
+    };
+    s.complete(t, &k(1), token, "{}").await.unwrap();
+    s.begin_action(t, &pix_action(), &k(2), lease)
+        .await
+        .unwrap();
+    let req = HttpRequestKey {
+        client_key: "c",
+        fingerprint: "f",
+        method: "POST",
+        path: "/",
+    };
+    s.http_begin(t, &req, lease).await.unwrap();
+    s.http_begin(t, &req, lease).await.unwrap(); // 409
+    drop(s);
+    let live = hour(h, t).await.totals;
+    assert_eq!(
+        (
+            live.intents,
+            live.deliveries,
+            live.redelivered_intents,
+            live.corrections
+        ),
+        (10, 14, 4, 1)
+    );
+    // Recounting live data changes nothing the tables can tell.
+    let rebuilt = h.store.rebuild_stats(Some(t), 0).await.unwrap();
+    assert_eq!(rebuilt.tenants, 1);
+    let again = hour(h, t).await.totals;
+    assert_eq!(again, live);
+    // Counts lost (the rollups and the journal emptied): recounted, except
+    // the HTTP counter, which no row records.
+    h.db.execute("delete from stats_rollup; delete from stats_delay; delete from stats_journal")
+        .await;
+    assert_eq!(hour(h, t).await.totals.intents, 0);
+    let all = h.store.rebuild_stats(None, T0 - 86_400_000).await.unwrap();
+    assert_eq!(all.tenants, 1);
+    let n = hour(h, t).await.totals;
+    assert_eq!(
+        (
+            n.intents,
+            n.deliveries,
+            n.redeliveries,
+            n.redelivered_intents,
+            n.corrections
+        ),
+        (10, 14, 4, 4, 1)
+    );
+    assert_eq!(
+        (n.actions_started, n.actions_completed, n.http_409),
+        (2, 1, 0)
+    );
+    // Twice is once.
+    h.store.rebuild_stats(Some(t), 0).await.unwrap();
+    assert_eq!(hour(h, t).await.totals, n);
+    // Buckets before `since` are left alone.
+    h.db.execute("delete from stats_rollup").await;
+    h.store
+        .rebuild_stats(Some(t), T0 + 86_400_000)
+        .await
+        .unwrap();
+    assert_eq!(hour(h, t).await.totals.intents, 0);
 }
 
 async fn sixty_four_concurrent_records_make_one_row(h: &H) {

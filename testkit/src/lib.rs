@@ -71,6 +71,21 @@ impl TestDb {
         self.pg.clone()
     }
 
+    /// Runs raw SQL on the test database, as a test's stand-in for what no
+    /// API may do (losing rows, say). Several statements may be given.
+    pub async fn execute(&self, sql: &str) {
+        use sqlx::Connection as _;
+        if self.url.starts_with("sqlite:") {
+            let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+            sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            c.close().await.unwrap();
+        } else {
+            let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+            sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            c.close().await.unwrap();
+        }
+    }
+
     /// Drops the PostgreSQL schema (a SQLite directory goes with the value).
     pub async fn done(self) {
         if let Some((admin, schema)) = self.pg {

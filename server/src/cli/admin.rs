@@ -1,7 +1,8 @@
-//! The admin commands: `idem migrate`, `idem purge`, `idem retention` and
-//! `idem tenant create`. They open the store without a key secret.
+//! The admin commands: `idem migrate`, `idem purge`, `idem retention`,
+//! `idem tenant create` and `idem stats rebuild`. They open the store
+//! without a key secret.
 
-use super::args::{PurgeArgs, RetentionArgs, TenantCreateArgs};
+use super::args::{PurgeArgs, RetentionArgs, StatsRebuildArgs, TenantCreateArgs};
 use super::options::DbArgs;
 
 /// Opens and migrates the store for admin work (no key secret needed).
@@ -59,5 +60,15 @@ pub(crate) async fn retention(args: RetentionArgs) -> anyhow::Result<()> {
         })
     );
     store.close().await;
+    Ok(())
+}
+
+pub(crate) async fn stats_rebuild(args: StatsRebuildArgs) -> anyhow::Result<()> {
+    let store = admin_store(&args.db).await?;
+    let report = store
+        .rebuild_stats(args.tenant.as_ref(), args.since.unwrap_or(0))
+        .await;
+    store.close().await;
+    println!("{}", serde_json::to_string(&report?)?);
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The command line's types (clap). They stop here: [`ServeArgs::into_config`]
 //! turns them into the plain [`Config`] the rest of the server takes.
 
-use super::options::{CatalogArgs, DbArgs};
+use super::options::{CatalogArgs, DbArgs, RelayArgs};
 use crate::config::{AdminToken, Config, SecretSource};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -44,6 +44,131 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// Manage the webhook endpoints the outbox relay delivers to.
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
+    },
+    /// Run the outbox relay alone (`idem serve` runs one too): deliver
+    /// outbox messages to webhook endpoints until SIGTERM or Ctrl-C.
+    Relay(RelayCmdArgs),
+    /// Maintain the live statistics.
+    Stats {
+        #[command(subcommand)]
+        command: StatsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum WebhookCommand {
+    /// Register an endpoint; prints its id and signing secret (`whsec_…`),
+    /// the secret once only.
+    Add(WebhookAddArgs),
+    /// List a tenant's endpoints (without secrets), as JSON lines.
+    List(WebhookListArgs),
+    /// Remove an endpoint and the deliveries still waiting for it.
+    Remove(WebhookRemoveArgs),
+}
+
+/// `idem webhook add` options.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookAddArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// Where to POST: an http or https URL.
+    pub url: String,
+    /// Topics to deliver, comma-separated (default: every topic).
+    #[arg(long)]
+    pub events: Option<String>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem webhook list` options.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookListArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem webhook remove` options.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookRemoveArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// The endpoint's id (`ep_…`, as `add` printed it).
+    pub endpoint_id: String,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem relay` options.
+#[derive(Debug, Clone, Args)]
+pub struct RelayCmdArgs {
+    /// Pacing.
+    #[command(flatten)]
+    pub relay: RelayArgs,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum StatsCommand {
+    /// Recount the statistics rollups from the intent, history and action
+    /// tables (for data written before counts were committed with their
+    /// writes, or after a restore). HTTP counters and delay histograms are
+    /// kept: no table records them. Prints what was done, as JSON.
+    Rebuild(StatsRebuildArgs),
+}
+
+/// `idem stats rebuild` options.
+#[derive(Debug, Clone, Args)]
+pub struct StatsRebuildArgs {
+    /// Only this tenant (default: every tenant with data).
+    #[arg(long, value_parser = parse_tenant)]
+    pub tenant: Option<idem_core::TenantId>,
+    /// Recount buckets from this UTC day on (`YYYY-MM-DD`; default: all).
+    /// Deliveries are counted in their intent's first bucket, so a day
+    /// before the first intent you care about keeps totals whole.
+    #[arg(long, value_parser = parse_day_ms)]
+    pub since: Option<i64>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Parses a tenant id (the message names what is wrong with it).
+pub fn parse_tenant(s: &str) -> Result<idem_core::TenantId, String> {
+    idem_core::TenantId::try_from(s).map_err(|e| format!("tenant {s:?}: {e}"))
+}
+
+/// Parses a UTC day, `YYYY-MM-DD`, into the epoch milliseconds of its start.
+pub fn parse_day_ms(s: &str) -> Result<i64, String> {
+    let bad = || format!("{s:?}: expected a day as YYYY-MM-DD, e.g. 2026-11-30");
+    let mut parts = s.trim().split('-');
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    if y.len() != 4 {
+        return Err(bad());
+    }
+    let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i32>(), m.parse::<u8>(), d.parse::<u8>()) else {
+        return Err(bad());
+    };
+    let month = time::Month::try_from(m).map_err(|_| bad())?;
+    let day = time::Date::from_calendar_date(y, month, d).map_err(|_| bad())?;
+    Ok(day.midnight().assume_utc().unix_timestamp() * 1_000)
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,6 +285,13 @@ pub struct ServeArgs {
     /// The fixture's Idempotency-Key retention, in ms (default: 24 h).
     #[arg(long, value_parser = clap::value_parser!(i64).range(1..=31_536_000_000), requires = "conformance_fixture")]
     pub fixture_ttl_ms: Option<i64>,
+    /// Do not run the outbox relay in this process (run `idem relay`
+    /// elsewhere, or deliver the outbox yourself).
+    #[arg(long, env = "IDEM_NO_RELAY")]
+    pub no_relay: bool,
+    /// The relay's pacing.
+    #[command(flatten)]
+    pub relay: RelayArgs,
 }
 
 impl ServeArgs {
@@ -187,6 +319,11 @@ impl ServeArgs {
             demo: self.demo,
             conformance_fixture: self.conformance_fixture,
             fixture_ttl_ms: self.fixture_ttl_ms,
+            relay: if self.no_relay {
+                None
+            } else {
+                Some(self.relay.config()?)
+            },
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })
     }

@@ -8,9 +8,10 @@ pub mod cost;
 pub mod key;
 pub mod options;
 pub mod simulate;
+pub mod webhook;
 
 pub use args::Cli;
-use args::{Command, KeyCommand, ServeArgs, TenantCommand};
+use args::{Command, KeyCommand, ServeArgs, StatsCommand, TenantCommand, WebhookCommand};
 use std::process::ExitCode;
 
 /// Runs the command `cli` names.
@@ -32,6 +33,15 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Tenant {
             command: TenantCommand::Create(args),
         } => run_async(admin::tenant_create(args)),
+        Command::Stats {
+            command: StatsCommand::Rebuild(args),
+        } => run_async(admin::stats_rebuild(args)),
+        Command::Webhook { command } => match command {
+            WebhookCommand::Add(args) => run_async(webhook::add(args)),
+            WebhookCommand::List(args) => run_async(webhook::list(args)),
+            WebhookCommand::Remove(args) => run_async(webhook::remove(args)),
+        },
+        Command::Relay(args) => run_async(webhook::relay(args)),
     }
 }
 
@@ -65,7 +75,24 @@ fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            if e.is::<Usage>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
+
+/// Bad input found after parsing (a URL, a topic list, an unknown id): the
+/// command exits 2, as clap does for malformed options, with this message.
+#[derive(Debug)]
+pub(crate) struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}

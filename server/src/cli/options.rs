@@ -53,3 +53,42 @@ impl DbArgs {
         }
     }
 }
+
+/// The outbox relay's pacing (`idem serve` and `idem relay`).
+#[derive(Debug, Clone, Args)]
+pub struct RelayArgs {
+    /// How long a claimed delivery is held before another relay may take it
+    /// over (ms; must exceed the timeout).
+    #[arg(long, env = "IDEM_RELAY_LEASE_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub relay_lease_ms: u64,
+    /// One attempt's limit: connect, send and read the status (ms).
+    #[arg(long, env = "IDEM_RELAY_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(50..=600_000))]
+    pub relay_timeout_ms: u64,
+    /// The first retry's delay (ms); each further one doubles, up to 6 h,
+    /// with ±20% jitter. Messages are retried for 24 h, then dead-lettered.
+    #[arg(long, env = "IDEM_RELAY_RETRY_BASE_MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub relay_retry_base_ms: u64,
+    /// Deliveries in flight at once, all endpoints together.
+    #[arg(long, env = "IDEM_RELAY_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub relay_concurrency: u64,
+}
+
+impl RelayArgs {
+    /// The relay configuration these options describe.
+    pub fn config(&self) -> anyhow::Result<crate::relay::RelayConfig> {
+        let ms = std::time::Duration::from_millis;
+        anyhow::ensure!(
+            self.relay_lease_ms > self.relay_timeout_ms,
+            "--relay-lease-ms ({}) must exceed --relay-timeout-ms ({}): a delivery still running must not be claimed again",
+            self.relay_lease_ms,
+            self.relay_timeout_ms
+        );
+        Ok(crate::relay::RelayConfig {
+            lease: ms(self.relay_lease_ms),
+            timeout: ms(self.relay_timeout_ms),
+            retry_base: ms(self.relay_retry_base_ms),
+            concurrency: usize::try_from(self.relay_concurrency).unwrap_or(32),
+            ..crate::relay::RelayConfig::default()
+        })
+    }
+}

@@ -152,6 +152,7 @@ pub async fn create_charge(
     Tenant(tenant): Tenant,
     guard: IdempotencyGuard,
     faults: Option<Extension<Faults>>,
+    headers: axum::http::HeaderMap,
     ApiJson(req): ApiJson<ChargeRequest>,
 ) -> Result<(StatusCode, Json<ChargeResponse>), ApiError> {
     if !(1..=MAX_AMOUNT).contains(&req.amount_cents) {
@@ -181,8 +182,21 @@ pub async fn create_charge(
         customer: req.customer,
         created_ms: state.store.now_ms(),
     };
+    // The layer accepted the request, so its key is there and well formed.
+    let key = super::idempotency::client_key(&headers)?;
+    let event = serde_json::json!({
+        "charge_id": charge.id,
+        "amount_cents": charge.amount_cents,
+        "currency": charge.currency,
+        "customer": charge.customer,
+        "idempotency_key": key,
+    });
     let mut tx = guard.transaction().await?;
     tx.demo_charge(&tenant, &charge).await?;
+    // The webhook event commits with the ledger row, or neither does: the
+    // relay delivers it to the tenant's endpoints (`charge.created`).
+    tx.outbox_enqueue(&tenant, "charge.created", &event.to_string())
+        .await?;
     drop(tx);
     Ok((
         StatusCode::CREATED,

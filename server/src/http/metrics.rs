@@ -67,6 +67,10 @@ pub struct Metrics {
     pub unresolved: Family<StateLabels, Gauge>,
     /// Age of the oldest unsettled action's attempt, in seconds.
     pub oldest_unresolved: Gauge,
+    /// Webhook deliveries now (every tenant), by state.
+    pub webhooks: Family<StateLabels, Gauge>,
+    /// Age of the oldest webhook message still waiting (pending or retrying).
+    pub oldest_webhook: Gauge,
 }
 
 /// Labels naming an unsettled action state.
@@ -155,6 +159,18 @@ impl Metrics {
             "Age of the oldest unsettled action's attempt",
             oldest_unresolved.clone(),
         );
+        let webhooks = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "webhook_deliveries",
+            "Outbox webhook deliveries now (every tenant), by state: pending, retrying, delivered, dead_lettered",
+            webhooks.clone(),
+        );
+        let oldest_webhook = Gauge::default();
+        registry.register(
+            "webhook_oldest_pending_age_seconds",
+            "Age of the oldest outbox message still waiting for delivery (pending or retrying)",
+            oldest_webhook.clone(),
+        );
         // Every table's series exists from the start, at zero.
         for (table, _) in Self::purged_tables(&PurgeReport::default()) {
             purged.get_or_create(&TableLabels { table }).inc_by(0);
@@ -172,7 +188,25 @@ impl Metrics {
             purged,
             unresolved,
             oldest_unresolved,
+            webhooks,
+            oldest_webhook,
         }
+    }
+
+    /// Sets the webhook gauges from the database's numbers.
+    pub fn set_webhooks(&self, c: &idem_store::WebhookCounts, now_ms: i64) {
+        for (state, n) in [
+            ("pending", c.pending),
+            ("retrying", c.retrying),
+            ("delivered", c.delivered),
+            ("dead_lettered", c.dead_lettered),
+        ] {
+            self.webhooks.get_or_create(&StateLabels { state }).set(n);
+        }
+        self.oldest_webhook.set(
+            c.oldest_waiting_ms
+                .map_or(0, |t| (now_ms - t).max(0) / 1000),
+        );
     }
 
     /// Sets the unsettled-action gauges from the database's numbers.
@@ -197,7 +231,7 @@ impl Metrics {
         self.uncertain.inc_by(r.leases_expired);
     }
 
-    fn purged_tables(r: &PurgeReport) -> [(&'static str, u64); 7] {
+    fn purged_tables(r: &PurgeReport) -> [(&'static str, u64); 8] {
         [
             ("intents", r.intents),
             ("intent_history", r.intent_history),
@@ -205,6 +239,7 @@ impl Metrics {
             ("http_keys", r.http_keys),
             ("consumed_events", r.consumed_events),
             ("outbox", r.outbox),
+            ("webhook_deliveries", r.webhook_deliveries),
             ("stats", r.stats),
         ]
     }
@@ -229,6 +264,12 @@ pub async fn serve_metrics(
         // The counters still answer; the gauges keep their last values.
         Err(e) => {
             tracing::warn!(error = %super::error::chain(&e), "reading unsettled actions for /metrics failed")
+        }
+    }
+    match store.admin_webhook_counts().await {
+        Ok(c) => metrics.set_webhooks(&c, store.now_ms()),
+        Err(e) => {
+            tracing::warn!(error = %super::error::chain(&e), "reading webhook deliveries for /metrics failed")
         }
     }
     let mut res = metrics.render().into_response();

@@ -104,7 +104,7 @@ pub async fn serve(listener: TcpListener, router: Router) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn shutdown() {
+pub(crate) async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -121,6 +121,8 @@ async fn suite() -> anyhow::Result<()> {
 
 async fn runs_in(s: &Settings, runs: &[&str], dir: &Path) -> anyhow::Result<()> {
     if runs.contains(&"sqlite") {
+        drift_run(Db::sqlite(dir.join("drift"))?).await?;
+        relay_run(s, Db::sqlite(dir.join("relay"))?).await?;
         kill_run(s, Db::sqlite(dir.join("kill"))?).await?;
     }
     if !runs.contains(&"disk") {
@@ -134,6 +136,14 @@ async fn runs_in(s: &Settings, runs: &[&str], dir: &Path) -> anyhow::Result<()> 
     match std::env::var("IDEM_TEST_POSTGRES_URL") {
         _ if !runs.contains(&"postgres") => {}
         Ok(url) => {
+            let db = Db::postgres(&url, dir.join("pg-drift")).await?;
+            let result = drift_run(db.clone()).await;
+            db.drop_schema().await;
+            result?;
+            let db = Db::postgres(&url, dir.join("pg-relay")).await?;
+            let result = relay_run(s, db.clone()).await;
+            db.drop_schema().await;
+            result?;
             let db = Db::postgres(&url, dir.join("pg")).await?;
             let result = kill_run(s, db.clone()).await;
             db.drop_schema().await;
@@ -214,6 +224,328 @@ impl Db {
     }
 }
 
+/// The drift reproduction (issue 16): 200 intents, each delivered twice,
+/// the server SIGKILLed right after the last answer and restarted. The
+/// statistics must then say what the intent tables say: 200 intents, 400
+/// deliveries, 100% redelivered (counts committed with their writes; they
+/// used to wait in memory for a flush, and a crash lost them for good).
+async fn drift_run(db: Db) -> anyhow::Result<()> {
+    let token = tenants(&db)?.remove(0);
+    let mut server = Server::new(db.clone())?;
+    server.start().await?;
+    let http = reqwest::Client::new();
+    let base = server.base();
+    let deliveries: Vec<_> = (0..200)
+        .map(|i| {
+            let (http, base, token) = (http.clone(), base.clone(), token.clone());
+            tokio::spawn(async move {
+                let body = serde_json::json!({
+                    "action": "pix.cobranca",
+                    "payload": {
+                        "cliente_id": "cli-1",
+                        "valor": "10.00",
+                        "chave_pix_destino": "+55 11 98888-7777",
+                        "referencia_intencao": format!("DRIFT-{i}"),
+                    },
+                });
+                let mut statuses = Vec::new();
+                for _ in 0..2 {
+                    let r = http
+                        .post(format!("{base}/v1/intents"))
+                        .bearer_auth(&token)
+                        .json(&body)
+                        .send()
+                        .await?;
+                    statuses.push(r.status().as_u16());
+                }
+                anyhow::Ok(statuses)
+            })
+        })
+        .collect();
+    for d in deliveries {
+        let statuses = d.await??;
+        ensure!(
+            statuses == [201, 200],
+            "drift: deliveries answered {statuses:?}"
+        );
+    }
+    server.kill9()?;
+    server.start().await?;
+    let stats: Value = http
+        .get(format!("{base}/v1/stats?granularity=day"))
+        .bearer_auth(&token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let t = &stats["totals"];
+    ensure!(
+        (
+            t["intents"].as_i64(),
+            t["deliveries"].as_i64(),
+            t["redelivered_intents"].as_i64()
+        ) == (Some(200), Some(400), Some(200))
+            && stats["duplicate_rate_pct"].as_f64() == Some(100.0),
+        "drift ({}): /v1/stats after SIGKILL and restart: {stats}",
+        db.backend()
+    );
+    let live: Value = http
+        .get(format!("{base}/live/data.json?window=1h"))
+        .bearer_auth(&token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let t = &live["totals"];
+    ensure!(
+        (t["intents"].as_i64(), t["deliveries"].as_i64()) == (Some(200), Some(400))
+            && live["duplicate_rate_pct"] == "100",
+        "drift ({}): /live/data.json after SIGKILL and restart: {live}",
+        db.backend()
+    );
+    let page = http
+        .get(format!("{base}/live?window=1h&lang=pt-BR"))
+        .bearer_auth(&token)
+        .send()
+        .await?
+        .text()
+        .await?;
+    ensure!(
+        page.contains("100,00%"),
+        "drift ({}): the /live page does not show 100,00%",
+        db.backend()
+    );
+    server.stop()?;
+    println!(
+        "reliability: drift ({}): 200 intents delivered twice, SIGKILL, restart: 200 / 400 / 100,00%",
+        db.backend()
+    );
+    Ok(())
+}
+
+/// What the relay run's receiver saw.
+#[derive(Default)]
+struct Received {
+    /// The signing secret, once `idem webhook add` printed it.
+    secret: Vec<u8>,
+    /// (webhook-id, charge id) of every verified delivery, duplicates kept.
+    got: Vec<(String, String)>,
+    bad_signatures: usize,
+}
+
+type Seen = std::sync::Arc<std::sync::Mutex<Received>>;
+
+fn seen(s: &Seen) -> std::sync::MutexGuard<'_, Received> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A Standard Webhooks receiver on 127.0.0.1: verifies each signature with
+/// the secret (HMAC-SHA256 of `id.timestamp.body`, computed here, not by
+/// idem's code) and keeps the charge id of each `charge.created`.
+async fn receiver() -> anyhow::Result<(String, Seen)> {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let out: Seen = Seen::default();
+    let state = out.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let state = state.clone();
+                async move {
+                    let h = |n: &str| {
+                        headers
+                            .get(n)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    let (id, ts) = (h("webhook-id"), h("webhook-timestamp"));
+                    let mut r = seen(&state);
+                    let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&r.secret) else {
+                        return axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+                    };
+                    mac.update(format!("{id}.{ts}.").as_bytes());
+                    mac.update(&body);
+                    let want = format!(
+                        "v1,{}",
+                        base64::engine::general_purpose::STANDARD
+                            .encode(mac.finalize().into_bytes())
+                    );
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    if h("webhook-signature") != want || v["type"] != "charge.created" {
+                        r.bad_signatures += 1;
+                        return axum::http::StatusCode::UNAUTHORIZED;
+                    }
+                    let charge = v["data"]["charge_id"].as_str().unwrap_or("").to_owned();
+                    r.got.push((id, charge));
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/hook", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((url, out))
+}
+
+/// `idem relay` on the run's database, logging beside the server.
+fn spawn_relay(db: &Db) -> anyhow::Result<Child> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(db.data_dir.join("relay.log"))?;
+    Ok(idem()
+        .args([
+            "relay",
+            "--relay-lease-ms",
+            "1500",
+            "--relay-timeout-ms",
+            "1000",
+            "--relay-retry-base-ms",
+            "200",
+            "--data-dir",
+        ])
+        .arg(&db.data_dir)
+        .args(["--database-url", &db.url])
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()?)
+}
+
+/// The relay under SIGKILL (issue 16): `idem serve --demo --no-relay` takes
+/// 500 charges while `idem relay`, beside it, is SIGKILLed three times at
+/// random moments and restarted. A receiver verifying every signature must
+/// then have every `charge.created` at least once: exactly 500 distinct
+/// `webhook-id`s, for 500 distinct charges, as many as the ledger holds.
+async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
+    const CHARGES: usize = 500;
+    const KILLS: usize = 3;
+    let mut rng = StdRng::seed_from_u64(s.seed ^ 0x7e1a);
+    let token = tenants(&db)?.remove(0);
+    let (url, got) = receiver().await?;
+    let out = idem()
+        .args([
+            "webhook",
+            "add",
+            TENANTS[0],
+            &url,
+            "--events",
+            "charge.created",
+        ])
+        .arg("--data-dir")
+        .arg(&db.data_dir)
+        .args(["--database-url", &db.url])
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "idem webhook add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let added: Value = serde_json::from_slice(&out.stdout)?;
+    seen(&got).secret = {
+        use base64::Engine as _;
+        let s = added["secret"].as_str().unwrap_or("");
+        base64::engine::general_purpose::STANDARD.decode(
+            s.strip_prefix("whsec_")
+                .context("the secret starts with whsec_")?,
+        )?
+    };
+    let mut server = Server::new(db.clone())?;
+    server.extra = vec!["--no-relay"];
+    server.start().await?;
+    let mut relay = spawn_relay(&db)?;
+    let http = reqwest::Client::new();
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let load: Vec<_> = (0..8)
+        .map(|w| {
+            let (http, base, token, acked) =
+                (http.clone(), server.base(), token.clone(), acked.clone());
+            tokio::spawn(async move {
+                for i in (w..CHARGES).step_by(8) {
+                    let r = http
+                        .post(format!("{base}/v1/demo/charges"))
+                        .bearer_auth(&token)
+                        .header("idempotency-key", format!("relay-run-{i}"))
+                        .json(&serde_json::json!({
+                            "amount_cents": 1000 + i, "currency": "BRL", "customer": "cli-1"
+                        }))
+                        .send()
+                        .await?;
+                    ensure!(r.status() == 201, "charge {i}: {}", r.status());
+                    acked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    // Kill points spread over the load, each at a random moment in its slice.
+    let mut kills = 0;
+    for k in 0..KILLS {
+        let at = CHARGES * (k + 1) / (KILLS + 1) + rng.gen_range(0..CHARGES / 10);
+        let t = Instant::now();
+        while acked.load(std::sync::atomic::Ordering::SeqCst) < at
+            && t.elapsed() < Duration::from_secs(60)
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        relay.kill()?;
+        relay.wait()?;
+        kills += 1;
+        relay = spawn_relay(&db)?;
+    }
+    for l in load {
+        l.await??;
+    }
+    let t = Instant::now();
+    let distinct = |g: &Received| {
+        g.got
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    while distinct(&seen(&got)) < CHARGES && t.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    relay.kill()?;
+    relay.wait()?;
+    let ledger: Value = http
+        .get(format!("{}/v1/demo/charges/count", server.base()))
+        .bearer_auth(&token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    server.stop()?;
+    let g = seen(&got);
+    let ids = distinct(&g);
+    let charges: std::collections::BTreeSet<&str> = g.got.iter().map(|(_, c)| c.as_str()).collect();
+    println!(
+        "reliability: relay ({}): {CHARGES} charges, relay SIGKILLed {kills} times: {} deliveries, {ids} distinct webhook-ids, {} redelivered after a kill, {} bad signatures",
+        db.backend(),
+        g.got.len(),
+        g.got.len() - ids,
+        g.bad_signatures
+    );
+    ensure!(
+        g.bad_signatures == 0,
+        "relay: {} deliveries failed verification",
+        g.bad_signatures
+    );
+    ensure!(
+        ids == CHARGES && charges.len() == CHARGES && ledger["count"] == CHARGES,
+        "relay ({}): {ids} distinct webhook-ids and {} distinct charges for a ledger of {}; expected {CHARGES}",
+        db.backend(),
+        charges.len(),
+        ledger["count"]
+    );
+    Ok(())
+}
+
 fn idem() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
     // Every instance of a deployment shares one secret (on PostgreSQL it
@@ -253,6 +585,8 @@ fn free_port() -> anyhow::Result<u16> {
 /// `idem serve` as a child process, restartable on the same port.
 struct Server {
     db: Db,
+    /// `idem serve` options beyond the suite's own.
+    extra: Vec<&'static str>,
     addr: String,
     log: PathBuf,
     child: Option<Child>,
@@ -265,6 +599,7 @@ impl Server {
         let log = db.data_dir.join("server.log");
         Ok(Self {
             addr: format!("127.0.0.1:{}", free_port()?),
+            extra: Vec::new(),
             db,
             log,
             child: None,
@@ -294,6 +629,7 @@ impl Server {
             ])
             .arg(&self.db.data_dir)
             .args(["--database-url", &self.db.url])
+            .args(&self.extra)
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()?;

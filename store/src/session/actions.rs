@@ -12,6 +12,18 @@ impl Session {
         key: &IdempotencyKey,
         lease: Duration,
     ) -> Result<Begin, Error> {
+        self.enter().await?;
+        let result = self.claim(tenant, action, key, lease).await;
+        self.leave(result).await
+    }
+
+    async fn claim(
+        &mut self,
+        tenant: &TenantId,
+        action: &ActionType,
+        key: &IdempotencyKey,
+        lease: Duration,
+    ) -> Result<Begin, Error> {
         // A claim can race with a lease running out between the upsert and
         // the read that explains a refusal; a second round settles it.
         for _ in 0..3 {
@@ -117,6 +129,19 @@ impl Session {
     }
 
     async fn finish(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        outcome: &Outcome,
+        reconciled: bool,
+    ) -> Result<(), Error> {
+        self.enter().await?;
+        let result = self.settle(tenant, key, token, outcome, reconciled).await;
+        self.leave(result).await
+    }
+
+    async fn settle(
         &mut self,
         tenant: &TenantId,
         key: &IdempotencyKey,

@@ -12,6 +12,18 @@ impl Session {
         req: &HttpRequestKey<'_>,
         lock: Duration,
     ) -> Result<HttpBegin, Error> {
+        // No transaction of its own: a key that proceeds counts nothing, and
+        // a replay or a refusal counts what a read found (journaled alone).
+        let result = self.http_verdict(tenant, req, lock).await;
+        self.leave(result).await
+    }
+
+    async fn http_verdict(
+        &mut self,
+        tenant: &TenantId,
+        req: &HttpRequestKey<'_>,
+        lock: Duration,
+    ) -> Result<HttpBegin, Error> {
         let now = self.now();
         let locked_until = now.saturating_add(duration_ms(lock));
         let default_ttl = Retention::default().http_ms;

@@ -14,6 +14,17 @@ impl Session {
         action: &str,
         payload: &Payload<'_>,
     ) -> Result<RecordedIntent, Error> {
+        self.enter().await?;
+        let result = self.record_intent_counted(tenant, action, payload).await;
+        self.leave(result).await
+    }
+
+    async fn record_intent_counted(
+        &mut self,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+    ) -> Result<RecordedIntent, Error> {
         let candidate = self.store.derive(tenant, action, payload)?;
         let json = candidate.payload.to_json();
         let write = candidate.write_parts(tenant, action, &json);
@@ -41,6 +52,20 @@ impl Session {
     /// previous version in the history. A redelivery can never do this.
     #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action))]
     pub async fn correct_intent(
+        &mut self,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+        reason: &str,
+    ) -> Result<Corrected, Error> {
+        self.enter().await?;
+        let result = self
+            .correct_intent_counted(tenant, action, payload, reason)
+            .await;
+        self.leave(result).await
+    }
+
+    async fn correct_intent_counted(
         &mut self,
         tenant: &TenantId,
         action: &str,

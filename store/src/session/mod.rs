@@ -13,6 +13,9 @@ use std::time::Duration;
 
 /// The connection a session runs on.
 enum Inner {
+    /// Outside a transaction, before the first statement: nothing held yet
+    /// (a session that only counts opens its own transaction instead).
+    Idle,
     SqliteConn(PoolConnection<Sqlite>),
     SqliteTx(Transaction<'static, Sqlite>),
     PgConn(PoolConnection<Postgres>),
@@ -28,9 +31,10 @@ pub(crate) enum Exec<'a> {
 /// Runs one backend function on whichever backend the session holds.
 macro_rules! on {
     ($self:ident . $f:ident ( $($arg:expr),* $(,)? )) => {
-        match $self.exec() {
-            $crate::session::Exec::Sqlite(c) => $crate::backend::sqlite::$f(c, $($arg),*).await,
-            $crate::session::Exec::Pg(c) => $crate::backend::pg::$f(c, $($arg),*).await,
+        match $self.exec().await {
+            Ok($crate::session::Exec::Sqlite(c)) => $crate::backend::sqlite::$f(c, $($arg),*).await,
+            Ok($crate::session::Exec::Pg(c)) => $crate::backend::pg::$f(c, $($arg),*).await,
+            Err(e) => Err(e),
         }
     };
 }
@@ -38,76 +42,155 @@ pub(crate) use on;
 
 /// A connection to the store, alone or inside a transaction.
 ///
-/// Outside a transaction ([`Store::session`]) every call commits on its own.
-/// Inside one ([`Store::transaction`]) nothing is visible to others, and the
-/// statistics it produced are not counted, until [`commit`](Self::commit);
-/// dropping the session rolls it back.
+/// Outside a transaction ([`Store::session`]) every call commits on its own,
+/// together with the statistics it counted. Inside one
+/// ([`Store::transaction`]) nothing is visible to others, its statistics
+/// included, until [`commit`](Self::commit); dropping the session rolls it
+/// back, statistics and all.
 pub struct Session {
     inner: Inner,
     store: Store,
-    /// Statistics of an open transaction, counted on commit.
-    pending: Option<Accumulator>,
+    /// Whether the caller opened the transaction ([`Store::transaction`]).
+    explicit: bool,
+    /// Counts of the open transaction (the caller's, or the one a counting
+    /// call opened for itself), journaled just before it commits.
+    pending: Accumulator,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("transaction", &self.pending.is_some())
+            .field("transaction", &self.explicit)
             .finish_non_exhaustive()
     }
 }
 
 impl Session {
     pub(crate) async fn open(store: &Store, transaction: bool) -> Result<Self, Error> {
-        let inner = match (&store.inner.db, transaction) {
-            (crate::Db::Sqlite(p), false) => Inner::SqliteConn(p.acquire().await?),
-            // IMMEDIATE takes the write lock up front: a deferred transaction
-            // that reads and then writes can fail with SQLITE_BUSY when another
-            // writer got in between, and the busy timeout does not cover that.
-            (crate::Db::Sqlite(p), true) => Inner::SqliteTx(p.begin_with("begin immediate").await?),
-            (crate::Db::Postgres(p), false) => Inner::PgConn(p.acquire().await?),
-            (crate::Db::Postgres(p), true) => Inner::PgTx(p.begin().await?),
+        let inner = if transaction {
+            begin(store).await?
+        } else {
+            Inner::Idle
         };
         Ok(Self {
             inner,
             store: store.clone(),
-            pending: transaction.then(Accumulator::default),
+            explicit: transaction,
+            pending: Accumulator::default(),
         })
     }
 
-    pub(crate) fn exec(&mut self) -> Exec<'_> {
-        match &mut self.inner {
+    /// The connection, taken from the pool on first use.
+    pub(crate) async fn exec(&mut self) -> Result<Exec<'_>, sqlx::Error> {
+        if matches!(self.inner, Inner::Idle) {
+            self.inner = match &self.store.inner.db {
+                crate::Db::Sqlite(p) => Inner::SqliteConn(p.acquire().await?),
+                crate::Db::Postgres(p) => Inner::PgConn(p.acquire().await?),
+            };
+        }
+        Ok(match &mut self.inner {
+            Inner::Idle => unreachable!("a connection was just taken"),
             Inner::SqliteConn(c) => Exec::Sqlite(c),
             Inner::SqliteTx(t) => Exec::Sqlite(t),
             Inner::PgConn(c) => Exec::Pg(c),
             Inner::PgTx(t) => Exec::Pg(t),
+        })
+    }
+
+    /// Before a call that writes and counts: outside the caller's
+    /// transaction, opens one for this call alone, so that its writes and
+    /// its counts commit together or not at all. [`leave`](Self::leave)
+    /// ends it.
+    pub(crate) async fn enter(&mut self) -> Result<(), Error> {
+        if self.explicit || !self.store.inner.stats {
+            return Ok(());
         }
+        // A pooled connection held from an earlier call goes back first; the
+        // transaction takes one of its own (usually the same).
+        self.inner = Inner::Idle;
+        self.inner = begin(&self.store).await?;
+        Ok(())
+    }
+
+    /// After a call that counts. In the transaction [`enter`](Self::enter)
+    /// opened: journals the counts and commits when the call succeeded,
+    /// rolls back when it failed. Outside any transaction (a call whose
+    /// counts follow a read, like a replayed HTTP response): journals them
+    /// in a statement of their own. In the caller's transaction: nothing
+    /// yet, [`commit`](Self::commit) does it.
+    pub(crate) async fn leave<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        if self.explicit || !self.store.inner.stats {
+            return result;
+        }
+        let implicit = matches!(self.inner, Inner::SqliteTx(_) | Inner::PgTx(_));
+        if result.is_err() {
+            self.pending = Accumulator::default();
+            if implicit {
+                match std::mem::replace(&mut self.inner, Inner::Idle) {
+                    Inner::SqliteTx(t) => t.rollback().await?,
+                    Inner::PgTx(t) => t.rollback().await?,
+                    _ => {}
+                }
+            }
+            return result;
+        }
+        self.journal().await?;
+        if implicit {
+            match std::mem::replace(&mut self.inner, Inner::Idle) {
+                Inner::SqliteTx(t) => t.commit().await?,
+                Inner::PgTx(t) => t.commit().await?,
+                _ => {}
+            }
+        }
+        result
+    }
+
+    /// Appends the pending counts to the statistics journal.
+    async fn journal(&mut self) -> Result<(), Error> {
+        let pending = std::mem::take(&mut self.pending);
+        for (minute, tenant, action, cell) in pending.cells() {
+            on!(self.append_journal(tenant, minute, action, cell))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the caller's PostgreSQL transaction read from one snapshot
+    /// (repeatable read); must come before its first statement. SQLite's
+    /// `begin immediate` already excludes every other writer.
+    pub(crate) async fn snapshot(&mut self) -> Result<(), Error> {
+        if let Inner::PgTx(t) = &mut self.inner {
+            // A session setting, not a query of any table.
+            sqlx::query("set transaction isolation level repeatable read")
+                .execute(&mut **t)
+                .await?;
+        }
+        Ok(())
     }
 
     fn now(&self) -> Millis {
         self.store.inner.clock.now_ms()
     }
 
-    /// Counts into the transaction's pending statistics, or straight into the
-    /// store's accumulator outside a transaction.
-    fn note(&mut self, tenant: &TenantId, action: &str, f: impl FnOnce(&mut Cell)) {
-        let now = self.now();
-        match &mut self.pending {
-            Some(acc) => f(acc.cell(tenant.as_str(), action, now)),
-            None => self.store.count(tenant.as_str(), action, now, f),
+    /// Counts into the open transaction's pending statistics (journaled by
+    /// [`leave`](Self::leave) or [`commit`](Self::commit)).
+    pub(crate) fn note(&mut self, tenant: &TenantId, action: &str, f: impl FnOnce(&mut Cell)) {
+        if self.store.inner.stats {
+            let now = self.now();
+            f(self.pending.cell(tenant.as_str(), action, now));
         }
     }
 
-    /// Commits the transaction (a no-op outside one) and counts its statistics.
+    /// Commits the transaction with the statistics it counted (a no-op
+    /// outside one).
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn commit(self) -> Result<(), Error> {
+    pub async fn commit(mut self) -> Result<(), Error> {
+        if self.explicit {
+            self.journal().await?;
+        }
         match self.inner {
             Inner::SqliteTx(t) => t.commit().await?,
             Inner::PgTx(t) => t.commit().await?,
-            Inner::SqliteConn(_) | Inner::PgConn(_) => {}
-        }
-        if let Some(acc) = self.pending {
-            self.store.merge_counts(acc);
+            Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
         Ok(())
     }
@@ -117,10 +200,21 @@ impl Session {
         match self.inner {
             Inner::SqliteTx(t) => t.rollback().await?,
             Inner::PgTx(t) => t.rollback().await?,
-            Inner::SqliteConn(_) | Inner::PgConn(_) => {}
+            Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
         Ok(())
     }
+}
+
+/// Opens a transaction on a pooled connection. SQLite's is IMMEDIATE: it
+/// takes the write lock up front, since a deferred transaction that reads
+/// and then writes can fail with SQLITE_BUSY when another writer got in
+/// between, and the busy timeout does not cover that.
+async fn begin(store: &Store) -> Result<Inner, Error> {
+    Ok(match &store.inner.db {
+        crate::Db::Sqlite(p) => Inner::SqliteTx(p.begin_with("begin immediate").await?),
+        crate::Db::Postgres(p) => Inner::PgTx(p.begin().await?),
+    })
 }
 
 // The operations, one module per concern; each adds to `impl Session`.
@@ -132,6 +226,7 @@ mod intents;
 mod live;
 mod scenarios;
 mod settings;
+mod webhooks;
 
 /// Statistics of one delivery.
 pub(crate) fn count_delivery(c: &mut Cell, r: &RecordedIntent, now: Millis) {

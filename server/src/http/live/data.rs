@@ -196,6 +196,41 @@ pub struct LiveUnresolved {
     pub oldest_age_ms: Option<i64>,
 }
 
+/// Webhook deliveries by state (see [`idem_store::WebhookCounts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LiveWebhooks {
+    /// Waiting for a first attempt, or in it.
+    pub pending: i64,
+    /// Waiting after a failed attempt.
+    pub retrying: i64,
+    /// Delivered (a 2xx came back).
+    pub delivered: i64,
+    /// Dead-lettered after 24 h of failures.
+    pub dead_lettered: i64,
+    /// How long the oldest waiting message has waited, in ms.
+    pub oldest_waiting_age_ms: Option<i64>,
+}
+
+impl LiveWebhooks {
+    /// Adds one tenant's counts, read at `now`.
+    pub fn add(&mut self, c: &idem_store::WebhookCounts, now: i64) {
+        self.pending += c.pending;
+        self.retrying += c.retrying;
+        self.delivered += c.delivered;
+        self.dead_lettered += c.dead_lettered;
+        if let Some(t) = c.oldest_waiting_ms {
+            let age = (now - t).max(0);
+            self.oldest_waiting_age_ms =
+                Some(self.oldest_waiting_age_ms.map_or(age, |a| a.max(age)));
+        }
+    }
+
+    /// Whether there is anything to show.
+    pub fn any(&self) -> bool {
+        self.pending + self.retrying + self.delivered + self.dead_lettered > 0
+    }
+}
+
 /// The redelivery horizon against the retention that must cover it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LiveHorizon {
@@ -246,6 +281,10 @@ pub struct LiveData {
     pub uncertain_keys: Vec<LiveUncertain>,
     /// Per tenant with unsettled actions: how many, and the oldest's age.
     pub unresolved: Vec<LiveUnresolved>,
+    /// The outbox relay's webhook deliveries, every tenant in scope
+    /// together: pending, retrying, delivered, dead-lettered, and the age
+    /// of the oldest message still waiting.
+    pub webhooks: LiveWebhooks,
     /// Redelivery horizon and retention.
     pub horizon: LiveHorizon,
     /// The calculator link with the measured monthly volume and rate.

@@ -3,7 +3,8 @@
 //! `/live/login`.
 //!
 //! The numbers are read from the database on every refresh: the statistics
-//! rollups every `idem serve` flushes twice a second, and the actions table
+//! rollups (every write's counts reach them through a journal committed with
+//! the write, folded twice a second and before each read), and the actions table
 //! for what stands now. So every instance on one database shows the same
 //! numbers, whichever instance took the writes. Identical refreshes within
 //! half a second share one read, so five open dashboards cost the database
@@ -244,7 +245,7 @@ async fn read(
     let mut max_delay: Option<i64> = None;
     let mut p99: Option<i64> = None;
     let mut retention: Option<i64> = None;
-    // One flush of this process's counts, then every tenant read on a
+    // One fold of the statistics journal, then every tenant read on a
     // connection of its own, a few at a time.
     store.flush_stats().await?;
     let reads = futures_util::stream::iter(tenants.iter().cloned())
@@ -253,13 +254,15 @@ async fn read(
             let report = s.stats(&tenant, granularity, from, to).await?;
             let live = s.live_actions(&tenant, now, UNCERTAIN_LISTED).await?;
             let retention = s.retention(&tenant).await?;
-            Ok::<_, idem_store::Error>((tenant, report, live, retention))
+            let webhooks = s.webhook_counts(&tenant).await?;
+            Ok::<_, idem_store::Error>((tenant, report, live, retention, webhooks))
         })
         .buffered(PARALLEL_READS)
         .collect::<Vec<_>>()
         .await;
     for read in reads {
-        let (tenant, report, live, r) = read?;
+        let (tenant, report, live, r, webhooks) = read?;
+        data.webhooks.add(&webhooks, now);
         let mut per_action: BTreeMap<String, LiveCounts> = BTreeMap::new();
         for b in &report.buckets {
             let c = counts(&b.counts);

@@ -188,6 +188,7 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
         }
         (uncertain_table(d, l))
         (unresolved_table(d, l))
+        (webhooks(d, l))
         (horizon(d, l))
         (use_numbers_link(d, l))
         (series_charts(d, l))
@@ -253,6 +254,36 @@ fn unresolved_table(d: &LiveData, l: Locale) -> Markup {
                                 td { (count(u.count, l)) }
                                 td { (u.oldest_age_ms.map(|ms| duration(ms, l)).unwrap_or_else(|| "—".into())) }
                             }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The outbox relay's deliveries, once there are any.
+fn webhooks(d: &LiveData, l: Locale) -> Markup {
+    let w = &d.webhooks;
+    html! {
+        @if w.any() {
+            section class={ "webhooks" @if w.dead_lettered > 0 { " warn" } } id="live-webhooks" {
+                h3 { (tr(l, "Webhooks (outbox)", "Webhooks (outbox)")) }
+                table {
+                    (head_row(&[
+                        tr(l, "Pendentes", "Pending"),
+                        tr(l, "Em nova tentativa", "Retrying"),
+                        tr(l, "Entregues", "Delivered"),
+                        tr(l, "Descartados (dead letter)", "Dead-lettered"),
+                        tr(l, "Espera da mais antiga", "Oldest waiting"),
+                    ]))
+                    tbody {
+                        tr {
+                            td { (count(w.pending, l)) }
+                            td { (count(w.retrying, l)) }
+                            td { (count(w.delivered, l)) }
+                            td { (count(w.dead_lettered, l)) }
+                            td { (w.oldest_waiting_age_ms.map(|ms| duration(ms, l)).unwrap_or_else(|| "—".into())) }
                         }
                     }
                 }
