@@ -741,7 +741,8 @@ macro_rules! backend {
                     .bind(n.http_409)
                     .bind(n.http_422)
                     .bind(n.delay_max_ms)
-                    .bind(le)
+                    // 0: no delay bucket (SQLite's journal row key has no null).
+                    .bind(le.unwrap_or(0))
                     .bind(count)
                     .execute(&mut *c)
                     .await?;

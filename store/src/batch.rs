@@ -6,9 +6,9 @@
 //! A batch is one `unnest` upsert per tenant on Postgres, one `begin
 //! immediate` transaction on SQLite (which has one writer anyway). A lone
 //! caller writes its own row directly, with no task hop; 32 callers share a
-//! few statements or commits. With statistics on, the batch's counts are
-//! journaled in the same statement (Postgres) or transaction (SQLite): one
-//! journal row per tenant and action, whatever the batch's size.
+//! few statements or commits. The counts are journaled in the same
+//! statement: on Postgres one journal row per tenant and action, whatever the
+//! batch's size; on SQLite the intents table's triggers append one per row.
 //!
 //! The workers own their connections instead of borrowing from the pool:
 //! sqlx pings every pooled connection when it is returned, a second round
@@ -18,8 +18,7 @@
 
 use crate::backend::{IntentRow, IntentWrite};
 use crate::model::{Millis, RecordedIntent};
-use crate::session::{count_delivery, Candidate};
-use crate::stats::Accumulator;
+use crate::session::Candidate;
 use crate::Error;
 use idem_core::TenantId;
 use sqlx::postgres::PgConnectOptions;
@@ -56,7 +55,8 @@ struct Job {
 /// The queue and the writer connections the callers share.
 pub(crate) struct Batcher {
     target: Target,
-    /// Journal the counts with each write.
+    /// Journal the counts with each write (Postgres; SQLite's triggers
+    /// always do).
     stats: bool,
     queue: std::sync::Mutex<Vec<Job>>,
     /// One permit per writer connection (Postgres runs several statements
@@ -74,9 +74,11 @@ impl Batcher {
             // database about one statement whatever its size: on a 2-core
             // PostgreSQL, 64 callers recorded ~50k intents/s with 4 or 8
             // writers and ~58k with 2, and 16 callers ~23k with 4 against
-            // ~17k with 8 (docs/PERFORMANCE.md). Four keeps some parallelism
-            // for a bigger server and for batches spanning several tenants.
-            Target::Postgres(_) => 4,
+            // ~17k with 8 (docs/PERFORMANCE.md). Two since each statement
+            // also journals its counts (a fixed ~50 µs per statement): bigger
+            // batches amortize it, and 32 callers record as fast as they did
+            // with four writers and no journal, 8 callers faster.
+            Target::Postgres(_) => 2,
         };
         Self {
             target,
@@ -174,7 +176,7 @@ impl Batcher {
         };
         let healthy = match &mut conn {
             Conn::Postgres(c) => run_pg(c, jobs, self.stats).await,
-            Conn::Sqlite(c) => run_sqlite(c, jobs, self.stats).await,
+            Conn::Sqlite(c) => run_sqlite(c, jobs).await,
         };
         // A connection that failed is dropped and reopened on next use.
         lock(&self.idle).push(healthy.then_some(conn));
@@ -200,12 +202,12 @@ fn fail_all(jobs: impl IntoIterator<Item = Job>, e: sqlx::Error) {
     }
 }
 
-/// SQLite: one job alone without statistics is one autocommit upsert;
-/// otherwise the jobs share one transaction, each its own upsert in arrival
-/// order, then the batch's counts. Returns false when the connection should
-/// be reopened.
-async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>, stats: bool) -> bool {
-    if jobs.len() == 1 && !stats {
+/// SQLite: one job alone is one autocommit upsert; several share one
+/// transaction, each its own upsert in arrival order. The intents table's
+/// triggers journal the counts inside each upsert (migration 0010). Returns
+/// false when the connection should be reopened.
+async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>) -> bool {
+    if jobs.len() == 1 {
         let mut jobs = jobs;
         let Some(j) = jobs.pop() else { return true };
         let w = job_write(&j);
@@ -223,28 +225,20 @@ async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>, stats: bool) -> bo
     }
     let result = async {
         let mut tx = c.begin_with("begin immediate").await?;
-        let mut answers = Vec::with_capacity(jobs.len());
-        let mut counts = Accumulator::default();
+        let mut rows = Vec::with_capacity(jobs.len());
         for j in &jobs {
-            let row =
-                crate::backend::sqlite::record_intent(&mut tx, &job_write(j), 1, j.now).await?;
-            let answer = j.candidate.recorded_nth(&row, &j.json, 1, 0);
-            if let (true, Ok(r)) = (stats, &answer) {
-                count_delivery(counts.cell(j.tenant.as_str(), &j.action, j.now), r, j.now);
-            }
-            answers.push(answer);
-        }
-        for (minute, tenant, action, cell) in counts.cells() {
-            crate::backend::sqlite::append_journal(&mut tx, tenant, minute, action, cell).await?;
+            rows.push(
+                crate::backend::sqlite::record_intent(&mut tx, &job_write(j), 1, j.now).await?,
+            );
         }
         tx.commit().await?;
-        Ok::<_, sqlx::Error>(answers)
+        Ok::<_, sqlx::Error>(rows)
     }
     .await;
     match result {
-        Ok(answers) => {
-            for (j, answer) in jobs.into_iter().zip(answers) {
-                let _ = j.reply.send(answer);
+        Ok(rows) => {
+            for (j, row) in jobs.into_iter().zip(rows) {
+                let _ = j.reply.send(j.candidate.recorded_nth(&row, &j.json, 1, 0));
             }
             true
         }

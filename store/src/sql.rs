@@ -375,16 +375,6 @@ values ($1, $2, $3, $4, $5, $6)
 on conflict (tenant_id, granularity, bucket_start_ms, action, le_ms) do update set
     count = d.count + excluded.count";
 
-    /// Appends one write's counts to the statistics journal, in that write's
-    /// transaction (see migration 0010 for why a journal and not the rollups).
-    pub const JOURNAL_APPEND: &str = "\
-insert into stats_journal
-    (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
-     redelivered_intents, divergences, corrections, actions_started, actions_completed,
-     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms,
-     delay_le_ms, delay_count)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
-
     /// Takes (deletes and returns) a tenant's oldest journal rows, for the
     /// flusher to fold into the rollups in the same transaction: a row is
     /// folded once, or stays if the fold rolls back. On PostgreSQL a second
@@ -696,6 +686,16 @@ pub const JOURNAL_TENANTS: &str = tenants_sql!("stats_journal");
 pub mod pg {
     pub use super::shared::*;
 
+    /// Appends one write's counts to the statistics journal, in that write's
+    /// transaction (see migration 0010 for why a journal and not the rollups).
+    pub const JOURNAL_APPEND: &str = "\
+insert into stats_journal
+    (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
+     redelivered_intents, divergences, corrections, actions_started, actions_completed,
+     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms,
+     delay_le_ms, delay_count)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
+
     /// Queues an outbox message; the identity column numbers it.
     pub const OUTBOX_INSERT: &str = "\
 insert into outbox (tenant_id, topic, payload, created_ms)
@@ -734,6 +734,35 @@ for update skip locked";
 /// SQLite-only statements.
 pub mod sqlite {
     pub use super::shared::*;
+
+    /// Adds one write's counts to the statistics journal, in that write's
+    /// transaction: to the tenant's row for the minute, action and delay
+    /// bucket ($18, 0 for none), which the triggers of migration 0010 keep
+    /// too. One writer at a time, so the shared row costs no waiting, and
+    /// the journal stays a few rows between folds.
+    pub const JOURNAL_APPEND: &str = "\
+insert into stats_journal as j
+    (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
+     redelivered_intents, divergences, corrections, actions_started, actions_completed,
+     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms,
+     delay_le_ms, delay_count)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+on conflict (tenant_id, bucket_start_ms, action, delay_le_ms) do update set
+    intents = j.intents + excluded.intents,
+    deliveries = j.deliveries + excluded.deliveries,
+    redeliveries = j.redeliveries + excluded.redeliveries,
+    redelivered_intents = j.redelivered_intents + excluded.redelivered_intents,
+    divergences = j.divergences + excluded.divergences,
+    corrections = j.corrections + excluded.corrections,
+    actions_started = j.actions_started + excluded.actions_started,
+    actions_completed = j.actions_completed + excluded.actions_completed,
+    actions_failed = j.actions_failed + excluded.actions_failed,
+    actions_uncertain = j.actions_uncertain + excluded.actions_uncertain,
+    http_replays = j.http_replays + excluded.http_replays,
+    http_409 = j.http_409 + excluded.http_409,
+    http_422 = j.http_422 + excluded.http_422,
+    delay_max_ms = max(j.delay_max_ms, excluded.delay_max_ms),
+    delay_count = j.delay_count + excluded.delay_count";
 
     /// Queues an outbox message. SQLite has one writer at a time, so max + 1
     /// inside the insert is race-free; the floor at now x 1000 keeps ids
@@ -905,7 +934,8 @@ pub const ALL: &[(&str, &str)] = {
         ("PURGE_STATS_DELAY", PURGE_STATS_DELAY),
         ("FLUSH_ROLLUP", FLUSH_ROLLUP),
         ("FLUSH_DELAY", FLUSH_DELAY),
-        ("JOURNAL_APPEND", JOURNAL_APPEND),
+        ("pg::JOURNAL_APPEND", pg::JOURNAL_APPEND),
+        ("sqlite::JOURNAL_APPEND", sqlite::JOURNAL_APPEND),
         ("JOURNAL_TAKE", JOURNAL_TAKE),
         ("REBUILD_CLEAR", REBUILD_CLEAR),
         ("REBUILD_INTENTS", REBUILD_INTENTS),
@@ -1018,6 +1048,20 @@ mod tests {
         ] {
             assert!(sql.contains(unsettled!()), "{sql}");
         }
+    }
+
+    #[test]
+    fn the_sqlite_delay_bounds_are_the_histograms() {
+        let sql = include_str!("../../migrations/sqlite/0010_stats_journal.sql");
+        let listed: Vec<i64> = sql
+            .split("insert into stats_delay_bounds (le_ms) values")
+            .nth(1)
+            .and_then(|rest| rest.split(';').next())
+            .unwrap_or_default()
+            .split(',')
+            .map(|v| v.trim().trim_matches(|c| c == '(' || c == ')').parse().unwrap_or(-1))
+            .collect();
+        assert_eq!(listed, crate::stats::DELAY_BOUNDS_MS);
     }
 
     #[test]
