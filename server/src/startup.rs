@@ -54,7 +54,7 @@ impl Application {
         let catalog = Arc::new(config.catalog);
         let deriver = Arc::new(KeyDeriver::new(&secret));
         let mut options = Options::new(catalog.clone(), deriver.clone());
-        options.clock = config.clock;
+        options.clock = config.clock.clone();
         let store = Store::connect(&config.database_url, options).await?;
         store.migrate().await?;
         match store.check_secret().await {
@@ -105,10 +105,14 @@ impl Application {
             live: LiveState::new(api.clone(), access),
             api,
         };
-        let relay = config
-            .relay
-            .map(|cfg| crate::relay::Relay::new(state.api.store.clone(), cfg))
-            .transpose()?;
+        let relay = match config.relay {
+            Some(cfg) => {
+                let store =
+                    crate::relay::store(&config.database_url, config.clock.clone(), &cfg).await?;
+                Some(crate::relay::Relay::new(store, cfg)?)
+            }
+            None => None,
+        };
         Ok(Self {
             state,
             listener,
@@ -145,14 +149,16 @@ impl Application {
         ));
         // Deliveries in flight at shutdown are dropped with the task: their
         // leases run out and the next relay sends them again.
-        let relay = self
-            .relay
-            .map(|r| tokio::spawn(r.run(std::future::pending())));
+        let relay = self.relay.map(|r| {
+            let store = r.store().clone();
+            (tokio::spawn(r.run(std::future::pending())), store)
+        });
         tracing::info!(backend = ?store.backend(), "listening on http://{}", self.addr);
         let served = crate::http::serve(self.listener, crate::http::router(self.state)).await;
         maintenance.abort();
-        if let Some(r) = relay {
-            r.abort();
+        if let Some((task, store)) = relay {
+            task.abort();
+            store.close().await;
         }
         store.close().await;
         served

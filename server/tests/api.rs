@@ -83,6 +83,18 @@ impl Srv {
         self.until_tenant_key_in_progress("acme", key).await;
     }
 
+    /// Rows the conformance fixture's echoes wrote, read from the table.
+    async fn echo_rows(&self) -> i64 {
+        let q = "select count(*) from fixture_echoes where tenant_id = '_conformance'";
+        if self.db.url.starts_with("postgres") {
+            let p = sqlx::PgPool::connect(&self.db.url).await.unwrap();
+            sqlx::query_scalar(q).fetch_one(&p).await.unwrap()
+        } else {
+            let p = sqlx::SqlitePool::connect(&self.db.url).await.unwrap();
+            sqlx::query_scalar(q).fetch_one(&p).await.unwrap()
+        }
+    }
+
     /// The same for the conformance fixture's tenant.
     async fn until_fixture_key_in_progress(&self, key: &str) {
         self.until_tenant_key_in_progress("_conformance", key).await;
@@ -1661,6 +1673,9 @@ async fn the_conformance_fixture_grades_the_layer(s: &Srv) {
     assert_eq!(counter().await, 2, "the replay did not execute");
     // No key on a guarded route: 400, nothing executed.
     assert_eq!(post("/echo", None).send().await.unwrap().status(), 400);
+    // Each execution wrote its row (in the layer's transaction); the replay
+    // and the refused request wrote none.
+    assert_eq!(s.echo_rows().await, 2);
     // /status/{code}: stored for 4xx, released for 5xx.
     let res = post("/status/418", Some("st-1")).send().await.unwrap();
     assert_eq!(res.status(), 418);
@@ -1715,4 +1730,15 @@ async fn the_conformance_fixture_grades_the_layer(s: &Srv) {
         204
     );
     assert_eq!(counter().await, 0);
+    // The unguarded echo writes its own row, with no key.
+    let before = s.echo_rows().await;
+    let unguarded = s
+        .http
+        .post(url("/echo/unguarded"))
+        .body("u")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unguarded.status(), 201);
+    assert_eq!(s.echo_rows().await, before + 1);
 }

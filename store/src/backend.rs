@@ -943,6 +943,21 @@ macro_rules! backend {
             Ok(out)
         }
 
+        pub(crate) async fn insert_fixture_echo(
+            c: &mut Conn,
+            tenant: &str,
+            bytes: i64,
+            now: Millis,
+        ) -> R<()> {
+            sqlx::query::<$db>(q::INSERT_FIXTURE_ECHO)
+                .bind(tenant)
+                .bind(bytes)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|_| ())
+        }
+
         pub(crate) async fn read_rollup(
             c: &mut Conn,
             tenant: &str,

@@ -308,9 +308,15 @@ fn split_round(jobs: Vec<Job>) -> (Vec<Vec<Job>>, Vec<Job>) {
 async fn write_round(
     c: &mut PgConnection,
     tenant: &TenantId,
-    groups: Vec<Vec<Job>>,
+    mut groups: Vec<Vec<Job>>,
     stats: bool,
 ) -> bool {
+    // Rows in key order: the statement locks them in array order, and two
+    // writers whose batches share intents in different orders would each
+    // wait for the other (a deadlock PostgreSQL breaks by failing one).
+    groups.sort_by(|a, b| {
+        (&a[0].candidate.reference, &a[0].action).cmp(&(&b[0].candidate.reference, &b[0].action))
+    });
     let mut refs = Vec::with_capacity(groups.len());
     let mut actions = Vec::with_capacity(groups.len());
     let mut versions = Vec::with_capacity(groups.len());

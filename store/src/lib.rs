@@ -161,6 +161,11 @@ pub struct Options {
     pub coalesce: bool,
     /// Largest connection pool.
     pub max_connections: u32,
+    /// PostgreSQL: commit without waiting for the WAL flush
+    /// (`synchronous_commit=off`). Only for a writer whose lost commits are
+    /// redone, never a loss: the outbox relay, whose database crash can only
+    /// make it send a message again (receivers dedupe on `webhook-id`).
+    pub async_commit: bool,
 }
 
 impl Options {
@@ -184,6 +189,7 @@ impl Options {
             flush_every: Some(Duration::from_millis(500)),
             coalesce: true,
             max_connections: 32,
+            async_commit: false,
         }
     }
 }
@@ -246,7 +252,10 @@ impl Store {
             (Db::Sqlite(pool), batch::Target::Sqlite(opts))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             tracing::Span::current().record("backend", "postgres");
-            let opts = PgConnectOptions::from_str(url)?;
+            let mut opts = PgConnectOptions::from_str(url)?;
+            if options.async_commit {
+                opts = opts.options([("synchronous_commit", "off")]);
+            }
             let pool = PgPoolOptions::new()
                 .max_connections(options.max_connections.max(1))
                 // No ping round trip before every call: a dead connection

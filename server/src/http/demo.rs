@@ -136,6 +136,12 @@ pub struct ChargeResponse {
 const MAX_AMOUNT: i64 = 100_000_000_000;
 
 /// Executes a charge (once per Idempotency-Key).
+///
+/// The ledger row, the stored response and a `charge.created` outbox event
+/// (`charge_id`, `amount_cents`, `currency`, `customer`, `idempotency_key`)
+/// commit together. The outbox relay delivers the event to the tenant's
+/// webhook endpoints as a Standard Webhook (`webhook-id`, `webhook-timestamp`,
+/// `webhook-signature`; see the README, "Webhooks: the outbox relay").
 #[utoipa::path(post, path = "/v1/demo/charges", tag = "demo", request_body = ChargeRequest,
     params(("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!#-\\[\\]-~]{1,255}$", description = "Required. An RFC 8941 string or the bare key: 1-255 visible ASCII characters other than `\"` and `\\`. Kept 24 hours (the tenant's HTTP retention).")),
     responses(

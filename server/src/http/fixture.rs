@@ -6,7 +6,7 @@
 //!
 //! | route | what it does |
 //! |---|---|
-//! | `POST /echo` | 201, the body's bytes with its Content-Type (default `application/octet-stream`); counter +1 |
+//! | `POST /echo` | 201, the body's bytes with its Content-Type (default `application/octet-stream`); counter +1; writes one row (`fixture_echoes`) in the layer's transaction, so it commits like a real handler |
 //! | `POST /status/{code}` | answers `{code}` with body `status:{code}` (text/plain); counter +1 |
 //! | `POST /slow?ms=N` | waits N ms (at most 60000), then 200 `slept:N`; counter +1 |
 //! | `POST /large?bytes=N` | 200, N bytes of `x` (at most 8 MiB); counter +1 |
@@ -16,7 +16,7 @@
 
 use super::error::ApiError;
 use super::extract::Tenant;
-use super::idempotency::IdempotencyLayer;
+use super::idempotency::{IdempotencyGuard, IdempotencyLayer};
 use super::state::ApiState;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, Request, State};
@@ -26,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use idem_core::TenantId;
+use idem_store::Store;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,9 +39,10 @@ const MAX_SLOW_MS: u64 = 60_000;
 /// The largest `/large` body.
 const MAX_LARGE_BYTES: usize = 8 * 1024 * 1024;
 
-/// How many handler executions the fixture has seen since the last reset.
-#[derive(Clone, Default)]
-struct Counter(Arc<AtomicU64>);
+/// How many handler executions the fixture has seen since the last reset,
+/// and the store the echo writes its row to.
+#[derive(Clone)]
+struct Counter(Arc<AtomicU64>, Store);
 
 impl Counter {
     fn bump(&self) {
@@ -62,7 +64,7 @@ async fn as_fixture_tenant(mut req: Request, next: Next) -> Response {
 
 /// The fixture's routes.
 pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
-    let counter = Counter::default();
+    let counter = Counter(Arc::default(), api.store.clone());
     let guarded = Router::new()
         .route("/echo", post(echo))
         .route("/status/{code}", post(status))
@@ -77,11 +79,39 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
     Router::new()
         .merge(guarded)
         .route("/reset", post(reset))
-        .route("/echo/unguarded", post(echo))
+        .route("/echo/unguarded", post(echo_unguarded))
         .with_state(counter)
 }
 
-async fn echo(State(c): State<Counter>, headers: HeaderMap, body: Bytes) -> Response {
+/// Behind the layer: the echo's row commits with the stored response.
+async fn echo(
+    State(c): State<Counter>,
+    guard: IdempotencyGuard,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    guard
+        .transaction()
+        .await?
+        .fixture_echo(&fixture_tenant(), body.len())
+        .await?;
+    Ok(echoed(&c, &headers, body))
+}
+
+/// The same handler without the layer: its row commits on its own.
+async fn echo_unguarded(
+    State(c): State<Counter>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    c.1.session()
+        .await?
+        .fixture_echo(&fixture_tenant(), body.len())
+        .await?;
+    Ok(echoed(&c, &headers, body))
+}
+
+fn echoed(c: &Counter, headers: &HeaderMap, body: Bytes) -> Response {
     c.bump();
     let ct = headers
         .get(header::CONTENT_TYPE)

@@ -26,4 +26,12 @@ impl Session {
     pub async fn demo_charges(&mut self, tenant: &TenantId) -> Result<Vec<DemoCharge>, Error> {
         Ok(on!(self.list_demo_charges(tenant.as_str()))?)
     }
+
+    /// The conformance fixture's echo: records one execution (the handler's
+    /// own commit; in the guard's transaction when behind the layer).
+    pub async fn fixture_echo(&mut self, tenant: &TenantId, bytes: usize) -> Result<(), Error> {
+        let now = self.now();
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        Ok(on!(self.insert_fixture_echo(tenant.as_str(), bytes, now))?)
+    }
 }

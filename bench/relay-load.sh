@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The outbox relay's benchmarks, for docs/PERFORMANCE.md.
+#
+#   bench/relay-load.sh sqlite   [seconds per point, default 10] [rounds, default 3]
+#   bench/relay-load.sh postgres [seconds] [rounds]   # database idem_relay_load
+#
+# 1. Relay throughput: relay_bench queues 20,000 outbox messages for one
+#    endpoint whose receiver answers 204 at once, and times the relay
+#    delivering them all.
+# 2. POST /v1/demo/charges at 64 connections (wrk, every request a new
+#    Idempotency-Key; each charge writes `charge.created` to the outbox) with
+#    the relay delivering every event to a local receiver, then with
+#    `--no-relay`, in alternating rounds on the same database: requests/s,
+#    p99, and the with/without ratio per round.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backend=${1:-sqlite}
+secs=${2:-10}
+rounds=${3:-3}
+pg=${IDEM_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+cargo build --release -q -p idem-server --bin idem --example relay_bench
+idem=target/release/idem
+bench=target/release/examples/relay_bench
+
+data=$(mktemp -d)
+case $backend in
+  sqlite) url="sqlite://$data/idem.db"; turl="sqlite://$data/throughput.db" ;;
+  postgres)
+    for db in idem_relay_load idem_relay_throughput; do
+      PGOPTIONS="-c client_min_messages=warning" psql "$pg/postgres" -v ON_ERROR_STOP=1 -qc "drop database if exists $db with (force)" -c "create database $db"
+    done
+    url="$pg/idem_relay_load"; turl="$pg/idem_relay_throughput" ;;
+  *) echo "usage: $0 sqlite|postgres [seconds] [rounds]" >&2; exit 2 ;;
+esac
+export DATABASE_URL=$url
+export IDEMPOTENCY_HMAC_KEY=${IDEMPOTENCY_HMAC_KEY:-bench-secret}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+server=""; receiver=""
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  [ -n "$receiver" ] && kill -INT "$receiver" 2>/dev/null && wait "$receiver" 2>/dev/null
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+echo "relay throughput ($backend):"
+"$bench" throughput --url "$turl" --messages 20000
+
+"$idem" migrate --data-dir "$data" >/dev/null
+export IDEM_TOKEN
+IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data")
+rport=$(free_port)
+"$bench" receive --addr "127.0.0.1:$rport" >"$data/receiver.out" 2>"$data/receiver.log" &
+receiver=$!
+"$idem" webhook add bench "http://127.0.0.1:$rport/hook" --events charge.created --data-dir "$data" >/dev/null 2>&1
+
+port=$(free_port)
+start() {
+  "$idem" serve --demo --data-dir "$data" --addr "127.0.0.1:$port" "$@" >>"$data/serve.log" 2>&1 &
+  server=$!
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && return; sleep 0.1; done
+  echo "idem serve did not start" >&2; exit 1
+}
+stop() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
+run() {
+  RUN="relay$1$$" wrk -t2 -c64 -d${secs}s --latency -s bench/wrk/charges.lua "http://127.0.0.1:$port" | python3 -c '
+import re, sys
+t = sys.stdin.read()
+def ms(v):
+    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
+    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+print(f"{rps:.0f} {p99:.2f} {bad.group(1) if bad else 0}")
+'
+}
+printf '%-9s %5s %14s %10s %12s %10s %8s\n' backend round relay_on_rps p99_ms relay_off_rps p99_ms ratio
+for r in $(seq "$rounds"); do
+  start
+  read -r on_rps on_p99 on_bad < <(run "on$r")
+  stop
+  start --no-relay
+  read -r off_rps off_p99 off_bad < <(run "off$r")
+  stop
+  printf '%-9s %5d %14.0f %10.2f %12.0f %10.2f %8.2f\n' "$backend" "$r" "$on_rps" "$on_p99" "$off_rps" "$off_p99" \
+    "$(python3 -c "print(round($on_rps/$off_rps, 2))")"
+  [ "$on_bad$off_bad" = "00" ] || echo "non-2xx answers: relay on $on_bad, off $off_bad" >&2
+done
