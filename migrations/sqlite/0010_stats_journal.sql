@@ -1,43 +1,39 @@
 -- Statistics committed with what they count (issue 16). Each write that
--- counts something appends its counts here in its own transaction, so a
--- crash loses none of them. Appending, not upserting the rollups directly:
--- a rollup row is one per tenant, action and minute, so every writer of a
--- tenant would queue on its row lock until commit; appended rows are never
--- contended. The statistics flusher folds these rows into stats_rollup and
--- stats_delay and deletes them in one transaction, so each is counted once.
+-- counts something adds its counts here in its own transaction, so a crash
+-- loses none of them. The statistics flusher folds these rows into
+-- stats_rollup and stats_delay and deletes them in one transaction, so each
+-- is counted once. (PostgreSQL appends a row per write instead, since there
+-- writers would queue on a shared row's lock; see its 0010.)
 create table stats_journal (
     tenant_id text not null,
     -- The minute the counts fell in.
-    bucket_start_ms bigint not null,
+    bucket_start_ms integer not null,
     action text not null,
-    intents bigint not null default 0,
-    deliveries bigint not null default 0,
-    redeliveries bigint not null default 0,
-    redelivered_intents bigint not null default 0,
-    divergences bigint not null default 0,
-    corrections bigint not null default 0,
-    actions_started bigint not null default 0,
-    actions_completed bigint not null default 0,
-    actions_failed bigint not null default 0,
-    actions_uncertain bigint not null default 0,
-    http_replays bigint not null default 0,
-    http_409 bigint not null default 0,
-    http_422 bigint not null default 0,
-    delay_max_ms bigint not null default 0,
+    intents integer not null default 0,
+    deliveries integer not null default 0,
+    redeliveries integer not null default 0,
+    redelivered_intents integer not null default 0,
+    divergences integer not null default 0,
+    corrections integer not null default 0,
+    actions_started integer not null default 0,
+    actions_completed integer not null default 0,
+    actions_failed integer not null default 0,
+    actions_uncertain integer not null default 0,
+    http_replays integer not null default 0,
+    http_409 integer not null default 0,
+    http_422 integer not null default 0,
+    delay_max_ms integer not null default 0,
     -- delay_count redeliveries fell in the delay histogram bucket le_ms
-    -- (0: none did). A write whose redeliveries span several buckets
-    -- appends one row per bucket; the counters above add up across them.
-    delay_le_ms bigint,
-    delay_count bigint not null default 0,
-    -- An alias of the rowid, numbered by SQLite in ascending order.
-    seq integer primary key
-);
--- SQLite has one writer at a time, so counts of one minute, action and
--- delay bucket (0: none) add up in one row instead of appending one per
--- write (no lock to wait on, unlike PostgreSQL): the journal stays a few
--- rows between folds, and a fold deletes those few.
-create unique index stats_journal_cell
-    on stats_journal (tenant_id, bucket_start_ms, action, delay_le_ms);
+    -- (0: none did).
+    delay_le_ms integer not null default 0,
+    delay_count integer not null default 0,
+    -- SQLite has one writer at a time, so the counts of one minute, action
+    -- and delay bucket add up in one row instead of one row per write (no
+    -- lock to wait on, unlike PostgreSQL): the journal stays a few rows
+    -- between folds, and a fold deletes those few. Without a rowid, adding
+    -- to a row is one B-tree lookup.
+    primary key (tenant_id, bucket_start_ms, action, delay_le_ms)
+) without rowid;
 
 -- SQLite: an intent delivery journals its own counts, inside its statement
 -- (issue 16). A trigger runs in the statement's program, so a lone

@@ -207,6 +207,17 @@ pub(crate) struct Inner {
     pub(crate) tokens: tenants::TokenCache,
 }
 
+/// Whether a statement failed because its table does not exist (yet).
+fn missing_table(e: &sqlx::Error) -> bool {
+    match e {
+        // PostgreSQL's undefined_table; SQLite says it in words.
+        sqlx::Error::Database(d) => {
+            d.code().as_deref() == Some("42P01") || d.message().contains("no such table")
+        }
+        _ => false,
+    }
+}
+
 /// Most journal rows one fold transaction takes.
 const FOLD_BATCH: i64 = 5_000;
 
@@ -300,7 +311,9 @@ impl Store {
     fn spawn_flusher(&self, every: Duration) {
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
+            // The first fold waits a period: a store is usually migrated
+            // right after it connects.
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
@@ -462,7 +475,13 @@ impl Store {
         let _guard = self.inner.flush.lock().await;
         let tenants = {
             let mut s = self.session().await?;
-            session::on!(s.tenants_in(sql::JOURNAL_TENANTS))?
+            match session::on!(s.tenants_in(sql::JOURNAL_TENANTS)) {
+                Ok(t) => t,
+                // Not migrated yet (an admin store between connect and
+                // migrate): nothing can have been journaled.
+                Err(e) if missing_table(&e) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
         };
         for tenant in tenants {
             while self.fold_journal(&tenant).await? == FOLD_BATCH {}
@@ -717,6 +736,18 @@ mod tests {
         assert_eq!(url, "sqlite://a.db");
         assert!(matches!(s, SqliteSynchronous::Normal));
         assert!(sqlite_sync("sqlite://a.db?synchronous=off").is_err());
+    }
+
+    /// An admin store folds before it migrates (its flusher may tick first):
+    /// no journal yet, nothing to fold, no error.
+    #[tokio::test]
+    async fn folding_before_migrating_is_quiet() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("f.db").display());
+        let store = Store::connect(&url, Options::admin()).await.unwrap();
+        store.flush_stats().await.unwrap();
+        store.migrate().await.unwrap();
+        store.flush_stats().await.unwrap();
     }
 
     #[tokio::test]

@@ -375,21 +375,6 @@ values ($1, $2, $3, $4, $5, $6)
 on conflict (tenant_id, granularity, bucket_start_ms, action, le_ms) do update set
     count = d.count + excluded.count";
 
-    /// Takes (deletes and returns) a tenant's oldest journal rows, for the
-    /// flusher to fold into the rollups in the same transaction: a row is
-    /// folded once, or stays if the fold rolls back. On PostgreSQL a second
-    /// flusher waits for the first's rows and then skips them.
-    pub const JOURNAL_TAKE: &str = "\
-delete from stats_journal
-where tenant_id = $1 and seq in (
-    select seq from stats_journal
-    where tenant_id = $1
-    order by seq
-    limit $2)
-returning bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
-    divergences, corrections, actions_started, actions_completed, actions_failed,
-    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
-    delay_count";
 
     /// `idem stats rebuild`: clears the counters the tables can tell again,
     /// from a bucket on. The HTTP counters and the delay histograms stay: a
@@ -691,6 +676,21 @@ pub const JOURNAL_TENANTS: &str = tenants_sql!("stats_journal");
 pub mod pg {
     pub use super::shared::*;
 
+    /// Takes (deletes and returns) a tenant's oldest journal rows, for the
+    /// flusher to fold into the rollups in the same transaction: a row is
+    /// folded once, or stays if the fold rolls back. On PostgreSQL a second
+    /// flusher waits for the first's rows and then skips them.
+    pub const JOURNAL_TAKE: &str = "\
+delete from stats_journal
+where tenant_id = $1 and seq in (
+    select seq from stats_journal
+    where tenant_id = $1
+    order by seq
+    limit $2)
+returning bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
+    divergences, corrections, actions_started, actions_completed, actions_failed,
+    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
+    delay_count";
     /// Appends one write's counts to the statistics journal, in that write's
     /// transaction (see migration 0010 for why a journal and not the rollups).
     pub const JOURNAL_APPEND: &str = "\
@@ -742,6 +742,21 @@ for update skip locked";
 /// SQLite-only statements.
 pub mod sqlite {
     pub use super::shared::*;
+
+    /// Takes (deletes and returns) a tenant's oldest journal rows, for the
+    /// flusher to fold into the rollups in the same transaction (SQLite's
+    /// journal is keyed by minute, action and delay bucket, not numbered).
+    pub const JOURNAL_TAKE: &str = "\
+delete from stats_journal
+where tenant_id = $1 and (bucket_start_ms, action, delay_le_ms) in (
+    select bucket_start_ms, action, delay_le_ms from stats_journal
+    where tenant_id = $1
+    order by bucket_start_ms
+    limit $2)
+returning bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
+    divergences, corrections, actions_started, actions_completed, actions_failed,
+    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
+    delay_count";
 
     /// Adds one write's counts to the statistics journal, in that write's
     /// transaction: to the tenant's row for the minute, action and delay
@@ -943,7 +958,8 @@ pub const ALL: &[(&str, &str)] = {
         ("FLUSH_DELAY", FLUSH_DELAY),
         ("pg::JOURNAL_APPEND", pg::JOURNAL_APPEND),
         ("sqlite::JOURNAL_APPEND", sqlite::JOURNAL_APPEND),
-        ("JOURNAL_TAKE", JOURNAL_TAKE),
+        ("pg::JOURNAL_TAKE", pg::JOURNAL_TAKE),
+        ("sqlite::JOURNAL_TAKE", sqlite::JOURNAL_TAKE),
         ("REBUILD_CLEAR", REBUILD_CLEAR),
         ("REBUILD_INTENTS", REBUILD_INTENTS),
         ("REBUILD_CORRECTIONS", REBUILD_CORRECTIONS),
