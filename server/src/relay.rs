@@ -35,8 +35,9 @@ pub use crate::config::RelayConfig;
 
 /// The longest delay between two attempts.
 const MAX_DELAY: Duration = Duration::from_secs(6 * 3600);
-/// Outbox messages fanned out per transaction.
-const FAN_OUT_BATCH: u32 = 500;
+/// Outbox messages fanned out per transaction: small enough that SQLite's
+/// write lock is not held long against the API's writes.
+const FAN_OUT_BATCH: u32 = 100;
 
 /// A running relay's shared parts.
 #[derive(Clone)]
@@ -49,6 +50,17 @@ pub struct Relay {
     in_flight: Arc<Mutex<HashMap<(String, String), u32>>>,
     /// Rung when a delivery finishes: its slot may take the next one now.
     freed: Arc<tokio::sync::Notify>,
+    /// Outcomes waiting to be written, and the lock of whoever writes them.
+    settles: Arc<Mutex<Vec<Settle>>>,
+    settle_writer: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// One attempt's outcome, to be written under the attempt that claimed it.
+struct Settle {
+    tenant: TenantId,
+    endpoint_id: String,
+    delivery: WebhookDelivery,
+    outcome: DeliveryOutcome,
 }
 
 impl std::fmt::Debug for Relay {
@@ -115,6 +127,8 @@ impl Relay {
             cfg: Arc::new(cfg),
             in_flight: Arc::default(),
             freed: Arc::default(),
+            settles: Arc::default(),
+            settle_writer: Arc::default(),
         })
     }
 
@@ -287,23 +301,53 @@ impl Relay {
         {
             tracing::info!(%error, dead_lettered = retry_at_ms.is_none(), "webhook attempt failed");
         }
-        let settled = async {
-            self.store
-                .session()
-                .await?
-                .webhook_settle(tenant, &endpoint.endpoint_id, d, &outcome)
-                .await
+        self.settle(Settle {
+            tenant: tenant.clone(),
+            endpoint_id: endpoint.endpoint_id.clone(),
+            delivery: d.clone(),
+            outcome,
+        })
+        .await;
+    }
+
+    /// Writes an outcome. Outcomes that finish together share one
+    /// transaction: each delivery queues its own, and whoever takes the
+    /// writer's lock writes every one queued by then (on SQLite each write
+    /// transaction takes the one write lock the API also waits for, so one
+    /// per delivery halved the API's throughput). A failed write leaves the
+    /// leases to run out: those messages are sent again.
+    async fn settle(&self, s: Settle) {
+        lock(&self.settles).push(s);
+        let _writer = self.settle_writer.lock().await;
+        let batch = std::mem::take(&mut *lock(&self.settles));
+        if batch.is_empty() {
+            return; // an earlier writer took ours
+        }
+        let written = async {
+            let mut tx = self.store.transaction().await?;
+            let mut stale = 0usize;
+            for s in &batch {
+                if !tx
+                    .webhook_settle(&s.tenant, &s.endpoint_id, &s.delivery, &s.outcome)
+                    .await?
+                {
+                    stale += 1;
+                }
+            }
+            tx.commit().await?;
+            Ok::<_, idem_store::Error>(stale)
         }
         .await;
-        match settled {
-            Ok(true) => {}
-            // Its lease ran out and another relay took it: that attempt's
-            // outcome will be written instead (at least once).
-            Ok(false) => {
-                tracing::info!("delivery re-claimed meanwhile; this attempt's outcome dropped")
-            }
+        match written {
+            Ok(0) => {}
+            // Their leases ran out and another relay took them: those
+            // attempts' outcomes will be written instead (at least once).
+            Ok(stale) => tracing::info!(
+                stale,
+                "deliveries re-claimed meanwhile; these outcomes dropped"
+            ),
             Err(e) => {
-                tracing::warn!(error = %crate::http::error::chain(&e), "recording a webhook outcome failed; the lease will run out and it is sent again")
+                tracing::warn!(error = %crate::http::error::chain(&e), outcomes = batch.len(), "recording webhook outcomes failed; their leases will run out and they are sent again")
             }
         }
     }

@@ -375,7 +375,6 @@ values ($1, $2, $3, $4, $5, $6)
 on conflict (tenant_id, granularity, bucket_start_ms, action, le_ms) do update set
     count = d.count + excluded.count";
 
-
     /// `idem stats rebuild`: clears the counters the tables can tell again,
     /// from a bucket on. The HTTP counters and the delay histograms stay: a
     /// replayed response or a redelivery's moment leaves no row to recount.
