@@ -116,6 +116,27 @@ impl RollupRow {
     }
 }
 
+/// Binds the counters of a [`Counts`] in the order the rollup and journal
+/// statements list their columns (intents … delay_max_ms).
+macro_rules! bind_counts {
+    ($q:expr, $n:expr) => {
+        $q.bind($n.intents)
+            .bind($n.deliveries)
+            .bind($n.redeliveries)
+            .bind($n.redelivered_intents)
+            .bind($n.divergences)
+            .bind($n.corrections)
+            .bind($n.actions_started)
+            .bind($n.actions_completed)
+            .bind($n.actions_failed)
+            .bind($n.actions_uncertain)
+            .bind($n.http_replays)
+            .bind($n.http_409)
+            .bind($n.http_422)
+            .bind($n.delay_max_ms)
+    };
+}
+
 /// A statistics journal row, as the flusher takes it.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct JournalRow {
@@ -667,27 +688,12 @@ macro_rules! backend {
             cell: &Cell,
         ) -> R<()> {
             let n = &cell.counts;
-            sqlx::query::<$db>(q::FLUSH_ROLLUP)
+            let query = sqlx::query::<$db>(q::FLUSH_ROLLUP)
                 .bind(tenant)
                 .bind(g.as_str())
                 .bind(start)
-                .bind(action)
-                .bind(n.intents)
-                .bind(n.deliveries)
-                .bind(n.redeliveries)
-                .bind(n.redelivered_intents)
-                .bind(n.divergences)
-                .bind(n.corrections)
-                .bind(n.actions_started)
-                .bind(n.actions_completed)
-                .bind(n.actions_failed)
-                .bind(n.actions_uncertain)
-                .bind(n.http_replays)
-                .bind(n.http_409)
-                .bind(n.http_422)
-                .bind(n.delay_max_ms)
-                .execute(&mut *c)
-                .await?;
+                .bind(action);
+            bind_counts!(query, n).execute(&mut *c).await?;
             for (le, count) in crate::stats::DELAY_BOUNDS_MS.iter().zip(cell.delays.iter()) {
                 if *count > 0 {
                     sqlx::query::<$db>(q::FLUSH_DELAY)
@@ -723,24 +729,11 @@ macro_rules! backend {
             for (i, (le, count)) in std::iter::once(first).chain(delays).enumerate() {
                 // The counters ride on the first row only; the rest carry delays.
                 let n = if i == 0 { &cell.counts } else { &zero };
-                sqlx::query::<$db>(q::JOURNAL_APPEND)
+                let query = sqlx::query::<$db>(q::JOURNAL_APPEND)
                     .bind(tenant)
                     .bind(minute)
-                    .bind(action)
-                    .bind(n.intents)
-                    .bind(n.deliveries)
-                    .bind(n.redeliveries)
-                    .bind(n.redelivered_intents)
-                    .bind(n.divergences)
-                    .bind(n.corrections)
-                    .bind(n.actions_started)
-                    .bind(n.actions_completed)
-                    .bind(n.actions_failed)
-                    .bind(n.actions_uncertain)
-                    .bind(n.http_replays)
-                    .bind(n.http_409)
-                    .bind(n.http_422)
-                    .bind(n.delay_max_ms)
+                    .bind(action);
+                bind_counts!(query, n)
                     // 0: no delay bucket (SQLite's journal row key has no null).
                     .bind(le.unwrap_or(0))
                     .bind(count)
