@@ -134,7 +134,14 @@ impl Session {
             }
             return result;
         }
-        self.journal().await?;
+        if let Err(e) = self.journal().await {
+            if implicit {
+                // Dropped, the transaction rolls back: the call's writes go
+                // with the counts that could not be written.
+                self.inner = Inner::Idle;
+            }
+            return Err(e);
+        }
         if implicit {
             match std::mem::replace(&mut self.inner, Inner::Idle) {
                 Inner::SqliteTx(t) => t.commit().await?,
