@@ -178,29 +178,21 @@ impl Relay {
             }
             // A read first: a round with nothing new takes no write lock
             // (SQLite's transaction would, against every writer).
-            if self
+            let mut more = !self
                 .store
                 .session()
                 .await?
                 .outbox_fetch(&tenant, 1)
                 .await?
-                .is_empty()
-            {
-                for e in endpoints {
-                    work += self.claim_and_send(&tenant, Arc::new(e)).await?;
-                }
-                continue;
-            }
-            loop {
+                .is_empty();
+            while more {
                 let mut tx = self.store.transaction().await?;
                 let n = tx
                     .webhook_fan_out(&tenant, &endpoints, FAN_OUT_BATCH)
                     .await?;
                 tx.commit().await?;
                 work += n;
-                if n < FAN_OUT_BATCH as usize {
-                    break;
-                }
+                more = n == FAN_OUT_BATCH as usize;
             }
             for e in endpoints {
                 work += self.claim_and_send(&tenant, Arc::new(e)).await?;

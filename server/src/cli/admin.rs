@@ -6,7 +6,7 @@ use super::args::{PurgeArgs, RetentionArgs, StatsRebuildArgs, TenantCreateArgs};
 use super::options::DbArgs;
 
 /// Opens and migrates the store for admin work (no key secret needed).
-async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {
+pub(crate) async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {
     let store = idem_store::Store::connect(&db.url()?, idem_store::Options::admin()).await?;
     store.migrate().await?;
     Ok(store)

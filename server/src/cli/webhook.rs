@@ -2,16 +2,10 @@
 //! relay delivers to, and the relay on its own. Admin commands: whoever can
 //! run them can reach the database; no API route adds an endpoint.
 
+use super::admin::admin_store as store;
 use super::args::{RelayCmdArgs, WebhookAddArgs, WebhookListArgs, WebhookRemoveArgs};
 use base64::Engine as _;
 use idem_store::WebhookEndpoint;
-
-/// Opens and migrates the store for admin work (no key secret needed).
-async fn store(db: &super::options::DbArgs) -> anyhow::Result<idem_store::Store> {
-    let store = idem_store::Store::connect(&db.url()?, idem_store::Options::admin()).await?;
-    store.migrate().await?;
-    Ok(store)
-}
 
 /// A topic: lowercase letters, digits, `.`, `_` and `-`, 1 to 100 of them.
 fn topic_ok(t: &str) -> bool {
