@@ -9,6 +9,7 @@
 # CARGO_TARGET_DIR (sharing one makes cargo reuse the newer artifacts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 a=$1; b=$2; backend=$3
 route=${4:-charges}; secs=${5:-10}; rounds=${6:-3}; conns=${7:-64}
 pg=${IDEM_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
@@ -32,20 +33,12 @@ point() { # binary tag -> "rps p99"
   IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data" --database-url "$url" 2>/dev/null)
   export IDEM_TOKEN
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   "$idem" serve --demo --data-dir "$data" --database-url "$url" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
   server=$!
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-  RUN="ab$tag$$" wrk -t2 -c"$conns" -d"${secs}s" --latency -s "bench/wrk/$route.lua" "http://127.0.0.1:$port" | python3 -c '
-import re, sys
-t = sys.stdin.read()
-def ms(v):
-    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
-    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
-print(f"{rps:.0f} {p99:.2f}")
-'
+  RUN="ab$tag$$" wrk -t2 -c"$conns" -d"${secs}s" --latency -s "bench/wrk/$route.lua" "http://127.0.0.1:$port" | wrk_summary | awk '{print $1, $3}'
+
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
   rm -rf "$data"; data=""
 }

@@ -8,6 +8,7 @@
 #   bench/fixture-load.sh sqlite|postgres [seconds per point, default 10] [connections, default 64]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 backend=${1:-sqlite}
 secs=${2:-10}
 conns=${3:-64}
@@ -24,7 +25,7 @@ case $backend in
   *) echo "usage: $0 sqlite|postgres [seconds] [connections]" >&2; exit 2 ;;
 esac
 export DATABASE_URL=$url IDEMPOTENCY_HMAC_KEY=${IDEMPOTENCY_HMAC_KEY:-bench-secret}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 # The production log level: idem reads IDEM_LOG (default info).
 "$idem" serve --conformance-fixture --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
 server=$!
@@ -32,17 +33,8 @@ trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 
 point() { # path run -> "rps p50 p99"
-  PATH_ECHO=$1 RUN=$2 wrk -t2 -c"$conns" -d"${secs}s" --latency -s bench/wrk/echo.lua "http://127.0.0.1:$port" | python3 -c '
-import re, sys
-t = sys.stdin.read()
-def ms(v):
-    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
-    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-p50 = ms(re.search(r"\n\s+50%\s+(\S+)", t).group(1))
-p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-print(f"{rps:.0f} {p50:.2f} {p99:.2f} {bad.group(1) if bad else 0}")'
+  PATH_ECHO=$1 RUN=$2 wrk -t2 -c"$conns" -d"${secs}s" --latency -s bench/wrk/echo.lua "http://127.0.0.1:$port" | wrk_summary
+
 }
 
 echo "backend=$backend connections=$conns seconds=$secs"

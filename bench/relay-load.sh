@@ -14,6 +14,7 @@
 #    p99, and the with/without ratio per round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 backend=${1:-sqlite}
 secs=${2:-10}
 rounds=${3:-3}
@@ -35,7 +36,6 @@ case $backend in
 esac
 export DATABASE_URL=$url
 export IDEMPOTENCY_HMAC_KEY=${IDEMPOTENCY_HMAC_KEY:-bench-secret}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 server=""; receiver=""
 cleanup() {
   [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
@@ -64,17 +64,8 @@ start() {
 }
 stop() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
 run() {
-  RUN="relay$1$$" wrk -t2 -c64 -d${secs}s --latency -s bench/wrk/charges.lua "http://127.0.0.1:$port" | python3 -c '
-import re, sys
-t = sys.stdin.read()
-def ms(v):
-    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
-    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-print(f"{rps:.0f} {p99:.2f} {bad.group(1) if bad else 0}")
-'
+  RUN="relay$1$$" wrk -t2 -c64 -d${secs}s --latency -s bench/wrk/charges.lua "http://127.0.0.1:$port" | wrk_summary | awk '{print $1, $3, $4}'
+
 }
 printf '%-9s %5s %14s %10s %12s %10s %8s\n' backend round relay_on_rps p99_ms relay_off_rps p99_ms ratio
 for r in $(seq "$rounds"); do
