@@ -218,6 +218,37 @@ fn missing_table(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Takes a tenant's journal rows in `tx` (one batch, or every one with
+/// `all`) and adds them to the rollups. With `recounted_from`, buckets from
+/// that instant on keep only what no recount can tell (the caller recounts
+/// the rest). Returns how many rows it took.
+async fn fold_in(
+    tx: &mut Session,
+    tenant: &str,
+    all: bool,
+    recounted_from: Option<Millis>,
+) -> Result<usize, Error> {
+    let mut acc = Accumulator::default();
+    let mut taken = 0;
+    loop {
+        let rows = session::on!(tx.take_journal(tenant, FOLD_BATCH))?;
+        for row in &rows {
+            acc.add_journal(tenant, row);
+        }
+        taken += rows.len();
+        if !all || rows.len() < FOLD_BATCH as usize {
+            break;
+        }
+    }
+    for ((tenant, g, start, action), mut cell) in acc.sorted_rollups() {
+        if recounted_from.is_some_and(|since| start >= since) {
+            cell.counts = cell.counts.unrecountable();
+        }
+        session::on!(tx.flush_cell(&tenant, g, start, &action, &cell))?;
+    }
+    Ok(taken)
+}
+
 /// Most journal rows one fold transaction takes.
 const FOLD_BATCH: i64 = 5_000;
 
@@ -492,16 +523,9 @@ impl Store {
     /// Folds up to [`FOLD_BATCH`] journal rows of one tenant; returns how many.
     async fn fold_journal(&self, tenant: &str) -> Result<i64, Error> {
         let mut tx = self.transaction().await?;
-        let rows = session::on!(tx.take_journal(tenant, FOLD_BATCH))?;
-        let mut acc = Accumulator::default();
-        for row in &rows {
-            acc.add_journal(tenant, row);
-        }
-        for ((tenant, g, start, action), cell) in acc.sorted_rollups() {
-            session::on!(tx.flush_cell(&tenant, g, start, &action, &cell))?;
-        }
+        let n = fold_in(&mut tx, tenant, false, None).await?;
         tx.commit().await?;
-        Ok(i64::try_from(rows.len()).unwrap_or(i64::MAX))
+        Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }
 
     /// Recounts the rollups from the tables (`idem stats rebuild`), for data
@@ -561,23 +585,8 @@ impl Store {
     async fn rebuild_tenant(&self, tenant: &str, since: Millis) -> Result<u64, Error> {
         let mut tx = self.transaction().await?;
         tx.snapshot().await?;
-        let mut acc = Accumulator::default();
-        loop {
-            let rows = session::on!(tx.take_journal(tenant, FOLD_BATCH))?;
-            for row in &rows {
-                acc.add_journal(tenant, row);
-            }
-            if rows.len() < FOLD_BATCH as usize {
-                break;
-            }
-        }
-        for ((tenant, g, start, action), mut cell) in acc.sorted_rollups() {
-            if start >= since {
-                // The recount below covers the rest.
-                cell.counts = cell.counts.unrecountable();
-            }
-            session::on!(tx.flush_cell(&tenant, g, start, &action, &cell))?;
-        }
+        // The recount below covers what the journal held from `since` on.
+        fold_in(&mut tx, tenant, true, Some(since)).await?;
         let rows = session::on!(tx.rebuild_rollups(tenant, since))?;
         tx.commit().await?;
         Ok(rows)
