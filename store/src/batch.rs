@@ -15,6 +15,12 @@
 //! trip per call that the hot path cannot afford. A connection that fails is
 //! dropped and reopened for the next batch; that batch's callers get the
 //! error (the write may or may not have committed; recording again is safe).
+//!
+//! A caller may go away mid-write (an HTTP client that disconnects drops its
+//! handler, and with it this future). A batch holding other callers' jobs is
+//! therefore written in a task of its own, so their answers never depend on
+//! the combiner's caller staying; a batch of the caller's own job alone is
+//! written inline, with no task hop.
 
 use crate::backend::{IntentRow, IntentWrite};
 use crate::model::{Millis, RecordedIntent};
@@ -44,6 +50,8 @@ enum Conn {
 }
 
 struct Job {
+    /// Which caller queued it.
+    id: u64,
     tenant: TenantId,
     action: String,
     candidate: Candidate,
@@ -61,7 +69,9 @@ pub(crate) struct Batcher {
     queue: std::sync::Mutex<Vec<Job>>,
     /// One permit per writer connection (Postgres runs several statements
     /// at once; SQLite has one writer).
-    permits: Semaphore,
+    permits: Arc<Semaphore>,
+    /// Numbers the jobs, so a combiner knows a batch of its own job alone.
+    next_id: std::sync::atomic::AtomicU64,
     /// Idle connections; `None` slots are reopened on use.
     idle: std::sync::Mutex<Vec<Option<Conn>>>,
 }
@@ -84,7 +94,8 @@ impl Batcher {
             target,
             stats,
             queue: std::sync::Mutex::new(Vec::new()),
-            permits: Semaphore::new(writers),
+            permits: Arc::new(Semaphore::new(writers)),
+            next_id: std::sync::atomic::AtomicU64::new(0),
             idle: std::sync::Mutex::new((0..writers).map(|_| None).collect()),
         }
     }
@@ -107,7 +118,7 @@ impl Batcher {
     }
 
     pub(crate) async fn record(
-        &self,
+        self: &Arc<Self>,
         tenant: &TenantId,
         action: &str,
         candidate: Candidate,
@@ -115,7 +126,11 @@ impl Batcher {
     ) -> Result<RecordedIntent, Error> {
         let (reply, mut answer) = oneshot::channel();
         let json = candidate.payload.to_json();
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lock(&self.queue).push(Job {
+            id,
             tenant: tenant.clone(),
             action: action.to_owned(),
             candidate,
@@ -129,7 +144,7 @@ impl Batcher {
                 a = &mut answer => {
                     return a.map_err(|_| Error::Unavailable("the store is closed".into()))?;
                 }
-                permit = self.permits.acquire() => {
+                permit = self.permits.clone().acquire_owned() => {
                     let Ok(held) = permit else {
                         return Err(Error::Unavailable("the store is closed".into()));
                     };
@@ -153,7 +168,19 @@ impl Batcher {
                             .await
                             .map_err(|_| Error::Unavailable("the store is closed".into()))?;
                     }
-                    self.write(jobs).await;
+                    if jobs.len() == 1 && jobs[0].id == id {
+                        // Only our caller waits on this write.
+                        self.write(jobs).await;
+                        drop(held);
+                    } else {
+                        // Others wait on it too: out of our caller's reach.
+                        let me = Arc::clone(self);
+                        let writing = tokio::spawn(async move {
+                            me.write(jobs).await;
+                            drop(held);
+                        });
+                        let _ = writing.await;
+                    }
                 }
             }
         }

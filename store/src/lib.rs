@@ -203,7 +203,7 @@ pub(crate) struct Inner {
     /// One fold at a time in this process (another process's fold of the
     /// same rows waits on their row locks instead).
     flush: tokio::sync::Mutex<()>,
-    pub batcher: Option<batch::Batcher>,
+    pub batcher: Option<Arc<batch::Batcher>>,
     pub(crate) tokens: tenants::TokenCache,
 }
 
@@ -319,7 +319,7 @@ impl Store {
         };
         let batcher = options
             .coalesce
-            .then(|| batch::Batcher::new(target, options.stats));
+            .then(|| Arc::new(batch::Batcher::new(target, options.stats)));
         let store = Store {
             inner: Arc::new(Inner {
                 db,

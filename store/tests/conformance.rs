@@ -82,6 +82,7 @@ idem_testkit::both!(
     two_processes_fold_each_count_once,
     rebuild_recounts_the_rollups_from_the_tables,
     sixty_four_concurrent_records_make_one_row,
+    a_caller_that_goes_away_never_fails_the_others,
     sixty_four_concurrent_begins_make_one_claim,
     concurrent_divergent_candidates_keep_the_first,
     closed_store_gives_errors_not_answers,
@@ -1404,6 +1405,41 @@ async fn sixty_four_concurrent_records_make_one_row(h: &H) {
         .await
         .unwrap();
     assert_eq!((stored.deliveries, stored.divergences), (64, 0));
+}
+
+/// Concurrent records share one write (flat combining). Callers that go
+/// away mid-write (an HTTP client that disconnects drops its handler) must
+/// not take the others' answers with them: every caller that stays gets its
+/// intent. Found by `idem simulate --broker`, whose killed workers made
+/// other workers' `POST /v1/intents` fail with 503.
+async fn a_caller_that_goes_away_never_fails_the_others(h: &H) {
+    for round in 0..20u32 {
+        let tasks: Vec<_> = (0..32u32)
+            .map(|i| {
+                let store = h.store.clone();
+                let tenant = h.tenant.clone();
+                tokio::spawn(async move {
+                    let json = pix(&format!("GONE-{round}-{i}"), "180.00");
+                    let p = Payload::from_json(&json).unwrap();
+                    store.record_intent(&tenant, "pix.cobranca", &p).await
+                })
+            })
+            .collect();
+        // Somewhere inside the writes, by round.
+        tokio::time::sleep(Duration::from_micros(u64::from(round) * 100)).await;
+        let mut kept = Vec::new();
+        for (i, t) in tasks.into_iter().enumerate() {
+            if i % 2 == 1 {
+                t.abort();
+            } else {
+                kept.push(t);
+            }
+        }
+        for t in kept {
+            let recorded = t.await.unwrap();
+            assert!(recorded.is_ok(), "round {round}: {recorded:?}");
+        }
+    }
 }
 
 async fn sixty_four_concurrent_begins_make_one_claim(h: &H) {

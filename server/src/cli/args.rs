@@ -39,6 +39,10 @@ pub(crate) enum Command {
     /// Run N conversations through a redelivering queue and a demo payment
     /// provider with each key strategy, and report duplicate charges.
     Simulate(super::simulate::SimulateArgs),
+    /// One worker process of `idem simulate --broker`, which starts it with
+    /// its settings in IDEM_SIM_* variables.
+    #[command(hide = true)]
+    SimulateWorker,
     /// Manage tenants.
     Tenant {
         #[command(subcommand)]

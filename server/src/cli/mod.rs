@@ -4,9 +4,12 @@
 pub mod admin;
 pub mod args;
 pub mod audit;
+pub mod broker;
 pub mod cost;
 pub mod key;
 pub mod options;
+pub mod sim_model;
+pub mod sim_worker;
 pub mod simulate;
 pub mod webhook;
 
@@ -26,6 +29,7 @@ pub fn run(cli: Cli) -> ExitCode {
             crate::telemetry::init_tracing();
             simulate::run(&args)
         }
+        Command::SimulateWorker => sim_worker::run(),
         Command::Serve(args) => run_async(serve(args)),
         Command::Migrate(args) => run_async(admin::migrate(args)),
         Command::Purge(args) => run_async(admin::purge(args)),

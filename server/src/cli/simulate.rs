@@ -25,31 +25,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How a worker makes its Idempotency-Key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    /// A random UUID per attempt.
-    Random,
-    /// The attempt's clock.
-    Clock,
-    /// A hash of the model's output.
-    ModelHash,
-    /// idem: record the intent first, charge with its key and frozen payload.
-    Idem,
-}
-
-impl Strategy {
-    /// The name `--strategies` and the report use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Random => "random",
-            Strategy::Clock => "clock",
-            Strategy::ModelHash => "model-hash",
-            Strategy::Idem => "idem",
-        }
-    }
-}
+pub use super::sim_model::Strategy;
+use super::sim_model::{extract, truth, Extraction, Truth};
 
 /// `idem simulate` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -92,6 +69,28 @@ pub struct SimulateArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Run through a real RabbitMQ broker (`amqp://user:pass@host:port/vhost`)
+    /// with worker processes that are SIGKILLed mid-flight, instead of the
+    /// in-process queue. See README "Simulate on a real broker".
+    #[arg(long, env = "IDEM_SIM_BROKER", value_name = "AMQP_URL")]
+    pub broker: Option<String>,
+    /// With --broker: worker processes consuming each strategy's queue.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// With --broker: the chance, at each of the four kill points of a
+    /// delivery (before the intent, after it, during the charge, after the
+    /// charge and before the ack), that the worker is SIGKILLed there.
+    #[arg(long, default_value_t = 0.02, value_parser = rate)]
+    pub kill_rate: f64,
+    /// With --broker: unacknowledged deliveries a worker holds at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub prefetch: u16,
+    /// With --broker and `--strategies idem`: run this shell command as the
+    /// worker instead of the built-in one (it reads the IDEM_SIM_* variables
+    /// and speaks the line protocol of README "Simulate on a real broker"),
+    /// e.g. `python3 examples/python/idem_worker.py`.
+    #[arg(long, value_name = "COMMAND", requires = "broker")]
+    pub worker_command: Option<String>,
     /// Database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -122,6 +121,13 @@ pub struct StrategyReport {
     pub conversations: u64,
     /// Deliveries of their messages (first deliveries included).
     pub deliveries: u64,
+    /// With --broker: deliveries the broker flagged `redelivered` (a worker
+    /// died or gave the message back before acknowledging it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker_redeliveries: Option<u64>,
+    /// With --broker: what the broker run did (messages, kills, workers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker: Option<super::broker::BrokerReport>,
     /// Model calls (one per delivery that reached the model).
     pub model_calls: u64,
     /// Model calls beyond one per conversation.
@@ -151,58 +157,6 @@ pub struct Report {
     pub seed: u64,
     /// One entry per strategy, in the order asked.
     pub strategies: Vec<StrategyReport>,
-}
-
-/// What a conversation asks for.
-#[derive(Debug, Clone)]
-struct Truth {
-    reference: String,
-    amount_cents: i64,
-    destination: String,
-}
-
-fn truth(seed: u64, i: u32) -> Truth {
-    let mut rng = StdRng::seed_from_u64(seed ^ (u64::from(i) << 20) ^ 0x5eed);
-    Truth {
-        reference: format!("conv-{i}"),
-        amount_cents: rng.gen_range(1_000..500_000),
-        destination: format!("cliente{i}@example.com"),
-    }
-}
-
-/// What the model stub extracted on one attempt.
-struct Extraction {
-    amount_cents: i64,
-    destination: String,
-    text: String,
-}
-
-const PHRASES: [&str; 4] = [
-    "Cobrar {v} de {d}.",
-    "Por favor, gere a cobrança de {v} para {d}.",
-    "O cliente pediu: cobrança Pix de {v}, chave {d}.",
-    "Cobrança de {v} (chave {d}) confirmada pelo cliente.",
-];
-
-fn extract(t: &Truth, attempt: u32, rng: &mut StdRng, divergence: f64) -> Extraction {
-    let (mut amount, mut dest) = (t.amount_cents, t.destination.clone());
-    // The first extraction is right; a retried one sometimes is not.
-    if attempt > 1 && rng.gen_bool(divergence) {
-        if rng.gen_bool(0.5) {
-            amount += 100 * rng.gen_range(1..50);
-        } else {
-            dest = format!("outro{}@example.com", rng.gen_range(0..1000));
-        }
-    }
-    let phrase = PHRASES[(attempt as usize - 1) % PHRASES.len()];
-    let text = phrase
-        .replace("{v}", &format!("R$ {},{:02}", amount / 100, amount % 100))
-        .replace("{d}", &dest);
-    Extraction {
-        amount_cents: amount,
-        destination: dest,
-        text,
-    }
 }
 
 /// The worker's view of one attempt.
@@ -427,6 +381,17 @@ async fn conversation(c: &Client, strategy: Strategy, i: u32, args: &SimulateArg
     counts
 }
 
+/// What the traffic of one strategy amounted to, as its workers saw it.
+#[derive(Default)]
+pub(crate) struct Traffic {
+    /// Deliveries of conversation messages.
+    pub deliveries: u64,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// With --broker: the broker run's own figures.
+    pub broker: Option<super::broker::BrokerReport>,
+}
+
 async fn run_strategy(
     state: &crate::http::AppState,
     base: &str,
@@ -435,18 +400,57 @@ async fn run_strategy(
     run_id: &str,
     bar: &indicatif::ProgressBar,
 ) -> anyhow::Result<StrategyReport> {
-    use futures_util::StreamExt;
     let name = format!("sim-{run_id}-{}", strategy.name());
     let tenant = TenantId::try_from(name.as_str())?;
     let token = state.api.store.create_tenant(&tenant, &name).await?;
+    bar.set_message(strategy.name());
+    let traffic = match &args.broker {
+        Some(url) => {
+            let run = super::broker::Run {
+                url,
+                base,
+                token: token.expose(),
+                strategy,
+                seed: args.seed,
+                conversations: args.conversations,
+                duplicate_rate: args.duplicate_rate,
+                workers: args.workers,
+                prefetch: args.prefetch,
+                kill_rate: args.kill_rate,
+                timeout_rate: args.timeout_rate,
+                divergence_rate: args.divergence_rate,
+                worker_command: args.worker_command.as_deref(),
+                queue: format!("idem-{name}"),
+                bar,
+            };
+            let t = super::broker::run_strategy(&run).await?;
+            Traffic {
+                deliveries: t.deliveries,
+                model_calls: t.model_calls,
+                broker: Some(t.report),
+            }
+        }
+        None => in_process(base, token.expose(), strategy, args, bar).await?,
+    };
+    tally(state, &tenant, name, strategy, args, traffic).await
+}
+
+/// The in-process queue: each conversation's deliveries run in this process.
+async fn in_process(
+    base: &str,
+    token: &str,
+    strategy: Strategy,
+    args: &SimulateArgs,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<Traffic> {
+    use futures_util::StreamExt;
     let client = Arc::new(Client {
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()?,
         base: base.to_owned(),
-        token: token.expose().to_owned(),
+        token: token.to_owned(),
     });
-    bar.set_message(strategy.name());
     let totals: Vec<Counts> = futures_util::stream::iter(0..args.conversations)
         .map(|i| {
             let client = client.clone();
@@ -459,14 +463,34 @@ async fn run_strategy(
         .buffer_unordered(args.concurrency as usize)
         .collect()
         .await;
-    let deliveries: u64 = totals.iter().map(|c| c.deliveries).sum();
-    let model_calls: u64 = totals.iter().map(|c| c.model_calls).sum();
+    Ok(Traffic {
+        deliveries: totals.iter().map(|c| c.deliveries).sum(),
+        model_calls: totals.iter().map(|c| c.model_calls).sum(),
+        broker: None,
+    })
+}
+
+/// The report of one strategy: what the provider's ledger says happened,
+/// beside the traffic that produced it.
+async fn tally(
+    state: &crate::http::AppState,
+    tenant: &TenantId,
+    name: String,
+    strategy: Strategy,
+    args: &SimulateArgs,
+    traffic: Traffic,
+) -> anyhow::Result<StrategyReport> {
+    let Traffic {
+        deliveries,
+        model_calls,
+        broker,
+    } = traffic;
     let charges = state
         .api
         .store
         .session()
         .await?
-        .demo_charges(&tenant)
+        .demo_charges(tenant)
         .await?;
     let mut per_conv: HashMap<&str, Vec<&idem_store::DemoCharge>> = HashMap::new();
     for ch in &charges {
@@ -509,6 +533,8 @@ async fn run_strategy(
         tenant: name,
         conversations,
         deliveries,
+        broker_redeliveries: broker.as_ref().map(|b| b.broker_redeliveries),
+        broker,
         model_calls,
         wasted_model_calls: wasted,
         wasted_model_cost: idem_core::locale::format_money(
@@ -531,6 +557,16 @@ async fn run_strategy(
 
 /// Runs the simulation and returns its report.
 pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
+    if let Some(url) = &args.broker {
+        if args.worker_command.is_some() && args.strategies != [Strategy::Idem] {
+            return Err(super::Usage(
+                "--worker-command runs idem's strategy only: add --strategies idem".into(),
+            )
+            .into());
+        }
+        // Before anything else, so a wrong URL costs nothing.
+        super::broker::check(url).await?;
+    }
     // The same application `idem serve --demo` runs, on a port of its own.
     let config = Config {
         demo: true,
@@ -540,7 +576,7 @@ pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
     let app = Application::build(config).await?;
     let state = app.state().clone();
     let base = app.base_url();
-    let server = tokio::spawn(app.run_until_stopped());
+    let mut server = tokio::spawn(app.run_until_stopped());
     let run_id = format!("{}-{}", args.seed, state.api.store.now_ms());
     let bar = if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         indicatif::ProgressBar::hidden()
@@ -554,10 +590,24 @@ pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
-    let mut strategies = Vec::new();
-    for s in &args.strategies {
-        strategies.push(run_strategy(&state, &base, *s, args, &run_id, &bar).await?);
-    }
+    let run = async {
+        let mut strategies = Vec::new();
+        for s in &args.strategies {
+            strategies.push(run_strategy(&state, &base, *s, args, &run_id, &bar).await?);
+        }
+        anyhow::Ok(strategies)
+    };
+    // Ctrl-C or SIGTERM stops the in-process server: the run stops with it
+    // (dropping it SIGKILLs any worker processes) instead of going on
+    // against a server that is gone.
+    let strategies = tokio::select! {
+        r = run => r?,
+        _ = &mut server => {
+            bar.finish_and_clear();
+            state.api.store.close().await;
+            anyhow::bail!("interrupted: the run stopped before it finished");
+        }
+    };
     bar.finish_and_clear();
     // Counts reach the statistics tables before the process ends.
     state.api.store.flush_stats().await?;
@@ -571,8 +621,9 @@ pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
 
 fn table(r: &Report) -> String {
     use std::fmt::Write;
+    let broker = r.strategies.iter().any(|s| s.broker.is_some());
     let mut out = format!(
-        "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}\n",
+        "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
         "strategy",
         "charges",
         "duplicates",
@@ -585,8 +636,12 @@ fn table(r: &Report) -> String {
         "dup amount",
         "wasted cost"
     );
+    if broker {
+        let _ = write!(out, " {:>9} {:>6}", "redeliv", "kills");
+    }
+    out.push('\n');
     for s in &r.strategies {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
             s.strategy.name(),
@@ -601,6 +656,10 @@ fn table(r: &Report) -> String {
             s.duplicated_amount,
             s.wasted_model_cost,
         );
+        if let Some(b) = &s.broker {
+            let _ = write!(out, " {:>9} {:>6}", b.broker_redeliveries, b.kills.total());
+        }
+        out.push('\n');
     }
     out
 }
@@ -618,6 +677,8 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The workers are gone; the runtime must not wait on anything left.
+    rt.shutdown_timeout(Duration::from_secs(1));
     if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => println!("{s}"),
@@ -629,11 +690,16 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
     } else {
         print!("{}", table(&report));
     }
+    // On a broker nothing is dead-lettered: every message is retried until
+    // it is acknowledged, so a conversation left uncharged is a failure too.
     let idem_failed = report.strategies.iter().any(|s| {
-        s.strategy == Strategy::Idem && (s.duplicate_charges > 0 || s.divergent_charges > 0)
+        s.strategy == Strategy::Idem
+            && (s.duplicate_charges > 0
+                || s.divergent_charges > 0
+                || (s.broker.is_some() && s.conversations_not_charged > 0))
     });
     if idem_failed {
-        eprintln!("idem simulate: idem's strategy charged twice or charged a divergent amount: this is a bug");
+        eprintln!("idem simulate: idem's strategy charged twice, charged a divergent amount or (on a broker) left a conversation uncharged: this is a bug");
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
