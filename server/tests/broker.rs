@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::by_strategy;
 use serde_json::Value;
 use std::process::{Command, Output};
 
@@ -49,16 +50,6 @@ fn short_run(dir: &std::path::Path, extra: &[&str]) -> Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn by_strategy(report: &Value, name: &str) -> Value {
-    report["strategies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["strategy"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {report}"))
-        .clone()
 }
 
 /// What idem's strategy must show on a broker, whoever its worker is.

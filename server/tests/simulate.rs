@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
+mod common;
+
+use common::by_strategy;
 use serde_json::Value;
 use std::process::Command;
 
@@ -32,16 +35,6 @@ fn simulate(db: &[&str], seed: &str) -> Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn by_strategy(report: &Value, name: &str) -> Value {
-    report["strategies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["strategy"] == name)
-        .unwrap()
-        .clone()
 }
 
 fn check(report: &Value) {

@@ -5,6 +5,9 @@
 //! Idempotency-Key made by one of four strategies. The provider's ledger
 //! says what really happened.
 //!
+//! With `--broker` the queue is a real RabbitMQ and the workers are
+//! processes that get SIGKILLed ([`super::broker`]).
+//!
 //! Everything goes through the real store and the real HTTP API (a server
 //! on 127.0.0.1, port 0, in this process), so a dashboard on the same
 //! database shows the traffic. Each conversation draws its faults from its
@@ -48,22 +51,27 @@ pub struct SimulateArgs {
     /// answer is lost, the queue redelivers).
     #[arg(long, default_value_t = 0.05, value_parser = rate)]
     pub timeout_rate: f64,
-    /// Rate of worker crashes before recording the intent.
+    /// Rate of worker crashes before recording the intent (in-process
+    /// queue; on a broker, --kill-rate).
     #[arg(long, default_value_t = 0.02, value_parser = rate)]
     pub crash_before_rate: f64,
-    /// Rate of worker crashes after recording the intent, before charging.
+    /// Rate of worker crashes after recording the intent, before charging
+    /// (in-process queue; on a broker, --kill-rate).
     #[arg(long, default_value_t = 0.02, value_parser = rate)]
     pub crash_after_rate: f64,
-    /// Rate of duplicate deliveries of an acknowledged message.
+    /// Rate of duplicate deliveries of an acknowledged message (on a
+    /// broker: copies the producer publishes).
     #[arg(long, default_value_t = 0.03, value_parser = rate)]
     pub duplicate_rate: f64,
-    /// Rate of a redelivery to a second worker while the first still runs.
+    /// Rate of a redelivery to a second worker while the first still runs
+    /// (in-process queue; on a broker, kills make it happen).
     #[arg(long, default_value_t = 0.01, value_parser = rate)]
     pub concurrent_rate: f64,
     /// Rate at which a retried extraction changes the amount or destination.
     #[arg(long, default_value_t = 0.1, value_parser = rate)]
     pub divergence_rate: f64,
-    /// Conversations in flight at once.
+    /// Conversations in flight at once (in-process queue; on a broker,
+    /// --workers × --prefetch).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub concurrency: u32,
     /// Print the report as JSON instead of a table.

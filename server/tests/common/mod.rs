@@ -87,3 +87,14 @@ pub async fn serve(url: &str, clock: &TestClock) -> (String, AppState) {
 pub async fn page(url: &str) -> String {
     reqwest::get(url).await.unwrap().text().await.unwrap()
 }
+
+/// One strategy's entry in an `idem simulate --json` report.
+pub fn by_strategy(report: &serde_json::Value, name: &str) -> serde_json::Value {
+    report["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["strategy"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {report}"))
+        .clone()
+}
