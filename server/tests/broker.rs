@@ -242,6 +242,29 @@ fn the_worker_refuses_to_start_without_the_simulator() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("IDEM_SIM_STRATEGY is not set"), "{stderr}");
+    // A rate out of range is refused before anything starts.
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("simulate-worker")
+        .envs([
+            ("IDEM_SIM_STRATEGY", "idem"),
+            ("IDEM_SIM_BROKER", "amqp://127.0.0.1:1/%2f"),
+            ("IDEM_SIM_QUEUE", "q"),
+            ("IDEM_URL", "http://127.0.0.1:1"),
+            ("IDEM_TOKEN", "t"),
+            ("IDEM_SIM_KILL_RATE", "2"),
+            ("IDEM_SIM_TIMEOUT_RATE", "0"),
+            ("IDEM_SIM_DIVERGENCE_RATE", "0"),
+            ("IDEM_SIM_PREFETCH", "1"),
+            ("IDEM_SIM_LEASE_MS", "1000"),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("IDEM_SIM_KILL_RATE=`2` is not between 0 and 1"),
+        "{stderr}"
+    );
 }
 
 /// The README shows idem's consumer as the pattern to copy: it must be the

@@ -251,6 +251,8 @@ struct Tally {
 
 struct Shared {
     tally: Mutex<Tally>,
+    /// Messages in the queue: a `seq` at or past it is not one of ours.
+    published: u64,
     /// Messages acknowledged (or about to be): a set, because a worker
     /// killed between saying so and acknowledging gets the message again.
     acked: watch::Sender<std::collections::HashSet<u64>>,
@@ -280,6 +282,7 @@ pub(crate) async fn run_strategy(run: &Run<'_>) -> anyhow::Result<Traffic> {
     let (acked_tx, mut acked_rx) = watch::channel(std::collections::HashSet::new());
     let shared = Arc::new(Shared {
         tally: Mutex::new(Tally::default()),
+        published,
         acked: acked_tx,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -472,11 +475,12 @@ fn read_line(shared: &Shared, line: &str) -> Option<String> {
         }),
         Some("model") => shared.with(|t| t.model_calls += 1),
         Some("takeover") => shared.with(|t| t.takeovers += 1),
-        Some("acking") => {
-            if let Some(seq) = v["seq"].as_u64() {
+        Some("acking") => match v["seq"].as_u64() {
+            Some(seq) if seq < shared.published => {
                 shared.acked.send_if_modified(|set| set.insert(seq));
             }
-        }
+            _ => eprintln!("{line}"),
+        },
         Some("kill") => return Some(v["at"].as_str().unwrap_or("after-charge").to_owned()),
         _ => eprintln!("{line}"),
     }

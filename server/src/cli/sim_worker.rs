@@ -51,6 +51,16 @@ fn parsed<T: std::str::FromStr>(name: &str) -> anyhow::Result<T> {
         .map_err(|_| anyhow::anyhow!("{name}=`{v}` is not valid"))
 }
 
+/// A probability (`gen_bool` would panic outside 0–1).
+fn rate(name: &str) -> anyhow::Result<f64> {
+    let v: f64 = parsed(name)?;
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&v),
+        "{name}=`{v}` is not between 0 and 1"
+    );
+    Ok(v)
+}
+
 impl Settings {
     fn from_env() -> anyhow::Result<Self> {
         let strategy = var("IDEM_SIM_STRATEGY")?;
@@ -61,9 +71,9 @@ impl Settings {
             token: var("IDEM_TOKEN")?,
             strategy: <Strategy as clap::ValueEnum>::from_str(&strategy, false)
                 .map_err(|_| anyhow::anyhow!("IDEM_SIM_STRATEGY=`{strategy}` is not a strategy"))?,
-            kill_rate: parsed("IDEM_SIM_KILL_RATE")?,
-            timeout_rate: parsed("IDEM_SIM_TIMEOUT_RATE")?,
-            divergence_rate: parsed("IDEM_SIM_DIVERGENCE_RATE")?,
+            kill_rate: rate("IDEM_SIM_KILL_RATE")?,
+            timeout_rate: rate("IDEM_SIM_TIMEOUT_RATE")?,
+            divergence_rate: rate("IDEM_SIM_DIVERGENCE_RATE")?,
             prefetch: parsed("IDEM_SIM_PREFETCH")?,
             lease_ms: parsed("IDEM_SIM_LEASE_MS")?,
         })

@@ -80,7 +80,7 @@ pub struct SimulateArgs {
     /// Run through a real RabbitMQ broker (`amqp://user:pass@host:port/vhost`)
     /// with worker processes that are SIGKILLed mid-flight, instead of the
     /// in-process queue. See README "Simulate on a real broker".
-    #[arg(long, env = "IDEM_SIM_BROKER", value_name = "AMQP_URL")]
+    #[arg(long, value_name = "AMQP_URL")]
     pub broker: Option<String>,
     /// With --broker: worker processes consuming each strategy's queue.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
