@@ -16,6 +16,17 @@ macro_rules! unsettled {
     };
 }
 
+/// The statistics journal's counters, in the order the journal statements
+/// of both backends write and return them and `fold_in` reads them.
+macro_rules! journal_counts {
+    () => {
+        "intents, deliveries, redeliveries, redelivered_intents,
+    divergences, corrections, actions_started, actions_completed, actions_failed,
+    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
+    delay_count"
+    };
+}
+
 /// The tenants with rows in one table, by a loose index scan: one probe of
 /// the tenant-led index per tenant instead of a pass over every row.
 macro_rules! tenants_sql {
@@ -679,26 +690,25 @@ pub mod pg {
     /// flusher to fold into the rollups in the same transaction: a row is
     /// folded once, or stays if the fold rolls back. On PostgreSQL a second
     /// flusher waits for the first's rows and then skips them.
-    pub const JOURNAL_TAKE: &str = "\
-delete from stats_journal
+    pub const JOURNAL_TAKE: &str = concat!(
+        "delete from stats_journal
 where tenant_id = $1 and seq in (
     select seq from stats_journal
     where tenant_id = $1
     order by seq
     limit $2)
-returning bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
-    divergences, corrections, actions_started, actions_completed, actions_failed,
-    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
-    delay_count";
+returning bucket_start_ms, action, ",
+        journal_counts!()
+    );
     /// Appends one write's counts to the statistics journal, in that write's
     /// transaction (see migration 0010 for why a journal and not the rollups).
-    pub const JOURNAL_APPEND: &str = "\
-insert into stats_journal
-    (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
-     redelivered_intents, divergences, corrections, actions_started, actions_completed,
-     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms,
-     delay_le_ms, delay_count)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
+    pub const JOURNAL_APPEND: &str = concat!(
+        "insert into stats_journal
+    (tenant_id, bucket_start_ms, action, ",
+        journal_counts!(),
+        ")
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+    );
 
     /// Queues an outbox message; the identity column numbers it.
     pub const OUTBOX_INSERT: &str = "\
@@ -745,29 +755,27 @@ pub mod sqlite {
     /// Takes (deletes and returns) a tenant's oldest journal rows, for the
     /// flusher to fold into the rollups in the same transaction (SQLite's
     /// journal is keyed by minute, action and delay bucket, not numbered).
-    pub const JOURNAL_TAKE: &str = "\
-delete from stats_journal
+    pub const JOURNAL_TAKE: &str = concat!(
+        "delete from stats_journal
 where tenant_id = $1 and (bucket_start_ms, action, delay_le_ms) in (
     select bucket_start_ms, action, delay_le_ms from stats_journal
     where tenant_id = $1
     order by bucket_start_ms
     limit $2)
-returning bucket_start_ms, action, intents, deliveries, redeliveries, redelivered_intents,
-    divergences, corrections, actions_started, actions_completed, actions_failed,
-    actions_uncertain, http_replays, http_409, http_422, delay_max_ms, delay_le_ms,
-    delay_count";
+returning bucket_start_ms, action, ",
+        journal_counts!()
+    );
 
     /// Adds one write's counts to the statistics journal, in that write's
     /// transaction: to the tenant's row for the minute, action and delay
     /// bucket ($18, 0 for none), which the triggers of migration 0010 keep
     /// too. One writer at a time, so the shared row costs no waiting, and
     /// the journal stays a few rows between folds.
-    pub const JOURNAL_APPEND: &str = "\
-insert into stats_journal as j
-    (tenant_id, bucket_start_ms, action, intents, deliveries, redeliveries,
-     redelivered_intents, divergences, corrections, actions_started, actions_completed,
-     actions_failed, actions_uncertain, http_replays, http_409, http_422, delay_max_ms,
-     delay_le_ms, delay_count)
+    pub const JOURNAL_APPEND: &str = concat!(
+        "insert into stats_journal as j
+    (tenant_id, bucket_start_ms, action, ",
+        journal_counts!(),
+        ")
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 on conflict (tenant_id, bucket_start_ms, action, delay_le_ms) do update set
     intents = j.intents + excluded.intents,
@@ -784,7 +792,8 @@ on conflict (tenant_id, bucket_start_ms, action, delay_le_ms) do update set
     http_409 = j.http_409 + excluded.http_409,
     http_422 = j.http_422 + excluded.http_422,
     delay_max_ms = max(j.delay_max_ms, excluded.delay_max_ms),
-    delay_count = j.delay_count + excluded.delay_count";
+    delay_count = j.delay_count + excluded.delay_count"
+    );
 
     /// Queues an outbox message. SQLite has one writer at a time, so max + 1
     /// inside the insert is race-free; the floor at now x 1000 keeps ids
