@@ -14,6 +14,7 @@
 # those two rates allow on this machine (ceiling, explained below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 backend=${1:-sqlite}
 secs=${2:-10}
 pg=${IDEM_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
@@ -34,7 +35,7 @@ esac
 export DATABASE_URL=$url
 # On PostgreSQL idem serve needs the deployment's shared secret.
 export IDEMPOTENCY_HMAC_KEY=${IDEMPOTENCY_HMAC_KEY:-bench-secret}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$idem" migrate --data-dir "$data" >/dev/null
 export IDEM_TOKEN
 IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data")
@@ -43,23 +44,6 @@ server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; [ -n "${KEEP_LOG:-}" ] && cp "$data/serve.log" "$KEEP_LOG"; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 
-# wrk's text report -> "rps p50_ms p99_ms non2xx"
-parse() {
-  python3 -c '
-import re, sys
-t = sys.stdin.read()
-def ms(v):
-    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
-    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-p50 = ms(re.search(r"\n\s+50%\s+(\S+)", t).group(1))
-p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-err = re.search(r"Socket errors: (.*)", t)
-extra = ("+socket-errors:" + err.group(1).replace(" ", "")) if err else ""
-print(f"{rps:.0f} {p50:.2f} {p99:.2f} {bad.group(1) if bad else 0}{extra}")
-'
-}
 
 printf '%-9s %-17s %5s %10s %10s %8s %8s %6s %8s %8s %s\n' backend route conns direct/s http/s p50_ms p99_ms ratio null/s ceiling non2xx
 for route in intents charges; do
@@ -68,12 +52,12 @@ for route in intents charges; do
     flag=""; [ $route = charges ] && flag="--charges"
     d=$("$direct" --url "$url" --callers $c --ops $ops --tenant "direct-$c" $flag | python3 -c 'import json,sys; print(json.load(sys.stdin)["ops_per_s"])')
     t=$(( c < 2 ? 1 : 2 ))
-    read -r rps p50 p99 bad < <(RUN="$route$c$$" wrk -t$t -c$c -d${secs}s --latency -s "bench/wrk/$route.lua" "http://127.0.0.1:$port" | parse)
+    read -r rps p50 p99 bad < <(RUN="$route$c$$" wrk -t$t -c$c -d${secs}s --latency -s "bench/wrk/$route.lua" "http://127.0.0.1:$port" | wrk_summary)
     # The same connections on GET /healthz: what wrk and the HTTP stack cost
     # with no work behind them. Each request pays both that and the store's
     # work on the same 2 cores (or, at 1 connection, both latencies), so
     # http/direct cannot exceed null/(null+direct): the `ceiling` column.
-    read -r null _ < <(wrk -t$t -c$c -d$(( (secs + 1) / 2 ))s --latency "http://127.0.0.1:$port/healthz" | parse)
+    read -r null _ < <(wrk -t$t -c$c -d$(( (secs + 1) / 2 ))s --latency "http://127.0.0.1:$port/healthz" | wrk_summary)
     path=/v1/intents; [ $route = charges ] && path=/v1/demo/charges
     printf '%-9s %-17s %5d %10.0f %10.0f %8.2f %8.2f %6.2f %8.0f %8.2f %s\n' "$backend" "$path" $c "$d" "$rps" "$p50" "$p99" \
       "$(python3 -c "print(round($rps/$d, 2))")" "$null" "$(python3 -c "print(round($null/($null+$d), 2))")" "$bad"

@@ -5,7 +5,8 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wrk's text report (stdin, run with --latency) -> "rps p50_ms p99_ms non2xx".
+# wrk's text report (stdin, run with --latency) -> "rps p50_ms p99_ms non2xx",
+# the last field suffixed "+socket-errors:…" when wrk met any.
 wrk_summary() {
   python3 -c '
 import re, sys
@@ -17,5 +18,7 @@ rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
 p50 = ms(re.search(r"\n\s+50%\s+(\S+)", t).group(1))
 p99 = ms(re.search(r"\n\s+99%\s+(\S+)", t).group(1))
 bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-print(f"{rps:.0f} {p50:.2f} {p99:.2f} {bad.group(1) if bad else 0}")'
+err = re.search(r"Socket errors: (.*)", t)
+extra = ("+socket-errors:" + err.group(1).replace(" ", "")) if err else ""
+print(f"{rps:.0f} {p50:.2f} {p99:.2f} {bad.group(1) if bad else 0}{extra}")'
 }
