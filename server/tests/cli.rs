@@ -406,14 +406,7 @@ async fn retention_and_purge_from_the_command_line() {
     for (tenant, n) in [("acme", 5), ("other", 2)] {
         let tenant = idem_core::TenantId::try_from(tenant).unwrap();
         for i in 0..n {
-            let json = format!(
-                r#"{{"cliente_id":"c","valor":"1.00","chave_pix_destino":"a@b.co","referencia_intencao":"F-{i}"}}"#
-            );
-            let p = idem_core::Payload::from_json(&json).unwrap();
-            store
-                .record_intent(&tenant, "pix.cobranca", &p)
-                .await
-                .unwrap();
+            record_pix(&store, &tenant, &format!("F-{i}")).await;
         }
     }
     store.close().await;
@@ -427,6 +420,19 @@ async fn retention_and_purge_from_the_command_line() {
     assert!(report["batches"].as_u64().unwrap() >= 3, "{report}");
     let bad = idem(&["purge", "--batch", "0", "--data-dir", data], "", None);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// Records a one-real Pix charge intent with `reference` straight in the
+/// store (what the commands under test then find).
+async fn record_pix(store: &idem_store::Store, tenant: &idem_core::TenantId, reference: &str) {
+    let json = format!(
+        r#"{{"cliente_id":"c","valor":"1.00","chave_pix_destino":"a@b.co","referencia_intencao":"{reference}"}}"#
+    );
+    let p = idem_core::Payload::from_json(&json).unwrap();
+    store
+        .record_intent(tenant, "pix.cobranca", &p)
+        .await
+        .unwrap();
 }
 
 /// `idem stats rebuild` recounts lost rollups from the tables, per tenant
@@ -446,14 +452,7 @@ async fn stats_rebuild_from_the_command_line() {
     store.migrate().await.unwrap();
     let acme = idem_core::TenantId::try_from("acme").unwrap();
     for i in [0, 1, 2, 0] {
-        let json = format!(
-            r#"{{"cliente_id":"c","valor":"1.00","chave_pix_destino":"a@b.co","referencia_intencao":"R-{i}"}}"#
-        );
-        let p = idem_core::Payload::from_json(&json).unwrap();
-        store
-            .record_intent(&acme, "pix.cobranca", &p)
-            .await
-            .unwrap();
+        record_pix(&store, &acme, &format!("R-{i}")).await;
     }
     store.close().await;
     // Counts lost, as they were before they were committed with the writes.
