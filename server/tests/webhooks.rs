@@ -11,7 +11,6 @@ mod common;
 
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
 use idem_core::TenantId;
 use idem_server::relay::RelayConfig;
 use idem_store::{Store, WebhookEndpoint};
@@ -74,13 +73,7 @@ impl Receiver {
             h("webhook-timestamp"),
             h("webhook-signature"),
         );
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&self.secret).unwrap();
-        mac.update(format!("{id}.{ts}.").as_bytes());
-        mac.update(body);
-        let want = format!(
-            "v1,{}",
-            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-        );
+        let want = idem_testkit::webhook_signature(&self.secret, &id, &ts, body);
         if sig != want || id.is_empty() || ts.parse::<i64>().is_err() {
             self.bad_signatures.fetch_add(1, Ordering::SeqCst);
             return StatusCode::UNAUTHORIZED;

@@ -343,8 +343,6 @@ fn seen(s: &Seen) -> std::sync::MutexGuard<'_, Received> {
 /// the secret (HMAC-SHA256 of `id.timestamp.body`, computed here, not by
 /// idem's code) and keeps the charge id of each `charge.created`.
 async fn receiver() -> anyhow::Result<(String, Seen)> {
-    use base64::Engine as _;
-    use hmac::Mac as _;
     let out: Seen = Seen::default();
     let state = out.clone();
     let app = axum::Router::new().route(
@@ -362,16 +360,7 @@ async fn receiver() -> anyhow::Result<(String, Seen)> {
                     };
                     let (id, ts) = (h("webhook-id"), h("webhook-timestamp"));
                     let mut r = seen(&state);
-                    let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&r.secret) else {
-                        return axum::http::StatusCode::INTERNAL_SERVER_ERROR;
-                    };
-                    mac.update(format!("{id}.{ts}.").as_bytes());
-                    mac.update(&body);
-                    let want = format!(
-                        "v1,{}",
-                        base64::engine::general_purpose::STANDARD
-                            .encode(mac.finalize().into_bytes())
-                    );
+                    let want = idem_testkit::webhook_signature(&r.secret, &id, &ts, &body);
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     if h("webhook-signature") != want || v["type"] != "charge.created" {
                         r.bad_signatures += 1;
