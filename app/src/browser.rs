@@ -22,6 +22,11 @@ pub fn replace_url(href: &str) {
     }
 }
 
+/// A full page load of `href` (not the router's in-page navigation).
+pub fn go_to(href: &str) {
+    let _ = window().location().set_href(href);
+}
+
 /// Keeps the locale choice: the cookie the server reads, `<html lang>`, and
 /// the `lang` parameter of the address bar.
 pub fn remember_locale(l: Locale) {

@@ -1,14 +1,24 @@
 //! The cost and risk calculator: every input of the cost model as a text
 //! field a person can type "1.234,56" into, every output with its formula,
 //! the three charts, and the ways out of the page (link, save, compare, CSV).
+//!
+//! A refused field never hides the rest: outputs that do not depend on it
+//! are computed with a stand-in value (any valid value gives them the same
+//! result) and the ones that do say which field blocks them. Links and
+//! exports keep the last valid scenario and say so.
 
 use crate::charts::Charts;
-use crate::i18n::{currency_name, field_label, number_hint, problem_text, tr, Prefs};
+use crate::i18n::{currency_name, field_label, number_hint, problem_text, tr, Prefs, T};
 use crate::SavedView;
 use idem_core::cost::{CostOutputs, PriceUnit};
-use idem_core::locale::{format_count, format_decimal, format_money, format_pct, parse_decimal};
+use idem_core::locale::{
+    currency_in_text, format_count, format_decimal, format_money, format_pct, format_price,
+    format_unit_cost, parse_decimal,
+};
 use idem_core::locale::{Currency, Locale};
-use idem_core::scenario::{parse_canonical, Field, Kind, Problem, Scenario};
+use idem_core::scenario::{
+    depends_on, is_iso_date, is_model_id, parse_canonical, Choices, Field, Kind, Problem, Scenario,
+};
 use leptos::prelude::*;
 use rust_decimal::Decimal;
 
@@ -20,58 +30,87 @@ fn idx(f: Field) -> usize {
     Field::ALL.iter().position(|g| *g == f).unwrap_or(0)
 }
 
-/// A value as the field shows it in `locale`.
+/// A value as the field shows it in `locale`: every decimal the field
+/// keeps, so showing a value never rounds it.
 pub fn display_text(f: Field, v: Decimal, l: Locale) -> String {
     match f.kind() {
-        Kind::Money => format_decimal(v, l, 2, 8),
-        _ => format_decimal(v, l, 0, 8),
+        Kind::Money => format_decimal(v, l, 2, 28),
+        _ => format_decimal(v, l, 0, 28),
     }
-}
-
-fn default_text(f: Field, l: Locale) -> String {
-    f.default_value()
-        .map(|v| display_text(f, v, l))
-        .unwrap_or_default()
 }
 
 /// The calculator's editable state: what the person typed, field by field,
 /// kept verbatim while they type.
 #[derive(Clone, Copy)]
 pub struct Form {
-    texts: [RwSignal<String>; 12],
+    texts: [RwSignal<String>; 16],
     /// What prices are quoted per.
     pub unit: RwSignal<PriceUnit>,
-    /// The display currency.
-    pub currency: RwSignal<Currency>,
+    /// The currency of the token prices.
+    pub price_currency: RwSignal<Currency>,
+    /// The currency of revenue and results.
+    pub revenue_currency: RwSignal<Currency>,
+    /// The day the exchange rate was quoted, `YYYY-MM-DD` or empty.
+    pub fx_date: RwSignal<String>,
+    /// The price-table model the prices came from, and the table's date;
+    /// cleared when a price is edited by hand.
+    pub model: RwSignal<Option<(String, Option<String>)>>,
 }
 
 impl Form {
-    /// The state a query string describes: canonical values are shown in
-    /// the page's locale; typed values (`t=1`) are kept as typed.
-    pub fn from_query(pairs: &[(String, String)], l: Locale) -> Form {
-        let typed = pairs.iter().any(|(k, _)| k == TYPED_KEY);
-        let get = |key: &str| pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
-        let texts = Field::ALL.map(|f| {
-            let text = match get(f.key()) {
-                None => default_text(f, l),
-                Some(v) if typed => v.clone(),
-                Some(v) => parse_canonical(v)
-                    .map(|d| display_text(f, d, l))
-                    .unwrap_or_else(|| v.clone()),
-            };
-            RwSignal::new(text)
-        });
-        let unit = get("u")
-            .and_then(|u| u.parse().ok())
-            .unwrap_or(PriceUnit::PerThousand);
-        let currency = get("cur")
-            .and_then(|c| Currency::from_code(c))
-            .unwrap_or_default();
+    fn from_scenario(s: &Scenario, l: Locale) -> Form {
+        let texts = Field::ALL
+            .map(|f| RwSignal::new(f.get(s).map(|v| display_text(f, v, l)).unwrap_or_default()));
         Form {
             texts,
-            unit: RwSignal::new(unit),
-            currency: RwSignal::new(currency),
+            unit: RwSignal::new(s.inputs.price_unit),
+            price_currency: RwSignal::new(s.inputs.price_currency),
+            revenue_currency: RwSignal::new(s.inputs.revenue_currency),
+            fx_date: RwSignal::new(s.fx_date.clone().unwrap_or_default()),
+            model: RwSignal::new(s.model.clone().map(|m| (m, s.model_date.clone()))),
         }
+    }
+
+    /// The state a query string describes: a link (v1 or v2) is read into
+    /// the scenario it means and shown in the page's locale; typed values
+    /// (`t=1`), and links that do not read, are kept as written so each
+    /// field can say what is wrong with it.
+    pub fn from_query(pairs: &[(String, String)], l: Locale) -> Form {
+        let typed = pairs.iter().any(|(k, _)| k == TYPED_KEY);
+        if !typed {
+            if let Ok(s) = Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            {
+                return Form::from_scenario(&s, l);
+            }
+        }
+        let form = Form::from_scenario(&Scenario::default(), l);
+        let get = |key: &str| pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
+        for f in Field::ALL {
+            if let Some(v) = get(f.key()) {
+                let text = match parse_canonical(v) {
+                    Some(d) if !typed => display_text(f, d, l),
+                    _ => v.clone(),
+                };
+                form.text(f).set(text);
+            }
+        }
+        if let Some(u) = get("u").and_then(|u| u.parse().ok()) {
+            form.unit.set(u);
+        }
+        if let Some(c) = get("pc").and_then(|c| Currency::from_code(c)) {
+            form.price_currency.set(c);
+        }
+        if let Some(c) = get("rc").and_then(|c| Currency::from_code(c)) {
+            form.revenue_currency.set(c);
+        }
+        if let Some(d) = get("pd") {
+            form.fx_date.set(d.clone());
+        }
+        if let Some(m) = get("m").filter(|m| is_model_id(m)) {
+            let date = get("md").filter(|d| is_iso_date(d)).cloned();
+            form.model.set(Some((m.clone(), date)));
+        }
+        form
     }
 
     /// The text signal of a field.
@@ -79,21 +118,46 @@ impl Form {
         self.texts[idx(f)]
     }
 
+    fn choices(&self) -> Choices {
+        Choices {
+            price_unit: self.unit.get(),
+            price_currency: self.price_currency.get(),
+            revenue_currency: self.revenue_currency.get(),
+        }
+    }
+
+    /// The currency a money field is typed in.
+    pub fn currency_of(&self, f: Field) -> Currency {
+        if f.in_price_currency() {
+            self.price_currency.get()
+        } else {
+            self.revenue_currency.get()
+        }
+    }
+
     /// A field's value, `Ok(None)` when an optional field is empty, or what
     /// to fix, in the reader's language.
     pub fn read(&self, f: Field, l: Locale) -> Result<Option<Decimal>, String> {
         let text = self.text(f).get();
+        let problem = |p| problem_text(p, l).to_owned();
         if text.trim().is_empty() {
-            return if f.optional() {
+            return if f == Field::Fx && self.price_currency.get() != self.revenue_currency.get() {
+                Err(problem(Problem::RateRequired))
+            } else if f.optional() {
                 Ok(None)
             } else {
-                Err(problem_text(Problem::NotANumber, l).to_owned())
+                Err(problem(Problem::NotANumber))
             };
         }
+        if let Some(c) = currency_in_text(&text) {
+            // "$3" in a block priced in reais is a typo to point out, not
+            // a number to reinterpret.
+            if f.kind() != Kind::Money || c != self.currency_of(f) {
+                return Err(problem(Problem::WrongCurrency));
+            }
+        }
         let v = parse_decimal(&text, l).map_err(|_| number_hint(l).to_owned())?;
-        f.check(v)
-            .map(Some)
-            .map_err(|p| problem_text(p, l).to_owned())
+        f.check_typed(v).map(Some).map_err(problem)
     }
 
     /// A problem of the field that only shows with the others: a risk field
@@ -108,38 +172,92 @@ impl Form {
             .then(|| problem_text(Problem::RiskIncomplete, l).to_owned())
     }
 
+    fn with_meta(&self, mut s: Scenario) -> Scenario {
+        let date = self.fx_date.get();
+        s.fx_date = (is_iso_date(&date) && s.inputs.fx.is_some()).then_some(date);
+        if let Some((m, d)) = self.model.get() {
+            s.model = Some(m);
+            s.model_date = d;
+        }
+        s
+    }
+
+    /// Each field's problem, in display order.
+    pub fn problems(&self, l: Locale) -> Vec<(Field, String)> {
+        let mut out = Vec::new();
+        for f in Field::ALL {
+            if let Some(e) = self.read(f, l).err().or_else(|| self.joint_problem(f, l)) {
+                out.push((f, e));
+            }
+        }
+        let date = self.fx_date.get();
+        if !date.is_empty() && !is_iso_date(&date) {
+            out.push((
+                Field::Fx,
+                tr(
+                    l,
+                    "data inválida: use AAAA-MM-DD",
+                    "invalid date: use YYYY-MM-DD",
+                )
+                .to_owned(),
+            ));
+        }
+        out
+    }
+
     /// The scenario, or each field's problem.
     pub fn scenario(&self, l: Locale) -> Result<Scenario, Vec<(Field, String)>> {
-        let mut errors = Vec::new();
+        let problems = self.problems(l);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
         let values: Vec<Option<Decimal>> = Field::ALL
             .into_iter()
-            .map(|f| match self.read(f, l) {
-                Ok(v) => v,
-                Err(e) => {
-                    errors.push((f, e));
-                    None
-                }
-            })
+            .map(|f| self.read(f, l).ok().flatten())
             .collect();
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        Scenario::from_values(|f| values[idx(f)], self.unit.get(), self.currency.get()).map_err(
-            |p| {
+        Scenario::from_values(|f| values[idx(f)], self.choices(), true)
+            .map(|s| self.with_meta(s))
+            .map_err(|p| {
                 p.0.into_iter()
                     .map(|(f, p)| (f, problem_text(p, l).to_owned()))
                     .collect()
-            },
-        )
+            })
+    }
+
+    /// The scenario with every refused field replaced by a stand-in, and
+    /// the refused fields: what the outputs that do not depend on them are
+    /// computed from.
+    pub fn lenient(&self, l: Locale) -> (Scenario, Vec<Field>) {
+        let blocked: Vec<Field> = self.problems(l).into_iter().map(|(f, _)| f).collect();
+        let risk_blocked = Field::RISK.iter().any(|f| blocked.contains(f));
+        let values: Vec<Option<Decimal>> = Field::ALL
+            .into_iter()
+            .map(|f| {
+                let read = self.read(f, l).ok().flatten();
+                if blocked.contains(&f) || (risk_blocked && Field::RISK.contains(&f)) {
+                    // A risk block with a refused field still shows the
+                    // outputs its valid fields give, so all four get a value.
+                    return Some(read.unwrap_or_else(|| f.stand_in()));
+                }
+                read
+            })
+            .collect();
+        let s =
+            Scenario::from_values(|f| values[idx(f)], self.choices(), false).unwrap_or_default();
+        (self.with_meta(s), blocked)
     }
 
     /// Back to the reference scenario.
     pub fn reset(&self, l: Locale) {
+        let r = Form::from_scenario(&Scenario::default(), l);
         for f in Field::ALL {
-            self.text(f).set(default_text(f, l));
+            self.text(f).set(r.text(f).get_untracked());
         }
         self.unit.set(PriceUnit::PerThousand);
-        self.currency.set(Currency::Brl);
+        self.price_currency.set(Currency::Brl);
+        self.revenue_currency.set(Currency::Brl);
+        self.fx_date.set(String::new());
+        self.model.set(None);
     }
 
     /// Rewrites every readable field from one locale's notation to
@@ -160,7 +278,7 @@ impl Form {
         if old == unit {
             return;
         }
-        for f in [Field::PriceIn, Field::PriceOut] {
+        for f in Field::PRICES {
             let t = self.text(f);
             if let Some(v) = parse_decimal(&t.get_untracked(), l)
                 .ok()
@@ -214,27 +332,24 @@ pub fn Calculator(
     let locale = prefs.locale;
     let form = Form::from_query(&initial, locale.get_untracked());
     let scenario = Memo::new(move |_| form.scenario(locale.get()));
-    let computed = Memo::new(move |_| -> Result<(Scenario, CostOutputs), String> {
-        let s = scenario.get().map_err(|e| {
-            let l = locale.get();
-            e.iter()
-                .map(|(f, m)| format!("{}: {m}", field_label(*f, l)))
-                .collect::<Vec<_>>()
-                .join(" · ")
-        })?;
-        let o = s
-            .compute()
-            .map_err(|_| problem_text(Problem::TooLarge, locale.get()).to_owned())?;
-        Ok((s, o))
+    // The last scenario every field agreed on: what links and exports keep
+    // while a field is being fixed (None until there is one).
+    let last_valid = Memo::new(move |prev: Option<&Option<Scenario>>| {
+        scenario.get().ok().or_else(|| prev.cloned().flatten())
+    });
+    let lenient = Memo::new(move |_| {
+        let l = locale.get();
+        let (s, blocked) = form.lenient(l);
+        (s.clone(), s.compute().ok(), blocked)
     });
     let saved_for_href = saved.clone();
     let href = Memo::new(move |_| {
-        scenario
+        last_valid
             .get()
-            .ok()
             .map(|s| scenario_href(&s, saved_for_href.as_ref(), locale.get()))
     });
-    let query = Memo::new(move |_| scenario.get().ok().map(|s| s.to_query()));
+    let query = Memo::new(move |_| last_valid.get().map(|s| s.to_query()));
+    let stale = Signal::derive(move || scenario.with(|s| s.is_err()));
 
     // Keep the address bar on the current scenario, without a history entry
     // per keystroke; and keep typed numbers in the new locale's notation.
@@ -260,15 +375,7 @@ pub fn Calculator(
 
     let reset = move |_| form.reset(locale.get_untracked());
     let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
-    let input_currency = move || {
-        // With a rate, inputs stay in the prices' currency (BRL) and only
-        // results are converted; without one, the currency is a label.
-        match scenario.get().ok().and_then(|s| s.rate) {
-            Some(_) => Currency::Brl,
-            None => form.currency.get(),
-        }
-    };
-    let symbol = move || input_currency().symbol(locale.get()).to_owned();
+    let sym = move |c: Currency| c.symbol(locale.get()).to_owned();
     let unit_label = move || match form.unit.get() {
         PriceUnit::PerThousand => t("por 1k tokens", "per 1k tokens"),
         PriceUnit::PerMillion => t("por 1M tokens", "per 1M tokens"),
@@ -285,26 +392,70 @@ pub fn Calculator(
             };
             Some(format!(
                 "= {} {other}",
-                format_money(converted, l, input_currency())
+                format_price(converted, l, form.price_currency.get())
             ))
         }
     };
+    let needs_rate = move || form.price_currency.get() != form.revenue_currency.get();
     let rate_label = move || {
         let l = locale.get();
         format!(
-            "{} — 1 R$ = ? {}",
-            field_label(Field::Rate, l),
-            form.currency.get().code()
+            "{} — {} 1 = {} ?",
+            field_label(Field::Fx, l),
+            form.price_currency.get().symbol(l),
+            form.revenue_currency.get().symbol(l),
         )
     };
-    let field = move |f: Field, suffix: Signal<String>| {
-        view! { <NumberField form field=f suffix/> }
-    };
-    let money_suffix = Signal::derive(symbol);
-    let price_suffix = Signal::derive(move || format!("{} {}", symbol(), unit_label()));
+    let price_suffix =
+        Signal::derive(move || format!("{} {}", sym(form.price_currency.get()), unit_label()));
+    let revenue_suffix = Signal::derive(move || sym(form.revenue_currency.get()));
     let pct = Signal::derive(|| "%".to_owned());
     let tokens = Signal::derive(move || t("tokens", "tokens").to_owned());
     let none = Signal::derive(String::new);
+    let field = move |f: Field, suffix: Signal<String>| {
+        view! { <NumberField form field=f suffix/> }
+    };
+    let currency_select = move |id: &'static str,
+                                name: &'static str,
+                                signal: RwSignal<Currency>| {
+        view! {
+            <select id=id name=name
+                on:change=move |ev| {
+                    signal.set(Currency::from_code(&event_target_value(&ev)).unwrap_or_default());
+                    if name == "pc" {
+                        form.model.set(None);
+                    }
+                }>
+                {[Currency::Brl, Currency::Usd, Currency::Eur].map(|c| view! {
+                    <option value=c.code() selected=move || signal.get() == c>{move || currency_name(c, locale.get())}</option>
+                })}
+            </select>
+        }
+    };
+    let model_note = move || {
+        let l = locale.get();
+        form.model.get().map(|(m, date)| {
+            let date = date.unwrap_or_else(|| "?".into());
+            format!(
+                "{} {m} {} {date} (genai-prices). {}",
+                tr(l, "Preços de", "Prices of"),
+                tr(l, "na tabela de", "in the table of"),
+                tr(
+                    l,
+                    "Editar um preço desfaz o vínculo com o modelo.",
+                    "Editing a price unlinks the model."
+                ),
+            )
+        })
+    };
+    let picker_href = move || {
+        let q = query.get().unwrap_or_else(|| "v=2".to_owned());
+        format!(
+            "/prices?back={}&lang={}",
+            encode_param(&q),
+            locale.get().tag()
+        )
+    };
 
     let save_disabled = move || query.get().is_none();
     let saved_banner = saved.clone().map(|v| {
@@ -328,83 +479,182 @@ pub fn Calculator(
         }
     });
 
+    let live_banner = live_origin(&initial).map(|origin| {
+        let start = Scenario::from_query(initial.iter().map(|(k, v)| (k.as_str(), v.as_str()))).ok();
+        view! { <p class="saved-banner" id="live-banner">{move || origin.text(start.as_ref(), locale.get())}</p> }
+    });
+
     view! {
-        <h1>{move || t("Quanto custa uma chamada que executa duas vezes", "What a call that runs twice costs")}</h1>
+        <h1><T pt="Quanto custa uma chamada que executa duas vezes" en="What a call that runs twice costs"/></h1>
         {saved_banner}
+        {live_banner}
         <form class="calculator" method="get" action="/">
             <input type="hidden" name=TYPED_KEY value="1"/>
+            <input type="hidden" name="v" value="2"/>
             <input type="hidden" name="lang" value=move || locale.get().tag()/>
+            <input type="hidden" name="m" value=move || form.model.get().map(|(m, _)| m).unwrap_or_default()/>
+            <input type="hidden" name="md" value=move || form.model.get().and_then(|(_, d)| d).unwrap_or_default()/>
             <fieldset>
-                <legend>{move || t("Volume", "Volume")}</legend>
+                <legend><T pt="Volume" en="Volume"/></legend>
                 {field(Field::Conversations, none)}
+                {field(Field::Calls, none)}
+            </fieldset>
+            <fieldset>
+                <legend><T pt="Tokens por chamada" en="Tokens per call"/></legend>
                 {field(Field::TokensIn, tokens)}
+                {field(Field::CachedShare, pct)}
                 {field(Field::TokensOut, tokens)}
             </fieldset>
             <fieldset>
-                <legend>{move || t("Preços", "Prices")}</legend>
+                <legend><T pt="Preços dos tokens" en="Token prices"/></legend>
                 <div class="field">
-                    <label for="in-u">{move || t("Preços cotados", "Prices quoted")}</label>
+                    <label for="in-pc"><T pt="Moeda dos preços" en="Price currency"/></label>
+                    {currency_select("in-pc", "pc", form.price_currency)}
+                </div>
+                <div class="field">
+                    <label for="in-u"><T pt="Preços cotados" en="Prices quoted"/></label>
                     <select id="in-u" name="u"
                         on:change=move |ev| {
                             let unit = if event_target_value(&ev) == "1m" { PriceUnit::PerMillion } else { PriceUnit::PerThousand };
                             form.set_unit(unit, locale.get_untracked());
                         }>
-                        <option value="1k" selected=move || form.unit.get() == PriceUnit::PerThousand>{move || t("por 1k tokens", "per 1k tokens")}</option>
-                        <option value="1m" selected=move || form.unit.get() == PriceUnit::PerMillion>{move || t("por 1M tokens", "per 1M tokens")}</option>
+                        <option value="1k" selected=move || form.unit.get() == PriceUnit::PerThousand><T pt="por 1k tokens" en="per 1k tokens"/></option>
+                        <option value="1m" selected=move || form.unit.get() == PriceUnit::PerMillion><T pt="por 1M tokens" en="per 1M tokens"/></option>
                     </select>
                 </div>
                 <NumberField form field=Field::PriceIn suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceIn))/>
+                <NumberField form field=Field::PriceCached suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceCached))/>
                 <NumberField form field=Field::PriceOut suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceOut))/>
+                <p class="hint" id="model-note">{model_note}</p>
+                <p><a id="model-picker" rel="external" href=picker_href><T pt="Preencher com os preços de um modelo…" en="Fill in a model's prices…"/></a></p>
             </fieldset>
             <fieldset>
-                <legend>{move || t("Receita", "Revenue")}</legend>
-                {field(Field::Ticket, money_suffix)}
+                <legend><T pt="Receita" en="Revenue"/></legend>
                 <div class="field">
-                    <label for="in-cur">{move || t("Moeda de exibição", "Display currency")}</label>
-                    <select id="in-cur" name="cur"
-                        on:change=move |ev| {
-                            let c = Currency::from_code(&event_target_value(&ev)).unwrap_or_default();
-                            if c == Currency::Brl {
-                                form.text(Field::Rate).set(String::new());
-                            }
-                            form.currency.set(c);
-                        }>
-                        {[Currency::Brl, Currency::Usd, Currency::Eur].map(|c| view! {
-                            <option value=c.code() selected=move || form.currency.get() == c>{move || currency_name(c, locale.get())}</option>
-                        })}
-                    </select>
+                    <label for="in-rc"><T pt="Moeda da receita e dos resultados" en="Revenue and results currency"/></label>
+                    {currency_select("in-rc", "rc", form.revenue_currency)}
                 </div>
-                <Show when=move || form.currency.get() != Currency::Brl>
-                    <NumberField form field=Field::Rate suffix=Signal::derive(move || form.currency.get().code().to_owned()) label=Signal::derive(rate_label)/>
+                {field(Field::Ticket, revenue_suffix)}
+                <Show when=needs_rate>
+                    <NumberField form field=Field::Fx suffix=revenue_suffix label=Signal::derive(rate_label)/>
+                    <div class="field">
+                        <label for="in-pd"><T pt="Data do câmbio" en="Exchange rate date"/></label>
+                        <input id="in-pd" name="pd" type="date" value=form.fx_date.get_untracked()
+                            prop:value=move || form.fx_date.get()
+                            on:input=move |ev| form.fx_date.set(event_target_value(&ev))/>
+                    </div>
                 </Show>
             </fieldset>
             <fieldset>
-                <legend>{move || t("Duplicatas", "Duplicates")}</legend>
+                <legend><T pt="Duplicatas" en="Duplicates"/></legend>
                 {field(Field::DuplicateRate, pct)}
+                {field(Field::DupCacheShare, pct)}
+                <p class="hint"><T pt="Uma duplicata repete a chamada cuja entrega se repetiu, não a conversa inteira." en="A duplicate repeats the call whose delivery was repeated, not the whole conversation."/></p>
             </fieldset>
             <fieldset class="risk">
-                <legend>{move || t("Risco financeiro (opcional)", "Financial risk (optional)")}</legend>
+                <legend><T pt="Risco financeiro (opcional)" en="Financial risk (optional)"/></legend>
                 {field(Field::MoneyShare, pct)}
-                {field(Field::AvgCharge, money_suffix)}
-                {field(Field::OpsCost, money_suffix)}
+                {field(Field::AvgCharge, revenue_suffix)}
+                {field(Field::OpsCost, revenue_suffix)}
                 {field(Field::ClaimRate, pct)}
             </fieldset>
             <div class="actions">
-                <noscript><button type="submit">{move || t("Calcular", "Calculate")}</button></noscript>
-                <button type="button" id="reset" on:click=reset>{move || t("Restaurar cenário de referência", "Restore the reference scenario")}</button>
+                <noscript><button type="submit"><T pt="Calcular" en="Calculate"/></button></noscript>
+                <button type="button" id="reset" on:click=reset><T pt="Restaurar cenário de referência" en="Restore the reference scenario"/></button>
             </div>
         </form>
-        <ShareBar href query save_disabled=Signal::derive(save_disabled)/>
+        <ShareBar href query stale save_disabled=Signal::derive(save_disabled)/>
         <section class="results" aria-live="polite">
-            <h2>{move || t("Resultados", "Results")}</h2>
-            {move || match computed.get() {
-                Err(msg) => view! { <p class="scenario-error" role="alert">{msg}</p> }.into_any(),
-                Ok((s, o)) => view! {
-                    <Results scenario=s.clone() outputs=o.clone()/>
-                    <Charts scenario=s outputs=o/>
-                }.into_any(),
+            <h2><T pt="Resultados" en="Results"/></h2>
+            {move || {
+                let (s, o, blocked) = lenient.get();
+                match o {
+                    None => view! { <p class="scenario-error" role="alert">{problem_text(Problem::TooLarge, locale.get())}</p> }.into_any(),
+                    Some(o) => {
+                        let charts = blocked.is_empty().then(|| view! { <Charts scenario=s.clone() outputs=o.clone()/> });
+                        view! {
+                            <Results scenario=s outputs=o blocked/>
+                            {charts}
+                        }.into_any()
+                    }
+                }
             }}
         </section>
+    }
+}
+
+/// Where a scenario came from when the live monitor's "use these numbers"
+/// opened it (`src=live` and its `lw`, `li`, `lt`, `la` keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveOrigin {
+    window: String,
+    intents: String,
+    tenant: Option<String>,
+    action: Option<String>,
+}
+
+/// The live monitor's provenance keys of a link, if it came from there.
+pub fn live_origin(pairs: &[(String, String)]) -> Option<LiveOrigin> {
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    (get("src")?.as_str() == "live").then(|| LiveOrigin {
+        window: get("lw").unwrap_or_default(),
+        intents: get("li").unwrap_or_default(),
+        tenant: get("lt").filter(|t| !t.is_empty()),
+        action: get("la").filter(|a| !a.is_empty()),
+    })
+}
+
+impl LiveOrigin {
+    /// The banner: what came from the monitor, how the window was scaled,
+    /// and which inputs are still the reference scenario's.
+    pub fn text(&self, s: Option<&Scenario>, l: Locale) -> String {
+        let (window, factor) = match self.window.as_str() {
+            "24h" => (tr(l, "últimas 24 h", "last 24 h"), "×30"),
+            "7d" => (tr(l, "últimos 7 dias", "last 7 days"), "×30/7"),
+            "30d" => (tr(l, "últimos 30 dias", "last 30 days"), "×1"),
+            _ => (tr(l, "janela desconhecida", "unknown window"), "?"),
+        };
+        let all = tr(l, "todos", "all");
+        let reference: Vec<&str> = s
+            .map(|s| {
+                Field::ALL
+                    .into_iter()
+                    .filter(|f| !matches!(f, Field::Conversations | Field::DuplicateRate))
+                    .filter(|f| f.get(s).is_some() && f.get(s) == f.default_value())
+                    .map(|f| field_label(f, l))
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!(
+            "{} {}, {} {}, {window}: {} {} ({factor}) {}. {} {}.",
+            tr(l, "Números do monitor ao vivo — tenant", "Numbers from the live monitor — tenant"),
+            self.tenant.as_deref().unwrap_or(all),
+            tr(l, "ação", "action"),
+            self.action.as_deref().unwrap_or(tr(
+                l,
+                "todas as de negócio (sem http e *)",
+                "every business action (not http nor *)"
+            )),
+            self.intents,
+            tr(l, "intenções escaladas para um mês", "intents scaled to a month"),
+            tr(
+                l,
+                "= conversas por mês; taxa de duplicatas = intenções reentregues que o idem absorveu",
+                "= conversations per month; duplicate rate = redelivered intents idem absorbed"
+            ),
+            tr(
+                l,
+                "Ainda valores de referência, ajuste ao seu contrato:",
+                "Still reference values, set them to your contract:"
+            ),
+            reference.join(", "),
+        )
     }
 }
 
@@ -413,6 +663,7 @@ pub fn Calculator(
 fn ShareBar(
     href: Memo<Option<String>>,
     query: Memo<Option<String>>,
+    stale: Signal<bool>,
     save_disabled: Signal<bool>,
 ) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
@@ -422,13 +673,25 @@ fn ShareBar(
         #[cfg(feature = "hydrate")]
         crate::browser::copy_location(copied);
     };
-    let q = move || query.get().unwrap_or_else(|| "v=1".to_owned());
+    // With no valid scenario yet the links have no address at all, rather
+    // than the reference scenario's.
+    let q = move || query.get();
+    let link = move |f: fn(&str, Locale) -> String| move || q().map(|q| f(&q, locale.get()));
     view! {
         <section class="share" aria-label=move || t("Compartilhar", "Share")>
-            <a id="share-link" rel="external" href=move || href.get().unwrap_or_else(|| "/".to_owned())>
-                {move || t("Link deste cenário", "Link to this scenario")}
+            {move || stale.get().then(|| view! {
+                <p class="stale-note" id="stale-note" role="status">{move || if query.get().is_some() {
+                    t("O link, a comparação e o CSV mantêm o último cenário válido até você corrigir os campos marcados.",
+                      "The link, the comparison and the CSV keep the last valid scenario until you fix the marked fields.")
+                } else {
+                    t("Corrija os campos marcados para ter um link, a comparação e o CSV.",
+                      "Fix the marked fields to get a link, the comparison and the CSV.")
+                }}</p>
+            })}
+            <a id="share-link" rel="external" href=move || href.get()>
+                <T pt="Link deste cenário" en="Link to this scenario"/>
             </a>
-            <button type="button" id="copy-link" on:click=copy>{move || t("Copiar link", "Copy link")}</button>
+            <button type="button" id="copy-link" on:click=copy><T pt="Copiar link" en="Copy link"/></button>
             <span class="copy-status" role="status">
                 {move || copied.get().map(|ok| if ok {
                     t("Link copiado.", "Link copied.")
@@ -437,17 +700,17 @@ fn ShareBar(
                 })}
             </span>
             <form class="save" method="post" action="/s">
-                <input type="hidden" name="q" value=q/>
+                <input type="hidden" name="q" value=move || q().unwrap_or_default()/>
                 <input type="hidden" name="lang" value=move || locale.get().tag()/>
-                <label for="save-name">{move || t("Nome (opcional)", "Name (optional)")}</label>
+                <label for="save-name"><T pt="Nome (opcional)" en="Name (optional)"/></label>
                 <input id="save-name" name="name" type="text" maxlength="80" autocomplete="off"/>
-                <button type="submit" id="save" disabled=save_disabled>{move || t("Salvar cenário", "Save scenario")}</button>
+                <button type="submit" id="save" disabled=save_disabled><T pt="Salvar cenário" en="Save scenario"/></button>
             </form>
-            <a id="compare-link" rel="external" href=move || format!("/compare?s={}", crate::calculator::encode_param(&q()))>
-                {move || t("Comparar com outro cenário", "Compare with another scenario")}
+            <a id="compare-link" rel="external" href=link(|q, _| format!("/compare?s={}", encode_param(q)))>
+                <T pt="Comparar com outro cenário" en="Compare with another scenario"/>
             </a>
-            <a id="export-csv" rel="external" href=move || format!("/export.csv?{}&lang={}", q(), locale.get().tag()) download="idem-scenario.csv">
-                {move || t("Exportar CSV", "Export CSV")}
+            <a id="export-csv" rel="external" href=link(|q, l| format!("/export.csv?{q}&lang={}", l.tag())) download="idem-scenario.csv">
+                <T pt="Exportar CSV" en="Export CSV"/>
             </a>
         </section>
     }
@@ -486,7 +749,13 @@ fn NumberField(
                     autocomplete="off"
                     value=text.get_untracked()
                     prop:value=move || text.get()
-                    on:input=move |ev| text.set(event_target_value(&ev))
+                    on:input=move |ev| {
+                        text.set(event_target_value(&ev));
+                        // A price typed by hand is no longer the table's.
+                        if field.in_price_currency() {
+                            form.model.set(None);
+                        }
+                    }
                     aria-invalid=move || if error().is_some() { "true" } else { "false" }
                 />
                 <span class="suffix">{move || suffix.get()}</span>
@@ -504,63 +773,139 @@ pub struct Row {
     pub key: &'static str,
     /// The label in the page's language.
     pub label: &'static str,
-    /// The value as shown.
+    /// The value as shown (money to the cent, counts whole).
     pub value: String,
     /// The formula with the numbers that went in.
     pub formula: String,
     /// The exact value, canonical (empty when there is none).
     pub exact: String,
+    /// The unit of the value: a currency code, `%`, or empty for counts.
+    pub unit: &'static str,
+    /// A caveat printed beside the value (the claim exposure's).
+    pub note: Option<String>,
+}
+
+/// The caveat of the claim exposure: an estimate under CDC art. 42 and the
+/// assumptions it rests on.
+pub fn claim_caveat(claim_rate_pct: Decimal, l: Locale) -> String {
+    format!(
+        "{} {} {}",
+        tr(
+            l,
+            "Estimativa, não parecer jurídico: supõe que",
+            "An estimate, not legal advice: it assumes"
+        ),
+        format_pct(claim_rate_pct, l),
+        tr(
+            l,
+            "das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único), sem engano justificável reconhecido; o resultado real depende de decisão judicial.",
+            "of the double charges become a claim and that each is refunded in double (Brazil's consumer code, CDC art. 42, sole paragraph), with no justifiable error recognised; the real outcome depends on a court's judgement."
+        )
+    )
 }
 
 /// Every output of a scenario, formatted for `l`.
 pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
     let i = &s.inputs;
-    let in_cur = if s.rate.is_some() {
-        Currency::Brl
-    } else {
-        s.currency
-    };
-    let m_in = |d: Decimal| format_money(d, l, in_cur);
-    let m = |d: Decimal| format_money(s.shown(d), l, s.currency);
+    let cur = i.revenue_currency;
+    let code = cur.code();
+    let m = |d: Decimal| format_money(d, l, cur);
+    let unit_cost = |d: Decimal| format_unit_cost(d, l, cur);
+    let price = |d: Decimal| format_price(d, l, i.price_currency);
+    let money_in = |d: Decimal| format_price(d, l, cur);
     let n = |d: Decimal| format_count(d, l);
+    // A count inside a formula keeps its decimals (an expected 900,03).
+    let exact_n = |d: Decimal| format_decimal(d, l, 0, 4);
+    let pc = |d: Decimal| format!("{}%", format_decimal(d, l, 0, 6));
     let c = idem_core::scenario::canonical;
-    let conv = match s.rate {
-        Some(r) => format!(
-            " × {} ({})",
-            format_decimal(r, l, 0, 8),
-            tr(l, "câmbio", "exchange rate")
-        ),
-        None => String::new(),
+    let conv = match i.conversion() {
+        Ok(fx) if i.price_currency != cur => format!(" × {}", format_decimal(fx, l, 0, 8)),
+        _ => String::new(),
     };
-    let unit = n(i.price_unit.tokens());
-    let mut rows = vec![
-        Row {
-            key: "cost_per_call",
-            label: tr(l, "Custo por chamada", "Cost per call"),
-            value: m(o.cost_per_call),
-            formula: format!(
-                "({} × {} + {} × {}) / {unit}{conv}",
-                n(i.tokens_in),
-                m_in(i.price_in),
-                n(i.tokens_out),
-                m_in(i.price_out)
-            ),
-            exact: c(s.shown(o.cost_per_call)),
-        },
-        Row {
-            key: "monthly_revenue",
-            label: tr(l, "Receita do mês", "Monthly revenue"),
-            value: m(o.monthly_revenue),
-            formula: format!("{} × {}{conv}", n(i.conversations), m_in(i.ticket)),
-            exact: c(s.shown(o.monthly_revenue)),
-        },
-        Row {
-            key: "monthly_useful_spend",
-            label: tr(l, "Gasto útil com o modelo por mês", "Useful model spend per month"),
-            value: m(o.monthly_useful_spend),
-            formula: format!("{} × {}", n(i.conversations), m(o.cost_per_call)),
-            exact: c(s.shown(o.monthly_useful_spend)),
-        },
+    let unit = match i.price_unit {
+        PriceUnit::PerThousand => "1k",
+        PriceUnit::PerMillion => "1M",
+    };
+    let call_formula = |cached: Decimal| {
+        let input = if cached.is_zero() {
+            price(i.price_in)
+        } else {
+            format!(
+                "({} × {} + {} × {})",
+                pc(Decimal::ONE_HUNDRED - cached),
+                price(i.price_in),
+                pc(cached),
+                price(i.price_cached)
+            )
+        };
+        format!(
+            "({} × {input} + {} × {}) / {unit}{conv}",
+            n(i.tokens_in),
+            n(i.tokens_out),
+            price(i.price_out)
+        )
+    };
+    let money_row = |key, label, d: Decimal, formula: String| Row {
+        key,
+        label,
+        value: m(d),
+        formula,
+        exact: c(d),
+        unit: code,
+        note: None,
+    };
+    let rounded_note = |d: Decimal| {
+        (!d.fract().is_zero()).then(|| {
+            format!(
+                "{} {}; {}",
+                tr(l, "valor esperado", "expected value"),
+                exact_n(d),
+                tr(
+                    l,
+                    "mostrado arredondado ao inteiro mais próximo; os valores em dinheiro usam o exato",
+                    "shown rounded to the nearest whole number; money uses the exact value"
+                )
+            )
+        })
+    };
+    let calls = if i.calls_per_conversation == Decimal::ONE {
+        String::new()
+    } else {
+        format!(" × {}", format_decimal(i.calls_per_conversation, l, 0, 4))
+    };
+    let mut rows = vec![Row {
+        key: "cost_per_call",
+        label: tr(l, "Custo por chamada", "Cost per call"),
+        value: unit_cost(o.cost_per_call),
+        formula: call_formula(i.cached_share_pct),
+        exact: c(o.cost_per_call),
+        unit: code,
+        note: None,
+    }];
+    if o.cost_per_duplicate_call != o.cost_per_call {
+        rows.push(Row {
+            key: "cost_per_duplicate_call",
+            label: tr(l, "Custo da chamada repetida", "Cost of a repeated call"),
+            value: unit_cost(o.cost_per_duplicate_call),
+            formula: call_formula(i.dup_cache_share_pct),
+            exact: c(o.cost_per_duplicate_call),
+            unit: code,
+            note: None,
+        });
+    }
+    rows.extend([
+        money_row(
+            "monthly_revenue",
+            tr(l, "Receita do mês", "Monthly revenue"),
+            o.monthly_revenue,
+            format!("{} × {}", n(i.conversations), money_in(i.ticket)),
+        ),
+        money_row(
+            "monthly_useful_spend",
+            tr(l, "Gasto útil com o modelo por mês", "Useful model spend per month"),
+            o.monthly_useful_spend,
+            format!("{}{calls} × {}", n(i.conversations), unit_cost(o.cost_per_call)),
+        ),
         Row {
             key: "duplicated_conversations",
             label: tr(l, "Conversas duplicadas por mês", "Duplicated conversations per month"),
@@ -571,18 +916,19 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 format_pct(i.duplicate_rate_pct, l)
             ),
             exact: c(o.duplicated_conversations),
+            unit: "",
+            note: rounded_note(o.duplicated_conversations),
         },
-        Row {
-            key: "monthly_token_waste",
-            label: tr(l, "Token queimado por mês", "Tokens burnt per month"),
-            value: m(o.monthly_token_waste),
-            formula: format!(
+        money_row(
+            "monthly_token_waste",
+            tr(l, "Token queimado por mês", "Tokens burnt per month"),
+            o.monthly_token_waste,
+            format!(
                 "{} × {}",
-                n(o.duplicated_conversations),
-                m(o.cost_per_call)
+                exact_n(o.duplicated_conversations),
+                unit_cost(o.cost_per_duplicate_call)
             ),
-            exact: c(s.shown(o.monthly_token_waste)),
-        },
+        ),
         Row {
             key: "waste_share_of_revenue_pct",
             label: tr(l, "Parcela da receita", "Share of revenue"),
@@ -604,14 +950,15 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 .into(),
             },
             exact: o.waste_share_of_revenue_pct.map(c).unwrap_or_default(),
+            unit: "%",
+            note: None,
         },
-        Row {
-            key: "annual_token_waste",
-            label: tr(l, "Token queimado por ano", "Tokens burnt per year"),
-            value: m(o.annual_token_waste),
-            formula: format!("12 × {}", m(o.monthly_token_waste)),
-            exact: c(s.shown(o.annual_token_waste)),
-        },
+        money_row(
+            "annual_token_waste",
+            tr(l, "Token queimado por ano", "Tokens burnt per year"),
+            o.annual_token_waste,
+            format!("12 × {}", m(o.monthly_token_waste)),
+        ),
         Row {
             key: "break_even_conversations",
             label: tr(l, "Conversas a mais para empatar", "Extra conversations to break even"),
@@ -620,7 +967,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 .map(n)
                 .unwrap_or_else(|| "—".into()),
             formula: match o.break_even_conversations {
-                Some(_) => format!("⌈{} / {}⌉", m(o.monthly_token_waste), m(i.ticket)),
+                Some(_) => format!("⌈{} / {}⌉", m(o.monthly_token_waste), money_in(i.ticket)),
                 None => tr(
                     l,
                     "receita por conversa zero: nenhuma quantidade de conversas cobre o desperdício",
@@ -629,8 +976,10 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 .into(),
             },
             exact: o.break_even_conversations.map(c).unwrap_or_default(),
+            unit: "",
+            note: None,
         },
-    ];
+    ]);
     if let (Some(r), Some(ri)) = (&o.risk, &i.risk) {
         rows.extend([
             Row {
@@ -643,93 +992,114 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 value: n(r.duplicated_charges),
                 formula: format!(
                     "{} × {}",
-                    n(o.duplicated_conversations),
+                    exact_n(o.duplicated_conversations),
                     format_pct(ri.money_share_pct, l)
                 ),
                 exact: c(r.duplicated_charges),
+                unit: "",
+                note: rounded_note(r.duplicated_charges),
             },
-            Row {
-                key: "monthly_duplicated_amount",
-                label: tr(
+            money_row(
+                "monthly_duplicated_amount",
+                tr(
                     l,
                     "Valor cobrado em dobro por mês",
                     "Amount charged twice per month",
                 ),
-                value: m(r.monthly_duplicated_amount),
-                formula: format!("{} × {}", n(r.duplicated_charges), m(ri.avg_charge)),
-                exact: c(s.shown(r.monthly_duplicated_amount)),
-            },
-            Row {
-                key: "monthly_ops_cost",
-                label: tr(l, "Custo operacional por mês", "Operational cost per month"),
-                value: m(r.monthly_ops_cost),
-                formula: format!("{} × {}", n(r.duplicated_charges), m(ri.ops_cost)),
-                exact: c(s.shown(r.monthly_ops_cost)),
-            },
-            Row {
-                key: "monthly_claim_exposure",
-                label: tr(
-                    l,
-                    "Exposição a reclamações por mês",
-                    "Claim exposure per month",
-                ),
-                value: m(r.monthly_claim_exposure),
-                formula: format!(
+                r.monthly_duplicated_amount,
+                format!(
                     "{} × {}",
-                    m(r.monthly_duplicated_amount),
-                    format_pct(ri.claim_rate_pct, l)
+                    exact_n(r.duplicated_charges),
+                    money_in(ri.avg_charge)
                 ),
-                exact: c(s.shown(r.monthly_claim_exposure)),
-            },
+            ),
+            money_row(
+                "monthly_ops_cost",
+                tr(l, "Custo operacional por mês", "Operational cost per month"),
+                r.monthly_ops_cost,
+                format!(
+                    "{} × {}",
+                    exact_n(r.duplicated_charges),
+                    money_in(ri.ops_cost)
+                ),
+            ),
             Row {
-                key: "monthly_total_cost",
-                label: tr(
+                note: Some(claim_caveat(ri.claim_rate_pct, l)),
+                ..money_row(
+                    "monthly_claim_exposure",
+                    tr(
+                        l,
+                        "Exposição a reclamações por mês (estimativa, CDC art. 42)",
+                        "Claim exposure per month (estimate, CDC art. 42)",
+                    ),
+                    r.monthly_claim_exposure,
+                    format!(
+                        "{} × {}",
+                        m(r.monthly_duplicated_amount),
+                        format_pct(ri.claim_rate_pct, l)
+                    ),
+                )
+            },
+            money_row(
+                "monthly_total_cost",
+                tr(
                     l,
                     "Custo total das duplicatas por mês",
                     "Total cost of duplicates per month",
                 ),
-                value: m(r.monthly_total_cost),
-                formula: format!(
+                r.monthly_total_cost,
+                format!(
                     "{} + {} + {}",
                     m(o.monthly_token_waste),
                     m(r.monthly_ops_cost),
                     m(r.monthly_claim_exposure)
                 ),
-                exact: c(s.shown(r.monthly_total_cost)),
-            },
-            Row {
-                key: "annual_total_cost",
-                label: tr(
+            ),
+            money_row(
+                "annual_total_cost",
+                tr(
                     l,
                     "Custo total das duplicatas por ano",
                     "Total cost of duplicates per year",
                 ),
-                value: m(r.annual_total_cost),
-                formula: format!("12 × {}", m(r.monthly_total_cost)),
-                exact: c(s.shown(r.annual_total_cost)),
-            },
+                r.annual_total_cost,
+                format!("12 × {}", m(r.monthly_total_cost)),
+            ),
         ]);
     }
     rows
 }
 
 #[component]
-fn Results(scenario: Scenario, outputs: CostOutputs) -> impl IntoView {
+fn Results(scenario: Scenario, outputs: CostOutputs, blocked: Vec<Field>) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
     move || {
         let l = locale.get();
         let risk_missing = outputs.risk.is_none();
+        let charts_blocked = !blocked.is_empty();
         view! {
             <dl class="outputs">
                 {rows(&scenario, &outputs, l)
                     .into_iter()
                     .map(|r| {
+                        let blockers: Vec<&str> = depends_on(r.key)
+                            .into_iter()
+                            .filter(|f| blocked.contains(f))
+                            .map(|f| field_label(f, l))
+                            .collect();
+                        let (value, formula) = if blockers.is_empty() {
+                            (r.value.clone(), format!("{} = {}", r.formula, r.value))
+                        } else {
+                            ("—".to_owned(), format!("{}: {}", tr(l, "aguarda o campo", "waiting for"), blockers.join(", ")))
+                        };
+                        let title = (blockers.is_empty() && !r.exact.is_empty()).then(|| format!("{}: {}", tr(l, "valor exato", "exact value"), r.exact));
                         view! {
-                            <div class="output" data-key=r.key>
+                            <div class="output" data-key=r.key data-blocked=(!blockers.is_empty()).then_some("true")>
                                 <dt>{r.label}</dt>
                                 <dd>
-                                    <span class="value" id=format!("out-{}", r.key)>{r.value.clone()}</span>
-                                    <span class="formula">{format!("{} = {}", r.formula, r.value)}</span>
+                                    <span class="value" id=format!("out-{}", r.key) title=title>{value}</span>
+                                    <span class="formula">{formula}</span>
+                                    {r.note.clone().filter(|_| blockers.is_empty()).map(|n| view! { <span class="note">{n}</span> })}
                                 </dd>
                             </div>
                         }
@@ -740,6 +1110,11 @@ fn Results(scenario: Scenario, outputs: CostOutputs) -> impl IntoView {
                 <p class="note">{tr(l,
                     "Preencha o bloco de risco financeiro para ver cobranças duplicadas, custo operacional e exposição a reclamações.",
                     "Fill in the financial-risk block to see duplicated charges, operational cost and claim exposure.")}</p>
+            })}
+            {charts_blocked.then(|| view! {
+                <p class="note" id="charts-blocked">{tr(l,
+                    "Os gráficos voltam quando todos os campos forem válidos.",
+                    "The charts come back when every field is valid.")}</p>
             })}
         }
     }

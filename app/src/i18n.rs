@@ -6,7 +6,7 @@
 //! next to its use cannot drift out of sync with it.
 
 use idem_core::locale::{Currency, Locale};
-use idem_core::scenario::{Field, Problem};
+use idem_core::scenario::{Field, Problem, QueryError};
 use leptos::prelude::*;
 
 /// The page's locale, shared by every component through context.
@@ -25,6 +25,20 @@ pub struct RequestLocale(pub Locale);
 /// The name of the cookie that keeps the locale choice.
 pub const LOCALE_COOKIE: &str = "idem_lang";
 
+/// A text in the page's language. Every such text on the pages is this one
+/// component, so the wasm holds its reactive code once rather than once per
+/// text (each closure is a type of its own, with its own code).
+#[component]
+pub fn T(
+    /// The Portuguese text.
+    pt: &'static str,
+    /// The English text.
+    en: &'static str,
+) -> impl IntoView {
+    let locale = expect_context::<Prefs>().locale;
+    move || tr(locale.get(), pt, en)
+}
+
 /// Picks the Portuguese or the English text.
 pub fn tr(locale: Locale, pt: &'static str, en: &'static str) -> &'static str {
     match locale {
@@ -38,9 +52,29 @@ pub fn field_label(f: Field, l: Locale) -> &'static str {
     match f {
         Field::Conversations => tr(l, "Conversas por mês", "Conversations per month"),
         Field::TokensIn => tr(l, "Tokens de entrada por chamada", "Input tokens per call"),
-        Field::TokensOut => tr(l, "Tokens de saída por chamada", "Output tokens per call"),
+        Field::CachedShare => tr(
+            l,
+            "Parte da entrada servida do cache",
+            "Share of input served from cache",
+        ),
+        Field::TokensOut => tr(
+            l,
+            "Tokens de saída por chamada (raciocínio incluído)",
+            "Output tokens per call (reasoning included)",
+        ),
+        Field::Calls => tr(
+            l,
+            "Chamadas ao modelo por conversa",
+            "Model calls per conversation",
+        ),
         Field::PriceIn => tr(l, "Preço dos tokens de entrada", "Input token price"),
+        Field::PriceCached => tr(
+            l,
+            "Preço dos tokens de entrada em cache",
+            "Cached input token price",
+        ),
         Field::PriceOut => tr(l, "Preço dos tokens de saída", "Output token price"),
+        Field::Fx => tr(l, "Câmbio", "Exchange rate"),
         Field::Ticket => tr(
             l,
             "Receita por conversa resolvida",
@@ -67,7 +101,11 @@ pub fn field_label(f: Field, l: Locale) -> &'static str {
             "Cobranças duplicadas que viram reclamação",
             "Duplicated charges that become a claim",
         ),
-        Field::Rate => tr(l, "Câmbio (opcional)", "Exchange rate (optional)"),
+        Field::DupCacheShare => tr(
+            l,
+            "Parte da entrada de uma duplicata que acerta o cache",
+            "Share of a duplicate's input that hits the cache",
+        ),
     }
 }
 
@@ -93,6 +131,35 @@ pub fn problem_text(p: Problem, l: Locale) -> &'static str {
             "grande demais para calcular com exatidão",
             "too large to compute exactly",
         ),
+        Problem::TooPrecise => tr(
+            l,
+            "tem mais casas decimais do que o cálculo guarda: arredonde você mesmo",
+            "has more decimal places than the calculation keeps: round it yourself",
+        ),
+        Problem::RateRequired => tr(
+            l,
+            "informe o câmbio: preços e receita estão em moedas diferentes",
+            "enter the exchange rate: prices and revenue are in different currencies",
+        ),
+        Problem::WrongCurrency => tr(
+            l,
+            "o símbolo digitado não é o da moeda deste bloco: troque a moeda do bloco ou apague o símbolo",
+            "the symbol typed is not this block's currency: change the block's currency or remove the symbol",
+        ),
+    }
+}
+
+/// Why a link is not a scenario, in the reader's language: the same words
+/// the calculator puts under each field.
+pub fn query_error_text(e: &QueryError, l: Locale) -> String {
+    match e {
+        QueryError::Fields(p) => {
+            p.0.iter()
+                .map(|(f, p)| format!("{}: {}", field_label(*f, l), problem_text(*p, l)))
+                .collect::<Vec<_>>()
+                .join(" · ")
+        }
+        other => other.to_string(),
     }
 }
 

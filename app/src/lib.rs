@@ -18,7 +18,7 @@ pub mod live;
 mod markup;
 pub mod pages;
 
-use i18n::{tr, Prefs};
+use i18n::{tr, Prefs, T};
 use idem_core::locale::Locale;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -158,7 +158,6 @@ pub fn App() -> impl IntoView {
     provide_context(Prefs { locale });
     let data = page_scenarios();
     provide_context(data.clone());
-    let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
     const TITLE: (&str, &str) = (
         "idem — custo de chamadas duplicadas",
         "idem — the cost of duplicated calls",
@@ -169,7 +168,7 @@ pub fn App() -> impl IntoView {
     // locale signal there panicked whenever the request's task had moved to
     // another worker thread (1 run in 4 of the HTTP tests).
     #[cfg(feature = "hydrate")]
-    let title = move || t(TITLE.0, TITLE.1);
+    let title = move || tr(locale.get(), TITLE.0, TITLE.1);
     #[cfg(not(feature = "hydrate"))]
     let title = {
         let text = tr(locale.get_untracked(), TITLE.0, TITLE.1);
@@ -181,7 +180,7 @@ pub fn App() -> impl IntoView {
         <Router>
             <header class="top">
                 <span class="brand">"idem"</span>
-                <span class="tagline">{move || t("Dinheiro e chamadas de modelo que executam duas vezes", "Money and model calls that execute twice")}</span>
+                <span class="tagline"><T pt="Dinheiro e chamadas de modelo que executam duas vezes" en="Money and model calls that execute twice"/></span>
                 <PageLinks/>
                 <LocaleSwitch/>
             </header>
@@ -205,7 +204,6 @@ pub fn App() -> impl IntoView {
 /// previous page's state.
 #[component]
 fn PageLinks() -> impl IntoView {
-    let locale = expect_context::<Prefs>().locale;
     let location = use_location();
     let current = move |p: &'static str| {
         let path = location.pathname.get();
@@ -213,9 +211,9 @@ fn PageLinks() -> impl IntoView {
     };
     view! {
         <nav class="pages">
-            <a href="/" rel="external" aria-current=move || current("/")>{move || tr(locale.get(), "Calculadora", "Calculator")}</a>
-            <a href="/compare" rel="external" aria-current=move || current("/compare")>{move || tr(locale.get(), "Comparar", "Compare")}</a>
-            <a href="/live" rel="external" aria-current=move || current("/live")>{move || tr(locale.get(), "Ao vivo", "Live")}</a>
+            <a href="/" rel="external" aria-current=move || current("/")><T pt="Calculadora" en="Calculator"/></a>
+            <a href="/compare" rel="external" aria-current=move || current("/compare")><T pt="Comparar" en="Compare"/></a>
+            <a href="/live" rel="external" aria-current=move || current("/live")><T pt="Ao vivo" en="Live"/></a>
         </nav>
     }
 }
@@ -246,6 +244,17 @@ fn LocaleSwitch() -> impl IntoView {
                 id=format!("lang-{}", l.tag())
                 aria-current=move || (prefs.locale.get() == l).then_some("true")
                 on:click=move |ev| {
+                    // The comparison's table is the server's markup alone
+                    // (the wasm has no copy of its writer): there the link
+                    // reloads the page in the other language.
+                    if location.pathname.get_untracked() == "/compare" {
+                        #[cfg(feature = "hydrate")]
+                        {
+                            ev.prevent_default();
+                            browser::go_to(&href(l));
+                        }
+                        return;
+                    }
                     ev.prevent_default();
                     prefs.locale.set(l);
                     #[cfg(feature = "hydrate")]

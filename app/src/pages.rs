@@ -1,14 +1,24 @@
 //! The routed pages around the calculator.
 
-use crate::calculator::{encode_param, rows, Calculator};
+use crate::calculator::Calculator;
+#[cfg(feature = "ssr")]
+use crate::calculator::{encode_param, rows};
+use crate::i18n::T;
+#[cfg(feature = "ssr")]
 use crate::i18n::{tr, Prefs};
+#[cfg(feature = "ssr")]
 use crate::markup::esc;
 use crate::{PageScenarios, SavedView};
+#[cfg(feature = "ssr")]
 use idem_core::locale::{format_count, format_decimal, format_money, Locale};
-use idem_core::scenario::{is_saved_id, parse_canonical, Field, Scenario};
+use idem_core::scenario::is_saved_id;
+#[cfg(feature = "ssr")]
+use idem_core::scenario::{parse_canonical, Field, Scenario};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
+#[cfg(feature = "ssr")]
 use rust_decimal::Decimal;
+#[cfg(feature = "ssr")]
 use std::fmt::Write;
 
 fn pairs(query: &str) -> Vec<(String, String)> {
@@ -38,23 +48,18 @@ pub fn CalculatorPage() -> impl IntoView {
 /// `/s/{id}`: a saved scenario, in the calculator.
 #[component]
 pub fn SavedPage() -> impl IntoView {
-    let locale = expect_context::<Prefs>().locale;
     let data = expect_context::<PageScenarios>();
     let id = use_params_map().with_untracked(|p| p.get("id").unwrap_or_default());
     match data.get(&id).cloned() {
         Some(v) => view! { <Calculator initial=pairs(&v.query) saved=Some(v)/> }.into_any(),
         None if data.failed => view! {
-            <p class="scenario-error" role="alert">{move || tr(locale.get(),
-                "Não foi possível ler os cenários salvos agora. Tente de novo em instantes.",
-                "Saved scenarios cannot be read right now. Try again in a moment.")}</p>
+            <p class="scenario-error" role="alert"><T pt="Não foi possível ler os cenários salvos agora. Tente de novo em instantes." en="Saved scenarios cannot be read right now. Try again in a moment."/></p>
         }
         .into_any(),
         None => view! {
-            <h1>{move || tr(locale.get(), "Cenário não encontrado", "Scenario not found")}</h1>
-            <p class="scenario-error" role="alert">{move || tr(locale.get(),
-                "Nenhum cenário salvo tem este link. Confira o endereço, ou monte o cenário de novo na calculadora.",
-                "No saved scenario has this link. Check the address, or build the scenario again in the calculator.")}</p>
-            <p><a href="/" rel="external">{move || tr(locale.get(), "Abrir a calculadora", "Open the calculator")}</a></p>
+            <h1><T pt="Cenário não encontrado" en="Scenario not found"/></h1>
+            <p class="scenario-error" role="alert"><T pt="Nenhum cenário salvo tem este link. Confira o endereço, ou monte o cenário de novo na calculadora." en="No saved scenario has this link. Check the address, or build the scenario again in the calculator."/></p>
+            <p><a href="/" rel="external"><T pt="Abrir a calculadora" en="Open the calculator"/></a></p>
         }
         .into_any(),
     }
@@ -106,6 +111,7 @@ pub fn saved_ids<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 /// The most scenarios one comparison shows.
 pub const MAX_COLUMNS: usize = 12;
 
+#[cfg(feature = "ssr")]
 impl Ref {
     fn param(&self) -> String {
         match self {
@@ -115,6 +121,7 @@ impl Ref {
     }
 }
 
+#[cfg(feature = "ssr")]
 /// One column of the comparison.
 struct Column {
     label: String,
@@ -122,6 +129,7 @@ struct Column {
     scenario: Result<Scenario, String>,
 }
 
+#[cfg(feature = "ssr")]
 fn compare_href(refs: &[Ref]) -> String {
     let ps: Vec<String> = refs.iter().map(|r| format!("s={}", r.param())).collect();
     format!("/compare?{}", ps.join("&"))
@@ -130,7 +138,6 @@ fn compare_href(refs: &[Ref]) -> String {
 /// `/compare?s=…&s=…`: scenarios side by side, with deltas against the first.
 #[component]
 pub fn ComparePage() -> impl IntoView {
-    let locale = expect_context::<Prefs>().locale;
     let refs: Vec<Ref> = use_query_map().with_untracked(|q| {
         q.get_all("s")
             .unwrap_or_default()
@@ -141,7 +148,7 @@ pub fn ComparePage() -> impl IntoView {
     });
     let saved = expect_context::<PageScenarios>().found;
     view! {
-        <h1>{move || tr(locale.get(), "Comparar cenários", "Compare scenarios")}</h1>
+        <h1><T pt="Comparar cenários" en="Compare scenarios"/></h1>
         <CompareTable refs saved/>
     }
 }
@@ -152,10 +159,24 @@ pub fn ComparePage() -> impl IntoView {
 /// escaped.
 #[component]
 fn CompareTable(refs: Vec<Ref>, saved: Vec<SavedView>) -> impl IntoView {
-    let locale = expect_context::<Prefs>().locale;
-    view! { <div class="compare-body" inner_html=move || compare_html(&refs, &saved, locale.get())></div> }
+    // Drawn by the server only: hydration never rewrites an element's inner
+    // HTML, so the browser keeps the server's table and the wasm carries no
+    // copy of its writer. (Switching the language reloads this page.)
+    #[cfg(feature = "ssr")]
+    let html = compare_html(
+        &refs,
+        &saved,
+        expect_context::<Prefs>().locale.get_untracked(),
+    );
+    #[cfg(not(feature = "ssr"))]
+    let html = {
+        let _ = (refs, saved);
+        String::new()
+    };
+    view! { <div class="compare-body" inner_html=html></div> }
 }
 
+#[cfg(feature = "ssr")]
 fn columns(refs: &[Ref], saved: &[SavedView], l: Locale) -> Vec<Column> {
     let letter = |i: usize| char::from(b'A' + (i % 26) as u8);
     let unnamed = |i: usize| format!("{} {}", tr(l, "Cenário", "Scenario"), letter(i));
@@ -194,6 +215,7 @@ fn columns(refs: &[Ref], saved: &[SavedView], l: Locale) -> Vec<Column> {
         .collect()
 }
 
+#[cfg(feature = "ssr")]
 /// The comparison's markup.
 fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
     let mut out = String::new();
@@ -286,7 +308,7 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
         let base_row = base.as_ref().and_then(|(s, rs)| {
             rs.iter()
                 .find(|r| r.key == key)
-                .map(|r| (s.currency, r.exact.clone()))
+                .map(|r| (s.currency(), r.exact.clone()))
         });
         let _ = write!(
             out,
@@ -320,6 +342,7 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
     out
 }
 
+#[cfg(feature = "ssr")]
 /// "+R$ 123,75 (−83,33%)" against the base column, when both are numbers in
 /// the same currency.
 fn delta_text(
@@ -330,7 +353,7 @@ fn delta_text(
     l: Locale,
 ) -> Option<String> {
     let (base_cur, base_exact) = base?;
-    if *base_cur != s.currency {
+    if *base_cur != s.currency() {
         return Some(tr(l, "outra moeda", "other currency").to_owned());
     }
     let b = parse_canonical(base_exact)?;
@@ -349,7 +372,7 @@ fn delta_text(
             format!("{sign}{} p.p.", format_decimal(d, l, 2, 2))
         }
         _ => {
-            let m = format_money(d.abs(), l, s.currency);
+            let m = format_money(d.abs(), l, s.currency());
             if d.is_sign_negative() && !d.is_zero() {
                 format!("−{m}")
             } else {
@@ -372,6 +395,7 @@ fn delta_text(
     Some(format!("Δ {abs}{rel}").replace('-', "−"))
 }
 
+#[cfg(feature = "ssr")]
 fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
     out.push_str("<form class=\"compare-add\" method=\"get\" action=\"/compare\">");
     for r in refs {
@@ -387,7 +411,7 @@ fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
     }
     let _ = write!(
         out,
-        "<label for=\"compare-add\">{}</label><input id=\"compare-add\" name=\"s\" type=\"text\" autocomplete=\"off\" placeholder=\"/s/… · /?v=1&amp;…\"><button type=\"submit\">{}</button> ",
+        "<label for=\"compare-add\">{}</label><input id=\"compare-add\" name=\"s\" type=\"text\" autocomplete=\"off\" placeholder=\"/s/… · /?v=2&amp;…\"><button type=\"submit\">{}</button> ",
         esc(tr(l, "Adicionar cenário (link ou id salvo)", "Add a scenario (link or saved id)")),
         esc(tr(l, "Adicionar", "Add")),
     );
@@ -428,10 +452,9 @@ fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
 /// Any other path.
 #[component]
 pub fn NotFound() -> impl IntoView {
-    let locale = expect_context::<Prefs>().locale;
     view! {
-        <h1>{move || tr(locale.get(), "Página não encontrada", "Page not found")}</h1>
-        <p><a href="/">{move || tr(locale.get(), "Abrir a calculadora", "Open the calculator")}</a></p>
+        <h1><T pt="Página não encontrada" en="Page not found"/></h1>
+        <p><a href="/"><T pt="Abrir a calculadora" en="Open the calculator"/></a></p>
     }
 }
 

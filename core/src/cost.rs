@@ -3,6 +3,7 @@
 //! Everything is `rust_decimal` arithmetic with checked operations: no float
 //! ever touches money, and an overflow is an error, not a panic.
 
+use crate::locale::Currency;
 use crate::Error;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
@@ -74,26 +75,63 @@ pub struct RiskInputs {
 }
 
 /// The model's inputs.
+///
+/// Token prices are in `price_currency`; revenue, the risk block and every
+/// result are in `revenue_currency`. When the two differ, `fx` says how
+/// many units of the revenue currency one unit of the price currency buys,
+/// the way a Brazilian quotes it (`US$ 1 = R$ 5,33` is `fx = 5.33`).
+///
+/// The fields after `risk` came with scenario links v2; their defaults
+/// (one currency, no cache, one call per conversation) reproduce every
+/// figure the model gave before they existed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CostInputs {
     /// Conversations per month.
     pub conversations: Decimal,
-    /// Input tokens per model call.
+    /// Input tokens per model call (cached ones included).
     pub tokens_in: Decimal,
-    /// Output tokens per model call.
+    /// Output tokens per model call (reasoning included).
     pub tokens_out: Decimal,
-    /// Price of input tokens per `price_unit`.
+    /// Price of input tokens per `price_unit`, in `price_currency`.
     pub price_in: Decimal,
-    /// Price of output tokens per `price_unit`.
+    /// Price of output tokens per `price_unit`, in `price_currency`.
     pub price_out: Decimal,
     /// What the prices are quoted per.
     pub price_unit: PriceUnit,
-    /// Revenue per resolved conversation.
+    /// Revenue per resolved conversation, in `revenue_currency`.
     pub ticket: Decimal,
     /// Share of conversations that repeat the call, in percent (3 = 3%).
     pub duplicate_rate_pct: Decimal,
-    /// The financial-risk inputs, when known.
+    /// The financial-risk inputs, when known (amounts in `revenue_currency`).
     pub risk: Option<RiskInputs>,
+    /// The currency token prices are quoted in.
+    #[serde(default)]
+    pub price_currency: Currency,
+    /// The currency of revenue, the risk block and every result.
+    #[serde(default)]
+    pub revenue_currency: Currency,
+    /// Units of `revenue_currency` per unit of `price_currency`; required
+    /// when the two differ, ignored when they are the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fx: Option<Decimal>,
+    /// Share of each call's input tokens served from the provider's prompt
+    /// cache, in percent.
+    #[serde(default)]
+    pub cached_share_pct: Decimal,
+    /// Price of cached input tokens per `price_unit`, in `price_currency`.
+    #[serde(default)]
+    pub price_cached: Decimal,
+    /// Model calls per conversation (an average, so it may have decimals).
+    #[serde(default = "one")]
+    pub calls_per_conversation: Decimal,
+    /// Share of a duplicated call's input that hits the provider's prompt
+    /// cache (a redelivery minutes later often does), in percent.
+    #[serde(default)]
+    pub dup_cache_share_pct: Decimal,
+}
+
+fn one() -> Decimal {
+    Decimal::ONE
 }
 
 impl CostInputs {
@@ -109,6 +147,36 @@ impl CostInputs {
             ticket: Decimal::new(120, 2),
             duplicate_rate_pct: Decimal::from(3),
             risk: None,
+            price_currency: Currency::Brl,
+            revenue_currency: Currency::Brl,
+            fx: None,
+            cached_share_pct: Decimal::ZERO,
+            price_cached: Decimal::ZERO,
+            calls_per_conversation: Decimal::ONE,
+            dup_cache_share_pct: Decimal::ZERO,
+        }
+    }
+
+    /// What one unit of the price currency is worth in the revenue
+    /// currency: 1 when they are the same, else `fx`.
+    pub fn conversion(&self) -> Result<Decimal, Error> {
+        if self.price_currency == self.revenue_currency {
+            return Ok(Decimal::ONE);
+        }
+        match self.fx {
+            Some(fx) if fx > Decimal::ZERO => Ok(fx),
+            Some(_) => Err(Error::CostInput {
+                field: "fx",
+                reason: "must be above zero".into(),
+            }),
+            None => Err(Error::CostInput {
+                field: "fx",
+                reason: format!(
+                    "is required: prices are in {} and revenue in {}",
+                    self.price_currency.code(),
+                    self.revenue_currency.code()
+                ),
+            }),
         }
     }
 }
@@ -135,18 +203,25 @@ pub struct RiskOutputs {
     pub annual_total_cost: Decimal,
 }
 
-/// The model's outputs, exact.
+/// The model's outputs, exact, in the revenue currency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CostOutputs {
-    /// Cost of one model call.
+    /// Cost of one model call, cached input priced as cached.
     pub cost_per_call: Decimal,
-    /// Useful model spend per month (one call per conversation).
+    /// Cost of the call a duplicate repeats: its input hits the cache at
+    /// `dup_cache_share_pct` instead of `cached_share_pct`.
+    pub cost_per_duplicate_call: Decimal,
+    /// Useful model spend per month (every call of every conversation).
     pub monthly_useful_spend: Decimal,
     /// Conversations times ticket.
     pub monthly_revenue: Decimal,
-    /// Conversations that repeated the call.
+    /// Conversations that repeated the call: an expected value, exact
+    /// (30,001 × 3% is 900.03); screens show it rounded to a whole number,
+    /// money is computed from the exact value.
     pub duplicated_conversations: Decimal,
-    /// Duplicated calls times cost per call.
+    /// Duplicated calls times the cost of a duplicate call. A duplicate
+    /// repeats the one call whose delivery was repeated, not the whole
+    /// conversation.
     pub monthly_token_waste: Decimal,
     /// Waste over revenue, in percent; `None` when there is no revenue.
     pub waste_share_of_revenue_pct: Option<Decimal>,
@@ -234,6 +309,17 @@ pub fn validate(i: &CostInputs) -> Result<(), Error> {
     non_negative(i.price_out, "price-out")?;
     non_negative(i.ticket, "ticket")?;
     percent(i.duplicate_rate_pct, "duplicate-rate")?;
+    percent(i.cached_share_pct, "cached-share")?;
+    non_negative(i.price_cached, "price-cached")?;
+    percent(i.dup_cache_share_pct, "dup-cache-share")?;
+    non_negative(i.calls_per_conversation, "calls")?;
+    if i.calls_per_conversation.is_zero() {
+        return Err(Error::CostInput {
+            field: "calls",
+            reason: "must be above zero: every conversation makes at least one call".into(),
+        });
+    }
+    i.conversion()?;
     if let Some(r) = &i.risk {
         percent(r.money_share_pct, "money-share")?;
         non_negative(r.avg_charge, "avg-charge")?;
@@ -252,29 +338,52 @@ fn money(d: Decimal) -> Decimal {
     n
 }
 
+/// The cost of one call in the revenue currency, with `cached_pct` percent
+/// of its input priced as cached, multiplied out before any division so the
+/// result stays exact:
+///
+/// `(tokens_in × ((100 − cached) × price_in + cached × price_cached) / 100 +
+/// tokens_out × price_out) / unit × fx`
+fn call_cost(i: &CostInputs, cached_pct: Decimal, fx: Decimal) -> Result<Decimal, Error> {
+    let hundred = Decimal::ONE_HUNDRED;
+    let full = mul(hundred - cached_pct, i.price_in, "price-in")?;
+    let cached = mul(cached_pct, i.price_cached, "price-cached")?;
+    let input = mul(i.tokens_in, add(full, cached, "price-in")?, "tokens-in")?;
+    let output = mul(
+        mul(i.tokens_out, i.price_out, "price-out")?,
+        hundred,
+        "price-out",
+    )?;
+    let per_unit = add(input, output, "cost-per-call")?;
+    let converted = mul(per_unit, fx, "fx")?;
+    div(
+        converted,
+        mul(i.price_unit.tokens(), hundred, "price-unit")?,
+        "cost-per-call",
+    )
+}
+
 /// Runs the model. Fails on invalid input or arithmetic overflow; never
 /// panics, never produces NaN or infinity.
 pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
     validate(i)?;
-    let unit = i.price_unit.tokens();
     let hundred = Decimal::ONE_HUNDRED;
     let twelve = Decimal::from(12);
-    // Multiply before dividing so the result stays exact.
-    let cost_in = div(mul(i.tokens_in, i.price_in, "price-in")?, unit, "price-in")?;
-    let cost_out = div(
-        mul(i.tokens_out, i.price_out, "price-out")?,
-        unit,
-        "price-out",
+    let fx = i.conversion()?;
+    let cost_per_call = call_cost(i, i.cached_share_pct, fx)?;
+    let cost_per_duplicate_call = call_cost(i, i.dup_cache_share_pct, fx)?;
+    let monthly_useful_spend = mul(
+        mul(i.conversations, i.calls_per_conversation, "calls")?,
+        cost_per_call,
+        "conversations",
     )?;
-    let cost_per_call = add(cost_in, cost_out, "cost-per-call")?;
-    let monthly_useful_spend = mul(i.conversations, cost_per_call, "conversations")?;
     let monthly_revenue = mul(i.conversations, i.ticket, "ticket")?;
     let duplicated = div(
         mul(i.conversations, i.duplicate_rate_pct, "duplicate-rate")?,
         hundred,
         "duplicate-rate",
     )?;
-    let waste = mul(duplicated, cost_per_call, "monthly-token-waste")?;
+    let waste = mul(duplicated, cost_per_duplicate_call, "monthly-token-waste")?;
     let share = if monthly_revenue.is_zero() {
         None
     } else {
@@ -326,6 +435,7 @@ pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
     };
     Ok(CostOutputs {
         cost_per_call: money(cost_per_call),
+        cost_per_duplicate_call: money(cost_per_duplicate_call),
         monthly_useful_spend: money(monthly_useful_spend),
         monthly_revenue: money(monthly_revenue),
         duplicated_conversations: duplicated.normalize(),
@@ -350,6 +460,7 @@ mod tests {
     fn reference_scenario_is_exact() {
         let o = compute(&CostInputs::reference()).unwrap();
         assert_eq!(o.cost_per_call.to_string(), "0.165");
+        assert_eq!(o.cost_per_duplicate_call.to_string(), "0.165");
         assert_eq!(o.monthly_revenue.to_string(), "36000.00");
         assert_eq!(o.duplicated_conversations.to_string(), "900");
         assert_eq!(o.monthly_token_waste.to_string(), "148.50");
@@ -357,6 +468,91 @@ mod tests {
         assert_eq!(o.annual_token_waste.to_string(), "1782.00");
         assert_eq!(o.break_even_conversations.unwrap().to_string(), "124");
         assert_eq!(o.monthly_useful_spend.to_string(), "4950.00");
+    }
+
+    /// The finance lead's contract: US$ 3,00 input, US$ 0,30 cached input,
+    /// US$ 15,00 output per 1M tokens, US$ 1 = R$ 5,33, revenue R$ 1,20.
+    fn usd_contract() -> CostInputs {
+        let mut i = CostInputs::reference();
+        i.price_unit = PriceUnit::PerMillion;
+        i.price_currency = Currency::Usd;
+        i.fx = Some(d("5.33"));
+        i.price_in = d("3");
+        i.price_cached = d("0.30");
+        i.price_out = d("15");
+        i
+    }
+
+    #[test]
+    fn a_usd_contract_against_revenue_in_reais() {
+        // By hand: (8,000 × 3 + 600 × 15) / 1M = US$ 0.033 per call,
+        // × 5.33 = R$ 0.17589; 900 duplicates × 0.17589 = R$ 158.301.
+        let o = compute(&usd_contract()).unwrap();
+        assert_eq!(o.cost_per_call, d("0.17589"));
+        assert_eq!(o.monthly_token_waste, d("158.301"));
+        assert_eq!(o.annual_token_waste, d("1899.612"));
+        assert_eq!(o.waste_share_of_revenue_pct, Some(d("0.439725")));
+        // ⌈158.301 / 1.20⌉ = ⌈131.9175⌉
+        assert_eq!(o.break_even_conversations, Some(d("132")));
+    }
+
+    #[test]
+    fn cached_input_calls_per_conversation_and_cached_duplicates() {
+        let mut i = usd_contract();
+        i.cached_share_pct = d("40");
+        i.calls_per_conversation = d("1.5");
+        i.dup_cache_share_pct = d("80");
+        let o = compute(&i).unwrap();
+        // Input: 8,000 × (60% × 3 + 40% × 0.30) / 1M = US$ 0.01536;
+        // output US$ 0.009; × 5.33 = R$ 0.1298388.
+        assert_eq!(o.cost_per_call, d("0.1298388"));
+        // A duplicate's input hits the cache at 80%:
+        // 8,000 × (20% × 3 + 80% × 0.30) / 1M = 0.00672; + 0.009 = 0.01572
+        // × 5.33 = R$ 0.0837876.
+        assert_eq!(o.cost_per_duplicate_call, d("0.0837876"));
+        // Useful spend counts every call: 30,000 × 1.5 × 0.1298388.
+        assert_eq!(o.monthly_useful_spend, d("5842.746"));
+        // A duplicate repeats one call: 900 × 0.0837876.
+        assert_eq!(o.monthly_token_waste, d("75.40884"));
+        assert_eq!(o.break_even_conversations, Some(d("63")));
+    }
+
+    #[test]
+    fn currencies_need_a_rate_only_when_they_differ() {
+        let mut i = usd_contract();
+        i.fx = None;
+        let e = compute(&i).unwrap_err().to_string();
+        assert!(
+            e.contains("fx") && e.contains("USD") && e.contains("BRL"),
+            "{e}"
+        );
+        i.fx = Some(Decimal::ZERO);
+        assert!(compute(&i).unwrap_err().to_string().contains("above zero"));
+        // Same currency: the rate is not used.
+        let mut i = CostInputs::reference();
+        i.fx = Some(d("7"));
+        assert_eq!(
+            compute(&i).unwrap(),
+            compute(&CostInputs::reference()).unwrap()
+        );
+        let mut i = CostInputs::reference();
+        i.calls_per_conversation = Decimal::ZERO;
+        assert!(compute(&i).unwrap_err().to_string().contains("calls"));
+        let mut i = CostInputs::reference();
+        i.cached_share_pct = d("101");
+        assert!(compute(&i)
+            .unwrap_err()
+            .to_string()
+            .contains("cached-share"));
+    }
+
+    #[test]
+    fn inputs_from_before_v2_read_with_the_neutral_defaults() {
+        let old = r#"{"conversations":"30000","tokens_in":"8000","tokens_out":"600",
+            "price_in":"0.015","price_out":"0.075","price_unit":"1k","ticket":"1.20",
+            "duplicate_rate_pct":"3","risk":null}"#;
+        let i: CostInputs = serde_json::from_str(old).unwrap();
+        assert_eq!(i, CostInputs::reference());
     }
 
     #[test]

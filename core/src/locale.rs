@@ -126,19 +126,52 @@ pub fn format_decimal(d: Decimal, locale: Locale, min_frac: u32, max_frac: u32) 
     out
 }
 
-/// Money: cents always shown, sub-cent digits kept up to four places
-/// (a price per call of R$ 0,165 stays R$ 0,165).
-pub fn format_money(d: Decimal, locale: Locale, currency: Currency) -> String {
-    let number = format_decimal(d, locale, 2, 4);
+fn with_symbol(number: String, locale: Locale, currency: Currency) -> String {
     match locale {
         Locale::PtBr => format!("{} {number}", currency.symbol(locale)),
         Locale::EnUs => format!("{}{number}", currency.symbol(locale)),
     }
 }
 
-/// A whole count, grouped ("30.000").
+/// An amount of money, to the cent ("R$ 148,50"), rounded half away from
+/// zero; the exact value goes in formulas' tooltips and the CSV.
+pub fn format_money(d: Decimal, locale: Locale, currency: Currency) -> String {
+    with_symbol(format_decimal(d, locale, 2, 2), locale, currency)
+}
+
+/// A unit cost (one model call): cents always shown, sub-cent digits kept
+/// up to four places, since a call costs fractions of a cent
+/// (R$ 0,165 stays R$ 0,165).
+pub fn format_unit_cost(d: Decimal, locale: Locale, currency: Currency) -> String {
+    with_symbol(format_decimal(d, locale, 2, 4), locale, currency)
+}
+
+/// A price as it was typed: every decimal the field keeps (up to ten), so
+/// a formula repeats exactly the number that went in ("US$ 0,30").
+pub fn format_price(d: Decimal, locale: Locale, currency: Currency) -> String {
+    with_symbol(format_decimal(d, locale, 2, 10), locale, currency)
+}
+
+/// A count, rounded half away from zero to a whole number and grouped
+/// ("30.000"; an expected 900,5 duplicates reads "901").
 pub fn format_count(d: Decimal, locale: Locale) -> String {
-    format_decimal(d, locale, 0, 2)
+    format_decimal(d, locale, 0, 0)
+}
+
+/// The currency whose symbol a typed amount carries ("US$ 3", "$3", "€ 2",
+/// "R$ 1,20"), if any.
+pub fn currency_in_text(text: &str) -> Option<Currency> {
+    if text.contains("R$") {
+        Some(Currency::Brl)
+    } else if text.contains('$') || text.to_ascii_uppercase().contains("USD") {
+        Some(Currency::Usd)
+    } else if text.contains('€') || text.to_ascii_uppercase().contains("EUR") {
+        Some(Currency::Eur)
+    } else if text.to_ascii_uppercase().contains("BRL") {
+        Some(Currency::Brl)
+    } else {
+        None
+    }
 }
 
 /// A percentage with two decimals ("0,41%").
@@ -167,7 +200,9 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
         },
     };
     let mut s: String = input.chars().filter(|c| !c.is_whitespace()).collect();
-    for sym in ["R$", "US$", "$", "€", "%"] {
+    for sym in [
+        "R$", "US$", "$", "€", "%", "BRL", "USD", "EUR", "brl", "usd", "eur",
+    ] {
         s = s.replace(sym, "");
     }
     if s.is_empty() {
@@ -266,9 +301,28 @@ mod tests {
             "R$ 148,50"
         );
         assert_eq!(
-            format_money(d("0.165"), Locale::PtBr, Currency::Brl),
+            format_unit_cost(d("0.165"), Locale::PtBr, Currency::Brl),
             "R$ 0,165"
         );
+        assert_eq!(
+            format_money(d("59.4139"), Locale::PtBr, Currency::Brl),
+            "R$ 59,41"
+        );
+        assert_eq!(
+            format_money(d("4950.165"), Locale::PtBr, Currency::Brl),
+            "R$ 4.950,17"
+        );
+        assert_eq!(format_count(d("360.08"), Locale::PtBr), "360");
+        assert_eq!(format_count(d("900.5"), Locale::PtBr), "901");
+        assert_eq!(
+            format_price(d("0.0000125"), Locale::PtBr, Currency::Usd),
+            "US$ 0,0000125"
+        );
+        assert_eq!(currency_in_text("$3"), Some(Currency::Usd));
+        assert_eq!(currency_in_text("US$ 3"), Some(Currency::Usd));
+        assert_eq!(currency_in_text("R$ 3"), Some(Currency::Brl));
+        assert_eq!(currency_in_text("€3"), Some(Currency::Eur));
+        assert_eq!(currency_in_text("3,00"), None);
         assert_eq!(
             format_money(d("1782"), Locale::EnUs, Currency::Usd),
             "$1,782.00"

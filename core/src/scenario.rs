@@ -1,11 +1,21 @@
-//! A calculator scenario: the cost model's inputs plus the display currency,
-//! its canonical query-string form (what a shared link carries), and the
-//! derived series the dashboard plots.
+//! A calculator scenario: the cost model's inputs plus where the prices
+//! came from, its canonical query-string form (what a shared link
+//! carries), and the derived series the dashboard plots.
 //!
-//! The query form is versioned (`v=1`), uses short keys, omits every value
-//! equal to the reference scenario's, and writes numbers in one
+//! The query form is versioned, uses short keys, omits every value equal
+//! to the reference scenario's, and writes numbers in one
 //! locale-independent notation (`0.015`), so a link opened by an
 //! English-speaking reader means what the Brazilian who copied it meant.
+//!
+//! Version 2 (`v=2`, written since prices got their own currency) adds the
+//! price and revenue currencies, the exchange rate quoted the Brazilian way
+//! (`px=5.33`: one unit of the price currency is worth 5.33 of the revenue
+//! currency), cached input, calls per conversation, the duplicates' cache
+//! share, and the model a price table filled the prices from. Version 1
+//! links still read, into the same numbers they always gave: their display
+//! conversion (`cur=USD&fx=0.18`, results × 0.18) becomes revenue in that
+//! currency with the prices converted at the same rate, which is the same
+//! arithmetic.
 
 use crate::cost::{self, CostInputs, CostOutputs, PriceUnit, RiskInputs};
 use crate::locale::Currency;
@@ -14,8 +24,8 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use sha2::{Digest, Sha256};
 use std::str::FromStr;
 
-/// The query format's version, written as `v=1`.
-pub const VERSION: &str = "1";
+/// The query format's version this build writes, as `v=2`.
+pub const VERSION: &str = "2";
 
 /// One numeric input of a scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,16 +34,26 @@ pub enum Field {
     Conversations,
     /// Input tokens per call.
     TokensIn,
-    /// Output tokens per call.
+    /// Percent of input tokens served from the provider's cache.
+    CachedShare,
+    /// Output tokens per call (reasoning included).
     TokensOut,
+    /// Model calls per conversation.
+    Calls,
     /// Price of input tokens per unit.
     PriceIn,
+    /// Price of cached input tokens per unit.
+    PriceCached,
     /// Price of output tokens per unit.
     PriceOut,
+    /// Revenue-currency units per unit of the price currency.
+    Fx,
     /// Revenue per resolved conversation.
     Ticket,
     /// Percent of conversations that repeat the call.
     DuplicateRate,
+    /// Percent of a duplicate's input that hits the provider's cache.
+    DupCacheShare,
     /// Percent of duplicated conversations that move money.
     MoneyShare,
     /// Average charge.
@@ -42,8 +62,6 @@ pub enum Field {
     OpsCost,
     /// Percent of duplicated charges that become a claim.
     ClaimRate,
-    /// Display-currency units per unit of the prices' currency.
-    Rate,
 }
 
 /// What kind of number a field holds, which decides how it is checked.
@@ -51,12 +69,29 @@ pub enum Field {
 pub enum Kind {
     /// A whole, non-negative count.
     Count,
-    /// A non-negative amount of money.
+    /// A non-negative amount of money (prices included).
     Money,
     /// A percentage from 0 to 100.
     Percent,
     /// A positive exchange rate.
     Rate,
+    /// A positive average (calls per conversation).
+    Average,
+}
+
+impl Kind {
+    /// The most decimal places a typed value of this kind may have: the
+    /// fields show every one of them, so nothing typed is ever rounded away
+    /// (a value with more is refused, not rounded).
+    pub fn max_decimals(self) -> u32 {
+        match self {
+            Kind::Count => 0,
+            Kind::Money => 10,
+            Kind::Percent => 6,
+            Kind::Rate => 8,
+            Kind::Average => 4,
+        }
+    }
 }
 
 /// Why a field's value was refused.
@@ -68,7 +103,7 @@ pub enum Problem {
     NotWhole,
     /// A percentage above 100.
     AboveHundred,
-    /// A rate of zero.
+    /// A rate or an average of zero.
     Zero,
     /// Not a number in the canonical notation.
     NotANumber,
@@ -76,23 +111,34 @@ pub enum Problem {
     RiskIncomplete,
     /// The scenario's numbers are too large to compute exactly.
     TooLarge,
+    /// More decimal places than the field keeps.
+    TooPrecise,
+    /// The exchange rate is missing while prices and revenue are in
+    /// different currencies.
+    RateRequired,
+    /// A price typed with another currency's symbol than its block's.
+    WrongCurrency,
 }
 
 impl Field {
     /// Every field, in display order.
-    pub const ALL: [Field; 12] = [
+    pub const ALL: [Field; 16] = [
         Field::Conversations,
         Field::TokensIn,
+        Field::CachedShare,
         Field::TokensOut,
+        Field::Calls,
         Field::PriceIn,
+        Field::PriceCached,
         Field::PriceOut,
+        Field::Fx,
         Field::Ticket,
         Field::DuplicateRate,
+        Field::DupCacheShare,
         Field::MoneyShare,
         Field::AvgCharge,
         Field::OpsCost,
         Field::ClaimRate,
-        Field::Rate,
     ];
 
     /// The four financial-risk inputs, all given or none.
@@ -103,21 +149,28 @@ impl Field {
         Field::ClaimRate,
     ];
 
+    /// The three token prices, which are in the price currency.
+    pub const PRICES: [Field; 3] = [Field::PriceIn, Field::PriceCached, Field::PriceOut];
+
     /// The short query key.
     pub fn key(self) -> &'static str {
         match self {
             Field::Conversations => "c",
             Field::TokensIn => "ti",
+            Field::CachedShare => "cs",
             Field::TokensOut => "to",
+            Field::Calls => "cl",
             Field::PriceIn => "pi",
+            Field::PriceCached => "pca",
             Field::PriceOut => "po",
+            Field::Fx => "px",
             Field::Ticket => "tk",
             Field::DuplicateRate => "d",
+            Field::DupCacheShare => "dcs",
             Field::MoneyShare => "ms",
             Field::AvgCharge => "ac",
             Field::OpsCost => "oc",
             Field::ClaimRate => "cr",
-            Field::Rate => "fx",
         }
     }
 
@@ -131,18 +184,25 @@ impl Field {
         match self {
             Field::Conversations | Field::TokensIn | Field::TokensOut => Kind::Count,
             Field::PriceIn
+            | Field::PriceCached
             | Field::PriceOut
             | Field::Ticket
             | Field::AvgCharge
             | Field::OpsCost => Kind::Money,
-            Field::DuplicateRate | Field::MoneyShare | Field::ClaimRate => Kind::Percent,
-            Field::Rate => Kind::Rate,
+            Field::DuplicateRate
+            | Field::CachedShare
+            | Field::DupCacheShare
+            | Field::MoneyShare
+            | Field::ClaimRate => Kind::Percent,
+            Field::Fx => Kind::Rate,
+            Field::Calls => Kind::Average,
         }
     }
 
-    /// Whether the field may be left empty (the risk block and the rate).
+    /// Whether the field may be left empty (the risk block, and the rate
+    /// while prices and revenue share a currency).
     pub fn optional(self) -> bool {
-        Field::RISK.contains(&self) || self == Field::Rate
+        Field::RISK.contains(&self) || self == Field::Fx
     }
 
     /// Checks one value against the field's kind: the same rules as
@@ -154,9 +214,23 @@ impl Field {
         match self.kind() {
             Kind::Count if !v.fract().is_zero() => Err(Problem::NotWhole),
             Kind::Percent if v > Decimal::ONE_HUNDRED => Err(Problem::AboveHundred),
-            Kind::Rate if v.is_zero() => Err(Problem::Zero),
+            Kind::Rate | Kind::Average if v.is_zero() => Err(Problem::Zero),
             _ => Ok(v),
         }
+    }
+
+    /// [`check`](Self::check), and refuses more decimal places than the
+    /// field keeps: what a person types and what a v2 link carries.
+    pub fn check_typed(self, v: Decimal) -> Result<Decimal, Problem> {
+        let v = self.check(v)?;
+        if v.normalize().scale() > self.kind().max_decimals() {
+            return Err(if self.kind() == Kind::Count {
+                Problem::NotWhole
+            } else {
+                Problem::TooPrecise
+            });
+        }
+        Ok(v)
     }
 
     /// The field's value in a scenario (`None` for an absent optional one).
@@ -166,16 +240,20 @@ impl Field {
         match self {
             Field::Conversations => Some(i.conversations),
             Field::TokensIn => Some(i.tokens_in),
+            Field::CachedShare => Some(i.cached_share_pct),
             Field::TokensOut => Some(i.tokens_out),
+            Field::Calls => Some(i.calls_per_conversation),
             Field::PriceIn => Some(i.price_in),
+            Field::PriceCached => Some(i.price_cached),
             Field::PriceOut => Some(i.price_out),
+            Field::Fx => i.fx,
             Field::Ticket => Some(i.ticket),
             Field::DuplicateRate => Some(i.duplicate_rate_pct),
+            Field::DupCacheShare => Some(i.dup_cache_share_pct),
             Field::MoneyShare => r.map(|r| r.money_share_pct),
             Field::AvgCharge => r.map(|r| r.avg_charge),
             Field::OpsCost => r.map(|r| r.ops_cost),
             Field::ClaimRate => r.map(|r| r.claim_rate_pct),
-            Field::Rate => s.rate,
         }
     }
 
@@ -183,29 +261,44 @@ impl Field {
     pub fn default_value(self) -> Option<Decimal> {
         self.get(&Scenario::default())
     }
+
+    /// Whether the field is in the price currency (else money is in the
+    /// revenue currency).
+    pub fn in_price_currency(self) -> bool {
+        Field::PRICES.contains(&self)
+    }
 }
 
-/// The cost model's inputs plus how money is labelled.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The choices of a scenario that are not numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Choices {
+    /// What prices are quoted per.
+    pub price_unit: PriceUnit,
+    /// The currency of the token prices.
+    pub price_currency: Currency,
+    /// The currency of revenue and results.
+    pub revenue_currency: Currency,
+}
+
+/// The cost model's inputs plus where the prices came from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Scenario {
-    /// The model's inputs, in the prices' currency.
+    /// The model's inputs.
     pub inputs: CostInputs,
-    /// The currency money is shown in.
-    pub currency: Currency,
-    /// When set, results are converted: one unit of the prices' currency
-    /// (BRL) is worth `rate` units of `currency`. When `None` the currency
-    /// is only a label.
-    pub rate: Option<Decimal>,
+    /// The price table entry (`provider/model`) the prices were filled
+    /// from, if any. The link keeps the prices too, so it keeps its
+    /// numbers when the table changes.
+    pub model: Option<String>,
+    /// The date of the price table `model` was taken from (`YYYY-MM-DD`).
+    pub model_date: Option<String>,
+    /// The day the exchange rate was quoted (`YYYY-MM-DD`), if given.
+    pub fx_date: Option<String>,
 }
 
-impl Default for Scenario {
+impl Default for CostInputs {
     /// The reference scenario, in BRL.
     fn default() -> Self {
-        Self {
-            inputs: CostInputs::reference(),
-            currency: Currency::Brl,
-            rate: None,
-        }
+        CostInputs::reference()
     }
 }
 
@@ -225,31 +318,77 @@ impl std::fmt::Display for Problems {
     }
 }
 
+/// Whether text is a model id the link may carry (`provider/model`, in
+/// the characters price tables use, none of which needs escaping): the server then looks it up.
+pub fn is_model_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 160
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:/@+~-".contains(&b))
+}
+
+/// Whether text is a calendar date written `YYYY-MM-DD`.
+pub fn is_iso_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|t| t.parse::<u32>().ok());
+    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
+    if !b[..4]
+        .iter()
+        .chain(&b[5..7])
+        .chain(&b[8..])
+        .all(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1900..=2999).contains(&y) && (1..=days).contains(&d)
+}
+
 impl Scenario {
     /// Builds a scenario from each field's value (`None`: left empty, which
-    /// only the optional fields may be), the price unit and the currency.
-    /// Every refused field is reported, not just the first.
+    /// only the optional fields may be) and the choices. Every refused
+    /// field is reported, not just the first. `typed` also refuses values
+    /// with more decimals than a field keeps (what a person types, and v2
+    /// links); version 1 links are read as they always were.
     pub fn from_values(
         value: impl Fn(Field) -> Option<Decimal>,
-        price_unit: PriceUnit,
-        currency: Currency,
+        choices: Choices,
+        typed: bool,
     ) -> Result<Scenario, Problems> {
         let mut problems = Vec::new();
+        let needs_rate = choices.price_currency != choices.revenue_currency;
         let mut get = |f: Field| -> Option<Decimal> {
             match value(f) {
                 None => {
-                    if !f.optional() {
+                    if f == Field::Fx && needs_rate {
+                        problems.push((f, Problem::RateRequired));
+                    } else if !f.optional() {
                         problems.push((f, Problem::NotANumber));
                     }
                     None
                 }
-                Some(v) => match f.check(v) {
-                    Ok(v) => Some(v),
-                    Err(p) => {
-                        problems.push((f, p));
-                        None
+                Some(v) => {
+                    let checked = if typed { f.check_typed(v) } else { f.check(v) };
+                    match checked {
+                        Ok(v) => Some(v),
+                        Err(p) => {
+                            problems.push((f, p));
+                            None
+                        }
                     }
-                },
+                }
             }
         };
         let vals: Vec<Option<Decimal>> = Field::ALL.into_iter().map(&mut get).collect();
@@ -292,20 +431,40 @@ impl Scenario {
                 tokens_out: at(Field::TokensOut).unwrap_or(z),
                 price_in: at(Field::PriceIn).unwrap_or(z),
                 price_out: at(Field::PriceOut).unwrap_or(z),
-                price_unit,
+                price_unit: choices.price_unit,
                 ticket: at(Field::Ticket).unwrap_or(z),
                 duplicate_rate_pct: at(Field::DuplicateRate).unwrap_or(z),
                 risk,
+                price_currency: choices.price_currency,
+                revenue_currency: choices.revenue_currency,
+                // A rate between a currency and itself means nothing; it is
+                // dropped so the link does not carry it.
+                fx: if needs_rate { at(Field::Fx) } else { None },
+                cached_share_pct: at(Field::CachedShare).unwrap_or(z),
+                price_cached: at(Field::PriceCached).unwrap_or(z),
+                calls_per_conversation: at(Field::Calls).unwrap_or(Decimal::ONE),
+                dup_cache_share_pct: at(Field::DupCacheShare).unwrap_or(z),
             },
-            currency,
-            rate: at(Field::Rate),
+            model: None,
+            model_date: None,
+            fx_date: None,
         })
+    }
+
+    /// The choices this scenario was built with.
+    pub fn choices(&self) -> Choices {
+        Choices {
+            price_unit: self.inputs.price_unit,
+            price_currency: self.inputs.price_currency,
+            revenue_currency: self.inputs.revenue_currency,
+        }
     }
 
     /// Reads a scenario from query pairs written in canonical notation
     /// (`0.015`). A key that is absent takes the reference value; unknown
-    /// keys (such as `lang`) are ignored; a version other than
-    /// [`VERSION`] is refused.
+    /// keys (such as `lang`) are ignored; versions 1 and 2 are read (no
+    /// `v` reads as version 1, as links before versions did); any other is
+    /// refused.
     pub fn from_query<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Scenario, QueryError> {
@@ -319,21 +478,52 @@ impl Scenario {
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
         parse: impl Fn(&str) -> Result<Decimal, Problem>,
     ) -> Result<Scenario, QueryError> {
+        let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        let version = pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == "v")
+            .map_or("1", |(_, v)| *v);
+        match version {
+            "1" => v1::read(&pairs, parse),
+            VERSION => Self::read_v2(&pairs, parse),
+            other => Err(QueryError::Version(other.to_owned())),
+        }
+    }
+
+    fn read_v2(
+        pairs: &[(&str, &str)],
+        parse: impl Fn(&str) -> Result<Decimal, Problem>,
+    ) -> Result<Scenario, QueryError> {
         let mut values: Vec<(Field, Option<Decimal>)> = Field::ALL
             .into_iter()
             .map(|f| (f, f.default_value()))
             .collect();
-        let mut unit = PriceUnit::PerThousand;
-        let mut currency = Currency::Brl;
+        let mut choices = Choices::default();
+        let mut model = None;
+        let mut model_date = None;
+        let mut fx_date = None;
         let mut problems = Vec::new();
-        for (k, v) in pairs {
+        let currency =
+            |v: &str| Currency::from_code(v).ok_or_else(|| QueryError::Currency(v.to_owned()));
+        for (k, v) in pairs.iter().copied() {
             match k {
-                "v" if v != VERSION => return Err(QueryError::Version(v.to_owned())),
-                "u" => unit = PriceUnit::from_str(v).map_err(|_| QueryError::Unit(v.to_owned()))?,
-                "cur" => {
-                    currency =
-                        Currency::from_code(v).ok_or_else(|| QueryError::Currency(v.to_owned()))?
+                "v" => {}
+                "u" => {
+                    choices.price_unit =
+                        PriceUnit::from_str(v).map_err(|_| QueryError::Unit(v.to_owned()))?
                 }
+                "pc" => choices.price_currency = currency(v)?,
+                "rc" => choices.revenue_currency = currency(v)?,
+                "m" if v.is_empty() => model = None,
+                "m" if is_model_id(v) => model = Some(v.to_owned()),
+                "m" => return Err(QueryError::Model(v.to_owned())),
+                "md" if v.is_empty() => model_date = None,
+                "md" if is_iso_date(v) => model_date = Some(v.to_owned()),
+                "md" => return Err(QueryError::Date(v.to_owned())),
+                "pd" if v.is_empty() => fx_date = None,
+                "pd" if is_iso_date(v) => fx_date = Some(v.to_owned()),
+                "pd" => return Err(QueryError::Date(v.to_owned())),
                 _ => {
                     if let Some(f) = Field::from_key(k) {
                         let slot = values.iter_mut().find(|(g, _)| *g == f);
@@ -352,9 +542,14 @@ impl Scenario {
             }
         }
         let lookup = |f: Field| values.iter().find(|(g, _)| *g == f).and_then(|(_, v)| *v);
-        let built = Scenario::from_values(lookup, unit, currency);
+        let built = Scenario::from_values(lookup, choices, true);
         match built {
-            Ok(s) if problems.is_empty() => Ok(s),
+            Ok(mut s) if problems.is_empty() => {
+                s.model_date = model_date.filter(|_| model.is_some());
+                s.model = model;
+                s.fx_date = fx_date.filter(|_| s.inputs.fx.is_some());
+                Ok(s)
+            }
             Ok(_) => Err(QueryError::Fields(Problems(problems))),
             Err(Problems(more)) => {
                 problems.extend(more);
@@ -363,9 +558,9 @@ impl Scenario {
         }
     }
 
-    /// The canonical query string: `v=1`, then every value that differs
+    /// The canonical query string: `v=2`, then every value that differs
     /// from the reference scenario, in a fixed order. Values need no
-    /// percent-encoding (digits, `.` and `-` only).
+    /// percent-encoding (digits, `.`, `-`, and model ids' `/:@+_~`).
     pub fn to_query(&self) -> String {
         let reference = Scenario::default();
         let mut out = format!("v={VERSION}");
@@ -383,12 +578,29 @@ impl Scenario {
                 out.push_str(&canonical(v));
             }
         }
-        if self.inputs.price_unit == PriceUnit::PerMillion {
+        let i = &self.inputs;
+        if i.price_unit == PriceUnit::PerMillion {
             out.push_str("&u=1m");
         }
-        if self.currency != Currency::Brl {
-            out.push_str("&cur=");
-            out.push_str(self.currency.code());
+        if i.price_currency != Currency::Brl {
+            out.push_str("&pc=");
+            out.push_str(i.price_currency.code());
+        }
+        if i.revenue_currency != Currency::Brl {
+            out.push_str("&rc=");
+            out.push_str(i.revenue_currency.code());
+        }
+        if let Some(d) = self.fx_date.as_deref().filter(|_| i.fx.is_some()) {
+            out.push_str("&pd=");
+            out.push_str(d);
+        }
+        if let Some(m) = &self.model {
+            out.push_str("&m=");
+            out.push_str(m);
+            if let Some(d) = &self.model_date {
+                out.push_str("&md=");
+                out.push_str(d);
+            }
         }
         out
     }
@@ -398,13 +610,9 @@ impl Scenario {
         cost::compute(&self.inputs)
     }
 
-    /// An amount in the prices' currency as shown: converted when a rate is
-    /// set, unchanged otherwise.
-    pub fn shown(&self, amount: Decimal) -> Decimal {
-        match self.rate {
-            Some(r) => amount.checked_mul(r).unwrap_or(amount),
-            None => amount,
-        }
+    /// The currency results are in.
+    pub fn currency(&self) -> Currency {
+        self.inputs.revenue_currency
     }
 
     /// A short, stable id for a saved scenario: the first 12 hex digits of
@@ -420,6 +628,170 @@ impl Scenario {
     }
 }
 
+/// Version 1 links, read into the version 2 model with the same numbers.
+mod v1 {
+    use super::*;
+
+    /// v1's fields, in its order, by the keys it used.
+    const KEYS: [(&str, Field); 11] = [
+        ("c", Field::Conversations),
+        ("ti", Field::TokensIn),
+        ("to", Field::TokensOut),
+        ("pi", Field::PriceIn),
+        ("po", Field::PriceOut),
+        ("tk", Field::Ticket),
+        ("d", Field::DuplicateRate),
+        ("ms", Field::MoneyShare),
+        ("ac", Field::AvgCharge),
+        ("oc", Field::OpsCost),
+        ("cr", Field::ClaimRate),
+    ];
+
+    /// Reads a v1 link. v1 had one currency for everything, a label unless
+    /// `fx` converted results at "1 R$ = fx units of `cur`". Both read as
+    /// revenue in `cur`: a label means prices in `cur` too; a conversion
+    /// means prices in BRL at `fx`, and the revenue-side amounts (ticket,
+    /// average charge, operational cost) multiplied by `fx`, which is what
+    /// v1 did to every result. Only multiplications, so the numbers are
+    /// exactly v1's.
+    pub(super) fn read(
+        pairs: &[(&str, &str)],
+        parse: impl Fn(&str) -> Result<Decimal, Problem>,
+    ) -> Result<Scenario, QueryError> {
+        let mut values: Vec<(Field, Option<Decimal>)> =
+            KEYS.iter().map(|(_, f)| (*f, f.default_value())).collect();
+        let mut unit = PriceUnit::PerThousand;
+        let mut currency = Currency::Brl;
+        let mut rate: Option<Decimal> = None;
+        let mut problems = Vec::new();
+        for (k, v) in pairs.iter().copied() {
+            match k {
+                "u" => unit = PriceUnit::from_str(v).map_err(|_| QueryError::Unit(v.to_owned()))?,
+                "cur" => {
+                    currency =
+                        Currency::from_code(v).ok_or_else(|| QueryError::Currency(v.to_owned()))?
+                }
+                "fx" if v.trim().is_empty() => rate = None,
+                "fx" => match parse(v).and_then(|r| Field::Fx.check(r)) {
+                    Ok(r) => rate = Some(r),
+                    Err(p) => problems.push((Field::Fx, p)),
+                },
+                _ => {
+                    if let Some((_, f)) = KEYS.iter().find(|(key, _)| *key == k) {
+                        let parsed = if v.trim().is_empty() && f.optional() {
+                            Ok(None)
+                        } else {
+                            parse(v).map(Some)
+                        };
+                        match parsed {
+                            Ok(d) => {
+                                if let Some(slot) = values.iter_mut().find(|(g, _)| g == f) {
+                                    slot.1 = d;
+                                }
+                            }
+                            Err(p) => problems.push((*f, p)),
+                        }
+                    }
+                }
+            }
+        }
+        // A rate with BRL (which the page never wrote: choosing BRL cleared
+        // it, but a hand-edited link can carry it) still multiplied every
+        // result. There is no exchange rate from BRL to itself, so the
+        // prices are multiplied too: the same numbers.
+        let same = currency == Currency::Brl;
+        let scaled =
+            |v: Option<Decimal>, r: Decimal| v.map(|v| v.checked_mul(r).unwrap_or(Decimal::MAX));
+        let lookup = |f: Field| -> Option<Decimal> {
+            let v = values.iter().find(|(g, _)| *g == f).and_then(|(_, v)| *v);
+            match (f, rate) {
+                (Field::Fx, r) if !same => r,
+                (Field::Fx, _) => None,
+                (Field::Ticket | Field::AvgCharge | Field::OpsCost, Some(r)) => scaled(v, r),
+                (Field::PriceIn | Field::PriceOut, Some(r)) if same => scaled(v, r),
+                (f, _) if KEYS.iter().any(|(_, g)| *g == f) => v,
+                (f, _) => f.default_value(),
+            }
+        };
+        let choices = Choices {
+            price_unit: unit,
+            price_currency: if rate.is_some() && !same {
+                Currency::Brl
+            } else {
+                currency
+            },
+            revenue_currency: currency,
+        };
+        let built = Scenario::from_values(lookup, choices, false);
+        match built {
+            Ok(s) if problems.is_empty() => Ok(s),
+            Ok(_) => Err(QueryError::Fields(Problems(problems))),
+            Err(Problems(more)) => {
+                problems.extend(more);
+                Err(QueryError::Fields(Problems(problems)))
+            }
+        }
+    }
+}
+
+/// The inputs an output depends on (by its key, as in `idem cost --json`):
+/// with one of them refused, the screen says which field blocks the output
+/// instead of hiding every result.
+pub fn depends_on(output: &str) -> Vec<Field> {
+    use Field::*;
+    let call = [
+        TokensIn,
+        CachedShare,
+        TokensOut,
+        PriceIn,
+        PriceCached,
+        PriceOut,
+        Fx,
+    ];
+    let dup_call = [
+        TokensIn,
+        DupCacheShare,
+        TokensOut,
+        PriceIn,
+        PriceCached,
+        PriceOut,
+        Fx,
+    ];
+    let dups = [Conversations, DuplicateRate];
+    let parts: &[&[Field]] = match output {
+        "cost_per_call" => &[&call],
+        "cost_per_duplicate_call" => &[&dup_call],
+        "monthly_revenue" => &[&[Conversations, Ticket]],
+        "monthly_useful_spend" => &[&call, &[Conversations, Calls]],
+        "duplicated_conversations" => &[&dups],
+        "monthly_token_waste" | "annual_token_waste" => &[&dup_call, &dups],
+        "waste_share_of_revenue_pct" | "break_even_conversations" => &[&dup_call, &dups, &[Ticket]],
+        "duplicated_charges" => &[&dups, &[MoneyShare]],
+        "monthly_duplicated_amount" => &[&dups, &[MoneyShare, AvgCharge]],
+        "monthly_ops_cost" => &[&dups, &[MoneyShare, OpsCost]],
+        "monthly_claim_exposure" => &[&dups, &[MoneyShare, AvgCharge, ClaimRate]],
+        "monthly_total_risk" | "annual_total_risk" => &[&dups, &Field::RISK],
+        "monthly_total_cost" | "annual_total_cost" => &[&dup_call, &dups, &Field::RISK],
+        _ => &[&Field::ALL],
+    };
+    let mut out: Vec<Field> = Vec::new();
+    for f in parts.iter().flat_map(|p| p.iter()) {
+        if !out.contains(f) {
+            out.push(*f);
+        }
+    }
+    out
+}
+
+impl Field {
+    /// A valid value to compute with in place of a refused one, for the
+    /// outputs that do not depend on it (any valid value gives them the
+    /// same result): the reference value, or one.
+    pub fn stand_in(self) -> Decimal {
+        self.default_value().unwrap_or(Decimal::ONE)
+    }
+}
+
 /// Whether text looks like a saved scenario's id.
 pub fn is_saved_id(s: &str) -> bool {
     s.len() == 12
@@ -431,14 +803,22 @@ pub fn is_saved_id(s: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
     /// `v` names a format this build does not know.
-    #[error("scenario link version `{0}` is not supported (this build reads version {VERSION})")]
+    #[error(
+        "scenario link version `{0}` is not supported (this build reads versions 1 and {VERSION})"
+    )]
     Version(String),
     /// `u` is neither `1k` nor `1m`.
     #[error("price unit `{0}` is not 1k or 1m")]
     Unit(String),
-    /// `cur` is not BRL, USD or EUR.
+    /// `cur`, `pc` or `rc` is not BRL, USD or EUR.
     #[error("currency `{0}` is not BRL, USD or EUR")]
     Currency(String),
+    /// `m` is not a model id.
+    #[error("model `{0}` is not a model id of the price table")]
+    Model(String),
+    /// `pd` or `md` is not a `YYYY-MM-DD` date.
+    #[error("exchange-rate date `{0}` is not a date written YYYY-MM-DD")]
+    Date(String),
     /// Some fields were refused.
     #[error("{0}")]
     Fields(Problems),
@@ -566,7 +946,11 @@ fn set(i: &mut CostInputs, f: Field, v: Decimal) {
         Field::PriceOut => i.price_out = v,
         Field::Ticket => i.ticket = v,
         Field::DuplicateRate => i.duplicate_rate_pct = v,
-        Field::Rate => {}
+        Field::Fx => i.fx = Some(v),
+        Field::CachedShare => i.cached_share_pct = v,
+        Field::PriceCached => i.price_cached = v,
+        Field::Calls => i.calls_per_conversation = v,
+        Field::DupCacheShare => i.dup_cache_share_pct = v,
         Field::MoneyShare | Field::AvgCharge | Field::OpsCost | Field::ClaimRate => {
             if let Some(r) = i.risk.as_mut() {
                 match f {
@@ -594,7 +978,8 @@ mod tests {
 
     #[test]
     fn the_reference_scenario_is_just_the_version() {
-        assert_eq!(Scenario::default().to_query(), "v=1");
+        assert_eq!(Scenario::default().to_query(), "v=2");
+        assert_eq!(q("v=2").unwrap(), Scenario::default());
         assert_eq!(q("v=1").unwrap(), Scenario::default());
         assert_eq!(q("").unwrap(), Scenario::default());
     }
@@ -603,31 +988,63 @@ mod tests {
     fn changed_values_are_written_canonically_and_read_back() {
         let mut s = Scenario::default();
         s.inputs.duplicate_rate_pct = d("0.50");
-        s.inputs.price_in = d("15");
-        s.inputs.price_out = d("75");
+        s.inputs.price_in = d("3");
+        s.inputs.price_cached = d("0.30");
+        s.inputs.price_out = d("15");
         s.inputs.price_unit = PriceUnit::PerMillion;
-        s.currency = Currency::Usd;
-        s.rate = Some(d("0.18"));
+        s.inputs.price_currency = Currency::Usd;
+        s.inputs.fx = Some(d("5.33"));
+        s.inputs.cached_share_pct = d("40");
+        s.inputs.calls_per_conversation = d("1.5");
+        s.inputs.dup_cache_share_pct = d("80");
+        s.fx_date = Some("2026-11-30".into());
+        s.model = Some("anthropic/claude-sonnet-4-5".into());
+        s.model_date = Some("2026-12-01".into());
         let text = s.to_query();
-        assert_eq!(text, "v=1&pi=15&po=75&d=0.5&fx=0.18&u=1m&cur=USD");
+        assert_eq!(
+            text,
+            "v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&d=0.5&dcs=80&u=1m&pc=USD&pd=2026-11-30&m=anthropic/claude-sonnet-4-5&md=2026-12-01"
+        );
         let back = q(&text).unwrap();
         assert_eq!(back.to_query(), text);
         assert_eq!(back.compute().unwrap(), s.compute().unwrap());
     }
 
     #[test]
+    fn a_v1_display_conversion_becomes_revenue_in_that_currency() {
+        let s = q("v=1&cur=USD&fx=0.18").unwrap();
+        assert_eq!(s.inputs.revenue_currency, Currency::Usd);
+        assert_eq!(s.inputs.price_currency, Currency::Brl);
+        assert_eq!(s.inputs.fx, Some(d("0.18")));
+        assert_eq!(s.inputs.ticket, d("0.216"));
+        let o = s.compute().unwrap();
+        assert_eq!(o.monthly_token_waste.normalize(), d("26.73"));
+        assert_eq!(o.break_even_conversations, Some(d("124")));
+        assert_eq!(s.to_query(), "v=2&px=0.18&tk=0.216&rc=USD");
+        // A label only: everything in that currency.
+        let s = q("v=1&cur=EUR").unwrap();
+        assert_eq!(s.choices().price_currency, Currency::Eur);
+        assert_eq!(s.inputs.fx, None);
+    }
+
+    #[test]
     fn bad_links_say_what_is_wrong() {
         assert!(matches!(q("v=9"), Err(QueryError::Version(_))));
-        assert!(matches!(q("u=2k"), Err(QueryError::Unit(_))));
-        assert!(matches!(q("cur=JPY"), Err(QueryError::Currency(_))));
-        let Err(QueryError::Fields(p)) = q("d=120&c=1.5&ti=x") else {
+        assert!(matches!(q("v=2&u=2k"), Err(QueryError::Unit(_))));
+        assert!(matches!(q("v=2&pc=JPY"), Err(QueryError::Currency(_))));
+        assert!(matches!(q("v=1&cur=JPY"), Err(QueryError::Currency(_))));
+        assert!(matches!(q("v=2&m=a%20b"), Err(QueryError::Model(_))));
+        assert!(matches!(q("v=2&pd=2026-02-30"), Err(QueryError::Date(_))));
+        let Err(QueryError::Fields(p)) = q("v=2&d=120&c=1.5&ti=x&cl=0&pi=0.00000000001") else {
             panic!("expected field problems")
         };
         assert!(p.0.contains(&(Field::DuplicateRate, Problem::AboveHundred)));
         assert!(p.0.contains(&(Field::Conversations, Problem::NotWhole)));
         assert!(p.0.contains(&(Field::TokensIn, Problem::NotANumber)));
+        assert!(p.0.contains(&(Field::Calls, Problem::Zero)));
+        assert!(p.0.contains(&(Field::PriceIn, Problem::TooPrecise)));
         // Half of the risk block is refused, naming the missing half.
-        let Err(QueryError::Fields(p)) = q("ms=50&ac=180") else {
+        let Err(QueryError::Fields(p)) = q("v=2&ms=50&ac=180") else {
             panic!("expected risk problems")
         };
         assert_eq!(
@@ -637,7 +1054,48 @@ mod tests {
                 (Field::ClaimRate, Problem::RiskIncomplete)
             ]
         );
-        assert!(matches!(q("fx=0"), Err(QueryError::Fields(_))));
+        // Prices in dollars, revenue in reais, and no rate.
+        let Err(QueryError::Fields(p)) = q("v=2&pc=USD") else {
+            panic!("expected a missing rate")
+        };
+        assert_eq!(p.0, vec![(Field::Fx, Problem::RateRequired)]);
+        assert!(matches!(q("v=2&pc=USD&px=0"), Err(QueryError::Fields(_))));
+        assert!(matches!(q("v=1&cur=USD&fx=0"), Err(QueryError::Fields(_))));
+    }
+
+    #[test]
+    fn a_refused_field_blocks_only_what_depends_on_it() {
+        // The ticket does not go into the waste; the duplicate rate does.
+        assert!(!depends_on("monthly_token_waste").contains(&Field::Ticket));
+        assert!(depends_on("monthly_token_waste").contains(&Field::DuplicateRate));
+        assert!(depends_on("break_even_conversations").contains(&Field::Ticket));
+        assert!(!depends_on("monthly_revenue").contains(&Field::PriceIn));
+        // Any stand-in gives the independent outputs their true values.
+        let mut s = Scenario::default();
+        s.inputs.ticket = Field::Ticket.stand_in() + Decimal::from(7);
+        let (a, b) = (s.compute().unwrap(), Scenario::default().compute().unwrap());
+        assert_eq!(a.monthly_token_waste, b.monthly_token_waste);
+        assert_eq!(a.cost_per_call, b.cost_per_call);
+    }
+
+    #[test]
+    fn dates_and_model_ids() {
+        assert!(is_iso_date("2026-11-30"));
+        assert!(is_iso_date("2024-02-29"));
+        for bad in [
+            "2026-2-3",
+            "2025-02-29",
+            "2026-13-01",
+            "20261130",
+            "2026-11-3x",
+            "",
+        ] {
+            assert!(!is_iso_date(bad), "{bad}");
+        }
+        assert!(is_model_id("openai/gpt-4.1-mini"));
+        assert!(is_model_id("aws/amazon.nova-pro-v1:0"));
+        assert!(!is_model_id("a b"));
+        assert!(!is_model_id(""));
     }
 
     #[test]

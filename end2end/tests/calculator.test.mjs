@@ -39,22 +39,24 @@ test('the server-rendered page shows the reference scenario, the same after hydr
 test('typing recomputes in the browser, keeps the text, and puts the scenario in the address bar', async () => {
   const { context, page, errors } = await openPage(browser);
   await hydrated(page);
+  // Only the charts' images are fetched (the server draws them); the
+  // numbers are computed in the browser.
   let requests = 0;
-  page.on('request', () => { requests += 1; });
+  page.on('request', (r) => { if (!new URL(r.url()).pathname.startsWith('/charts/')) requests += 1; });
   await page.fill('#in-d', '0,5');
   await waitOut(page, 'monthly_token_waste', 'R$ 24,75');
   assert.equal(await text(page, 'duplicated_conversations'), '150');
   assert.equal(await text(page, 'annual_token_waste'), 'R$ 297,00');
   assert.equal(requests, 0, 'no request was made to recompute');
   assert.equal(await page.inputValue('#in-d'), '0,5', 'what the person typed stays');
-  await page.waitForFunction(() => location.search === '?v=1&d=0.5');
+  await page.waitForFunction(() => location.search === '?v=2&d=0.5');
 
   // Brazilian and international spellings of one number give one result.
   for (const typed of ['1.234,56', '1234,56', '1234.56']) {
     await page.fill('#in-tk', typed);
     await waitOut(page, 'monthly_revenue', 'R$ 37.036.800,00');
   }
-  await page.waitForFunction(() => location.search === '?v=1&tk=1234.56&d=0.5');
+  await page.waitForFunction(() => location.search === '?v=2&tk=1234.56&d=0.5');
 
   // Prices per 1M tokens: the text converts, the result stays, the other
   // unit's equivalent is shown beside the price.
@@ -68,7 +70,7 @@ test('typing recomputes in the browser, keeps the text, and puts the scenario in
   await waitOut(page, 'monthly_token_waste', 'R$ 148,50');
   assert.equal(await page.inputValue('#in-d'), '3');
   assert.equal(await page.inputValue('#in-u'), '1k');
-  await page.waitForFunction(() => location.search === '?v=1');
+  await page.waitForFunction(() => location.search === '?v=2');
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -79,8 +81,14 @@ test('bad and impossible input explains itself in place, never NaN or a blank pa
   await page.fill('#in-c', '30.0x0');
   await page.waitForSelector('.field:has(#in-c) .field-error');
   assert.match(await page.locator('.field:has(#in-c) .field-error').innerText(), /não é um número/);
-  assert.match(await page.locator('.scenario-error').innerText(), /Conversas por mês/);
+  // The field blocks what depends on it, and only that.
+  assert.match(await page.locator('[data-key="monthly_revenue"] .formula').innerText(), /aguarda o campo: Conversas por mês/);
+  assert.equal(await text(page, 'monthly_revenue'), '—');
+  assert.equal(await text(page, 'cost_per_call'), 'R$ 0,165');
   assert.equal(await page.getAttribute('#in-c', 'aria-invalid'), 'true');
+  // Links keep the last valid scenario and say so.
+  assert.match(await page.locator('#stale-note').innerText(), /último cenário válido/);
+  assert.equal(await page.getAttribute('#share-link', 'href'), '/?v=2');
   await page.fill('#in-c', '30000');
   await page.fill('#in-d', '120');
   assert.match(await page.locator('.field:has(#in-d) .field-error').innerText(), /no máximo 100/);
@@ -113,22 +121,22 @@ test('a copied scenario link renders the same numbers on the first paint in a fr
   await first.context.grantPermissions(['clipboard-read', 'clipboard-write']);
   await first.page.fill('#in-d', '0,5');
   await first.page.fill('#in-c', '45.000');
-  await waitOut(first.page, 'monthly_token_waste', 'R$ 37,125');
+  await waitOut(first.page, 'monthly_token_waste', 'R$ 37,13');
   await first.page.click('#copy-link');
   await first.page.waitForSelector('.copy-status:has-text("Link copiado")');
   const copied = await first.page.evaluate(() => navigator.clipboard.readText());
   assert.equal(copied, first.page.url());
-  assert.equal(new URL(copied).search, '?v=1&c=45000&d=0.5');
+  assert.equal(new URL(copied).search, '?v=2&c=45000&d=0.5');
   assert.deepEqual(first.errors, []);
   await first.context.close();
 
   // A fresh context: no cookie, no state, only the link.
   const { context, page, errors } = await openPage(browser, new URL(copied).pathname + new URL(copied).search);
-  assert.equal(await text(page, 'monthly_token_waste'), 'R$ 37,125');
+  assert.equal(await text(page, 'monthly_token_waste'), 'R$ 37,13');
   assert.equal(await text(page, 'annual_token_waste'), 'R$ 445,50');
   assert.equal(await page.inputValue('#in-c'), '45.000');
   await hydrated(page);
-  assert.equal(await text(page, 'monthly_token_waste'), 'R$ 37,125');
+  assert.equal(await text(page, 'monthly_token_waste'), 'R$ 37,13');
   assert.equal(await page.inputValue('#in-d'), '0,5');
   assert.deepEqual(errors, []);
   await context.close();
@@ -144,4 +152,91 @@ test('a form submitted without JavaScript computes on the server', async () => {
   assert.equal(await text(page, 'monthly_token_waste'), 'R$ 24,75');
   assert.equal(await page.inputValue('#in-c'), '30.000');
   await context.close();
+});
+
+test('the finance lead\'s USD contract against revenue in reais', async () => {
+  const { context, page, errors } = await openPage(browser);
+  await hydrated(page);
+  // A dollar price typed while the block is in reais is a typo to fix,
+  // not R$ 3.
+  for (const typo of ['$3', 'US$ 3']) {
+    await page.fill('#in-pi', typo);
+    assert.match(await page.locator('.field:has(#in-pi) .field-error').innerText(), /símbolo digitado não é o da moeda/);
+  }
+  await page.selectOption('#in-pc', 'USD');
+  await page.selectOption('#in-u', '1m');
+  await page.fill('#in-pi', '3');
+  await page.fill('#in-pca', '0,30');
+  await page.fill('#in-po', '15');
+  // Prices in dollars, revenue in reais: the rate is asked the Brazilian way.
+  assert.match(await page.locator('label[for="in-px"]').innerText(), /US\$ 1 = R\$ \?/);
+  assert.match(await page.locator('.field:has(#in-px) .field-error').innerText(), /informe o câmbio/);
+  // Revenue does not depend on prices: it shows while the rate is missing.
+  assert.equal(await text(page, 'monthly_revenue'), 'R$ 36.000,00');
+  await page.fill('#in-px', '5,33');
+  await page.fill('#in-pd', '2026-11-30');
+  await page.fill('#in-cs', '40');
+  await page.fill('#in-cl', '1,5');
+  await page.fill('#in-dcs', '80');
+  // By hand: a call's input is 8,000 × (60% × 3 + 40% × 0,30) / 1M =
+  // US$ 0,01536, its output 600 × 15 / 1M = US$ 0,009; × 5,33 is
+  // R$ 0,1298388 a call. A repeated call hits the cache at 80%:
+  // 8,000 × (20% × 3 + 80% × 0,30) / 1M + 0,009 = US$ 0,01572 × 5,33 =
+  // R$ 0,0837876. 900 duplicates × 0,0837876 = R$ 75,40884 a month,
+  // R$ 904,91 a year, 0,21% of R$ 36.000; ⌈75,40884 / 1,20⌉ = 63.
+  // Useful spend: 30,000 × 1,5 × 0,1298388 = R$ 5.842,746.
+  await waitOut(page, 'monthly_token_waste', 'R$ 75,41');
+  assert.equal(await text(page, 'cost_per_call'), 'R$ 0,1298');
+  assert.equal(await text(page, 'cost_per_duplicate_call'), 'R$ 0,0838');
+  assert.equal(await text(page, 'annual_token_waste'), 'R$ 904,91');
+  assert.equal(await text(page, 'waste_share_of_revenue_pct'), '0,21%');
+  assert.equal(await text(page, 'break_even_conversations'), '63');
+  assert.equal(await text(page, 'monthly_useful_spend'), 'R$ 5.842,75');
+  assert.match(await page.locator('[data-key="cost_per_call"] .formula').innerText(),
+    /\(8\.000 × \(60% × US\$ 3,00 \+ 40% × US\$ 0,30\) \+ 600 × US\$ 15,00\) \/ 1M × 5,33/);
+  assert.equal(await page.getAttribute('#out-monthly_token_waste', 'title'), 'valor exato: 75.40884');
+  await page.waitForFunction(() => location.search === '?v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&dcs=80&u=1m&pc=USD&pd=2026-11-30');
+  const link = new URL(page.url());
+  await page.screenshot({ path: `${ARTIFACTS}/calculator-usd-contract.png`, fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+
+  // The link alone, in a fresh browser without JavaScript.
+  const nojs = await browser.newContext({ javaScriptEnabled: false });
+  const p2 = await nojs.newPage();
+  await p2.goto(`${BASE_URL}${link.pathname}${link.search}`);
+  assert.equal(await text(p2, 'monthly_token_waste'), 'R$ 75,41');
+  assert.equal(await p2.inputValue('#in-px'), '5,33');
+  await nojs.close();
+});
+
+test('the model picker fills the prices and the link keeps them, with and without JavaScript', async () => {
+  const { context, page, errors } = await openPage(browser, '/?v=2&pc=USD&px=5.33');
+  await hydrated(page);
+  await Promise.all([page.waitForURL(/\/prices\?/), page.click('#model-picker')]);
+  await page.fill('#model-q', 'anthropic claude-3-5-sonnet');
+  await Promise.all([page.waitForURL(/q=/), page.press('#model-q', 'Enter')]);
+  const use = page.locator('tr[data-model="anthropic/claude-3-5-sonnet"] a.use-model');
+  await Promise.all([page.waitForURL(/m=anthropic/), use.click()]);
+  await hydrated(page);
+  // (8,000 × 3 + 600 × 15) / 1M × 5,33 = R$ 0,17589 a call.
+  assert.equal(await page.inputValue('#in-pi'), '3,00');
+  assert.equal(await page.inputValue('#in-pca'), '0,30');
+  assert.equal(await text(page, 'cost_per_call'), 'R$ 0,1759');
+  assert.match(await page.locator('#model-note').innerText(), /anthropic\/claude-3-5-sonnet/);
+  const link = new URL(page.url());
+  assert.match(link.search, /pi=3&pca=0\.3&po=15&px=5\.33&u=1m&pc=USD&m=anthropic\/claude-3-5-sonnet&md=\d{4}-\d\d-\d\d/);
+  // Editing a price unlinks the model.
+  await page.fill('#in-po', '16');
+  await page.waitForFunction(() => !location.search.includes('m=anthropic'));
+  assert.deepEqual(errors, []);
+  await context.close();
+  for (const javaScriptEnabled of [true, false]) {
+    const c = await browser.newContext({ javaScriptEnabled });
+    const p = await c.newPage();
+    await p.goto(`${BASE_URL}${link.pathname}${link.search}`);
+    assert.equal(await text(p, 'cost_per_call'), 'R$ 0,1759');
+    assert.match(await p.locator('#model-note').innerText(), /claude-3-5-sonnet/);
+    await c.close();
+  }
 });

@@ -46,15 +46,14 @@ test('English by the visible switch: numbers, inputs, address bar and cookie fol
 });
 
 test('a lang link in a fresh browser renders English on the first paint', async () => {
+  // A version 1 link with a currency label: revenue and prices in dollars.
   const { context, page, errors } = await openPage(browser, '/?v=1&cur=USD&lang=en-US');
   assert.equal(await text(page, 'annual_token_waste'), '$1,782.00');
   await hydrated(page);
   assert.equal(await text(page, 'annual_token_waste'), '$1,782.00');
-  // A rate converts the results; the prices stay in reais.
-  await page.fill('#in-fx', '0.18');
-  await waitOut(page, 'annual_token_waste', '$320.76');
-  assert.match(await page.locator('.field:has(#in-pi) .suffix').innerText(), /R\$/);
-  await page.waitForFunction(() => location.search === '?v=1&fx=0.18&cur=USD&lang=en-US');
+  assert.match(await page.locator('.field:has(#in-pi) .suffix').innerText(), /\$/);
+  // The address bar moves to the version 2 spelling of the same scenario.
+  await page.waitForFunction(() => location.search === '?v=2&pc=USD&rc=USD&lang=en-US');
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -77,7 +76,7 @@ test('save gives a short link that never changes; editing it makes a new scenari
 
   // Editing leaves the short link: the address bar now holds a new scenario.
   await page.fill('#in-d', '2');
-  await page.waitForFunction(() => location.pathname === '/' && location.search === '?v=1&pi=0.02&d=2');
+  await page.waitForFunction(() => location.pathname === '/' && location.search === '?v=2&pi=0.02&d=2');
   assert.deepEqual(errors, []);
   await context.close();
 
@@ -113,7 +112,7 @@ test('compare: scenarios side by side with absolute and relative deltas, each li
   assert.equal(await inputRow.evaluate((e) => getComputedStyle(e).display), 'table-row');
   assert.deepEqual(await inputRow.locator('td').allInnerTexts(), ['3', '0,5']);
   const links = page.locator('#compare-table a.scenario-link');
-  assert.equal(await links.nth(1).getAttribute('href'), '/?v=1&d=0.5');
+  assert.equal(await links.nth(1).getAttribute('href'), '/?v=2&d=0.5');
   await page.screenshot({ path: `${ARTIFACTS}/compare.png`, fullPage: true });
 
   // The compare link itself renders the same table in a fresh browser.
@@ -125,25 +124,33 @@ test('compare: scenarios side by side with absolute and relative deltas, each li
   await context.close();
 });
 
-test('the three charts are server-rendered SVG, identical after hydration, with tables', async () => {
-  const raw = await (await fetch(`${BASE_URL}/`)).text();
-  const points = raw.match(/<polyline[^>]*points="([^"]+)"/)[1];
+test('the three charts are images the server draws, following the inputs, with tables', async () => {
   const { context, page, errors } = await openPage(browser, '/');
   await hydrated(page);
-  for (const id of ['chart-loss', 'chart-breakdown', 'chart-tornado']) {
-    const fig = page.locator(`#${id}`);
-    assert.equal(await fig.locator('svg[role="img"]').count(), 1, id);
-    assert.ok((await fig.locator('figcaption').innerText()).length > 20, `${id} caption`);
-    assert.ok(await fig.locator('details table tbody tr').count() >= 4, `${id} table`);
+  for (const name of ['loss', 'breakdown', 'tornado']) {
+    const fig = page.locator(`#chart-${name}`);
+    const img = fig.locator('img');
+    assert.equal(await img.getAttribute('src'), `/charts/${name}.svg?v=2&lang=pt-BR`, name);
+    // The image loaded and drew something.
+    await page.waitForFunction((n) => document.querySelector(`#chart-${n} img`)?.naturalWidth > 0, name);
+    assert.ok((await fig.locator('figcaption').innerText()).length > 20, `${name} caption`);
+    assert.ok(await fig.locator('details table tbody tr').count() >= 4, `${name} table`);
   }
-  assert.equal(await page.locator('#chart-loss polyline').getAttribute('points'), points);
-  assert.match(await page.locator('#chart-loss .marker-label').textContent(), /R\$ 1\.782,00/);
+  // A chart's address opened on its own shows the page's numbers.
+  const svg = await (await fetch(`${BASE_URL}/charts/loss.svg?v=2&lang=pt-BR`)).text();
+  assert.match(svg, /você: R\$ 1\.782,00/);
   // Tornado: sorted by swing, the widest first.
   const first = await page.locator('#chart-tornado tbody tr').first().locator('th').textContent();
   assert.match(first, /Conversas por mês|Conversas que repetem a chamada/);
-  // Editing moves the marker, in the browser.
+  // Editing the duplicate rate swaps the image's address within a second,
+  // and the new drawing marks the new loss.
+  const started = Date.now();
   await page.fill('#in-d', '6');
-  await page.waitForFunction(() => /R\$ 3\.564,00/.test(document.querySelector('#chart-loss .marker-label')?.textContent ?? ''));
+  await page.waitForFunction(() => document.querySelector('#chart-loss img')?.getAttribute('src') === '/charts/loss.svg?v=2&d=6&lang=pt-BR');
+  assert.ok(Date.now() - started < 1000, 'the chart follows the input within a second');
+  await page.waitForFunction(() => document.querySelector('#chart-loss img')?.complete);
+  const moved = await (await fetch(`${BASE_URL}/charts/loss.svg?v=2&d=6&lang=pt-BR`)).text();
+  assert.match(moved, /você: R\$ 3\.564,00/);
   await page.locator('#chart-loss').screenshot({ path: `${ARTIFACTS}/chart-loss.png` });
   assert.deepEqual(errors, []);
   await context.close();
@@ -169,7 +176,7 @@ test('the page prints on A4 without its controls', async () => {
   await page.emulateMedia({ media: 'print' });
   assert.equal(await page.locator('section.share').isVisible(), false);
   assert.equal(await page.locator('#reset').isVisible(), false);
-  assert.equal(await page.locator('#chart-loss svg').isVisible(), true);
+  assert.equal(await page.locator('#chart-loss img').isVisible(), true);
   const pdf = await page.pdf({ format: 'A4', printBackground: true });
   assert.ok(pdf.length > 10_000);
   await page.screenshot({ path: `${ARTIFACTS}/print.png`, fullPage: true });

@@ -123,16 +123,21 @@ test('the status line says when the feed is stale, when it drops and when it com
 });
 
 test('"use these numbers" opens the calculator with the measured volume and rate', async () => {
-  const { context, page, errors } = await openPage(browser, `/live?window=1h&tenant=${TENANT}`);
+  const { context, page, errors } = await openPage(browser, `/live?window=24h&tenant=${TENANT}`);
   await hydrated(page);
   const link = page.locator('#use-numbers');
   const href = await link.getAttribute('href');
   const rate = new URLSearchParams(href.split('?')[1]).get('d');
   const volume = new URLSearchParams(href.split('?')[1]).get('c');
   assert.ok(rate && volume, href);
-  assert.match(await page.locator('.use-numbers .note').innerText(), new RegExp(`tenant ${TENANT}, última hora`));
+  assert.match(await page.locator('.use-numbers .note').innerText(), new RegExp(`tenant ${TENANT}, últimas 24 h`));
   await link.click();
-  await page.waitForURL(/\/\?v=1/);
+  await page.waitForURL(/\/\?v=2/);
+  // The calculator says where the numbers came from.
+  const banner = await page.locator('#live-banner').innerText();
+  assert.match(banner, new RegExp(`tenant ${TENANT}`));
+  assert.match(banner, /×30/);
+  assert.match(banner, /Ainda valores de referência/);
   await hydrated(page);
   assert.equal(await page.inputValue('#in-d'), rate.replace('.', ','));
   assert.equal(Number((await page.inputValue('#in-c')).replace(/\D/g, '')), Number(volume));

@@ -1,7 +1,8 @@
 //! idem-server: the `idem` command line, the HTTP server and the dashboard host.
 //!
 //! Layers, lowest first; a module never imports one above it:
-//! `config`, `secret` and `telemetry` (plain values and helpers) → `http`
+//! `config`, `secret`, `prices` and `telemetry` (plain values, the bundled
+//! model price table, helpers) → `http`
 //! (its leaves `state`, `error`, `extract`, `metrics`, then the areas, then
 //! the router) → `startup` (builds and runs the application) → `cli` (the
 //! commands; `main.rs` only dispatches to it).
@@ -13,6 +14,7 @@
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod prices;
 pub mod relay;
 pub mod secret;
 pub mod startup;

@@ -120,6 +120,170 @@ fn cost_risk_block_and_table() {
     }
 }
 
+/// The finance lead's contract: US$ 3,00 input / US$ 0,30 cached input /
+/// US$ 15,00 output per 1M tokens, US$ 1 = R$ 5,33, revenue R$ 1,20.
+const USD_CONTRACT: &[&str] = &[
+    "--price-currency",
+    "USD",
+    "--fx",
+    "5,33",
+    "--fx-date",
+    "2026-11-30",
+    "--cached-share",
+    "40",
+    "--price-cached",
+    "0,30",
+    "--calls",
+    "1.5",
+    "--dup-cache-share",
+    "80",
+];
+
+fn usd_contract_args(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = REFERENCE.iter().map(|s| (*s).to_owned()).collect();
+    let set = |args: &mut Vec<String>, flag: &str, v: &str| {
+        let i = args.iter().position(|a| a == flag).unwrap() + 1;
+        args[i] = v.to_owned();
+    };
+    set(&mut args, "--price-in", "3");
+    set(&mut args, "--price-out", "15");
+    set(&mut args, "--price-unit", "1m");
+    args.extend(USD_CONTRACT.iter().map(|s| (*s).to_owned()));
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+#[test]
+fn cost_takes_a_usd_contract_with_cached_input() {
+    let args = usd_contract_args(&["--json"]);
+    let o = idem(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        "",
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // By hand: input 8,000 × (60% × 3 + 40% × 0.30) / 1M = US$ 0.01536,
+    // output 600 × 15 / 1M = US$ 0.009; (0.01536 + 0.009) × 5.33.
+    assert_eq!(v["cost_per_call"], "0.1298388");
+    // A duplicate's input hits the cache at 80%: 8,000 × (20% × 3 + 80% ×
+    // 0.30) / 1M = 0.00672; (0.00672 + 0.009) × 5.33 = 0.0837876.
+    assert_eq!(v["cost_per_duplicate_call"], "0.0837876");
+    assert_eq!(v["monthly_token_waste"], "75.40884");
+    assert_eq!(v["monthly_useful_spend"], "5842.746");
+    assert_eq!(v["break_even_conversations"], "63");
+    assert_eq!(v["currency"], "BRL");
+    assert_eq!(
+        v["link"],
+        "/?v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&dcs=80&u=1m&pc=USD&pd=2026-11-30"
+    );
+    let args = usd_contract_args(&[]);
+    let o = idem(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        "",
+        None,
+    );
+    let table = stdout(&o);
+    for want in [
+        "US$ 1 = R$ 5,33 em 2026-11-30",
+        "R$ 75,41",
+        "R$ 0,1298",
+        "63",
+    ] {
+        assert!(table.contains(want), "{want} missing from:\n{table}");
+    }
+}
+
+#[test]
+fn cost_takes_prices_from_the_model_table() {
+    let mut args = REFERENCE.to_vec();
+    for flag in ["--price-in", "--price-out", "--price-unit"] {
+        let i = args.iter().position(|a| *a == flag).unwrap();
+        args.drain(i..i + 2);
+    }
+    args.extend([
+        "--model",
+        "anthropic/claude-3-5-sonnet",
+        "--fx",
+        "5.33",
+        "--json",
+    ]);
+    let o = idem(&args, "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // (8,000 × 3 + 600 × 15) / 1M × 5.33
+    assert_eq!(v["cost_per_call"], "0.17589");
+    assert_eq!(v["model"], "anthropic/claude-3-5-sonnet");
+    // An unknown model names the flag and suggests near ids.
+    let bad: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == "anthropic/claude-3-5-sonnet" {
+                "anthropic/claude-3-5-sonet"
+            } else {
+                a
+            }
+        })
+        .collect();
+    let o = idem(&bad, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--model"), "{}", stderr(&o));
+    // `idem prices` lists the table.
+    let o = idem(&["prices", "claude", "3-5", "sonnet", "--json"], "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first: serde_json::Value =
+        serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(first["currency"], "USD");
+    assert!(first["id"].as_str().unwrap().contains("claude-3-5-sonnet"));
+    let o = idem(&["prices", "no-such-model-anywhere"], "", None);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn cost_refuses_contract_mistakes_naming_the_flag() {
+    for (extra, flag) in [
+        (&["--price-currency", "JPY"][..], "--price-currency"),
+        (&["--fx", "0"][..], "fx"),
+        (&["--fx", "-5"][..], "fx"),
+        (&["--cached-share", "120"][..], "cached-share"),
+        (&["--fx-date", "30/11/2026"][..], "--fx-date"),
+        (&["--calls", "0"][..], "calls"),
+        (&["--price-cached", "US$ 0,30"][..], "--price-cached"),
+    ] {
+        let mut args = usd_contract_args(&[]);
+        for pair in extra.chunks(2) {
+            let i = args.iter().position(|a| a == pair[0]).unwrap() + 1;
+            args[i] = pair[1].to_owned();
+        }
+        let o = idem(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            "",
+            None,
+        );
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(flag), "{extra:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("NaN") && !stderr(&o).contains("panicked"));
+    }
+    // Prices in dollars without a rate; a rate with one currency.
+    let mut args = REFERENCE.to_vec();
+    args.extend(["--price-currency", "USD"]);
+    let o = idem(&args, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--fx: required"), "{}", stderr(&o));
+    let mut args = REFERENCE.to_vec();
+    args.extend(["--fx", "5,33"]);
+    let o = idem(&args, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--fx"), "{}", stderr(&o));
+    // A `$3` typed where reais are meant is an error, not R$ 3.
+    let mut args = REFERENCE.to_vec();
+    let i = args.iter().position(|a| *a == "--price-in").unwrap() + 1;
+    args[i] = "$3";
+    let o = idem(&args, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--price-in"), "{}", stderr(&o));
+}
+
 #[test]
 fn cost_refuses_bad_input_with_the_flag_named() {
     let mut args = REFERENCE.to_vec();

@@ -175,3 +175,185 @@ async fn v1_keys_needs_a_token_and_derives_for_its_tenant() {
         assert!(!p["detail"].as_str().unwrap().is_empty(), "{raw}: {p}");
     }
 }
+
+#[tokio::test]
+async fn a_usd_contract_renders_with_its_conversion_shown() {
+    let (base, _dir) = start().await;
+    let html = common::page(&format!(
+        "{base}/?v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&dcs=80&u=1m&pc=USD&pd=2026-11-30"
+    ))
+    .await;
+    for want in [
+        // Money to the cent, unit costs to four places.
+        "R$ 75,41",
+        "R$ 0,1298",
+        "R$ 904,91",
+        ">63<",
+        // The conversion with the numbers that went in.
+        "(8.000 × (60% × US$ 3,00 + 40% × US$ 0,30) + 600 × US$ 15,00) / 1M × 5,33",
+    ] {
+        assert!(html.contains(want), "{want} missing");
+    }
+}
+
+#[tokio::test]
+async fn a_refused_field_blocks_only_what_depends_on_it() {
+    let (base, _dir) = start().await;
+    // The ticket is half-typed: the waste does not depend on it, the share
+    // of revenue and the break-even do.
+    let html = common::page(&format!("{base}/?tk=1,2x")).await;
+    assert!(html.contains("R$ 148,50"), "the waste still shows");
+    assert!(html.contains("data-key=\"break_even_conversations\" data-blocked=\"true\""));
+    assert!(!html.contains("data-key=\"monthly_token_waste\" data-blocked"));
+    // No valid scenario yet: the links have no address rather than the
+    // reference scenario's.
+    assert!(
+        !html.contains("href=\"/?v=2\""),
+        "no reference link in disguise"
+    );
+    assert!(html.contains("id=\"stale-note\""));
+}
+
+#[tokio::test]
+async fn the_model_picker_searches_the_table_on_the_server() {
+    let (base, _dir) = start().await;
+    let html = common::page(&format!(
+        "{base}/prices?q=claude+3-5+sonnet&back=v%3D2%26c%3D1000"
+    ))
+    .await;
+    assert!(html.contains("id=\"price-results\""), "{html}");
+    assert!(html.contains(
+        "href=\"/?v=2&amp;c=1000&amp;pi=3&amp;pca=0.3&amp;po=15&amp;u=1m&amp;pc=USD&amp;m=anthropic/claude-3-5-sonnet&amp;md="
+    ));
+    let html = common::page(&format!("{base}/prices?q=zzzz-none")).await;
+    assert!(html.contains("Nenhum modelo"));
+    // The link it gives keeps the model and its prices, with and without
+    // JavaScript: the server renders them.
+    let html = common::page(&format!(
+        "{base}/?v=2&pi=3&pca=0.3&po=15&u=1m&pc=USD&px=5.33&m=anthropic/claude-3-5-sonnet&md=2026-12-01"
+    ))
+    .await;
+    assert!(
+        html.contains("anthropic/claude-3-5-sonnet"),
+        "the model is named"
+    );
+    assert!(html.contains("2026-12-01"));
+}
+
+#[tokio::test]
+async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
+    let (base, _dir) = start().await;
+    let res = reqwest::get(format!(
+        "{base}/export.csv?v=2&pi=3&po=15&u=1m&pc=USD&px=5.33&ms=50&ac=180&oc=12.5&cr=2"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
+    let csv = res.text().await.unwrap();
+    assert!(csv.contains("input,pc,Moeda dos preços,USD,USD"), "{csv}");
+    assert!(csv.contains("input,px,Câmbio,5.33,"), "{csv}");
+    assert!(csv.contains("note,monthly_claim_exposure,"), "{csv}");
+    assert!(csv.contains("CDC art. 42"), "{csv}");
+    for bad in [
+        "v=2&pc=JPY",
+        "v=2&pc=USD",
+        "v=2&m=a%20b",
+        "v=7",
+        "v=2&pi=0.00000000001",
+    ] {
+        let res = reqwest::get(format!("{base}/export.csv?{bad}"))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 422, "{bad}");
+    }
+}
+
+/// Every text element of an SVG, as (class, text).
+fn svg_texts(svg: &str) -> Vec<(String, String)> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| {
+            (
+                n.attribute("class").unwrap_or("").to_owned(),
+                n.text().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn each_chart_is_an_svg_image_with_its_own_address() {
+    let (base, _dir) = start().await;
+    let client = reqwest::Client::new();
+    for name in ["loss", "breakdown", "tornado"] {
+        let res = client
+            .get(format!("{base}/charts/{name}.svg?v=2"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{name}");
+        assert_eq!(
+            res.headers()["content-type"],
+            "image/svg+xml; charset=utf-8"
+        );
+        assert!(res.headers().contains_key("etag"));
+        let texts = svg_texts(&res.text().await.unwrap());
+        assert!(!texts.is_empty(), "{name}");
+        assert!(texts.iter().all(|(_, t)| !t.contains("NaN")), "{name}");
+    }
+    // The reference scenario's loss chart marks R$ 1.782,00 at 3%, with
+    // pt-BR axis labels; English labels with ?lang=en-US.
+    let svg = common::page(&format!("{base}/charts/loss.svg?v=2")).await;
+    let texts = svg_texts(&svg);
+    assert!(
+        texts.contains(&("marker-label".into(), "você: R$ 1.782,00".into())),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|(c, t)| c == "tick" && t == "10%"));
+    assert!(texts
+        .iter()
+        .any(|(c, t)| c == "tick" && t.starts_with("R$ ")));
+    let svg = common::page(&format!("{base}/charts/loss.svg?v=2&d=6&lang=en-US")).await;
+    assert!(svg_texts(&svg).contains(&("marker-label".into(), "you: R$3,564.00".into())));
+    // The same scenario gets the same tag, and a revalidation is a 304.
+    let res = client
+        .get(format!("{base}/charts/loss.svg?v=2"))
+        .send()
+        .await
+        .unwrap();
+    let etag = res.headers()["etag"].clone();
+    let again = client
+        .get(format!("{base}/charts/loss.svg?v=1"))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    // Unknown chart: 404; a scenario the calculator refuses: 422 with its words.
+    let res = client
+        .get(format!("{base}/charts/pie.svg?v=2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let res = client
+        .get(format!("{base}/charts/loss.svg?v=2&d=150"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    assert!(res.text().await.unwrap().contains("no máximo 100"));
+    let res = client
+        .get(format!(
+            "{base}/charts/loss.svg?v=2&c=99999999999999999999999999"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.status() == 422 || res.status() == 200,
+        "huge input never a 5xx"
+    );
+}

@@ -162,8 +162,18 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     assert_eq!(v["uncertain_keys"][0]["key"], key.as_str());
     assert_eq!(v["uncertain_keys"][0]["tenant"], "acme");
     assert_eq!(v["rows"][0]["action"], "pix.cobranca");
-    // 4 intents in an hour: 2,880 a month, 50% of them redelivered.
-    assert_eq!(v["use_numbers"], "/?v=1&c=2880&d=50");
+    // An hour scaled to a month is a guess: no "use these numbers" link.
+    assert_eq!(v["use_numbers"], serde_json::Value::Null);
+    // 4 intents in 24 hours: 120 a month, 50% of them redelivered; the link
+    // says where the numbers came from.
+    let day = until(&a.base, None, "window=24h", Duration::from_secs(5), |v| {
+        v["totals"]["deliveries"] == 6
+    })
+    .await;
+    assert_eq!(
+        day["use_numbers"],
+        "/?v=2&c=120&d=50&src=live&lw=24h&li=4&lt=acme"
+    );
     assert_eq!(
         v["series"].as_array().unwrap().len(),
         60,
@@ -174,9 +184,16 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     assert!(page.contains("50.00% (2 of 4 intents)"), "{page}");
     assert!(page.contains(&key), "the uncertain key is listed");
     assert!(
-        page.contains("/?v=1&amp;c=2880&amp;d=50"),
+        page.contains("pick the 24 h window or longer"),
+        "an hour is not scaled to a month"
+    );
+    let page = common::page(&format!("{}/live?window=24h&lang=en-US", a.base)).await;
+    assert!(
+        page.contains("/?v=2&amp;c=120&amp;d=50&amp;src=live&amp;lw=24h&amp;li=4&amp;lt=acme\""),
         "use these numbers"
     );
+    // Each business action's row has its own link, scoped to it.
+    assert!(page.contains("lt=acme&amp;la=pix.cobranca"), "per-row link");
     // The calculator's panel, too.
     let calc = common::page(&format!("{}/?lang=en-US", a.base)).await;
     assert!(calc.contains("id=\"live-panel\""), "{calc}");

@@ -22,7 +22,10 @@ pub(crate) enum Command {
         command: KeyCommand,
     },
     /// Compute the cost and risk of duplicated calls (exact decimals).
-    Cost(super::cost::CostArgs),
+    Cost(Box<super::cost::CostArgs>),
+    /// List models and their token prices from the bundled price table
+    /// (genai-prices snapshot), optionally only those matching QUERY.
+    Prices(super::prices::PricesArgs),
     /// Serve the dashboard and API (SQLite under ./data by default).
     Serve(ServeArgs),
     /// Apply the database migrations and exit.

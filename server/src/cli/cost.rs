@@ -2,14 +2,19 @@
 
 use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit, RiskInputs};
 use idem_core::locale::{
-    format_count, format_money, format_pct, parse_decimal_any, Currency, Locale,
+    currency_in_text, format_count, format_decimal, format_money, format_pct, format_unit_cost,
+    parse_decimal_any, Currency, Locale,
 };
+use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
 use rust_decimal::Decimal;
 use std::process::ExitCode;
 
 /// Options of `idem cost`. Numbers take `.` or `,` as the decimal mark;
 /// percentages are percent numbers (3 means 3%).
 #[derive(Debug, clap::Args)]
+// A negative number is bad input to explain ("must not be negative"), not
+// an unknown flag.
+#[command(allow_negative_numbers = true)]
 pub struct CostArgs {
     /// Conversations per month.
     #[arg(long)]
@@ -20,15 +25,46 @@ pub struct CostArgs {
     /// Output tokens per model call.
     #[arg(long)]
     tokens_out: String,
-    /// Price of input tokens per --price-unit.
-    #[arg(long)]
-    price_in: String,
-    /// Price of output tokens per --price-unit.
-    #[arg(long)]
-    price_out: String,
+    /// Price of input tokens per --price-unit, in --price-currency.
+    #[arg(long, required_unless_present = "model", conflicts_with = "model")]
+    price_in: Option<String>,
+    /// Price of output tokens per --price-unit, in --price-currency.
+    #[arg(long, required_unless_present = "model", conflicts_with = "model")]
+    price_out: Option<String>,
+    /// Price of cached input tokens per --price-unit (default: 0).
+    #[arg(long, conflicts_with = "model")]
+    price_cached: Option<String>,
     /// What prices are quoted per: 1k or 1m tokens.
-    #[arg(long, default_value = "1k")]
+    #[arg(long, default_value = "1k", conflicts_with = "model")]
     price_unit: String,
+    /// The currency of the token prices: BRL, USD or EUR.
+    #[arg(long, default_value = "BRL", conflicts_with = "model")]
+    price_currency: String,
+    /// Take the prices (USD per 1M, cached input included) of this model
+    /// from the bundled price table (`idem prices` lists them).
+    #[arg(long)]
+    model: Option<String>,
+    /// The currency of revenue, the risk block and every result.
+    #[arg(long, default_value = "BRL")]
+    revenue_currency: String,
+    /// Exchange rate, the Brazilian way: one unit of the price currency in
+    /// the revenue currency (US$ 1 = R$ 5,33 is `--fx 5,33`). Required when
+    /// the two currencies differ.
+    #[arg(long)]
+    fx: Option<String>,
+    /// The day the exchange rate was quoted (YYYY-MM-DD), printed with it.
+    #[arg(long, requires = "fx")]
+    fx_date: Option<String>,
+    /// Percentage of each call's input served from the provider's cache.
+    #[arg(long, default_value = "0")]
+    cached_share: String,
+    /// Model calls per conversation (an average: 1.5 is fine).
+    #[arg(long, default_value = "1")]
+    calls: String,
+    /// Percentage of a duplicated call's input that hits the provider's
+    /// cache.
+    #[arg(long, default_value = "0")]
+    dup_cache_share: String,
     /// Revenue per resolved conversation.
     #[arg(long)]
     ticket: String,
@@ -53,10 +89,20 @@ pub struct CostArgs {
 }
 
 fn num(flag: &'static str, text: &str) -> Result<Decimal, String> {
+    if let Some(c) = currency_in_text(text) {
+        return Err(format!(
+            "--{flag}: `{text}` carries a currency symbol ({}); give the number alone and the currency with --price-currency or --revenue-currency",
+            c.code()
+        ));
+    }
     parse_decimal_any(text.trim().trim_end_matches('%')).map_err(|e| format!("--{flag}: {e}"))
 }
 
-fn inputs(a: &CostArgs) -> Result<CostInputs, String> {
+fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
+    Currency::from_code(text).ok_or_else(|| format!("--{flag}: `{text}` is not BRL, USD or EUR"))
+}
+
+fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
     let risk = match (&a.money_share, &a.avg_charge, &a.ops_cost, &a.claim_rate) {
         (Some(m), Some(avg), Some(ops), Some(claim)) => Some(RiskInputs {
             money_share_pct: num("money-share", m)?,
@@ -66,29 +112,159 @@ fn inputs(a: &CostArgs) -> Result<CostInputs, String> {
         }),
         _ => None,
     };
-    Ok(CostInputs {
-        conversations: num("conversations", &a.conversations)?,
-        tokens_in: num("tokens-in", &a.tokens_in)?,
-        tokens_out: num("tokens-out", &a.tokens_out)?,
-        price_in: num("price-in", &a.price_in)?,
-        price_out: num("price-out", &a.price_out)?,
-        price_unit: a
-            .price_unit
-            .parse::<PriceUnit>()
-            .map_err(|e| format!("--{e}"))?,
-        ticket: num("ticket", &a.ticket)?,
-        duplicate_rate_pct: num("duplicate-rate", &a.duplicate_rate)?,
-        risk,
-    })
+    let zero = || "0".to_owned();
+    let mut s = Scenario {
+        inputs: CostInputs {
+            conversations: num("conversations", &a.conversations)?,
+            tokens_in: num("tokens-in", &a.tokens_in)?,
+            tokens_out: num("tokens-out", &a.tokens_out)?,
+            price_in: num("price-in", &a.price_in.clone().unwrap_or_else(zero))?,
+            price_out: num("price-out", &a.price_out.clone().unwrap_or_else(zero))?,
+            price_unit: a
+                .price_unit
+                .parse::<PriceUnit>()
+                .map_err(|e| format!("--{e}"))?,
+            ticket: num("ticket", &a.ticket)?,
+            duplicate_rate_pct: num("duplicate-rate", &a.duplicate_rate)?,
+            risk,
+            price_currency: currency("price-currency", &a.price_currency)?,
+            revenue_currency: currency("revenue-currency", &a.revenue_currency)?,
+            fx: a.fx.as_deref().map(|t| num("fx", t)).transpose()?,
+            cached_share_pct: num("cached-share", &a.cached_share)?,
+            price_cached: num("price-cached", &a.price_cached.clone().unwrap_or_else(zero))?,
+            calls_per_conversation: num("calls", &a.calls)?,
+            dup_cache_share_pct: num("dup-cache-share", &a.dup_cache_share)?,
+        },
+        ..Scenario::default()
+    };
+    let mut note = None;
+    if let Some(id) = &a.model {
+        let table = crate::prices::table();
+        let m = table.get(id).ok_or_else(|| {
+            let near: Vec<String> = table
+                .search(id, 3)
+                .into_iter()
+                .map(|m| m.id.clone())
+                .collect();
+            if near.is_empty() {
+                format!(
+                    "--model: `{id}` is not in the price table (`idem prices QUERY` searches it)"
+                )
+            } else {
+                format!(
+                    "--model: `{id}` is not in the price table; did you mean {}?",
+                    near.join(", ")
+                )
+            }
+        })?;
+        m.fill(&mut s, table.date);
+        note = Some(format!(
+            "Preços de {} ({}) na tabela genai-prices de {}: US$ {} entrada, US$ {} entrada em cache, US$ {} saída por 1M tokens{}",
+            m.id,
+            m.name,
+            table.date,
+            m.input,
+            m.cached_or_input(),
+            m.output,
+            if m.tiered { " (faixa base; prompts longos custam mais)" } else { "" }
+        ));
+    }
+    if s.inputs.price_currency == s.inputs.revenue_currency {
+        if a.fx.is_some() {
+            return Err(format!(
+                "--fx: prices and revenue are both in {}; an exchange rate applies only when --price-currency differs from --revenue-currency",
+                s.inputs.revenue_currency.code()
+            ));
+        }
+    } else if s.inputs.fx.is_none() {
+        return Err(format!(
+            "--fx: required, prices are in {} and revenue in {} (US$ 1 = R$ 5,33 is --fx 5,33)",
+            s.inputs.price_currency.code(),
+            s.inputs.revenue_currency.code()
+        ));
+    }
+    if let Some(d) = &a.fx_date {
+        if !is_iso_date(d) {
+            return Err(format!("--fx-date: `{d}` is not a date written YYYY-MM-DD"));
+        }
+        s.fx_date = Some(d.clone());
+    }
+    // The same precision rules as the calculator's fields: nothing typed is
+    // rounded away.
+    for f in Field::ALL {
+        if let Some(v) = f.get(&s) {
+            if let Err(p) = f.check_typed(v) {
+                if p == Problem::TooPrecise {
+                    return Err(format!(
+                        "--{}: has more than {} decimal places, which the calculator does not keep",
+                        flag_of(f),
+                        f.kind().max_decimals()
+                    ));
+                }
+            }
+        }
+    }
+    Ok((s, note))
 }
 
-fn table(i: &CostInputs, o: &CostOutputs) -> String {
+/// The command-line flag of a field.
+fn flag_of(f: Field) -> &'static str {
+    match f {
+        Field::Conversations => "conversations",
+        Field::TokensIn => "tokens-in",
+        Field::CachedShare => "cached-share",
+        Field::TokensOut => "tokens-out",
+        Field::Calls => "calls",
+        Field::PriceIn => "price-in",
+        Field::PriceCached => "price-cached",
+        Field::PriceOut => "price-out",
+        Field::Fx => "fx",
+        Field::Ticket => "ticket",
+        Field::DuplicateRate => "duplicate-rate",
+        Field::DupCacheShare => "dup-cache-share",
+        Field::MoneyShare => "money-share",
+        Field::AvgCharge => "avg-charge",
+        Field::OpsCost => "ops-cost",
+        Field::ClaimRate => "claim-rate",
+    }
+}
+
+fn table(s: &Scenario, o: &CostOutputs) -> String {
+    let i = &s.inputs;
     let l = Locale::PtBr;
-    let m = |d: Decimal| format_money(d, l, Currency::Brl);
+    let cur = i.revenue_currency;
+    let m = |d: Decimal| format_money(d, l, cur);
     let n = |d: Decimal| format_count(d, l);
-    let mut rows = vec![
-        ("Custo por chamada", m(o.cost_per_call)),
+    let mut rows = Vec::new();
+    if i.price_currency != cur {
+        let fx = i.fx.unwrap_or_default();
+        rows.push((
+            "Câmbio",
+            format!(
+                "{} 1 = {} {}{}",
+                i.price_currency.symbol(l),
+                cur.symbol(l),
+                format_decimal(fx, l, 2, 8),
+                s.fx_date
+                    .as_deref()
+                    .map(|d| format!(" em {d}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    rows.push((
+        "Custo por chamada",
+        format_unit_cost(o.cost_per_call, l, cur),
+    ));
+    if o.cost_per_duplicate_call != o.cost_per_call {
+        rows.push((
+            "Custo da chamada repetida",
+            format_unit_cost(o.cost_per_duplicate_call, l, cur),
+        ));
+    }
+    rows.extend([
         ("Receita do mês", m(o.monthly_revenue)),
+        ("Gasto útil com o modelo por mês", m(o.monthly_useful_spend)),
         (
             "Conversas duplicadas",
             format!(
@@ -109,7 +285,7 @@ fn table(i: &CostInputs, o: &CostOutputs) -> String {
             "Conversas a mais para empatar",
             o.break_even_conversations.map_or("—".into(), n),
         ),
-    ];
+    ]);
     if let Some(r) = &o.risk {
         rows.extend([
             ("Cobranças duplicadas por mês", n(r.duplicated_charges)),
@@ -119,7 +295,7 @@ fn table(i: &CostInputs, o: &CostOutputs) -> String {
             ),
             ("Custo operacional por mês", m(r.monthly_ops_cost)),
             (
-                "Exposição a reclamações (CDC art. 42)",
+                "Exposição a reclamações (estimativa, CDC art. 42)",
                 m(r.monthly_claim_exposure),
             ),
             ("Risco financeiro por mês", m(r.monthly_total_risk)),
@@ -132,32 +308,52 @@ fn table(i: &CostInputs, o: &CostOutputs) -> String {
         .map(|(k, _)| k.chars().count())
         .max()
         .unwrap_or(0);
-    rows.iter()
+    let mut out: String = rows
+        .iter()
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
-        .collect()
+        .collect();
+    if let Some(r) = &i.risk {
+        out.push_str(&format!(
+            "\nA exposição a reclamações é uma estimativa, não parecer jurídico: supõe que {} das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único); o resultado real depende de decisão judicial.\n",
+            format_pct(r.claim_rate_pct, l)
+        ));
+    }
+    out
 }
 
 /// Runs the command: exit 0, or 2 with a message naming the bad input.
 pub fn run(a: &CostArgs) -> ExitCode {
-    let result = inputs(a).and_then(|i| {
-        let o = cost::compute(&i).map_err(|e| format!("--{e}"))?;
+    let result = inputs(a).and_then(|(s, note)| {
+        let o = cost::compute(&s.inputs).map_err(|e| format!("--{e}"))?;
         // Break-even is always reported, so a ticket of zero is an error here.
         o.break_even().map_err(|e| format!("--{e}"))?;
-        Ok((i, o))
+        Ok((s, o, note))
     });
     match result {
-        Ok((i, o)) => {
+        Ok((s, o, note)) => {
             if a.json {
-                // Every value an exact decimal string (rust_decimal's serde-str).
-                match serde_json::to_string(&o) {
-                    Ok(json) => println!("{json}"),
+                // Every value an exact decimal string (rust_decimal's
+                // serde-str), plus what the numbers are in.
+                let mut v = match serde_json::to_value(&o) {
+                    Ok(v) => v,
                     Err(e) => {
                         eprintln!("error: {e}");
                         return ExitCode::FAILURE;
                     }
+                };
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert("currency".into(), s.inputs.revenue_currency.code().into());
+                    obj.insert("link".into(), format!("/?{}", s.to_query()).into());
+                    if let Some(m) = &s.model {
+                        obj.insert("model".into(), m.as_str().into());
+                    }
                 }
+                println!("{v}");
             } else {
-                print!("{}", table(&i, &o));
+                if let Some(n) = note {
+                    println!("{n}\n");
+                }
+                print!("{}", table(&s, &o));
             }
             ExitCode::SUCCESS
         }

@@ -8,6 +8,7 @@ pub mod broker;
 pub mod cost;
 pub mod key;
 pub mod options;
+pub mod prices;
 pub mod sim_model;
 pub mod sim_worker;
 pub mod simulate;
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> ExitCode {
             command: KeyCommand::Derive(args),
         } => key::run(&args),
         Command::Cost(args) => cost::run(&args),
+        Command::Prices(args) => prices::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Simulate(args) => {
             crate::telemetry::init_tracing();

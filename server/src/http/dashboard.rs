@@ -228,7 +228,7 @@ pub async fn export_csv(Query(pairs): Query<Vec<(String, String)>>) -> Response 
         Err(e) => {
             return refuse(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                format!("not a scenario: {e}"),
+                app::i18n::query_error_text(&e, locale),
             )
         }
     };
@@ -266,15 +266,70 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
         idem_core::cost::PriceUnit::PerThousand => "1k",
         idem_core::cost::PriceUnit::PerMillion => "1m",
     };
-    let (unit_label, currency_label) = match l {
-        Locale::PtBr => ("Unidade dos preços (tokens)", "Moeda"),
-        Locale::EnUs => ("Price unit (tokens)", "Currency"),
-    };
-    write(["input", "u", unit_label, unit, unit])?;
-    let code = s.currency.code();
-    write(["input", "cur", currency_label, code, code])?;
-    for r in app::calculator::rows(s, &outputs, l) {
+    let pt = l == Locale::PtBr;
+    let label = |pt_text: &'static str, en: &'static str| if pt { pt_text } else { en };
+    write([
+        "input",
+        "u",
+        label("Unidade dos preços (tokens)", "Price unit (tokens)"),
+        unit,
+        unit,
+    ])?;
+    let pc = s.inputs.price_currency.code();
+    write([
+        "input",
+        "pc",
+        label("Moeda dos preços", "Price currency"),
+        pc,
+        pc,
+    ])?;
+    let rc = s.currency().code();
+    write([
+        "input",
+        "rc",
+        label(
+            "Moeda da receita e dos resultados",
+            "Revenue and results currency",
+        ),
+        rc,
+        rc,
+    ])?;
+    if let Some(d) = s.fx_date.as_deref() {
+        write([
+            "input",
+            "pd",
+            label("Data do câmbio", "Exchange rate date"),
+            d,
+            d,
+        ])?;
+    }
+    if let Some(m) = s.model.as_deref() {
+        write([
+            "input",
+            "m",
+            label("Modelo (tabela de preços)", "Model (price table)"),
+            m,
+            m,
+        ])?;
+        if let Some(d) = s.model_date.as_deref() {
+            write([
+                "input",
+                "md",
+                label("Data da tabela de preços", "Price table date"),
+                d,
+                d,
+            ])?;
+        }
+    }
+    let rows = app::calculator::rows(s, &outputs, l);
+    for r in &rows {
         write(["output", r.key, r.label, &r.exact, &r.value])?;
+    }
+    // Caveats travel with the numbers they qualify (the claim exposure's).
+    for r in &rows {
+        if let Some(n) = &r.note {
+            write(["note", r.key, r.label, "", n])?;
+        }
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
     String::from_utf8(bytes).map_err(|e| e.to_string())

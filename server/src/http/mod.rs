@@ -3,9 +3,11 @@
 //!
 //! Layers, lowest first: `state`, `error`, `extract` and `metrics` are
 //! leaves that import no other module here; the areas (`v1`, `demo`,
-//! `idempotency`, `openapi`, `dashboard`, `live`) import only leaves (and
+//! `idempotency`, `openapi`, `dashboard`, `charts`, `live`, `prices`) import
+//! only leaves (and
 //! `idempotency`, which `demo` wears); this module merges the areas.
 
+pub mod charts;
 pub mod dashboard;
 pub mod demo;
 pub mod error;
@@ -15,6 +17,7 @@ pub mod idempotency;
 pub mod live;
 pub mod metrics;
 pub mod openapi;
+pub mod prices;
 pub mod state;
 pub mod v1;
 
@@ -54,6 +57,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/openapi.json", get(openapi::serve))
         .route("/s", post(dashboard::save))
         .route("/export.csv", get(dashboard::export_csv))
+        .route("/prices", get(prices::page))
+        .route("/charts/{file}", get(charts::svg))
         .route("/live/data.json", get(live::data_json))
         .route("/live/fragment", get(live::fragment))
         .route("/live/events", get(live::events))

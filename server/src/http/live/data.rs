@@ -291,10 +291,21 @@ pub struct LiveData {
     pub use_numbers: Option<String>,
 }
 
+/// Whether a row counts business intents: not the HTTP Idempotency-Key
+/// counters (`http`) nor the lease sweeps' bucket (`*`), which are not
+/// conversations.
+pub fn is_conversation_action(action: &str) -> bool {
+    action != "http" && action != "*"
+}
+
 /// The calculator scenario the measured traffic implies: the window's
 /// intents scaled to 30 days, and the measured duplicate rate. `None`
-/// without intents.
+/// without intents, and for the one-hour window: an hour scaled ×720 says
+/// more about the hour than about the month.
 pub fn measured_scenario(window: Window, totals: &LiveCounts) -> Option<Scenario> {
+    if window.len_ms() < DAY {
+        return None;
+    }
     let rate = totals.duplicate_rate_pct()?;
     let monthly = (Decimal::from(totals.intents) * Decimal::from(30 * DAY)
         / Decimal::from(window.len_ms()))
@@ -306,9 +317,27 @@ pub fn measured_scenario(window: Window, totals: &LiveCounts) -> Option<Scenario
     Some(s)
 }
 
-/// The `/?…` link of [`measured_scenario`].
-pub fn use_numbers_href(window: Window, totals: &LiveCounts) -> Option<String> {
-    measured_scenario(window, totals).map(|s| format!("/?{}", s.to_query()))
+/// The `/?…` link of [`measured_scenario`], carrying where the numbers came
+/// from (`src=live`, the window `lw`, the intents counted `li`, the tenant
+/// `lt` and action `la` when one was chosen) so the calculator can say so.
+pub fn use_numbers_href(
+    window: Window,
+    totals: &LiveCounts,
+    tenant: Option<&str>,
+    action: Option<&str>,
+) -> Option<String> {
+    let s = measured_scenario(window, totals)?;
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("src", "live");
+    q.append_pair("lw", window.as_str());
+    q.append_pair("li", &totals.intents.to_string());
+    if let Some(t) = tenant {
+        q.append_pair("lt", t);
+    }
+    if let Some(a) = action {
+        q.append_pair("la", a);
+    }
+    Some(format!("/?{}&{}", s.to_query(), q.finish()))
 }
 
 impl LiveData {
@@ -355,10 +384,29 @@ pub(crate) mod tests {
     #[test]
     fn use_these_numbers_scales_the_window_to_a_month() {
         // 1,000 intents in 24 h is 30,000 a month; 30 of them redelivered: 3%.
-        let href = use_numbers_href(Window::Day, &totals(1_000, 30)).unwrap();
-        assert_eq!(href, "/?v=1");
-        let href = use_numbers_href(Window::Hour, &totals(10, 1)).unwrap();
-        assert_eq!(href, "/?v=1&c=7200&d=10");
-        assert_eq!(use_numbers_href(Window::Week, &totals(0, 0)), None);
+        let href = use_numbers_href(Window::Day, &totals(1_000, 30), None, None).unwrap();
+        assert_eq!(href, "/?v=2&src=live&lw=24h&li=1000");
+        // 70 intents in 7 days is 300 a month.
+        let href = use_numbers_href(
+            Window::Week,
+            &totals(70, 7),
+            Some("loja 1"),
+            Some("pix.charge"),
+        )
+        .unwrap();
+        assert_eq!(
+            href,
+            "/?v=2&c=300&d=10&src=live&lw=7d&li=70&lt=loja+1&la=pix.charge"
+        );
+        // An hour is refused: ×720 is a guess, not a measurement.
+        assert_eq!(
+            use_numbers_href(Window::Hour, &totals(10, 1), None, None),
+            None
+        );
+        assert_eq!(
+            use_numbers_href(Window::Week, &totals(0, 0), None, None),
+            None
+        );
+        assert!(!is_conversation_action("http") && !is_conversation_action("*"));
     }
 }

@@ -321,7 +321,23 @@ async fn read(
         .totals
         .duplicate_rate_pct()
         .map(idem_core::scenario::canonical);
-    data.use_numbers = data::use_numbers_href(window, &data.totals);
+    // Conversations are business intents only: the HTTP-key counters and
+    // the lease sweeps' bucket are not conversations.
+    let mut business = LiveCounts::default();
+    for r in data
+        .rows
+        .iter()
+        .filter(|r| data::is_conversation_action(&r.action))
+    {
+        business.add(&r.counts);
+    }
+    // The tenant the numbers are from, when one alone is in view (asked
+    // for, or a tenant's own token, which sees only itself).
+    let scope = match tenants {
+        [one] => Some(one.as_str()),
+        _ => None,
+    };
+    data.use_numbers = data::use_numbers_href(window, &business, scope, None);
     Ok(data)
 }
 

@@ -4,7 +4,7 @@
 //! inner HTML and `public/live.js` swaps fresh copies in; none of this code
 //! is in the wasm.
 
-use super::data::{measured_scenario, LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
+use super::data::{LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
 use app::charts::{close_figure, open_figure, px, text, W};
 use app::i18n::{tr, utc_minute};
 use idem_core::locale::{format_count, format_decimal, Locale};
@@ -84,22 +84,18 @@ fn scope_text(d: &LiveData, l: Locale) -> String {
 /// The "use these numbers" link, saying where the numbers came from.
 fn use_numbers_link(d: &LiveData, l: Locale) -> Markup {
     let Some(href) = &d.use_numbers else {
-        return html! {
-            p class="use-numbers note" {
-                (tr(l, "Sem intenções na janela: nada a levar para a calculadora ainda.",
-                    "No intents in the window: nothing to take to the calculator yet."))
-            }
+        let why = if d.window.len_ms() < DAY {
+            tr(l, "Uma hora escalada para um mês (×720) é um palpite, não uma medida: escolha a janela de 24 h ou mais para levar os números à calculadora.",
+               "An hour scaled to a month (×720) is a guess, not a measurement: pick the 24 h window or longer to take the numbers to the calculator.")
+        } else {
+            tr(
+                l,
+                "Sem intenções de negócio na janela: nada a levar para a calculadora ainda.",
+                "No business intents in the window: nothing to take to the calculator yet.",
+            )
         };
+        return html! { p class="use-numbers note" { (why) } };
     };
-    let monthly = measured_scenario(d.window, &d.totals)
-        .and_then(|s| s.inputs.conversations.try_into().ok())
-        .unwrap_or(0);
-    let rate = d
-        .duplicate_rate_pct
-        .as_deref()
-        .and_then(|r| r.parse::<Decimal>().ok())
-        .map(|r| pct(r, l))
-        .unwrap_or_default();
     html! {
         p class="use-numbers" {
             a id="use-numbers" rel="external" href=(href) {
@@ -107,13 +103,21 @@ fn use_numbers_link(d: &LiveData, l: Locale) -> Markup {
             }
             " "
             span class="note" {
-                (tr(l, "Medido em", "Measured on")) " " (scope_text(d, l)) ", "
-                (d.window.label(l)) ": " (count(monthly, l)) " "
-                (tr(l, "conversas por mês", "conversations a month")) ", "
-                (rate) " " (tr(l, "de duplicatas", "duplicates")) "."
+                (tr(l, "Medido em", "Measured on")) " " (scope_text(d, l)) ", " (d.window.label(l)) ". "
+                (tr(l, "Contam só as intenções de ações de negócio (não http nem *); a calculadora diz de onde veio cada número. Por ação: links na tabela abaixo.",
+                    "Only business actions' intents count (not http nor *); the calculator says where each number came from. Per action: links in the table below."))
             }
         }
     }
+}
+
+/// The calculator link for one row (one tenant and action), when it is a
+/// conversation action with intents.
+fn row_use_href(d: &LiveData, r: &super::data::LiveRow) -> Option<String> {
+    if !super::data::is_conversation_action(&r.action) {
+        return None;
+    }
+    super::data::use_numbers_href(d.window, &r.counts, Some(&r.tenant), Some(&r.action))
 }
 
 /// The tenant and window form of `/live` (plain GET: works without
@@ -453,6 +457,7 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
         tr(l, "Falharam", "Failed"),
         tr(l, "Incertas", "Uncertain"),
         tr(l, "Replays · 409 · 422", "Replays · 409 · 422"),
+        tr(l, "Usar na calculadora", "Use in the calculator"),
     ];
     html! {
         h2 { (tr(l, "Por tenant e tipo de ação", "By tenant and action type")) }
@@ -460,7 +465,7 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
             (head_row(&heads))
             tbody {
                 @if d.rows.is_empty() {
-                    tr { td colspan="11" { (tr(l, "Nenhuma atividade na janela.", "No activity in the window.")) } }
+                    tr { td colspan="12" { (tr(l, "Nenhuma atividade na janela.", "No activity in the window.")) } }
                 }
                 @for r in &d.rows {
                     @let c = &r.counts;
@@ -476,6 +481,11 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
                         td { (count(c.actions_failed, l)) }
                         td { (count(c.actions_uncertain, l)) }
                         td { (count(c.http_replays, l)) " · " (count(c.http_409, l)) " · " (count(c.http_422, l)) }
+                        td {
+                            @if let Some(h) = row_use_href(d, r) {
+                                a class="use-row" rel="external" href=(h) { (tr(l, "calculadora", "calculator")) }
+                            }
+                        }
                     }
                 }
             }
@@ -665,7 +675,7 @@ mod tests {
                 counts: totals(2, 1),
             }],
             totals: totals(2, 1),
-            use_numbers: use_numbers_href(Window::Day, &totals(2, 1)),
+            use_numbers: use_numbers_href(Window::Day, &totals(2, 1), None, None),
             admin: true,
             ..LiveData::default()
         };

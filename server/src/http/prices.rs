@@ -1,0 +1,190 @@
+//! `GET /prices?q=&back=&lang=`: the calculator's model picker, a page the
+//! server renders from the bundled price table (the wasm never carries the
+//! table). Each model links back to the calculator with its prices filled
+//! into the scenario the reader came from (`back`, a scenario query), so
+//! the picker works the same with and without JavaScript.
+
+use super::extract::request_locale;
+use crate::prices::{table, ModelPrice};
+use axum::extract::Query;
+use axum::http::{header, request::Parts};
+use axum::response::{Html, IntoResponse, Response};
+use idem_core::locale::{format_decimal, Locale};
+use idem_core::scenario::{is_iso_date, parse_canonical, Field, Scenario};
+use std::fmt::Write;
+
+/// The most models one search lists.
+pub const MAX_RESULTS: usize = 60;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn tr(l: Locale, pt: &'static str, en: &'static str) -> &'static str {
+    app::i18n::tr(l, pt, en)
+}
+
+/// The calculator link that takes `m`'s prices into the scenario `back`
+/// (every other input kept). A `back` that is not a scenario starts from
+/// the reference one.
+pub fn use_href(back: &str, m: &ModelPrice, date: &str, l: Locale) -> String {
+    let pairs: Vec<(&str, &str)> = back
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let mut s = Scenario::from_query(pairs.iter().copied()).unwrap_or_default();
+    m.fill(&mut s, date);
+    // A rate the reader typed while prices were still in reais was dropped
+    // from `back` (it meant nothing then); it means something now.
+    let raw = |k: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| *v)
+    };
+    if s.inputs.fx.is_none() && s.inputs.price_currency != s.inputs.revenue_currency {
+        s.inputs.fx = raw("px")
+            .and_then(parse_canonical)
+            .and_then(|fx| Field::Fx.check_typed(fx).ok());
+        s.fx_date = raw("pd").filter(|d| is_iso_date(d)).map(str::to_owned);
+    }
+    let lang = match l {
+        Locale::PtBr => "",
+        Locale::EnUs => "&lang=en-US",
+    };
+    format!("/?{}{lang}", s.to_query())
+}
+
+/// The page.
+#[tracing::instrument(level = "debug", skip(parts, pairs))]
+pub async fn page(parts: Parts, Query(pairs): Query<Vec<(String, String)>>) -> Response {
+    let (l, _) = request_locale(&parts);
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let q = get("q").trim();
+    let back = get("back");
+    let t = table();
+    let hits = if q.is_empty() {
+        Vec::new()
+    } else {
+        t.search(q, MAX_RESULTS)
+    };
+    let n = |d| format_decimal(d, l, 2, 10);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><link rel=\"stylesheet\" href=\"/pkg/idem.css\"></head><body>\
+         <header class=\"site\"><a href=\"/{back_href}\">idem</a></header><main>\
+         <h1>{title}</h1><p class=\"note\">{source} {date}. {explain}</p>\
+         <form method=\"get\" action=\"/prices\" role=\"search\">\
+         <input type=\"hidden\" name=\"back\" value=\"{back}\"><input type=\"hidden\" name=\"lang\" value=\"{lang}\">\
+         <label for=\"model-q\">{label}</label> <input id=\"model-q\" name=\"q\" type=\"search\" value=\"{q}\" autofocus \
+         placeholder=\"claude sonnet · gpt-4.1 mini · gemini\"> <button type=\"submit\">{search}</button></form>",
+        lang = l.tag(),
+        title = tr(l, "Preços de um modelo", "A model's prices"),
+        back_href = if back.is_empty() { String::new() } else { format!("?{}", esc(back)) },
+        source = tr(l, "Tabela genai-prices (pydantic, licença MIT), preços em vigor em", "The genai-prices table (pydantic, MIT licence), prices in effect on"),
+        date = t.date,
+        explain = tr(
+            l,
+            "Preços em US$ por 1M de tokens. Escolher um modelo leva os preços para a calculadora e guarda no link o modelo e os preços, que não mudam quando a tabela for atualizada.",
+            "Prices in US$ per 1M tokens. Choosing a model takes its prices to the calculator and keeps the model and the prices in the link, which do not change when the table is updated."
+        ),
+        back = esc(back),
+        label = tr(l, "Buscar modelo", "Search models"),
+        q = esc(q),
+        search = tr(l, "Buscar", "Search"),
+    );
+    if !q.is_empty() && hits.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"scenario-error\" role=\"alert\">{}</p>",
+            tr(
+                l,
+                "Nenhum modelo da tabela tem essas palavras.",
+                "No model in the table has those words."
+            )
+        );
+    }
+    if !hits.is_empty() {
+        let _ = write!(
+            out,
+            "<div class=\"compare-scroll\"><table id=\"price-results\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\"></th></tr></thead><tbody>",
+            tr(l, "Modelo", "Model"),
+            tr(l, "Entrada", "Input"),
+            tr(l, "Entrada em cache", "Cached input"),
+            tr(l, "Saída", "Output"),
+        );
+        for m in hits {
+            let cached = match m.cached {
+                Some(c) => format!("US$ {}", n(c)),
+                None => tr(l, "sem desconto (= entrada)", "no discount (= input)").to_owned(),
+            };
+            let tier = if m.tiered {
+                format!(
+                    " <small>{}</small>",
+                    tr(
+                        l,
+                        "faixa base; prompts longos custam mais",
+                        "base tier; long prompts cost more"
+                    )
+                )
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                out,
+                "<tr data-model=\"{id}\"><th scope=\"row\"><code>{id}</code><br><small>{provider} · {name}</small>{tier}</th>\
+                 <td>US$ {input}</td><td>{cached}</td><td>US$ {output}</td>\
+                 <td><a class=\"use-model\" rel=\"external\" href=\"{href}\">{use_it}</a></td></tr>",
+                id = esc(&m.id),
+                provider = esc(m.provider_name),
+                name = esc(m.name),
+                input = n(m.input),
+                output = n(m.output),
+                href = esc(&use_href(back, m, t.date, l)),
+                use_it = tr(l, "Usar estes preços", "Use these prices"),
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    out.push_str("</main></body></html>");
+    ([(header::CACHE_CONTROL, "no-cache")], Html(out)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_keeps_the_rest_of_the_scenario() {
+        let t = table();
+        let m = t
+            .get("anthropic/claude-3-5-sonnet")
+            .unwrap_or_else(|| unreachable!());
+        let href = use_href(
+            "v=2&c=1000&px=5.33&pd=2026-11-30",
+            m,
+            "2026-12-01",
+            Locale::PtBr,
+        );
+        assert_eq!(
+            href,
+            "/?v=2&c=1000&pi=3&pca=0.3&po=15&px=5.33&u=1m&pc=USD&pd=2026-11-30&m=anthropic/claude-3-5-sonnet&md=2026-12-01"
+        );
+        // A v1 link, or none, starts from what it means.
+        assert!(use_href("", m, "2026-12-01", Locale::EnUs).ends_with("&lang=en-US"));
+    }
+}
