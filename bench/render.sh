@@ -5,6 +5,12 @@
 # rendering) in one run. Budget: the calculator's p50 under 10 ms.
 #
 #   bench/render.sh [seconds per page, default 10] [connections, default 1]
+#   IDEM_BENCH_BASELINE=/path/to/older/idem bench/render.sh 5 1
+#
+# With IDEM_BENCH_BASELINE, an earlier build serves beside this one and the
+# pages both understand are measured on both, interleaved (build it from a
+# worktree: `git worktree add /tmp/old <rev>` and `CARGO_TARGET_DIR=...
+# cargo build --release -p idem-server` there).
 #
 # It also prints the release wasm's size, raw and gzipped (budget: 1 MB and
 # 300 KB), when `cargo leptos build --release` has produced it.
@@ -14,35 +20,61 @@ secs=${1:-10}
 conns=${2:-1}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 cargo build --release -q -p idem-server --bin idem
-data=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-LEPTOS_OUTPUT_NAME=idem LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_PKG_DIR=pkg \
-  target/release/idem serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-base="http://127.0.0.1:$port"
-saved=$(curl -fs -o /dev/null -w '%{redirect_url}' -X POST --data 'q=v%3D1%26d%3D0.5&name=bench' "$base/s")
-saved=${saved#"$base"}
+# Starts `idem serve` from binary $1 on a free port; prints the base URL.
+start() {
+  local bin=$1 dir port
+  dir=$(mktemp -d)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  LEPTOS_OUTPUT_NAME=idem LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_PKG_DIR=pkg \
+    "$bin" serve --data-dir "$dir" --addr "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
+  pids+=($!)
+  dirs+=("$dir")
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+  echo "http://127.0.0.1:$port"
+}
+pids=()
+dirs=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; rm -rf "${dirs[@]}"' EXIT
+base=$(start target/release/idem)
+# Side by side with an earlier build, when one is given (IDEM_BENCH_BASELINE
+# is its `idem` binary): the pages both understand, interleaved.
+baseline=${IDEM_BENCH_BASELINE:-}
+if [ -n "$baseline" ]; then
+  old=$(start "$baseline")
+fi
+save() {
+  local b=$1 url
+  url=$(curl -fs -o /dev/null -w '%{redirect_url}' -X POST --data 'q=v%3D1%26d%3D0.5&name=bench' "$b/s")
+  echo "${url#"$b"}"
+}
+saved=$(save "$base")
 
-printf '%-44s %10s %10s %10s %10s\n' page 'req/s' p50 p90 p99
+printf '%-48s %10s %10s %10s %10s\n' page 'req/s' p50 p90 p99
 run() {
-  local label=$1 path=$2 out
-  out=$(wrk -t1 -c"$conns" -d"${secs}s" --latency "$base$path")
+  local label=$1 url=$2 out
+  out=$(wrk -t1 -c"$conns" -d"${secs}s" --latency "$url")
   local rps p50 p90 p99
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out")
   p90=$(awk '$1=="90%" {print $2}' <<<"$out")
   p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  printf '%-44s %10s %10s %10s %10s\n' "$label" "$rps" "$p50" "$p90" "$p99"
+  printf '%-48s %10s %10s %10s %10s\n' "$label" "$rps" "$p50" "$p90" "$p99"
 }
+edited="/?v=1&c=45000&pi=15&po=75&u=1m&d=0.5&ms=50&ac=180&oc=12.5&cr=2&cur=USD&fx=0.18&lang=en-US"
+contract="/?v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&dcs=80&u=1m&pc=USD&pd=2026-11-30&ms=50&ac=180&oc=12.5&cr=2"
 # Interleaved, so drift on this shared machine hits both sides alike.
 for round in 1 2; do
-  run "/healthz (floor) #$round" /healthz
-  run "/ calculator, reference #$round" /
-  run "/?… calculator, edited, English #$round" "/?v=1&c=45000&pi=15&po=75&u=1m&d=0.5&ms=50&ac=180&oc=12.5&cr=2&cur=USD&fx=0.18&lang=en-US"
-  run "$saved saved scenario #$round" "$saved"
-  run "/compare three scenarios #$round" "/compare?s=v%3D1&s=v%3D1%26d%3D0.5&s=${saved#/s/}"
+  run "/healthz (floor) #$round" "$base/healthz"
+  run "/ calculator, reference #$round" "$base/"
+  [ -n "$baseline" ] && run "  baseline: / calculator, reference #$round" "$old/"
+  run "/?… calculator, v1 link edited, English #$round" "$base$edited"
+  [ -n "$baseline" ] && run "  baseline: the same v1 link #$round" "$old$edited"
+  run "/?v=2… USD contract, cache, risk #$round" "$base$contract"
+  run "$saved saved scenario #$round" "$base$saved"
+  run "/compare three scenarios #$round" "$base/compare?s=v%3D1&s=v%3D1%26d%3D0.5&s=${saved#/s/}"
+  run "/charts/loss.svg reference #$round" "$base/charts/loss.svg?v=2"
+  run "/charts/tornado.svg USD contract #$round" "$base/charts/tornado.svg${contract#/}"
+  run "/prices?q=claude (model search) #$round" "$base/prices?q=claude"
 done
 
 wasm=target/site/pkg/idem.wasm

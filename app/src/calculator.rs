@@ -22,6 +22,23 @@ use idem_core::scenario::{
 use leptos::prelude::*;
 use rust_decimal::Decimal;
 
+/// What the server has to say about the price-table model a link names
+/// (one the bundled table does not have): markup the server writes, which
+/// hydration keeps, so the wasm carries neither the table nor the check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelNotice(pub String);
+
+fn model_notice() -> String {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<ModelNotice>().unwrap_or_default().0
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        String::new()
+    }
+}
+
 /// The query key that marks values as typed by a person in the page's
 /// locale (a form submitted without JavaScript) rather than canonical.
 pub const TYPED_KEY: &str = "t";
@@ -526,6 +543,7 @@ pub fn Calculator(
                 <NumberField form field=Field::PriceCached suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceCached))/>
                 <NumberField form field=Field::PriceOut suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceOut))/>
                 <p class="hint" id="model-note">{model_note}</p>
+                <p class="field-error" id="model-check" inner_html=model_notice()></p>
                 <p><a id="model-picker" rel="external" href=picker_href><T pt="Preencher com os preços de um modelo…" en="Fill in a model's prices…"/></a></p>
             </fieldset>
             <fieldset>

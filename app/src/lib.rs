@@ -15,7 +15,7 @@ pub mod calculator;
 pub mod charts;
 pub mod i18n;
 pub mod live;
-mod markup;
+pub mod markup;
 pub mod pages;
 
 use i18n::{tr, Prefs, T};

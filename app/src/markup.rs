@@ -3,7 +3,7 @@
 //! wasm far less than typed views (docs/PERFORMANCE.md).
 
 /// Escapes text for HTML content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -895,6 +895,14 @@ pub fn sensitivity(inputs: &CostInputs, pct: Decimal) -> Result<Vec<Swing>, Erro
         Field::PriceOut,
         Field::DuplicateRate,
     ];
+    // The inputs of a real contract, where they are in play: the exchange
+    // rate, and the cached share and price when any input is cached.
+    if inputs.price_currency != inputs.revenue_currency {
+        fields.push(Field::Fx);
+    }
+    if !inputs.dup_cache_share_pct.is_zero() {
+        fields.extend([Field::DupCacheShare, Field::PriceCached]);
+    }
     if inputs.risk.is_some() {
         fields.extend(Field::RISK);
     }
@@ -1146,5 +1154,14 @@ mod tests {
         // output tokens.
         let pos = |f| swings.iter().position(|s| s.field == f).unwrap();
         assert!(pos(Field::TokensIn) < pos(Field::TokensOut));
+        assert!(swings.iter().all(|s| s.field != Field::Fx), "one currency: no rate");
+        // A dollar contract moves with the rate, exactly as with the prices.
+        let mut usd = CostInputs::reference();
+        usd.price_currency = Currency::Usd;
+        usd.fx = Some(d("5.33"));
+        let swings = sensitivity(&usd, d("20")).unwrap();
+        let fx = swings.iter().find(|s| s.field == Field::Fx).unwrap();
+        let both = swings.iter().find(|s| s.field == Field::Conversations).unwrap();
+        assert_eq!(fx.width(), both.width());
     }
 }

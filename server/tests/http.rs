@@ -238,6 +238,18 @@ async fn the_model_picker_searches_the_table_on_the_server() {
         "the model is named"
     );
     assert!(html.contains("2026-12-01"));
+    assert!(!html.contains("não está na tabela"));
+    // A model the table does not have: said under the prices, and the
+    // link's own prices still give its numbers.
+    let html = common::page(&format!(
+        "{base}/?v=2&pi=3&pca=0.3&po=15&u=1m&pc=USD&px=5.33&m=nobody/gone-model&md=2025-01-01"
+    ))
+    .await;
+    assert!(
+        html.contains("O modelo «nobody/gone-model» não está na tabela"),
+        "{html}"
+    );
+    assert!(html.contains("R$ 0,1759"));
 }
 
 #[tokio::test]

@@ -7,11 +7,10 @@
 //! depends only on the query, so the `ETag` is a hash of it and the answer
 //! may be cached for a day.
 
-use axum::extract::{Path, Query};
+use super::extract::ScenarioQuery;
+use axum::extract::Path;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use idem_core::locale::Locale;
-use idem_core::scenario::Scenario;
 use sha2::{Digest, Sha256};
 
 fn plain(status: StatusCode, text: String) -> Response {
@@ -24,12 +23,8 @@ fn plain(status: StatusCode, text: String) -> Response {
 }
 
 /// The chart.
-#[tracing::instrument(level = "debug", skip(pairs, headers))]
-pub async fn svg(
-    Path(file): Path<String>,
-    Query(pairs): Query<Vec<(String, String)>>,
-    headers: HeaderMap,
-) -> Response {
+#[tracing::instrument(level = "debug", skip(query, headers))]
+pub async fn svg(Path(file): Path<String>, query: ScenarioQuery, headers: HeaderMap) -> Response {
     let Some(name) = file
         .strip_suffix(".svg")
         .filter(|n| app::charts::NAMES.contains(n))
@@ -42,21 +37,7 @@ pub async fn svg(
             ),
         );
     };
-    let locale = pairs
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "lang")
-        .and_then(|(_, v)| Locale::from_tag(v))
-        .unwrap_or_default();
-    let scenario = match Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
-        Ok(s) => s,
-        Err(e) => {
-            return plain(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                app::i18n::query_error_text(&e, locale),
-            )
-        }
-    };
+    let ScenarioQuery { scenario, locale } = query;
     let outputs = match scenario.compute() {
         Ok(o) => o,
         Err(e) => {

@@ -64,8 +64,52 @@ pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
                     .cloned()
                     .unwrap_or_default(),
             );
+            provide_context(app::calculator::ModelNotice(model_notice(&parts, locale)));
         }
     }
+}
+
+/// The notice under the prices when the page's link names a model the
+/// bundled price table does not have (a newer or older table dropped or
+/// renamed it): the link's prices still hold, since the link carries them.
+fn model_notice(parts: &Parts, l: Locale) -> String {
+    let query = match parts.uri.path().strip_prefix("/s/") {
+        Some(_) => parts
+            .extensions
+            .get::<PageScenarios>()
+            .and_then(|d| d.found.first())
+            .map(|v| v.query.clone()),
+        None if parts.uri.path() == "/" => parts.uri.query().map(str::to_owned),
+        None => None,
+    };
+    let Some(query) = query else {
+        return String::new();
+    };
+    let model = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == "m")
+        .map(|(_, v)| v)
+        .next_back()
+        .filter(|m| !m.is_empty());
+    let Some(model) = model else {
+        return String::new();
+    };
+    let table = crate::prices::table();
+    if table.get(model).is_some() {
+        return String::new();
+    }
+    let text = match l {
+        Locale::PtBr => format!(
+            "O modelo «{model}» não está na tabela de preços deste servidor (genai-prices de {}): os preços do link valem como estão.",
+            table.date
+        ),
+        Locale::EnUs => format!(
+            "The model “{model}” is not in this server's price table (genai-prices of {}): the link's prices hold as they are.",
+            table.date
+        ),
+    };
+    app::markup::esc(&text)
 }
 
 /// Middleware: before a page that shows saved scenarios renders (`/s/{id}`,
@@ -215,23 +259,9 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
 /// `GET /export.csv?<scenario query>&lang=`: the scenario's inputs and
 /// outputs as CSV. `value` is exact and locale-free (`148.5`); `formatted`
 /// is what the page shows (`R$ 148,50`).
-#[tracing::instrument(level = "debug", skip(pairs))]
-pub async fn export_csv(Query(pairs): Query<Vec<(String, String)>>) -> Response {
-    let locale = pairs
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "lang")
-        .and_then(|(_, v)| Locale::from_tag(v))
-        .unwrap_or_default();
-    let scenario = match Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
-        Ok(s) => s,
-        Err(e) => {
-            return refuse(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                app::i18n::query_error_text(&e, locale),
-            )
-        }
-    };
+#[tracing::instrument(level = "debug", skip(query))]
+pub async fn export_csv(query: super::extract::ScenarioQuery) -> Response {
+    let super::extract::ScenarioQuery { scenario, locale } = query;
     match csv_of(&scenario, locale) {
         Ok(body) => (
             [

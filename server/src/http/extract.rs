@@ -128,3 +128,43 @@ pub fn cookie(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
 pub fn request_locale_of(uri: &axum::http::Uri, headers: &axum::http::HeaderMap) -> Locale {
     query_locale(uri).unwrap_or_else(|| cookie_locale(headers))
 }
+
+/// A scenario link's query (v1 or v2) and its `lang`, for the pages that
+/// draw or export a scenario (`/charts/…`, `/export.csv`). A query the
+/// calculator refuses is answered 422 in plain text, in the calculator's
+/// own words and the request's language.
+#[derive(Debug, Clone)]
+pub struct ScenarioQuery {
+    /// The scenario.
+    pub scenario: idem_core::scenario::Scenario,
+    /// `lang`, else pt-BR.
+    pub locale: Locale,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ScenarioQuery {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let locale = pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "lang")
+            .and_then(|(_, v)| Locale::from_tag(v))
+            .unwrap_or_default();
+        let read = idem_core::scenario::Scenario::from_query(
+            pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        match read {
+            Ok(scenario) => Ok(ScenarioQuery { scenario, locale }),
+            Err(e) => Err((
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                app::i18n::query_error_text(&e, locale),
+            )
+                .into_response()),
+        }
+    }
+}

@@ -6,6 +6,7 @@
 
 use super::extract::request_locale;
 use crate::prices::{table, ModelPrice};
+use app::markup::esc;
 use axum::extract::Query;
 use axum::http::{header, request::Parts};
 use axum::response::{Html, IntoResponse, Response};
@@ -15,14 +16,6 @@ use std::fmt::Write;
 
 /// The most models one search lists.
 pub const MAX_RESULTS: usize = 60;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
 
 fn tr(l: Locale, pt: &'static str, en: &'static str) -> &'static str {
     app::i18n::tr(l, pt, en)
