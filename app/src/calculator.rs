@@ -8,7 +8,9 @@
 //! exports keep the last valid scenario and say so.
 
 use crate::charts::Charts;
-use crate::i18n::{currency_name, field_label, number_hint, problem_text, tr, Prefs, T};
+use crate::i18n::{
+    currency_name, field_label, number_hint, problem_text, query_error_text, tr, Prefs, T,
+};
 use crate::SavedView;
 use idem_core::cost::{CostOutputs, PriceUnit};
 use idem_core::locale::{
@@ -17,7 +19,8 @@ use idem_core::locale::{
 };
 use idem_core::locale::{Currency, Locale};
 use idem_core::scenario::{
-    depends_on, is_iso_date, is_model_id, parse_canonical, Choices, Field, Kind, Problem, Scenario,
+    depends_on, is_iso_date, is_model_id, parse_canonical, Choices, Field, Kind, Problem,
+    QueryError, Scenario,
 };
 use leptos::prelude::*;
 use rust_decimal::Decimal;
@@ -496,6 +499,21 @@ pub fn Calculator(
         }
     });
 
+    // A link that does not read as a scenario for a reason no field shows
+    // (a version, currency, unit, model id or date it cannot take) says so
+    // above the form; the server answers such a link 422.
+    let typed = initial.iter().any(|(k, _)| k == TYPED_KEY);
+    let link_error = (!typed)
+        .then(|| Scenario::from_query(initial.iter().map(|(k, v)| (k.as_str(), v.as_str()))).err())
+        .flatten()
+        .filter(|e| !matches!(e, QueryError::Fields(_)))
+        .map(|e| {
+            view! {
+                <p class="scenario-error" id="link-error" role="alert">
+                    {move || format!("{}: {}", tr(locale.get(), "Este link não é um cenário", "This link is not a scenario"), query_error_text(&e, locale.get()))}
+                </p>
+            }
+        });
     let live_banner = live_origin(&initial).map(|origin| {
         let start = Scenario::from_query(initial.iter().map(|(k, v)| (k.as_str(), v.as_str()))).ok();
         view! { <p class="saved-banner" id="live-banner">{move || origin.text(start.as_ref(), locale.get())}</p> }
@@ -505,6 +523,7 @@ pub fn Calculator(
         <h1><T pt="Quanto custa uma chamada que executa duas vezes" en="What a call that runs twice costs"/></h1>
         {saved_banner}
         {live_banner}
+        {link_error}
         <form class="calculator" method="get" action="/">
             <input type="hidden" name=TYPED_KEY value="1"/>
             <input type="hidden" name="v" value="2"/>

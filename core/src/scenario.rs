@@ -1154,14 +1154,20 @@ mod tests {
         // output tokens.
         let pos = |f| swings.iter().position(|s| s.field == f).unwrap();
         assert!(pos(Field::TokensIn) < pos(Field::TokensOut));
-        assert!(swings.iter().all(|s| s.field != Field::Fx), "one currency: no rate");
+        assert!(
+            swings.iter().all(|s| s.field != Field::Fx),
+            "one currency: no rate"
+        );
         // A dollar contract moves with the rate, exactly as with the prices.
         let mut usd = CostInputs::reference();
         usd.price_currency = Currency::Usd;
         usd.fx = Some(d("5.33"));
         let swings = sensitivity(&usd, d("20")).unwrap();
         let fx = swings.iter().find(|s| s.field == Field::Fx).unwrap();
-        let both = swings.iter().find(|s| s.field == Field::Conversations).unwrap();
+        let both = swings
+            .iter()
+            .find(|s| s.field == Field::Conversations)
+            .unwrap();
         assert_eq!(fx.width(), both.width());
     }
 }

@@ -369,3 +369,28 @@ async fn each_chart_is_an_svg_image_with_its_own_address() {
         "huge input never a 5xx"
     );
 }
+
+#[tokio::test]
+async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
+    let (base, _dir) = start().await;
+    for (link, why) in [
+        ("/?v=2&pc=JPY", "JPY"),
+        ("/?v=9", "version"),
+        ("/?v=2&pd=2026-02-30", "2026-02-30"),
+    ] {
+        let res = reqwest::get(format!("{base}{link}")).await.unwrap();
+        assert_eq!(res.status(), 422, "{link}");
+        let html = res.text().await.unwrap();
+        assert!(html.contains("id=\"link-error\""), "{link}");
+        assert!(html.contains(why), "{link}: {why}");
+    }
+    // A field's problem shows under the field, with 422 too.
+    let res = reqwest::get(format!("{base}/?v=2&d=150")).await.unwrap();
+    assert_eq!(res.status(), 422);
+    assert!(res.text().await.unwrap().contains("no máximo 100"));
+    // Good links, and forms typed without JavaScript, are 200.
+    for link in ["/", "/?v=1&d=0.5", "/?v=2&d=0.5", "/?t=1&d=0%2C5"] {
+        let res = reqwest::get(format!("{base}{link}")).await.unwrap();
+        assert_eq!(res.status(), 200, "{link}");
+    }
+}

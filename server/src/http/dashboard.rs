@@ -65,8 +65,29 @@ pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
                     .unwrap_or_default(),
             );
             provide_context(app::calculator::ModelNotice(model_notice(&parts, locale)));
+            // A calculator link that does not read as a scenario still gets
+            // the page (each problem under its field, or above the form),
+            // with 422 so a script that checks links can tell.
+            if parts.uri.path() == "/" && !link_reads(parts.uri.query().unwrap_or("")) {
+                if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+                    res.set_status(StatusCode::UNPROCESSABLE_ENTITY);
+                }
+            }
         }
     }
+}
+
+/// Whether a calculator query reads as a scenario: canonical, or typed in
+/// the page's language by a form submitted without JavaScript (`t=1`).
+fn link_reads(query: &str) -> bool {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    if pairs.iter().any(|(k, _)| k == app::calculator::TYPED_KEY) {
+        // Typed values are checked field by field on the page itself.
+        return true;
+    }
+    Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).is_ok()
 }
 
 /// The notice under the prices when the page's link names a model the
