@@ -8,9 +8,7 @@
 //! exports keep the last valid scenario and say so.
 
 use crate::charts::Charts;
-use crate::i18n::{
-    currency_name, field_label, number_hint, problem_text, query_error_text, tr, Prefs, T,
-};
+use crate::i18n::{currency_name, field_label, number_hint, problem_text, tr, Prefs, T};
 use crate::SavedView;
 use idem_core::cost::{CostOutputs, PriceUnit};
 use idem_core::locale::{
@@ -19,8 +17,7 @@ use idem_core::locale::{
 };
 use idem_core::locale::{Currency, Locale};
 use idem_core::scenario::{
-    depends_on, is_iso_date, is_model_id, parse_canonical, Choices, Field, Kind, Problem,
-    QueryError, Scenario,
+    depends_on, is_iso_date, is_model_id, parse_canonical, Choices, Field, Kind, Problem, Scenario,
 };
 use leptos::prelude::*;
 use rust_decimal::Decimal;
@@ -320,7 +317,9 @@ pub fn scenario_href(s: &Scenario, saved: Option<&SavedView>, l: Locale) -> Stri
     };
     let q = s.to_query();
     match saved {
-        Some(v) if v.query == q => {
+        // Compared as scenarios: a scenario saved as a v1 link is the same
+        // scenario as its v2 spelling.
+        Some(v) if saved_query(v) == q => {
             if lang.is_empty() {
                 format!("/s/{}", v.id)
             } else {
@@ -330,6 +329,28 @@ pub fn scenario_href(s: &Scenario, saved: Option<&SavedView>, l: Locale) -> Stri
         _ if lang.is_empty() => format!("/?{q}"),
         _ => format!("/?{q}&{lang}"),
     }
+}
+
+/// A saved scenario's query in this build's spelling (v2), whatever version
+/// it was saved in.
+fn saved_query(v: &SavedView) -> String {
+    Scenario::from_query(v.query.split('&').filter_map(|kv| kv.split_once('=')))
+        .map(|s| s.to_query())
+        .unwrap_or_else(|_| v.query.clone())
+}
+
+/// Percent-encodes free text (a scenario's name) for a query value: every
+/// byte but letters, digits and `-._~`.
+pub fn encode_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Percent-encodes a canonical query so it can travel as one parameter.
@@ -369,6 +390,15 @@ pub fn Calculator(
             .map(|s| scenario_href(&s, saved_for_href.as_ref(), locale.get()))
     });
     let query = Memo::new(move |_| last_valid.get().map(|s| s.to_query()));
+    // The CSV is named after the saved scenario while it is unchanged.
+    let saved_for_csv = saved.clone();
+    let csv_name = Signal::derive(move || {
+        let q = query.get()?;
+        saved_for_csv
+            .as_ref()
+            .filter(|v| !v.name.is_empty() && saved_query(v) == q)
+            .map(|v| v.name.clone())
+    });
     let stale = Signal::derive(move || scenario.with(|s| s.is_err()));
 
     // Keep the address bar on the current scenario, without a history entry
@@ -499,31 +529,15 @@ pub fn Calculator(
         }
     });
 
-    // A link that does not read as a scenario for a reason no field shows
-    // (a version, currency, unit, model id or date it cannot take) says so
-    // above the form; the server answers such a link 422.
-    let typed = initial.iter().any(|(k, _)| k == TYPED_KEY);
-    let link_error = (!typed)
-        .then(|| Scenario::from_query(initial.iter().map(|(k, v)| (k.as_str(), v.as_str()))).err())
-        .flatten()
-        .filter(|e| !matches!(e, QueryError::Fields(_)))
-        .map(|e| {
-            view! {
-                <p class="scenario-error" id="link-error" role="alert">
-                    {move || format!("{}: {}", tr(locale.get(), "Este link não é um cenário", "This link is not a scenario"), query_error_text(&e, locale.get()))}
-                </p>
-            }
-        });
-    let live_banner = live_origin(&initial).map(|origin| {
-        let start = Scenario::from_query(initial.iter().map(|(k, v)| (k.as_str(), v.as_str()))).ok();
-        view! { <p class="saved-banner" id="live-banner">{move || origin.text(start.as_ref(), locale.get())}</p> }
-    });
-
+    // What the server says about the link itself, written once by the
+    // server in both languages (CSS shows the page's): where "use these
+    // numbers" came from, or why the link is not a scenario. Hydration keeps
+    // the server's markup, so none of it is in the wasm.
+    let notices = notices_html(&initial);
     view! {
         <h1><T pt="Quanto custa uma chamada que executa duas vezes" en="What a call that runs twice costs"/></h1>
         {saved_banner}
-        {live_banner}
-        {link_error}
+        <div class="notices bi" inner_html=notices></div>
         <form class="calculator" method="get" action="/">
             <input type="hidden" name=TYPED_KEY value="1"/>
             <input type="hidden" name="v" value="2"/>
@@ -600,7 +614,7 @@ pub fn Calculator(
                 <button type="button" id="reset" on:click=reset><T pt="Restaurar cenário de referência" en="Restore the reference scenario"/></button>
             </div>
         </form>
-        <ShareBar href query stale save_disabled=Signal::derive(save_disabled)/>
+        <ShareBar href query stale csv_name save_disabled=Signal::derive(save_disabled)/>
         <section class="results" aria-live="polite">
             <h2><T pt="Resultados" en="Results"/></h2>
             {move || {
@@ -620,8 +634,87 @@ pub fn Calculator(
     }
 }
 
+/// Markup in both languages, the one the page is not in hidden by the
+/// stylesheet (`.bi [lang]`), so switching the language in place needs no
+/// copy of the text in the wasm.
+#[cfg(feature = "ssr")]
+pub fn bilingual(pt: &str, en: &str) -> String {
+    use crate::markup::esc;
+    format!(
+        "<span lang=\"pt-BR\">{}</span><span lang=\"en-US\">{}</span>",
+        esc(pt),
+        esc(en)
+    )
+}
+
+/// The notices above the form (server only; empty in the browser, where
+/// hydration keeps the server's): the live monitor's banner, and why a link
+/// is not a scenario when no field can say it (a version, currency, unit,
+/// model id or date it cannot take; the server answers such a link 422).
+fn notices_html(initial: &[(String, String)]) -> String {
+    #[cfg(feature = "ssr")]
+    {
+        let mut out = String::new();
+        let pairs = || initial.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let read = Scenario::from_query(pairs());
+        if let Some(origin) = live_origin(initial) {
+            let start = read.as_ref().ok();
+            out.push_str(&format!(
+                "<p class=\"saved-banner\" id=\"live-banner\">{}</p>",
+                bilingual(
+                    &origin.text(start, Locale::PtBr),
+                    &origin.text(start, Locale::EnUs)
+                )
+            ));
+        }
+        let typed = initial.iter().any(|(k, _)| k == TYPED_KEY);
+        if let (Err(e), false) = (&read, typed) {
+            if !matches!(e, idem_core::scenario::QueryError::Fields(_)) {
+                let why = |l| {
+                    format!(
+                        "{}: {}",
+                        tr(
+                            l,
+                            "Este link não é um cenário",
+                            "This link is not a scenario"
+                        ),
+                        crate::i18n::query_error_text(e, l)
+                    )
+                };
+                out.push_str(&format!(
+                    "<p class=\"scenario-error\" id=\"link-error\" role=\"alert\">{}</p>",
+                    bilingual(&why(Locale::PtBr), &why(Locale::EnUs))
+                ));
+            }
+        }
+        out
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        let _ = initial;
+        String::new()
+    }
+}
+
+/// A field's help line in both languages (server only, like the notices).
+fn help_html(f: Field) -> String {
+    #[cfg(feature = "ssr")]
+    {
+        bilingual(
+            crate::i18n::field_help(f, Locale::PtBr),
+            crate::i18n::field_help(f, Locale::EnUs),
+        )
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        let _ = f;
+        String::new()
+    }
+}
+
 /// Where a scenario came from when the live monitor's "use these numbers"
 /// opened it (`src=live` and its `lw`, `li`, `lt`, `la` keys).
+#[cfg(feature = "ssr")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveOrigin {
     window: String,
@@ -631,6 +724,7 @@ pub struct LiveOrigin {
 }
 
 /// The live monitor's provenance keys of a link, if it came from there.
+#[cfg(feature = "ssr")]
 pub fn live_origin(pairs: &[(String, String)]) -> Option<LiveOrigin> {
     let get = |k: &str| {
         pairs
@@ -647,6 +741,7 @@ pub fn live_origin(pairs: &[(String, String)]) -> Option<LiveOrigin> {
     })
 }
 
+#[cfg(feature = "ssr")]
 impl LiveOrigin {
     /// The banner: what came from the monitor, how the window was scaled,
     /// and which inputs are still the reference scenario's.
@@ -701,6 +796,7 @@ fn ShareBar(
     href: Memo<Option<String>>,
     query: Memo<Option<String>>,
     stale: Signal<bool>,
+    csv_name: Signal<Option<String>>,
     save_disabled: Signal<bool>,
 ) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
@@ -746,7 +842,11 @@ fn ShareBar(
             <a id="compare-link" rel="external" href=link(|q, _| format!("/compare?s={}", encode_param(q)))>
                 <T pt="Comparar com outro cenário" en="Compare with another scenario"/>
             </a>
-            <a id="export-csv" rel="external" href=link(|q, l| format!("/export.csv?{q}&lang={}", l.tag())) download="idem-scenario.csv">
+            <a id="export-csv" rel="external" download=""
+                href=move || q().map(|q| {
+                    let name = csv_name.get().map(|n| format!("&name={}", encode_text(&n))).unwrap_or_default();
+                    format!("/export.csv?{q}&lang={}{name}", locale.get().tag())
+                })>
                 <T pt="Exportar CSV" en="Export CSV"/>
             </a>
         </section>
@@ -794,9 +894,11 @@ fn NumberField(
                         }
                     }
                     aria-invalid=move || if error().is_some() { "true" } else { "false" }
+                    aria-describedby=format!("help-{}", field.key())
                 />
                 <span class="suffix">{move || suffix.get()}</span>
             </div>
+            <p class="help bi" id=format!("help-{}", field.key()) inner_html=help_html(field)></p>
             {move || hint.and_then(|h| h.get()).map(|h| view! { <p class="hint">{h}</p> })}
             {move || error().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
         </div>
@@ -816,7 +918,7 @@ pub struct Row {
     pub formula: String,
     /// The exact value, canonical (empty when there is none).
     pub exact: String,
-    /// The unit of the value: a currency code, `%`, or empty for counts.
+    /// The unit of the value: a currency code, `%`, or what is counted.
     pub unit: &'static str,
     /// A caveat printed beside the value (the claim exposure's).
     pub note: Option<String>,
@@ -953,7 +1055,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 format_pct(i.duplicate_rate_pct, l)
             ),
             exact: c(o.duplicated_conversations),
-            unit: "",
+            unit: tr(l, "conversas/mês", "conversations/month"),
             note: rounded_note(o.duplicated_conversations),
         },
         money_row(
@@ -1013,7 +1115,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 .into(),
             },
             exact: o.break_even_conversations.map(c).unwrap_or_default(),
-            unit: "",
+            unit: tr(l, "conversas/mês", "conversations/month"),
             note: None,
         },
     ]);
@@ -1033,7 +1135,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                     format_pct(ri.money_share_pct, l)
                 ),
                 exact: c(r.duplicated_charges),
-                unit: "",
+                unit: tr(l, "cobranças/mês", "charges/month"),
                 note: rounded_note(r.duplicated_charges),
             },
             money_row(
@@ -1154,5 +1256,31 @@ fn Results(scenario: Scenario, outputs: CostOutputs, blocked: Vec<Field>) -> imp
                     "The charts come back when every field is valid.")}</p>
             })}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_text_travels_in_a_query_value() {
+        assert_eq!(
+            encode_text("Contrato SP #2 & co+1"),
+            "Contrato%20SP%20%232%20%26%20co%2B1"
+        );
+        assert_eq!(encode_text("São"), "S%C3%A3o");
+    }
+
+    #[test]
+    fn a_saved_v1_scenario_keeps_its_short_link() {
+        let v = SavedView {
+            id: "0123456789ab".into(),
+            name: "old".into(),
+            query: "v=1&d=0.5".into(),
+            created_ms: 0,
+        };
+        let s = Scenario::from_query([("v", "2"), ("d", "0.5")]).unwrap_or_default();
+        assert_eq!(scenario_href(&s, Some(&v), Locale::PtBr), "/s/0123456789ab");
     }
 }

@@ -6,7 +6,7 @@
 //! next to its use cannot drift out of sync with it.
 
 use idem_core::locale::{Currency, Locale};
-use idem_core::scenario::{Field, Problem, QueryError};
+use idem_core::scenario::{Field, Problem};
 use leptos::prelude::*;
 
 /// The page's locale, shared by every component through context.
@@ -109,6 +109,94 @@ pub fn field_label(f: Field, l: Locale) -> &'static str {
     }
 }
 
+/// A field's one-line help: what it counts and in what unit (written by
+/// the server only, in both languages).
+#[cfg(feature = "ssr")]
+pub fn field_help(f: Field, l: Locale) -> &'static str {
+    match f {
+        Field::Conversations => tr(
+            l,
+            "Conversas resolvidas num mês; um número inteiro.",
+            "Conversations resolved in a month; a whole number.",
+        ),
+        Field::Calls => tr(
+            l,
+            "Chamadas ao modelo numa conversa, em média (1,5 vale).",
+            "Model calls in one conversation, on average (1.5 is fine).",
+        ),
+        Field::TokensIn => tr(
+            l,
+            "Tokens enviados ao modelo em cada chamada, os do cache incluídos.",
+            "Tokens sent to the model in each call, cached ones included.",
+        ),
+        Field::CachedShare => tr(
+            l,
+            "Percentual da entrada que o provedor serve do cache de prompt.",
+            "Percent of the input the provider serves from its prompt cache.",
+        ),
+        Field::TokensOut => tr(
+            l,
+            "Tokens que o modelo gera em cada chamada, raciocínio incluído.",
+            "Tokens the model generates in each call, reasoning included.",
+        ),
+        Field::PriceIn => tr(
+            l,
+            "O que o contrato cobra pela entrada, na moeda e unidade escolhidas.",
+            "What the contract charges for input, in the chosen currency and unit.",
+        ),
+        Field::PriceCached => tr(
+            l,
+            "O preço da entrada servida do cache (costuma ser 10% da entrada).",
+            "The price of input served from the cache (often 10% of input).",
+        ),
+        Field::PriceOut => tr(
+            l,
+            "O que o contrato cobra pela saída, na moeda e unidade escolhidas.",
+            "What the contract charges for output, in the chosen currency and unit.",
+        ),
+        Field::Fx => tr(
+            l,
+            "Quanto vale 1 unidade da moeda dos preços na moeda da receita.",
+            "What 1 unit of the price currency is worth in the revenue currency.",
+        ),
+        Field::Ticket => tr(
+            l,
+            "Receita de uma conversa resolvida, na moeda da receita.",
+            "Revenue from one resolved conversation, in the revenue currency.",
+        ),
+        Field::DuplicateRate => tr(
+            l,
+            "Percentual de conversas em que a chamada final roda de novo.",
+            "Percent of conversations whose closing call runs again.",
+        ),
+        Field::DupCacheShare => tr(
+            l,
+            "Percentual da entrada de uma repetição que ainda está no cache.",
+            "Percent of a repeated call's input still in the cache.",
+        ),
+        Field::MoneyShare => tr(
+            l,
+            "Percentual das duplicatas que cobram o cliente.",
+            "Percent of duplicates that charge the customer.",
+        ),
+        Field::AvgCharge => tr(
+            l,
+            "Valor médio de uma cobrança, na moeda da receita.",
+            "Average amount of one charge, in the revenue currency.",
+        ),
+        Field::OpsCost => tr(
+            l,
+            "Suporte, conciliação e estorno de cada cobrança em dobro.",
+            "Support, reconciliation and refund of each double charge.",
+        ),
+        Field::ClaimRate => tr(
+            l,
+            "Percentual das cobranças em dobro que viram reclamação.",
+            "Percent of double charges that become a claim.",
+        ),
+    }
+}
+
 /// What to fix, in the reader's language.
 pub fn problem_text(p: Problem, l: Locale) -> &'static str {
     match p {
@@ -150,10 +238,11 @@ pub fn problem_text(p: Problem, l: Locale) -> &'static str {
 }
 
 /// Why a link is not a scenario, in the reader's language: the same words
-/// the calculator puts under each field.
-pub fn query_error_text(e: &QueryError, l: Locale) -> String {
+/// the calculator puts under each field (server only).
+#[cfg(feature = "ssr")]
+pub fn query_error_text(e: &idem_core::scenario::QueryError, l: Locale) -> String {
     match e {
-        QueryError::Fields(p) => {
+        idem_core::scenario::QueryError::Fields(p) => {
             p.0.iter()
                 .map(|(f, p)| format!("{}: {}", field_label(*f, l), problem_text(*p, l)))
                 .collect::<Vec<_>>()

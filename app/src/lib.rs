@@ -180,7 +180,7 @@ pub fn App() -> impl IntoView {
         <Router>
             <header class="top">
                 <span class="brand">"idem"</span>
-                <span class="tagline"><T pt="Dinheiro e chamadas de modelo que executam duas vezes" en="Money and model calls that execute twice"/></span>
+                <span class="tagline"><T pt="Dinheiro e chamadas de modelo que executam uma vez só" en="Money and model calls that execute once"/></span>
                 <PageLinks/>
                 <LocaleSwitch/>
             </header>

@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS } from './helpers.mjs';
 
 let browser;
@@ -13,8 +14,15 @@ after(async () => { await browser?.close(); });
 test('English by the visible switch: numbers, inputs, address bar and cookie follow', async () => {
   const { context, page, errors } = await openPage(browser, '/?v=1&d=0.5');
   await hydrated(page);
+  // Every input says what it counts, in the page's language; the tagline
+  // states the promise.
+  assert.equal(await page.locator('#help-c').innerText(), 'Conversas resolvidas num mês; um número inteiro.');
+  assert.equal(await page.getAttribute('#in-c', 'aria-describedby'), 'help-c');
+  assert.match(await page.locator('.tagline').innerText(), /executam uma vez só/);
   await page.click('#lang-en-US');
   await waitOut(page, 'monthly_token_waste', 'R$24.75');
+  assert.equal(await page.locator('#help-c').innerText(), 'Conversations resolved in a month; a whole number.');
+  assert.match(await page.locator('.tagline').innerText(), /execute once/);
   assert.equal(await text(page, 'monthly_revenue'), 'R$36,000.00');
   assert.equal(await page.inputValue('#in-c'), '30,000');
   assert.equal(await page.inputValue('#in-d'), '0.5');
@@ -156,16 +164,31 @@ test('the three charts are images the server draws, following the inputs, with t
   await context.close();
 });
 
-test('CSV export downloads the inputs and outputs', async () => {
+test('CSV export downloads the inputs and outputs in the page\'s dialect', async () => {
   const { context, page, errors } = await openPage(browser, '/?v=1&d=0.5');
   await hydrated(page);
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
-  const csv = await readFile(await download.path(), 'utf8');
-  const lines = csv.trim().split('\n');
-  assert.equal(lines[0], 'section,key,label,value,formatted');
-  assert.ok(lines.includes('input,d,Conversas que repetem a chamada,0.5,"0,5"'), csv);
-  assert.ok(lines.includes('output,monthly_token_waste,Token queimado por mês,24.75,"R$ 24,75"'), csv);
-  assert.ok(lines.includes('output,break_even_conversations,Conversas a mais para empatar,21,21'), csv);
+  assert.match(download.suggestedFilename(), /^idem-[0-9a-f]{12}-\d{4}-\d\d-\d\d\.csv$/);
+  const path = await download.path();
+  const csv = await readFile(path, 'utf8');
+  // pt-BR: a byte-order mark and `;`, so Excel in Portuguese opens columns.
+  assert.ok(csv.startsWith('\ufeff'), 'UTF-8 byte-order mark');
+  const lines = csv.slice(1).trim().split('\n');
+  assert.equal(lines[0], 'section;key;label;value;formatted;unit');
+  assert.ok(lines.includes('input;d;Conversas que repetem a chamada;0.5;0,5;%'), csv);
+  assert.ok(lines.includes('output;monthly_token_waste;Token queimado por mês;24.75;R$ 24,75;BRL'), csv);
+  assert.ok(lines.includes('output;break_even_conversations;Conversas a mais para empatar;21;21;conversas/mês'), csv);
+  // Python's csv module reads it with the documented dialect.
+  const py = `
+import csv, sys
+with open(sys.argv[1], encoding="utf-8-sig", newline="") as f:
+    rows = list(csv.reader(f, delimiter=";"))
+assert all(len(r) == 6 for r in rows), rows
+waste = [r for r in rows if r[1] == "monthly_token_waste"][0]
+assert waste[3] == "24.75" and waste[4] == "R$ 24,75", waste
+print("ok")
+`;
+  assert.equal(execFileSync('python3', ['-c', py, path]).toString().trim(), 'ok');
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -262,9 +262,16 @@ async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
     .unwrap();
     assert_eq!(res.status(), 200);
     let csv = res.text().await.unwrap();
-    assert!(csv.contains("input,pc,Moeda dos preços,USD,USD"), "{csv}");
-    assert!(csv.contains("input,px,Câmbio,5.33,"), "{csv}");
-    assert!(csv.contains("note,monthly_claim_exposure,"), "{csv}");
+    assert!(
+        csv.contains("input;pc;Moeda dos preços;USD;USD;\n"),
+        "{csv}"
+    );
+    assert!(csv.contains("input;px;Câmbio;5.33;5,33;BRL/USD\n"), "{csv}");
+    assert!(
+        csv.contains("input;pi;Preço dos tokens de entrada;3;3,00;USD/1M tokens\n"),
+        "{csv}"
+    );
+    assert!(csv.contains("note;monthly_claim_exposure;"), "{csv}");
     assert!(csv.contains("CDC art. 42"), "{csv}");
     for bad in [
         "v=2&pc=JPY",

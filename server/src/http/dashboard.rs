@@ -277,19 +277,23 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
     }
 }
 
-/// `GET /export.csv?<scenario query>&lang=`: the scenario's inputs and
-/// outputs as CSV. `value` is exact and locale-free (`148.5`); `formatted`
-/// is what the page shows (`R$ 148,50`).
-#[tracing::instrument(level = "debug", skip(query))]
-pub async fn export_csv(query: super::extract::ScenarioQuery) -> Response {
+/// `GET /export.csv?<scenario query>&lang=[&name=]`: the scenario's inputs
+/// and outputs as CSV in the page's locale (see [`csv_of`]), downloaded as
+/// `idem-<name or id>-<date>.csv`.
+#[tracing::instrument(level = "debug", skip(query, name))]
+pub async fn export_csv(
+    query: super::extract::ScenarioQuery,
+    Query(name): Query<CsvName>,
+) -> Response {
     let super::extract::ScenarioQuery { scenario, locale } = query;
+    let file = csv_file_name(&scenario, name.name.as_deref(), now_ms());
     match csv_of(&scenario, locale) {
         Ok(body) => (
             [
-                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
                 (
                     header::CONTENT_DISPOSITION,
-                    "attachment; filename=\"idem-scenario.csv\"",
+                    format!("attachment; filename=\"{file}\""),
                 ),
             ],
             body,
@@ -299,52 +303,117 @@ pub async fn export_csv(query: super::extract::ScenarioQuery) -> Response {
     }
 }
 
-/// The CSV text of a scenario: a header, one row per input, one per output.
+/// The optional `name` of `/export.csv`: the saved scenario's name.
+#[derive(Debug, serde::Deserialize)]
+pub struct CsvName {
+    name: Option<String>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// `idem-<name>-<YYYY-MM-DD>.csv`: the saved name folded to ASCII letters,
+/// digits and dashes (at most 40), else the scenario's 12-hex id; the date
+/// of the export (UTC).
+pub fn csv_file_name(s: &Scenario, name: Option<&str>, now_ms: i64) -> String {
+    let mut slug = String::new();
+    for c in name.unwrap_or("").chars().flat_map(char::to_lowercase) {
+        let c = match c {
+            'á' | 'à' | 'â' | 'ã' | 'ä' => 'a',
+            'é' | 'ê' | 'è' | 'ë' => 'e',
+            'í' | 'ì' | 'î' | 'ï' => 'i',
+            'ó' | 'ò' | 'ô' | 'õ' | 'ö' => 'o',
+            'ú' | 'ù' | 'û' | 'ü' => 'u',
+            'ç' => 'c',
+            c if c.is_ascii_alphanumeric() => c,
+            _ => '-',
+        };
+        if c != '-' || !slug.ends_with('-') {
+            slug.push(c);
+        }
+    }
+    let slug: String = slug.trim_matches('-').chars().take(40).collect();
+    let slug = slug.trim_end_matches('-');
+    let id = if slug.is_empty() {
+        s.saved_id("")
+    } else {
+        slug.to_owned()
+    };
+    let day: String = app::i18n::utc_minute(now_ms).chars().take(10).collect();
+    format!("idem-{id}-{day}.csv")
+}
+
+/// The CSV text of a scenario: a header, one row per input, one per output,
+/// one per caveat. The dialect follows the locale, so a spreadsheet opens
+/// it in columns: pt-BR is `;`-separated with a UTF-8 byte-order mark (what
+/// Excel in Portuguese expects); English is `,`-separated without one. Both
+/// quote with `"` and end lines with `\n`. Columns: `section`, `key`,
+/// `label`, `value` (exact and locale-free, `148.5`), `formatted` (as the
+/// page shows it, `R$ 148,50`) and `unit` (a currency code, `%`, or what is
+/// counted).
 pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
     let outputs = s
         .compute()
         .map_err(|e| format!("the scenario cannot be computed: {e}"))?;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut write = |r: [&str; 5]| w.write_record(r).map_err(|e| e.to_string());
-    write(["section", "key", "label", "value", "formatted"])?;
+    let pt = l == Locale::PtBr;
+    let mut w = csv::WriterBuilder::new()
+        .delimiter(if pt { b';' } else { b',' })
+        .from_writer(Vec::new());
+    let mut write = |r: [&str; 6]| w.write_record(r).map_err(|e| e.to_string());
+    write(["section", "key", "label", "value", "formatted", "unit"])?;
+    let label = |pt_text: &'static str, en: &'static str| if pt { pt_text } else { en };
+    let i = &s.inputs;
+    let (pc, rc) = (i.price_currency.code(), i.revenue_currency.code());
+    let per = match i.price_unit {
+        idem_core::cost::PriceUnit::PerThousand => "1k",
+        idem_core::cost::PriceUnit::PerMillion => "1M",
+    };
+    let price_unit = format!("{pc}/{per} tokens");
+    let fx_unit = format!("{rc}/{pc}");
     for f in Field::ALL {
         let Some(v) = f.get(s) else { continue };
         let exact = idem_core::scenario::canonical(v);
         let shown = app::calculator::display_text(f, v, l);
-        write(["input", f.key(), field_label(f, l), &exact, &shown])?;
+        let unit: &str = match f {
+            Field::Conversations => label("conversas/mês", "conversations/month"),
+            Field::Calls => label("chamadas/conversa", "calls/conversation"),
+            Field::TokensIn | Field::TokensOut => label("tokens/chamada", "tokens/call"),
+            Field::PriceIn | Field::PriceCached | Field::PriceOut => &price_unit,
+            Field::Fx => &fx_unit,
+            Field::Ticket | Field::AvgCharge | Field::OpsCost => rc,
+            _ => "%",
+        };
+        write(["input", f.key(), field_label(f, l), &exact, &shown, unit])?;
     }
-    let unit = match s.inputs.price_unit {
+    let unit = match i.price_unit {
         idem_core::cost::PriceUnit::PerThousand => "1k",
         idem_core::cost::PriceUnit::PerMillion => "1m",
     };
-    let pt = l == Locale::PtBr;
-    let label = |pt_text: &'static str, en: &'static str| if pt { pt_text } else { en };
+    let tokens = label("tokens", "tokens");
     write([
         "input",
         "u",
-        label("Unidade dos preços (tokens)", "Price unit (tokens)"),
+        label("Unidade dos preços", "Price unit"),
         unit,
         unit,
+        tokens,
     ])?;
-    let pc = s.inputs.price_currency.code();
     write([
         "input",
         "pc",
         label("Moeda dos preços", "Price currency"),
         pc,
         pc,
+        "",
     ])?;
-    let rc = s.currency().code();
-    write([
-        "input",
-        "rc",
-        label(
-            "Moeda da receita e dos resultados",
-            "Revenue and results currency",
-        ),
-        rc,
-        rc,
-    ])?;
+    let revenue_label = label(
+        "Moeda da receita e dos resultados",
+        "Revenue and results currency",
+    );
+    write(["input", "rc", revenue_label, rc, rc, ""])?;
     if let Some(d) = s.fx_date.as_deref() {
         write([
             "input",
@@ -352,6 +421,7 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
             label("Data do câmbio", "Exchange rate date"),
             d,
             d,
+            "",
         ])?;
     }
     if let Some(m) = s.model.as_deref() {
@@ -361,6 +431,7 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
             label("Modelo (tabela de preços)", "Model (price table)"),
             m,
             m,
+            "",
         ])?;
         if let Some(d) = s.model_date.as_deref() {
             write([
@@ -369,21 +440,23 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
                 label("Data da tabela de preços", "Price table date"),
                 d,
                 d,
+                "",
             ])?;
         }
     }
     let rows = app::calculator::rows(s, &outputs, l);
     for r in &rows {
-        write(["output", r.key, r.label, &r.exact, &r.value])?;
+        write(["output", r.key, r.label, &r.exact, &r.value, r.unit])?;
     }
     // Caveats travel with the numbers they qualify (the claim exposure's).
     for r in &rows {
         if let Some(n) = &r.note {
-            write(["note", r.key, r.label, "", n])?;
+            write(["note", r.key, r.label, "", n, ""])?;
         }
     }
     let bytes = w.into_inner().map_err(|e| e.to_string())?;
-    String::from_utf8(bytes).map_err(|e| e.to_string())
+    let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+    Ok(if pt { format!("\u{feff}{text}") } else { text })
 }
 
 #[cfg(test)]
@@ -398,30 +471,62 @@ mod tests {
     #[test]
     fn the_reference_scenario_exports_its_numbers() {
         let text = csv_of(&Scenario::default(), Locale::PtBr).unwrap_or_default();
+        // pt-BR: a byte-order mark, then `;`-separated with decimal commas.
         assert!(
-            text.starts_with("section,key,label,value,formatted\n"),
+            text.starts_with("\u{feff}section;key;label;value;formatted;unit\n"),
             "{text}"
         );
         assert!(
-            text.contains("input,pi,Preço dos tokens de entrada,0.015,\"0,015\"\n"),
+            text.contains("input;pi;Preço dos tokens de entrada;0.015;0,015;BRL/1k tokens\n"),
             "{text}"
         );
         assert!(
             text.contains(
-                "output,monthly_token_waste,Token queimado por mês,148.5,\"R$ 148,50\"\n"
+                "output;monthly_token_waste;Token queimado por mês;148.5;R$ 148,50;BRL\n"
             ),
             "{text}"
         );
         assert!(
             text.contains(
-                "output,break_even_conversations,Conversas a mais para empatar,124,124\n"
+                "output;break_even_conversations;Conversas a mais para empatar;124;124;conversas/mês\n"
             ),
             "{text}"
         );
+        // Read back with the documented dialect, every row has six fields.
+        let mut r = csv::ReaderBuilder::new()
+            .delimiter(b';')
+            .from_reader(text.trim_start_matches('\u{feff}').as_bytes());
+        assert!(r
+            .records()
+            .all(|rec| rec.map(|x| x.len() == 6).unwrap_or(false)));
         let en = csv_of(&Scenario::default(), Locale::EnUs).unwrap_or_default();
         assert!(
-            en.contains("output,annual_token_waste,Tokens burnt per year,1782,\"R$1,782.00\"\n"),
+            en.starts_with("section,key,label,value,formatted,unit\n"),
             "{en}"
+        );
+        assert!(
+            en.contains(
+                "output,annual_token_waste,Tokens burnt per year,1782,\"R$1,782.00\",BRL\n"
+            ),
+            "{en}"
+        );
+    }
+
+    #[test]
+    fn the_csv_file_carries_the_name_or_id_and_the_date() {
+        let s = Scenario::default();
+        let day = 1_796_040_300_000; // 2026-11-30 12:05 UTC
+        assert_eq!(
+            csv_file_name(&s, Some("Contrato São Paulo / 2026"), day),
+            "idem-contrato-sao-paulo-2026-2026-11-30.csv"
+        );
+        assert_eq!(
+            csv_file_name(&s, None, day),
+            format!("idem-{}-2026-11-30.csv", s.saved_id(""))
+        );
+        assert_eq!(
+            csv_file_name(&s, Some("\"; rm -rf /"), day),
+            "idem-rm-rf-2026-11-30.csv"
         );
     }
 
