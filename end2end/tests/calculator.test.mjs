@@ -31,6 +31,9 @@ test('the server-rendered page shows the reference scenario, the same after hydr
   }
   assert.match(await page.locator('[data-key="monthly_token_waste"] .formula').innerText(), /900 × R\$ 0,165 = R\$ 148,50/);
   assert.match(await page.locator('[data-key="break_even_conversations"] .formula').innerText(), /⌈R\$ 148,50 \/ R\$ 1,20⌉ = 124/);
+  // The wasm travels compressed (the browser asks for brotli).
+  const encoding = await page.evaluate(async () => (await fetch('/pkg/idem.wasm')).headers.get('content-encoding'));
+  assert.equal(encoding, 'br');
   await page.screenshot({ path: `${ARTIFACTS}/calculator-reference.png`, fullPage: true });
   assert.deepEqual(errors, []);
   await context.close();

@@ -401,3 +401,34 @@ async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
         assert_eq!(res.status(), 200, "{link}");
     }
 }
+
+#[tokio::test]
+async fn text_responses_are_compressed_when_the_client_asks() {
+    let (base, _dir) = start().await;
+    let client = reqwest::Client::new();
+    for path in [
+        "/",
+        "/charts/loss.svg?v=2",
+        "/export.csv?v=2",
+        "/prices?q=claude",
+    ] {
+        let identity = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert!(
+            identity.headers().get("content-encoding").is_none(),
+            "{path}"
+        );
+        let plain = identity.bytes().await.unwrap().len();
+        for enc in ["br", "gzip"] {
+            let res = client
+                .get(format!("{base}{path}"))
+                .header("accept-encoding", enc)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200, "{path}");
+            assert_eq!(res.headers()["content-encoding"], enc, "{path}");
+            let sent = res.bytes().await.unwrap().len();
+            assert!(sent * 2 < plain, "{path} {enc}: {sent} of {plain} bytes");
+        }
+    }
+}

@@ -31,6 +31,7 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use metrics::{observe, serve_metrics};
 pub use state::{ApiParts, ApiState, AppState};
 use tokio::net::TcpListener;
+use tower_http::compression::CompressionLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
@@ -82,6 +83,11 @@ pub fn router(state: AppState) -> Router {
         // Outermost first: an id for every request (the client's, or a new
         // one), echoed in the response, and a span carrying it. Failures are
         // logged where they happen, once, so the trace layer logs none.
+        // Every text response and the wasm, compressed with brotli or gzip
+        // when the client asks (tower-http's default predicate leaves out
+        // bodies under 32 bytes, images and server-sent events, whose
+        // events must not wait in a compressor's buffer).
+        .layer(CompressionLayer::new())
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(metrics::request_span)
