@@ -7,20 +7,12 @@
 //! depends only on the query, so the `ETag` is a hash of it and the answer
 //! may be cached for a day.
 
+use super::error::plain_text;
 use super::extract::ScenarioQuery;
 use axum::extract::Path;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
-
-fn plain(status: StatusCode, text: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        text,
-    )
-        .into_response()
-}
 
 /// The chart.
 #[tracing::instrument(level = "debug", skip(query, headers))]
@@ -29,7 +21,7 @@ pub async fn svg(Path(file): Path<String>, query: ScenarioQuery, headers: Header
         .strip_suffix(".svg")
         .filter(|n| app::charts::NAMES.contains(n))
     else {
-        return plain(
+        return plain_text(
             StatusCode::NOT_FOUND,
             format!(
                 "no chart `{file}`; the charts are {}",
@@ -41,7 +33,7 @@ pub async fn svg(Path(file): Path<String>, query: ScenarioQuery, headers: Header
     let outputs = match scenario.compute() {
         Ok(o) => o,
         Err(e) => {
-            return plain(
+            return plain_text(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!("the scenario cannot be computed: {e}"),
             )
@@ -67,7 +59,7 @@ pub async fn svg(Path(file): Path<String>, query: ScenarioQuery, headers: Header
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag), cache]).into_response();
     }
     let Some(body) = app::charts::chart_svg(name, &scenario, &outputs, locale) else {
-        return plain(StatusCode::NOT_FOUND, format!("no chart `{file}`"));
+        return plain_text(StatusCode::NOT_FOUND, format!("no chart `{file}`"));
     };
     (
         [

@@ -5,6 +5,7 @@
 //! Saving and exporting are plain form posts and links, so both work
 //! without JavaScript.
 
+use super::error::plain_text as refuse;
 use super::extract::request_locale;
 use super::state::ApiState;
 use app::i18n::{field_label, RequestLocale};
@@ -216,15 +217,6 @@ pub struct SaveForm {
     /// An optional name.
     #[serde(default)]
     name: String,
-}
-
-fn refuse(status: StatusCode, text: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        text,
-    )
-        .into_response()
 }
 
 /// `POST /s`: saves the scenario and answers 303 to its short link. The id

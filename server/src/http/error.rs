@@ -284,3 +284,15 @@ pub struct ProblemDoc {
     /// What to fix.
     pub detail: Option<String>,
 }
+
+/// A plain-text answer, for the dashboard's routes (a form post, a CSV, a
+/// chart) where a person or a spreadsheet reads the reason, not a problem
+/// document.
+pub fn plain_text(status: StatusCode, text: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}

@@ -159,12 +159,10 @@ impl<S: Send + Sync> FromRequestParts<S> for ScenarioQuery {
         );
         match read {
             Ok(scenario) => Ok(ScenarioQuery { scenario, locale }),
-            Err(e) => Err((
+            Err(e) => Err(super::error::plain_text(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
                 app::i18n::query_error_text(&e, locale),
-            )
-                .into_response()),
+            )),
         }
     }
 }
