@@ -1379,7 +1379,7 @@ async fn dashboard_saves_shows_compares_and_exports_scenarios(s: &Srv) {
         .starts_with("attachment"));
     let body = csv.text().await.unwrap();
     assert!(
-        body.contains("output,monthly_token_waste,Tokens burnt per month,24.75,R$24.75\n"),
+        body.contains("output,monthly_token_waste,Tokens burnt per month,24.75,R$24.75,BRL\n"),
         "{body}"
     );
     let bad = http
