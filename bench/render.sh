@@ -20,7 +20,8 @@ secs=${1:-10}
 conns=${2:-1}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 cargo build --release -q -p idem-server --bin idem
-# Starts `idem serve` from binary $1 on a free port; prints the base URL.
+# Starts `idem serve` from binary $1 on a free port; sets $url to its base
+# URL. (Not run in a subshell: the cleanup must know every server.)
 start() {
   local bin=$1 dir port
   dir=$(mktemp -d)
@@ -30,17 +31,19 @@ start() {
   pids+=($!)
   dirs+=("$dir")
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-  echo "http://127.0.0.1:$port"
+  url="http://127.0.0.1:$port"
 }
 pids=()
 dirs=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; rm -rf "${dirs[@]}"' EXIT
-base=$(start target/release/idem)
+start target/release/idem
+base=$url
 # Side by side with an earlier build, when one is given (IDEM_BENCH_BASELINE
 # is its `idem` binary): the pages both understand, interleaved.
 baseline=${IDEM_BENCH_BASELINE:-}
 if [ -n "$baseline" ]; then
-  old=$(start "$baseline")
+  start "$baseline"
+  old=$url
 fi
 save() {
   local b=$1 url
