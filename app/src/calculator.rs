@@ -222,28 +222,9 @@ impl Form {
         out
     }
 
-    /// The scenario, or each field's problem.
-    pub fn scenario(&self, l: Locale) -> Result<Scenario, Vec<(Field, String)>> {
-        let problems = self.problems(l);
-        if !problems.is_empty() {
-            return Err(problems);
-        }
-        let values: Vec<Option<Decimal>> = Field::ALL
-            .into_iter()
-            .map(|f| self.read(f, l).ok().flatten())
-            .collect();
-        Scenario::from_values(|f| values[idx(f)], self.choices(), true)
-            .map(|s| self.with_meta(s))
-            .map_err(|p| {
-                p.0.into_iter()
-                    .map(|(f, p)| (f, problem_text(p, l).to_owned()))
-                    .collect()
-            })
-    }
-
     /// The scenario with every refused field replaced by a stand-in, and
     /// the refused fields: what the outputs that do not depend on them are
-    /// computed from.
+    /// computed from. With no field refused, it is the form's scenario.
     pub fn lenient(&self, l: Locale) -> (Scenario, Vec<Field>) {
         let blocked: Vec<Field> = self.problems(l).into_iter().map(|(f, _)| f).collect();
         let risk_blocked = Field::RISK.iter().any(|f| blocked.contains(f));
@@ -372,16 +353,20 @@ pub fn Calculator(
     let prefs = expect_context::<Prefs>();
     let locale = prefs.locale;
     let form = Form::from_query(&initial, locale.get_untracked());
-    let scenario = Memo::new(move |_| form.scenario(locale.get()));
+    // Every field read and checked once per change: the scenario (with
+    // stand-ins for refused fields), its outputs, and the refused fields.
+    let lenient = Memo::new(move |_| {
+        let (s, blocked) = form.lenient(locale.get());
+        let outputs = s.compute().ok();
+        (s, outputs, blocked)
+    });
+    // The scenario while every field agrees.
+    let scenario =
+        Memo::new(move |_| lenient.with(|(s, _, blocked)| blocked.is_empty().then(|| s.clone())));
     // The last scenario every field agreed on: what links and exports keep
     // while a field is being fixed (None until there is one).
     let last_valid = Memo::new(move |prev: Option<&Option<Scenario>>| {
-        scenario.get().ok().or_else(|| prev.cloned().flatten())
-    });
-    let lenient = Memo::new(move |_| {
-        let l = locale.get();
-        let (s, blocked) = form.lenient(l);
-        (s.clone(), s.compute().ok(), blocked)
+        scenario.get().or_else(|| prev.cloned().flatten())
     });
     let saved_for_href = saved.clone();
     let href = Memo::new(move |_| {
@@ -399,7 +384,7 @@ pub fn Calculator(
             .filter(|v| !v.name.is_empty() && saved_query(v) == q)
             .map(|v| v.name.clone())
     });
-    let stale = Signal::derive(move || scenario.with(|s| s.is_err()));
+    let stale = Signal::derive(move || scenario.with(Option::is_none));
 
     // Keep the address bar on the current scenario, without a history entry
     // per keystroke; and keep typed numbers in the new locale's notation.

@@ -6,6 +6,7 @@
 
 use super::extract::request_locale;
 use crate::prices::{table, ModelPrice};
+use app::i18n::tr;
 use app::markup::esc;
 use axum::extract::Query;
 use axum::http::{header, request::Parts};
@@ -16,10 +17,6 @@ use std::fmt::Write;
 
 /// The most models one search lists.
 pub const MAX_RESULTS: usize = 60;
-
-fn tr(l: Locale, pt: &'static str, en: &'static str) -> &'static str {
-    app::i18n::tr(l, pt, en)
-}
 
 /// The calculator link that takes `m`'s prices into the scenario `back`
 /// (every other input kept). A `back` that is not a scenario starts from
