@@ -64,6 +64,17 @@ pub fn copy_location(done: RwSignal<Option<bool>>) {
     });
 }
 
+/// GETs `url` and returns its body when the answer is 2xx.
+pub async fn fetch_text(url: &str) -> Option<String> {
+    use wasm_bindgen_futures::JsFuture;
+    let res = JsFuture::from(window().fetch_with_str(url)).await.ok()?;
+    let res: web_sys::Response = res.dyn_into().ok()?;
+    if !res.ok() {
+        return None;
+    }
+    JsFuture::from(res.text().ok()?).await.ok()?.as_string()
+}
+
 /// The saved scenarios the server put in `#page-data` (see
 /// [`crate::PageScenarios`]).
 pub fn read_page_scenarios() -> crate::PageScenarios {

@@ -385,6 +385,63 @@ pub fn Calculator(
             .map(|v| v.name.clone())
     });
     let stale = Signal::derive(move || scenario.with(Option::is_none));
+    // The charts' figures (image, caption, controls, table): the server
+    // writes them, in the page and at `/charts/figures?<query>`. Once the
+    // inputs have been still for about 300 ms the browser fetches the new
+    // figures, whose images the server then draws, so typing a number costs
+    // one drawing, not one per keystroke, and the wasm carries no chart
+    // code. While a field is refused the charts step aside (the results
+    // say why).
+    #[cfg(feature = "ssr")]
+    let charts = RwSignal::new(lenient.with_untracked(|(s, o, blocked)| match o {
+        Some(o) if blocked.is_empty() => crate::charts::charts_html(s, o, locale.get_untracked()),
+        _ => String::new(),
+    }));
+    // Hydration keeps the server's markup (it never rewrites inner HTML).
+    #[cfg(not(feature = "ssr"))]
+    let charts = RwSignal::new(String::new());
+    #[cfg(feature = "hydrate")]
+    {
+        let timer = StoredValue::new(None::<leptos::leptos_dom::helpers::TimeoutHandle>);
+        let latest = StoredValue::new(String::new());
+        Effect::watch(
+            move || {
+                let query = lenient.with(|(s, o, blocked)| {
+                    (o.is_some() && blocked.is_empty()).then(|| s.to_query())
+                });
+                (query, locale.get())
+            },
+            move |(query, l), _, _| {
+                if let Some(t) = timer.get_value() {
+                    t.clear();
+                }
+                let url = query
+                    .as_ref()
+                    .map(|q| format!("/charts/figures?{q}&lang={}", l.tag()))
+                    .unwrap_or_default();
+                latest.set_value(url.clone());
+                let handle = leptos::leptos_dom::helpers::set_timeout_with_handle(
+                    move || {
+                        if url.is_empty() {
+                            charts.set(String::new());
+                            return;
+                        }
+                        leptos::task::spawn_local(async move {
+                            // A slower answer for an older scenario is dropped.
+                            if let Some(html) = crate::browser::fetch_text(&url).await {
+                                if latest.get_value() == url {
+                                    charts.set(html);
+                                }
+                            }
+                        });
+                    },
+                    std::time::Duration::from_millis(300),
+                );
+                timer.set_value(handle.ok());
+            },
+            false,
+        );
+    }
 
     // Keep the address bar on the current scenario, without a history entry
     // per keystroke; and keep typed numbers in the new locale's notation.
@@ -606,15 +663,10 @@ pub fn Calculator(
                 let (s, o, blocked) = lenient.get();
                 match o {
                     None => view! { <p class="scenario-error" role="alert">{problem_text(Problem::TooLarge, locale.get())}</p> }.into_any(),
-                    Some(o) => {
-                        let charts = blocked.is_empty().then(|| view! { <Charts scenario=s.clone() outputs=o.clone()/> });
-                        view! {
-                            <Results scenario=s outputs=o blocked/>
-                            {charts}
-                        }.into_any()
-                    }
+                    Some(o) => view! { <Results scenario=s outputs=o blocked/> }.into_any(),
                 }
             }}
+            <Charts html=charts.into()/>
         </section>
     }
 }

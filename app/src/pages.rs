@@ -338,8 +338,42 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
         out.push_str("</tr>");
     }
     out.push_str("</tbody></table></div>");
+    // The annual loss per scenario, drawn by the server at its own address.
+    let scenarios: Vec<(String, Result<Scenario, String>)> = columns
+        .iter()
+        .map(|c| (c.label.clone(), c.scenario.clone()))
+        .collect();
+    let (chart_columns, currency) = crate::charts::compare_columns(&scenarios, l);
+    let figure = crate::charts::compare_figure(&chart_columns, currency, l);
+    let src = format!(
+        "/charts/compare.svg{}&lang={}",
+        compare_href(refs).trim_start_matches("/compare"),
+        l.tag()
+    );
+    out.push_str("<section class=\"charts\">");
+    crate::charts::figure_html(&mut out, &figure, &src, l);
+    out.push_str("</section>");
     add_form(&mut out, refs, l);
     out
+}
+
+/// A comparison's scenarios from its `s` values, as the compare page reads
+/// them: each column's label and scenario, or why it has none.
+#[cfg(feature = "ssr")]
+pub fn compare_scenarios<'a>(
+    values: impl IntoIterator<Item = &'a str>,
+    saved: &[SavedView],
+    l: Locale,
+) -> Vec<(String, Result<Scenario, String>)> {
+    let refs: Vec<Ref> = values
+        .into_iter()
+        .filter_map(parse_ref)
+        .take(MAX_COLUMNS)
+        .collect();
+    columns(&refs, saved, l)
+        .into_iter()
+        .map(|c| (c.label, c.scenario))
+        .collect()
 }
 
 #[cfg(feature = "ssr")]

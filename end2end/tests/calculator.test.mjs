@@ -42,8 +42,8 @@ test('the server-rendered page shows the reference scenario, the same after hydr
 test('typing recomputes in the browser, keeps the text, and puts the scenario in the address bar', async () => {
   const { context, page, errors } = await openPage(browser);
   await hydrated(page);
-  // Only the charts' images are fetched (the server draws them); the
-  // numbers are computed in the browser.
+  // Only the charts are fetched (their figures and images: the server
+  // writes and draws them); the numbers are computed in the browser.
   let requests = 0;
   page.on('request', (r) => { if (!new URL(r.url()).pathname.startsWith('/charts/')) requests += 1; });
   await page.fill('#in-d', '0,5');

@@ -121,6 +121,11 @@ test('compare: scenarios side by side with absolute and relative deltas, each li
   assert.deepEqual(await inputRow.locator('td').allInnerTexts(), ['3', '0,5']);
   const links = page.locator('#compare-table a.scenario-link');
   assert.equal(await links.nth(1).getAttribute('href'), '/?v=2&d=0.5');
+  // The annual loss per scenario, as an image the server draws.
+  await page.waitForFunction(() => document.querySelector('#chart-compare img')?.naturalWidth > 0);
+  const chart = await (await fetch(BASE_URL + await page.locator('#chart-compare img').getAttribute('src'))).text();
+  assert.match(chart, /R\$ 1\.782,00/);
+  assert.match(chart, /R\$ 297,00/);
   await page.screenshot({ path: `${ARTIFACTS}/compare.png`, fullPage: true });
 
   // The compare link itself renders the same table in a fresh browser.
@@ -138,28 +143,59 @@ test('the three charts are images the server draws, following the inputs, with t
   for (const name of ['loss', 'breakdown', 'tornado']) {
     const fig = page.locator(`#chart-${name}`);
     const img = fig.locator('img');
-    assert.equal(await img.getAttribute('src'), `/charts/${name}.svg?v=2&lang=pt-BR`, name);
+    const src = `/charts/${name}.svg?v=2&lang=pt-BR`;
+    assert.equal(await img.getAttribute('src'), src, name);
     // The image loaded and drew something.
     await page.waitForFunction((n) => document.querySelector(`#chart-${n} img`)?.naturalWidth > 0, name);
     assert.ok((await fig.locator('figcaption').innerText()).length > 20, `${name} caption`);
     assert.ok(await fig.locator('details table tbody tr').count() >= 4, `${name} table`);
+    // Copy the image's link, download it as SVG or PNG.
+    assert.equal(await fig.locator('button.copy-image').getAttribute('data-copy'), src);
+    assert.equal(await fig.locator('a.download').first().getAttribute('download'), `idem-${name}.svg`);
+    assert.equal(await fig.locator('a.download').nth(1).getAttribute('href'), `${src}&format=png`);
   }
   // A chart's address opened on its own shows the page's numbers.
+  const annual = await page.locator('#out-annual_token_waste').innerText();
+  assert.equal(annual.trim(), 'R$ 1.782,00');
   const svg = await (await fetch(`${BASE_URL}/charts/loss.svg?v=2&lang=pt-BR`)).text();
-  assert.match(svg, /você: R\$ 1\.782,00/);
+  assert.match(svg, /você: R\$ 1\.782,00 \(3,00%\)/);
+  const png = await fetch(`${BASE_URL}/charts/loss.svg?v=2&lang=pt-BR&format=png`);
+  assert.equal(png.headers.get('content-type'), 'image/png');
+  // "Copy image link" puts the absolute address on the clipboard.
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE_URL });
+  await page.locator('#chart-loss button.copy-image').click();
+  await page.waitForFunction(() => document.querySelector('#chart-loss button.copy-image')?.textContent === 'Link copiado');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), `${BASE_URL}/charts/loss.svg?v=2&lang=pt-BR`);
   // Tornado: sorted by swing, the widest first.
   const first = await page.locator('#chart-tornado tbody tr').first().locator('th').textContent();
   assert.match(first, /Conversas por mês|Conversas que repetem a chamada/);
-  // Editing the duplicate rate swaps the image's address within a second,
-  // and the new drawing marks the new loss.
+  // Editing the duplicate rate swaps the image's address within a second
+  // (after the inputs are still for about 300 ms), and the new drawing
+  // marks the new loss.
   const started = Date.now();
   await page.fill('#in-d', '6');
   await page.waitForFunction(() => document.querySelector('#chart-loss img')?.getAttribute('src') === '/charts/loss.svg?v=2&d=6&lang=pt-BR');
-  assert.ok(Date.now() - started < 1000, 'the chart follows the input within a second');
+  const took = Date.now() - started;
+  assert.ok(took < 1000, `the chart followed the input after ${took} ms`);
   await page.waitForFunction(() => document.querySelector('#chart-loss img')?.complete);
   const moved = await (await fetch(`${BASE_URL}/charts/loss.svg?v=2&d=6&lang=pt-BR`)).text();
-  assert.match(moved, /você: R\$ 3\.564,00/);
+  assert.match(moved, /você: R\$ 3\.564,00 \(6,00%\)/);
   await page.locator('#chart-loss').screenshot({ path: `${ARTIFACTS}/chart-loss.png` });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the charts speak English on an English page', async () => {
+  const { context, page, errors } = await openPage(browser, '/?v=2&d=6&lang=en-US');
+  await hydrated(page);
+  const src = await page.locator('#chart-loss img').getAttribute('src');
+  assert.equal(src, '/charts/loss.svg?v=2&d=6&lang=en-US');
+  await page.waitForFunction(() => document.querySelector('#chart-loss img')?.naturalWidth > 0);
+  const svg = await (await fetch(BASE_URL + src)).text();
+  assert.match(svg, /you: R\$3,564\.00 \(6\.00%\)/);
+  assert.match(svg, /conversations that repeat the call/);
+  assert.match(svg, /<title>Annual loss × duplicate rate<\/title>/);
+  assert.equal(await page.locator('#chart-loss button.copy-image').innerText(), 'Copy image link');
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -47,6 +47,8 @@ test('recorded intents, redeliveries and a divergence show within 2 s, without a
     redeliveries: await card(page, 'redeliveries'),
     divergences: await card(page, 'divergences'),
   };
+  const chartSrc = () => page.evaluate(() => document.querySelector('#live-chart-deliveries img')?.getAttribute('src') ?? null);
+  const srcBefore = await chartSrc();
 
   for (const n of [1, 2, 3]) assert.equal((await intent(n, '10.00')).status, 201);
   assert.equal((await intent(1, '10.00')).status, 200, 'a redelivery');
@@ -65,6 +67,21 @@ test('recorded intents, redeliveries and a divergence show within 2 s, without a
   assert.equal(await card(page, 'divergences'), before.divergences + 1);
   assert.match(await page.locator('#live-rate output').innerText(), /% \([\d.]+ de [\d.]+ intenções\)/);
   assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
+  // The charts are images the server draws; they refresh with the feed
+  // (their address carries a digest of the series) and load.
+  await page.waitForFunction((before) => {
+    const src = document.querySelector('#live-chart-deliveries img')?.getAttribute('src');
+    return src && src !== before && src.startsWith('/live/charts/deliveries.svg?window=1h&lang=pt-BR&tenant=');
+  }, srcBefore, { timeout: 2000 });
+  for (const id of ['live-chart-deliveries', 'live-chart-rate']) {
+    await page.waitForFunction((i) => {
+      const img = document.querySelector(`#${i} img`);
+      return img?.complete && img.naturalWidth > 0;
+    }, id, { timeout: 5000 });
+  }
+  const drawn = await (await fetch(BASE_URL + await chartSrc())).text();
+  assert.match(drawn, /<title>Entregas e reentregas por intervalo<\/title>/);
+  assert.match(drawn, /reentregas/);
   await page.screenshot({ path: `${ARTIFACTS}live-monitor.png`, fullPage: true });
   assert.deepEqual(errors, []);
   await context.close();

@@ -287,23 +287,18 @@ async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
     }
 }
 
-/// Every text element of an SVG, as (class, text).
-fn svg_texts(svg: &str) -> Vec<(String, String)> {
+/// Every text element of an SVG, trimmed.
+fn svg_texts(svg: &str) -> Vec<String> {
     let doc = roxmltree::Document::parse(svg).unwrap();
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     doc.descendants()
         .filter(|n| n.has_tag_name("text"))
-        .map(|n| {
-            (
-                n.attribute("class").unwrap_or("").to_owned(),
-                n.text().unwrap_or("").to_owned(),
-            )
-        })
+        .map(|n| n.text().unwrap_or("").trim().to_owned())
         .collect()
 }
 
 #[tokio::test]
-async fn each_chart_is_an_svg_image_with_its_own_address() {
+async fn each_chart_is_an_image_with_its_own_address() {
     let (base, _dir) = start().await;
     let client = reqwest::Client::new();
     for name in ["loss", "breakdown", "tornado"] {
@@ -317,25 +312,51 @@ async fn each_chart_is_an_svg_image_with_its_own_address() {
             res.headers()["content-type"],
             "image/svg+xml; charset=utf-8"
         );
+        assert_eq!(res.headers()["cache-control"], "public, max-age=86400");
         assert!(res.headers().contains_key("etag"));
         let texts = svg_texts(&res.text().await.unwrap());
         assert!(!texts.is_empty(), "{name}");
-        assert!(texts.iter().all(|(_, t)| !t.contains("NaN")), "{name}");
+        assert!(texts.iter().all(|t| !t.contains("NaN")), "{name}");
     }
     // The reference scenario's loss chart marks R$ 1.782,00 at 3%, with
     // pt-BR axis labels; English labels with ?lang=en-US.
-    let svg = common::page(&format!("{base}/charts/loss.svg?v=2")).await;
-    let texts = svg_texts(&svg);
+    let texts = svg_texts(&common::page(&format!("{base}/charts/loss.svg?v=2")).await);
     assert!(
-        texts.contains(&("marker-label".into(), "você: R$ 1.782,00".into())),
+        texts.contains(&"você: R$ 1.782,00 (3,00%)".to_owned()),
         "{texts:?}"
     );
-    assert!(texts.iter().any(|(c, t)| c == "tick" && t == "10%"));
-    assert!(texts
-        .iter()
-        .any(|(c, t)| c == "tick" && t.starts_with("R$ ")));
+    assert!(texts.contains(&"10,00%".to_owned()) && texts.contains(&"R$ 5.000,00".to_owned()));
     let svg = common::page(&format!("{base}/charts/loss.svg?v=2&d=6&lang=en-US")).await;
-    assert!(svg_texts(&svg).contains(&("marker-label".into(), "you: R$3,564.00".into())));
+    assert!(svg_texts(&svg).contains(&"you: R$3,564.00 (6.00%)".to_owned()));
+    // PNG: the same chart from the bitmap backend, at the width asked for.
+    for path in [
+        "/charts/loss.svg?v=2&format=png&width=800",
+        "/charts/tornado.png?v=2&width=800",
+    ] {
+        let res = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(res.headers()["content-type"], "image/png");
+        let png = res.bytes().await.unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // IHDR: width, big-endian, at byte 16.
+        assert_eq!(
+            u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
+            800
+        );
+    }
+    for bad in [
+        "format=png&width=99999",
+        "format=png&width=abc",
+        "format=gif",
+        "width=800",
+    ] {
+        let res = client
+            .get(format!("{base}/charts/loss.svg?v=2&{bad}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 422, "{bad}");
+    }
     // The same scenario gets the same tag, and a revalidation is a 304.
     let res = client
         .get(format!("{base}/charts/loss.svg?v=2"))
@@ -345,11 +366,18 @@ async fn each_chart_is_an_svg_image_with_its_own_address() {
     let etag = res.headers()["etag"].clone();
     let again = client
         .get(format!("{base}/charts/loss.svg?v=1"))
-        .header("if-none-match", etag)
+        .header("if-none-match", etag.clone())
         .send()
         .await
         .unwrap();
     assert_eq!(again.status(), 304);
+    let other = client
+        .get(format!("{base}/charts/loss.svg?v=2&lang=en-US"))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200, "another language, another drawing");
     // Unknown chart: 404; a scenario the calculator refuses: 422 with its words.
     let res = client
         .get(format!("{base}/charts/pie.svg?v=2"))
@@ -374,6 +402,100 @@ async fn each_chart_is_an_svg_image_with_its_own_address() {
     assert!(
         res.status() == 422 || res.status() == 200,
         "huge input never a 5xx"
+    );
+}
+
+#[tokio::test]
+async fn the_calculator_fetches_its_chart_figures_from_the_server() {
+    let (base, _dir) = start().await;
+    let res = reqwest::get(format!("{base}/charts/figures?v=2&d=6&lang=en-US"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(res.headers().contains_key("etag"));
+    let html = res.text().await.unwrap();
+    for name in ["loss", "breakdown", "tornado"] {
+        assert!(
+            html.contains(&format!(
+                "<img src=\"/charts/{name}.svg?v=2&amp;d=6&amp;lang=en-US\""
+            )),
+            "{name}: {html}"
+        );
+    }
+    assert!(html.contains("Copy image link") && html.contains("<table>"));
+    assert!(
+        html.contains("6.00% duplicates cost R$3,564.00 a year"),
+        "{html}"
+    );
+    let res = reqwest::get(format!("{base}/charts/figures?v=2&d=150"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    assert!(res.text().await.unwrap().contains("no máximo 100"));
+}
+
+#[tokio::test]
+async fn saved_and_compared_scenarios_have_chart_addresses_too() {
+    let (base, _dir) = start().await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = client
+        .post(format!("{base}/s"))
+        .form(&[("q", "v=2&d=6"), ("name", "Seis por cento")])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_redirection(), "{}", res.status());
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    let id = location.trim_start_matches("/s/").to_owned();
+    // A saved scenario's chart: the same drawing as its link, cached for good.
+    let res = client
+        .get(format!("{base}/charts/loss.svg?s={id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert!(svg_texts(&res.text().await.unwrap()).contains(&"você: R$ 3.564,00 (6,00%)".to_owned()));
+    let res = client
+        .get(format!("{base}/charts/loss.svg?s=000000000000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    // The comparison's chart: one bar per scenario, under its saved name.
+    let res = client
+        .get(format!(
+            "{base}/charts/compare.svg?s=v%3D2&s={id}&s=v%3D2%26d%3D0"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let texts = svg_texts(&res.text().await.unwrap());
+    for want in ["Seis por cento", "R$ 1.782,00", "R$ 3.564,00", "R$ 0,00"] {
+        assert!(texts.contains(&want.to_owned()), "{want} in {texts:?}");
+    }
+    let res = client
+        .get(format!("{base}/charts/compare.svg"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    // The compare page shows that chart, with its copy and download controls.
+    let html = common::page(&format!("{base}/compare?s=v%3D2&s={id}")).await;
+    assert!(html.contains("id=\"chart-compare\""), "{html}");
+    assert!(
+        html.contains(&format!(
+            "<img src=\"/charts/compare.svg?s=v%3D2&amp;s={id}&amp;lang=pt-BR\""
+        )),
+        "{html}"
     );
 }
 

@@ -230,6 +230,20 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
         v["detail"].as_str().unwrap().contains("1h, 24h, 7d or 30d"),
         "{v}"
     );
+    // The page too: a 422 that says why, not another window's numbers.
+    let res = http()
+        .get(format!("{}/live?window=2h", a.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 422);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("id=\"live-refused\""), "{html}");
+    assert!(html.contains("1h, 24h, 7d or 30d"), "{html}");
+    assert!(
+        !html.contains("id=\"live-intents\""),
+        "no numbers for a window nobody asked for"
+    );
     a.store.close().await;
 }
 
@@ -412,6 +426,83 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
     assert_eq!(page.status().as_u16(), 200);
     let html = page.text().await.unwrap();
     assert!(html.contains("tenant acme") && !html.contains("globex"));
+
+    // The monitor's charts are images with their own address and the
+    // page's access rules; the page shows them as images.
+    assert!(
+        html.contains("<img src=\"/live/charts/deliveries.svg?window=24h&amp;lang=en-US&amp;v="),
+        "{html}"
+    );
+    let chart = |path: &str, token: Option<&str>| {
+        let mut req = http().get(format!("{}{path}", s.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send()
+    };
+    assert_eq!(
+        chart("/live/charts/deliveries.svg?window=1h", None)
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        401
+    );
+    let res = chart(
+        "/live/charts/deliveries.svg?window=1h&lang=en-US",
+        Some(&ta),
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(
+        res.headers()["content-type"],
+        "image/svg+xml; charset=utf-8"
+    );
+    assert_eq!(res.headers()["cache-control"], "private, max-age=5");
+    let svg = res.text().await.unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or("").trim().to_owned())
+        .collect();
+    assert!(
+        texts.contains(&"deliveries".to_owned()) && texts.contains(&"redeliveries".to_owned()),
+        "{texts:?}"
+    );
+    let res = chart(
+        "/live/charts/rate.svg?window=1h&format=png&width=640",
+        Some(&ta),
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(res.headers()["content-type"], "image/png");
+    assert_eq!(
+        chart("/live/charts/rate.svg?tenant=globex", Some(&ta))
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        chart("/live/charts/rate.svg?window=2h", Some(&ta))
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        422
+    );
+    assert_eq!(
+        chart("/live/charts/pie.svg", Some(&ta))
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        404
+    );
     let res = no_redirect
         .post(format!("{}/live/login", s.base))
         .form(&[("token", "idem_wrong"), ("lang", "en-US")])

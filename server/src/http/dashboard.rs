@@ -184,7 +184,7 @@ pub async fn resolve_saved(
 }
 
 #[tracing::instrument(level = "debug", skip(store))]
-async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String> {
+pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String> {
     let tenant = tenant();
     let mut session = store.session().await.map_err(|e| {
         tracing::error!(error = %crate::http::error::chain(&e), "cannot read saved scenarios");
@@ -263,7 +263,7 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
             tracing::error!(error = %crate::http::error::chain(&e), "saving a scenario failed");
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "the scenario could not be saved right now; try again".into(),
+                "the scenario could not be saved right now; try again",
             )
         }
     }

@@ -288,7 +288,8 @@ pub struct ProblemDoc {
 /// A plain-text answer, for the dashboard's routes (a form post, a CSV, a
 /// chart) where a person or a spreadsheet reads the reason, not a problem
 /// document.
-pub fn plain_text(status: StatusCode, text: String) -> Response {
+pub fn plain_text(status: StatusCode, text: impl Into<String>) -> Response {
+    let text: String = text.into();
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],

@@ -389,6 +389,97 @@ pub async fn data_json(
         .into_response())
 }
 
+/// `GET /live/charts/{name}.svg?window=&tenant=&lang=` (and `format=png`,
+/// `width=`): the monitor's charts (`deliveries`, `rate`) as images, with
+/// the same access rules as the page. They change with every read, so a
+/// client may keep one for a few seconds, privately; the `ETag` is a hash
+/// of the drawing.
+pub async fn chart(
+    State(state): State<LiveState>,
+    axum::extract::Path(file): axum::extract::Path<String>,
+    headers: HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let value = |k: &str| {
+        pairs.as_ref().ok().and_then(|q| {
+            q.0.iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.to_owned())
+        })
+    };
+    let (format, width) = (value("format"), value("width"));
+    let (name, format) = match (file.strip_suffix(".svg"), file.strip_suffix(".png")) {
+        (Some(n), _) => (
+            n,
+            crate::charts::Format::parse(format.as_deref(), width.as_deref()),
+        ),
+        (None, Some(n)) => (
+            n,
+            crate::charts::Format::parse(Some("png"), width.as_deref()),
+        ),
+        (None, None) => ("", Err(String::new())),
+    };
+    let Some(index) = app::charts::LIVE_NAMES.iter().position(|n| *n == name) else {
+        return Err(ApiError::body(
+            StatusCode::NOT_FOUND,
+            "no such chart: the monitor's charts are deliveries.svg and rate.svg",
+        ));
+    };
+    let format = format.map_err(ApiError::unprocessable)?;
+    let q = query_of(pairs, &headers)?;
+    let v = authorized(&state, &headers).await?;
+    let data = snapshot(&state, &v, &q).await?;
+    let points: Vec<crate::charts::SeriesPoint> = data
+        .series
+        .iter()
+        .map(|p| crate::charts::SeriesPoint {
+            start_ms: p.start_ms,
+            deliveries: p.deliveries,
+            redeliveries: p.redeliveries,
+            intents: p.intents,
+            redelivered_intents: p.redelivered_intents,
+        })
+        .collect();
+    let [deliveries, rate] = render::live_figures(&data, q.locale);
+    let figure = if index == 0 { deliveries } else { rate };
+    let daily = matches!(q.window, Window::Week | Window::Month);
+    let locale = q.locale;
+    let chart_name = name.to_owned();
+    let drawn = super::charts::draw(format, move || {
+        crate::charts::live_chart(&chart_name, figure, &points, daily, locale, format)
+    })
+    .await;
+    let body = match drawn {
+        Some(Ok(body)) => body,
+        Some(Err(e)) => {
+            tracing::error!(error = %e, chart = name, "cannot draw a monitor chart");
+            return Err(ApiError::body(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the chart could not be drawn",
+            ));
+        }
+        None => return Err(ApiError::body(StatusCode::NOT_FOUND, "no such chart")),
+    };
+    let etag = {
+        use sha2::Digest;
+        format!("\"{}\"", hex::encode(&sha2::Sha256::digest(&body)[..12]))
+    };
+    let cache = (header::CACHE_CONTROL, "private, max-age=5".to_owned());
+    if super::charts::if_none_match(&headers, &etag) {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag), cache]).into_response());
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, format.content_type().to_owned()),
+            (header::ETAG, etag),
+            cache,
+        ],
+        body,
+    )
+        .into_response())
+}
+
 /// Which markup a feed carries.
 fn markup(data: &LiveData, panel: bool, l: Locale) -> String {
     if panel {
@@ -562,14 +653,17 @@ pub async fn live_markup(
         .map(|q| q.0)
         .unwrap_or_default();
     let locale = super::extract::request_locale_of(req.uri(), req.headers());
-    let q = match LiveQuery::parse(&pairs, locale) {
-        Ok(q) => q,
-        // The calculator ignores what it does not know; the monitor falls
-        // back to its defaults rather than failing a page.
-        Err(_) => LiveQuery {
-            locale,
-            ..LiveQuery::default()
-        },
+    // The calculator ignores what it does not know; the monitor says what
+    // is wrong with its address (422) instead of showing another window.
+    let (q, refused) = match LiveQuery::parse(&pairs, locale) {
+        Ok(q) => (q, None),
+        Err(why) => (
+            LiveQuery {
+                locale,
+                ..LiveQuery::default()
+            },
+            page.then_some(why),
+        ),
     };
     let q = if page {
         q
@@ -585,6 +679,14 @@ pub async fn live_markup(
     let mut status = StatusCode::OK;
     // (controls, numbers, feed)
     let (controls, numbers, feed) = match viewer(&state, req.headers()).await {
+        Ok(Some(_)) if refused.is_some() => {
+            status = StatusCode::UNPROCESSABLE_ENTITY;
+            (
+                String::new(),
+                render::refused_html(refused.as_deref().unwrap_or_default(), l),
+                String::new(),
+            )
+        }
         // The calculator's panel reads nothing while the page renders: the
         // calculator is the hot page, and the feed's first event fills the
         // panel a moment after it arrives.

@@ -5,11 +5,12 @@
 //! is in the wasm.
 
 use super::data::{LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
-use app::charts::{close_figure, open_figure, px, text, W};
+use app::charts::{Figure, LIVE_HEIGHT, LIVE_NAMES};
 use app::i18n::{tr, utc_minute};
 use idem_core::locale::{format_count, format_decimal, Locale};
 use maud::{html, Markup, PreEscaped, Render};
 use rust_decimal::Decimal;
+use std::hash::{Hash, Hasher};
 
 fn count(n: i64, l: Locale) -> String {
     format_count(Decimal::from(n), l)
@@ -321,42 +322,33 @@ fn horizon(d: &LiveData, l: Locale) -> Markup {
     }
 }
 
-const CH: f64 = 180.0;
-const PAD: f64 = 40.0;
-
-/// One line of a chart, as an SVG polyline.
-fn polyline(out: &mut String, values: &[f64], max: f64, class: &str) {
-    let n = values.len().max(2) as f64 - 1.0;
-    let pts: Vec<String> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let x = PAD + (W - 2.0 * PAD) * i as f64 / n;
-            let y = CH - PAD / 2.0 - (CH - PAD) * (v / max.max(1e-9));
-            format!("{},{}", px(x), px(y))
-        })
-        .collect();
-    // Class names are this module's constants; the points are numbers.
-    out.push_str(&format!(
-        "<polyline class=\"{class}\" fill=\"none\" points=\"{}\"></polyline>",
-        pts.join(" ")
-    ));
+/// The monitor's answer to an address it cannot read (a bad `window` or
+/// `tenant`): why, and a way back to the default view.
+pub fn refused_html(why: &str, l: Locale) -> String {
+    html! {
+        p class="field-error" role="alert" id="live-refused" {
+            (tr(l, "Endereço inválido: ", "Invalid address: ")) (why)
+        }
+        p { a href="/live" { (tr(l, "Abrir o monitor nas últimas 24 h", "Open the monitor on the last 24 h")) } }
+    }
+    .into_string()
 }
 
-/// The monitor's charts, written by the calculator's chart writer
-/// (`app::charts`), so the product has one SVG chart writer.
-fn series_charts(d: &LiveData, l: Locale) -> Markup {
+/// The monitor's two charts' text (heading, caption, table), in
+/// [`app::charts::LIVE_NAMES`] order: what the page shows around each
+/// image and what the image carries as its title and description.
+pub fn live_figures(d: &LiveData, l: Locale) -> [Figure; 2] {
     let s = &d.series;
-    if s.is_empty() {
-        return html! {};
-    }
-    let span = format!(
-        "{} {}, {} – {}.",
-        tr(l, "Um ponto por", "One point per"),
-        duration(d.bucket_ms, l),
-        utc_minute(s[0].start_ms),
-        utc_minute(s[s.len() - 1].start_ms)
-    );
+    let span = match (s.first(), s.last()) {
+        (Some(a), Some(b)) => format!(
+            "{} {}, {} – {}.",
+            tr(l, "Um ponto por", "One point per"),
+            duration(d.bucket_ms, l),
+            utc_minute(a.start_ms),
+            utc_minute(b.start_ms)
+        ),
+        _ => tr(l, "Sem pontos na janela.", "No points in the window.").to_owned(),
+    };
     let rate = |p: &super::data::LivePoint| {
         LiveCounts {
             intents: p.intents,
@@ -380,68 +372,96 @@ fn series_charts(d: &LiveData, l: Locale) -> Markup {
             ]
         })
         .collect();
-    let head = [
+    let head: Vec<String> = [
         tr(l, "Início (UTC)", "Start (UTC)"),
         tr(l, "Entregas", "Deliveries"),
         tr(l, "Reentregas", "Redeliveries"),
         tr(l, "Taxa", "Rate"),
-    ];
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    [
+        Figure {
+            id: "live-chart-deliveries".into(),
+            title: tr(
+                l,
+                "Entregas e reentregas por intervalo",
+                "Deliveries and redeliveries per bucket",
+            )
+            .into(),
+            caption: format!(
+                "{span} {}",
+                tr(
+                    l,
+                    "Azul: entregas; vermelho: reentregas.",
+                    "Blue: deliveries; red: redeliveries."
+                )
+            ),
+            note: None,
+            head: head.clone(),
+            rows: rows.clone(),
+            height: LIVE_HEIGHT,
+        },
+        Figure {
+            id: "live-chart-rate".into(),
+            title: tr(
+                l,
+                "Taxa de duplicatas por intervalo",
+                "Duplicate rate per bucket",
+            )
+            .into(),
+            caption: format!(
+                "{span} {}",
+                tr(
+                    l,
+                    "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.",
+                    "Intents delivered more than once over intents recorded in the bucket."
+                )
+            ),
+            note: None,
+            head,
+            rows,
+            height: LIVE_HEIGHT,
+        },
+    ]
+}
+
+/// The monitor's charts: images drawn by the server at
+/// `/live/charts/{name}.svg` (same access rules as the page). The address
+/// carries a digest of the series, so a refresh of the feed swaps the
+/// image only when the numbers moved.
+fn series_charts(d: &LiveData, l: Locale) -> Markup {
+    if d.series.is_empty() {
+        return html! {};
+    }
+    let mut digest = std::hash::DefaultHasher::new();
+    for p in &d.series {
+        (
+            p.start_ms,
+            p.deliveries,
+            p.redeliveries,
+            p.intents,
+            p.redelivered_intents,
+        )
+            .hash(&mut digest);
+    }
+    let mut query = format!("window={}&lang={}", d.window.as_str(), l.tag());
+    if let Some(t) = &d.tenant {
+        query.push('&');
+        query.push_str(
+            &form_urlencoded::Serializer::new(String::new())
+                .append_pair("tenant", t)
+                .finish(),
+        );
+    }
+    let version = format!("{:016x}", digest.finish());
     let mut out = String::new();
-
-    let del: Vec<f64> = s.iter().map(|p| p.deliveries as f64).collect();
-    let red: Vec<f64> = s.iter().map(|p| p.redeliveries as f64).collect();
-    let max = del.iter().cloned().fold(0.0, f64::max).max(1.0);
-    let caption = format!(
-        "{span} {}",
-        tr(
-            l,
-            "Linha cheia: entregas; tracejada: reentregas.",
-            "Solid: deliveries; dashed: redeliveries."
-        )
-    );
-    let title = tr(
-        l,
-        "Entregas e reentregas por intervalo",
-        "Deliveries and redeliveries per bucket",
-    );
-    open_figure(&mut out, "live-chart-deliveries", title, &caption, CH);
-    text(&mut out, "axis", 4.0, 14.0, "start", &count(max as i64, l));
-    text(&mut out, "axis", 4.0, CH - PAD / 2.0, "start", "0");
-    polyline(&mut out, &del, max, "line deliveries");
-    polyline(&mut out, &red, max, "line redeliveries");
-    close_figure(&mut out, &caption, None, l, &head, &rows);
-
-    let rates: Vec<f64> = s
-        .iter()
-        .map(|p| {
-            if p.intents > 0 {
-                p.redelivered_intents as f64 * 100.0 / p.intents as f64
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let rmax = rates.iter().cloned().fold(0.0, f64::max).max(1.0).ceil();
-    let caption = format!(
-        "{span} {}",
-        tr(
-            l,
-            "Intenções entregues mais de uma vez sobre intenções registradas no intervalo.",
-            "Intents delivered more than once over intents recorded in the bucket."
-        )
-    );
-    let title = tr(
-        l,
-        "Taxa de duplicatas por intervalo",
-        "Duplicate rate per bucket",
-    );
-    open_figure(&mut out, "live-chart-rate", title, &caption, CH);
-    text(&mut out, "axis", 4.0, 14.0, "start", &format!("{rmax}%"));
-    text(&mut out, "axis", 4.0, CH - PAD / 2.0, "start", "0%");
-    polyline(&mut out, &rates, rmax, "line rate");
-    close_figure(&mut out, &caption, None, l, &head, &rows);
-    // The chart writer escapes every text it is given.
-    PreEscaped(out)
+    for (name, figure) in LIVE_NAMES.iter().zip(live_figures(d, l)) {
+        let src = format!("/live/charts/{name}.svg?{query}&v={version}");
+        app::charts::figure_html(&mut out, &figure, &src, l);
+    }
+    // The figure writer escapes every text it is given.
+    html! { section class="charts" { (PreEscaped(out)) } }
 }
 
 fn rows_table(d: &LiveData, l: Locale) -> Markup {
@@ -708,7 +728,7 @@ mod tests {
     }
 
     #[test]
-    fn the_charts_use_the_one_chart_writer() {
+    fn the_charts_are_images_of_their_own_address_with_tables() {
         let point = |start_ms, deliveries, redeliveries| super::super::data::LivePoint {
             start_ms,
             deliveries,
@@ -728,9 +748,9 @@ mod tests {
         let html = live_html(&d, Locale::EnUs);
         for want in [
             "<figure class=\"chart\" id=\"live-chart-deliveries\"><h3>Deliveries and redeliveries per bucket</h3>",
-            "aria-labelledby=\"live-chart-deliveries-title live-chart-deliveries-desc\"",
-            "<polyline class=\"line deliveries\" fill=\"none\" points=\"40.0,104.0 320.0,160.0 600.0,20.0\">",
-            "<polyline class=\"line redeliveries\"",
+            "<img src=\"/live/charts/deliveries.svg?window=24h&amp;lang=en-US&amp;v=",
+            "<img src=\"/live/charts/rate.svg?window=24h&amp;lang=en-US&amp;v=",
+            "Copy image link",
             "<figure class=\"chart\" id=\"live-chart-rate\">",
             "<th scope=\"row\">1970-01-01 00:02 UTC</th><td>10</td><td>5</td><td>100.00%</td>",
         ] {

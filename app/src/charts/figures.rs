@@ -1,0 +1,400 @@
+//! The figures' text and markup, written by the server only: the page's
+//! first render, `/charts/figures?<query>` (what the calculator fetches as
+//! you type) and each image's title and description.
+
+use super::{NAMES, W};
+use crate::i18n::{field_label, tr};
+use crate::markup::esc;
+use idem_core::cost::CostOutputs;
+use idem_core::locale::{format_money, format_pct, Locale};
+use idem_core::scenario::{annual_loss, loss_curve, sensitivity, Scenario, Swing};
+use rust_decimal::Decimal;
+use std::fmt::Write;
+
+/// A chart's text: what the page shows around the image, and what the
+/// image carries as its title and description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The element id on the page.
+    pub id: String,
+    /// The heading (and the image's title).
+    pub title: String,
+    /// The caption (and the image's description and `alt`).
+    pub caption: String,
+    /// A note under the caption.
+    pub note: Option<String>,
+    /// The table's column heads.
+    pub head: Vec<String>,
+    /// The table's rows (the first cell heads its row).
+    pub rows: Vec<Vec<String>>,
+    /// The image's height at width [`W`].
+    pub height: u32,
+}
+
+/// The height of the tornado chart, which has a bar per input in play.
+pub fn tornado_height(bars: usize) -> u32 {
+    bars as u32 * 30 + 90
+}
+
+/// The height of a chart of horizontal bars (breakdown, compare).
+pub fn bars_height(bars: usize) -> u32 {
+    bars as u32 * 40 + 80
+}
+
+/// The charts' markup on the page: each chart's image, caption, controls
+/// and table.
+pub fn charts_html(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
+    let q = format!("{}&lang={}", s.to_query(), l.tag());
+    let mut out = format!("<h2>{}</h2>", tr(l, "Gráficos", "Charts"));
+    for name in NAMES {
+        if let Some(f) = figure(name, s, o, l) {
+            figure_html(&mut out, &f, &format!("/charts/{name}.svg?{q}"), l);
+        }
+    }
+    out
+}
+
+/// One figure: heading, image, controls, caption, note and table. `src` is
+/// the image's address (SVG); the PNG is the same address with
+/// `format=png`.
+pub fn figure_html(out: &mut String, f: &Figure, src: &str, l: Locale) {
+    let png = format!("{src}&format=png");
+    let file = format!("idem-{}", f.id.trim_start_matches("chart-"));
+    let _ = write!(
+        out,
+        "<figure class=\"chart\" id=\"{id}\"><h3>{t}</h3>\
+         <img src=\"{s}\" alt=\"{c}\" width=\"{W}\" height=\"{h}\" decoding=\"async\">\
+         <p class=\"chart-actions\">\
+         <button type=\"button\" class=\"copy-image\" data-copy=\"{s}\">{copy}</button> \
+         <a class=\"download\" href=\"{s}\" download=\"{file}.svg\">{svg}</a> \
+         <a class=\"download\" href=\"{p}\" download=\"{file}.png\">{pngt}</a></p>\
+         <figcaption>{c}</figcaption>",
+        id = esc(&f.id),
+        t = esc(&f.title),
+        s = esc(src),
+        p = esc(&png),
+        c = esc(&f.caption),
+        h = f.height,
+        copy = tr(l, "Copiar link da imagem", "Copy image link"),
+        svg = tr(l, "Baixar SVG", "Download SVG"),
+        pngt = tr(l, "Baixar PNG", "Download PNG"),
+    );
+    if let Some(n) = &f.note {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
+    }
+    table(out, l, &f.head, &f.rows);
+    out.push_str("</figure>");
+}
+
+fn table(out: &mut String, l: Locale, head: &[String], rows: &[Vec<String>]) {
+    let _ = write!(
+        out,
+        "<details><summary>{}</summary><table><thead><tr>",
+        tr(l, "Tabela", "Table")
+    );
+    for h in head {
+        let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for (i, cell) in r.iter().enumerate() {
+            if i > 0 {
+                let _ = write!(out, "<td>{}</td>", esc(cell));
+            } else {
+                let _ = write!(out, "<th scope=\"row\">{}</th>", esc(cell));
+            }
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></details>");
+}
+
+fn owned(heads: &[&str]) -> Vec<String> {
+    heads.iter().map(|h| (*h).to_owned()).collect()
+}
+
+/// A calculator chart's text, or `None` for an unknown name.
+pub fn figure(name: &str, s: &Scenario, o: &CostOutputs, l: Locale) -> Option<Figure> {
+    match name {
+        "loss" => Some(loss_figure(s, o, l)),
+        "breakdown" => Some(breakdown_figure(s, o, l)),
+        "tornado" => Some(tornado_figure(s, o, l)),
+        _ => None,
+    }
+}
+
+fn loss_figure(s: &Scenario, o: &CostOutputs, l: Locale) -> Figure {
+    let curve = loss_curve(&s.inputs).unwrap_or_default();
+    let here = annual_loss(o);
+    let money = |d: Decimal| format_money(d, l, s.currency());
+    let rate = format_pct(s.inputs.duplicate_rate_pct, l);
+    let caption = match l {
+        Locale::PtBr => format!(
+            "Perda anual conforme a taxa de duplicatas, de 0% a 10%. No cenário atual, {rate} de duplicatas custam {} por ano.",
+            money(here)
+        ),
+        Locale::EnUs => format!(
+            "Annual loss by duplicate rate, from 0% to 10%. In the current scenario, {rate} duplicates cost {} a year.",
+            money(here)
+        ),
+    };
+    let note = (s.inputs.duplicate_rate_pct > Decimal::TEN).then(|| {
+        tr(
+            l,
+            "A taxa atual passa de 10% e fica fora do gráfico.",
+            "The current rate is above 10% and off the chart.",
+        )
+        .to_owned()
+    });
+    Figure {
+        id: "chart-loss".into(),
+        title: tr(
+            l,
+            "Perda anual × taxa de duplicatas",
+            "Annual loss × duplicate rate",
+        )
+        .into(),
+        caption,
+        note,
+        head: owned(&[tr(l, "Taxa", "Rate"), tr(l, "Perda anual", "Annual loss")]),
+        rows: curve
+            .iter()
+            .map(|(r, v)| vec![format_pct(*r, l), money(*v)])
+            .collect(),
+        height: 300,
+    }
+}
+
+/// The breakdown's bars: key, label and monthly amount (`None` without the
+/// risk inputs).
+pub fn breakdown_bars(
+    o: &CostOutputs,
+    l: Locale,
+) -> [(&'static str, &'static str, Option<Decimal>); 4] {
+    let risk = o.risk.as_ref();
+    [
+        (
+            "useful",
+            tr(l, "Gasto útil com o modelo", "Useful model spend"),
+            Some(o.monthly_useful_spend),
+        ),
+        (
+            "waste",
+            tr(l, "Token queimado", "Tokens burnt"),
+            Some(o.monthly_token_waste),
+        ),
+        (
+            "ops",
+            tr(l, "Custo operacional", "Operational cost"),
+            risk.map(|r| r.monthly_ops_cost),
+        ),
+        (
+            "claims",
+            tr(l, "Exposição a reclamações", "Claim exposure"),
+            risk.map(|r| r.monthly_claim_exposure),
+        ),
+    ]
+}
+
+/// What a bar without a value says.
+pub fn no_risk_text(l: Locale) -> &'static str {
+    tr(l, "sem dados de risco", "no risk inputs")
+}
+
+fn breakdown_figure(s: &Scenario, o: &CostOutputs, l: Locale) -> Figure {
+    let bars = breakdown_bars(o, l);
+    let shown = |v: Option<Decimal>| {
+        v.map_or_else(
+            || no_risk_text(l).to_owned(),
+            |v| format_money(v, l, s.currency()),
+        )
+    };
+    Figure {
+        id: "chart-breakdown".into(),
+        title: tr(l, "Composição mensal", "Monthly breakdown").into(),
+        caption: tr(
+            l,
+            "O mês por categoria: o gasto útil com o modelo e o que as duplicatas custam (tokens, operação, reclamações).",
+            "The month by category: useful model spend and what duplicates cost (tokens, operations, claims).",
+        )
+        .into(),
+        note: None,
+        head: owned(&[tr(l, "Categoria", "Category"), tr(l, "Por mês", "Per month")]),
+        rows: bars
+            .iter()
+            .map(|(_, label, v)| vec![(*label).to_owned(), shown(*v)])
+            .collect(),
+        height: bars_height(bars.len()),
+    }
+}
+
+/// The tornado's bars, widest swing first.
+pub fn tornado_swings(s: &Scenario) -> Vec<Swing> {
+    sensitivity(&s.inputs, Decimal::from(20)).unwrap_or_default()
+}
+
+fn tornado_figure(s: &Scenario, o: &CostOutputs, l: Locale) -> Figure {
+    let swings = tornado_swings(s);
+    let here = annual_loss(o);
+    let money = |d: Decimal| format_money(d, l, s.currency());
+    Figure {
+        id: "chart-tornado".into(),
+        title: tr(l, "Sensibilidade (±20%)", "Sensitivity (±20%)").into(),
+        caption: format!(
+            "{} {}",
+            tr(l, "Sensibilidade: a perda anual quando cada entrada varia 20% para menos e para mais, da maior variação para a menor. Linha vertical: o cenário atual,", "Sensitivity: annual loss when each input moves 20% down and up, widest swing first. Vertical line: the current scenario,"),
+            money(here)
+        ),
+        note: None,
+        head: owned(&[
+            tr(l, "Entrada", "Input"),
+            "−20%",
+            "+20%",
+            tr(l, "Variação", "Swing"),
+        ]),
+        rows: swings
+            .iter()
+            .map(|w| {
+                vec![
+                    field_label(w.field, l).to_owned(),
+                    money(w.low),
+                    money(w.high),
+                    money(w.width()),
+                ]
+            })
+            .collect(),
+        height: tornado_height(swings.len()),
+    }
+}
+
+/// One scenario of a comparison: its column label and annual loss (`Err`:
+/// why it has none).
+pub struct CompareColumn {
+    /// The column's label (saved name or letter).
+    pub label: String,
+    /// Its annual loss, or why there is none.
+    pub annual_loss: Result<Decimal, String>,
+}
+
+/// A comparison's columns for its chart, from the scenarios as the compare
+/// page reads them, and the currency they are drawn in (the first
+/// scenario's; a column in another currency says so instead of a bar).
+pub fn compare_columns(
+    scenarios: &[(String, Result<Scenario, String>)],
+    l: Locale,
+) -> (Vec<CompareColumn>, idem_core::locale::Currency) {
+    let currency = scenarios
+        .iter()
+        .find_map(|(_, s)| s.as_ref().ok().map(Scenario::currency))
+        .unwrap_or_default();
+    let columns = scenarios
+        .iter()
+        .map(|(label, s)| CompareColumn {
+            label: label.clone(),
+            annual_loss: match s {
+                Ok(s) if s.currency() != currency => Err(format!(
+                    "{} {}",
+                    tr(l, "em outra moeda:", "in another currency:"),
+                    s.currency().code()
+                )),
+                Ok(s) => s
+                    .compute()
+                    .map(|o| annual_loss(&o))
+                    .map_err(|e| e.to_string()),
+                Err(why) => Err(why.clone()),
+            },
+        })
+        .collect();
+    (columns, currency)
+}
+
+/// The comparison chart's text.
+pub fn compare_figure(
+    columns: &[CompareColumn],
+    currency: idem_core::locale::Currency,
+    l: Locale,
+) -> Figure {
+    Figure {
+        id: "chart-compare".into(),
+        title: tr(l, "Perda anual por cenário", "Annual loss per scenario").into(),
+        caption: tr(
+            l,
+            "A perda anual de cada cenário, lado a lado; o primeiro é a base da comparação.",
+            "Each scenario's annual loss, side by side; the first is the comparison's base.",
+        )
+        .into(),
+        note: None,
+        head: owned(&[
+            tr(l, "Cenário", "Scenario"),
+            tr(l, "Perda anual", "Annual loss"),
+        ]),
+        rows: columns
+            .iter()
+            .map(|c| {
+                vec![
+                    c.label.clone(),
+                    match &c.annual_loss {
+                        Ok(d) => format_money(*d, l, currency),
+                        Err(why) => why.clone(),
+                    },
+                ]
+            })
+            .collect(),
+        height: bars_height(columns.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_shows_each_chart_as_an_image_with_its_controls_and_table() {
+        let s = Scenario::default();
+        let o = s.compute().unwrap_or_else(|_| unreachable!());
+        let html = charts_html(&s, &o, Locale::PtBr);
+        for name in NAMES {
+            assert!(
+                html.contains(&format!("<figure class=\"chart\" id=\"chart-{name}\">")),
+                "{name}"
+            );
+            let src = format!("/charts/{name}.svg?v=2&amp;lang=pt-BR");
+            assert!(html.contains(&format!("<img src=\"{src}\"")), "{name}");
+            assert!(html.contains(&format!("data-copy=\"{src}\"")), "{name}");
+            assert!(
+                html.contains(&format!(
+                    "href=\"{src}&amp;format=png\" download=\"idem-{name}.png\""
+                )),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            html.matches("<figure").count(),
+            html.matches("</figure>").count()
+        );
+        assert_eq!(html.matches("<table>").count(), 3);
+        assert!(!html.contains("<svg"), "no drawing on the page");
+        let en = charts_html(&s, &o, Locale::EnUs);
+        assert!(en.contains("Copy image link") && en.contains("Download PNG"));
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn the_figures_say_what_the_reference_scenario_gives() {
+        let s = Scenario::default();
+        let o = s.compute().unwrap_or_else(|_| unreachable!());
+        let loss = figure("loss", &s, &o, Locale::PtBr).unwrap_or_else(|| unreachable!());
+        assert!(loss
+            .caption
+            .contains("3,00% de duplicatas custam R$ 1.782,00 por ano"));
+        assert_eq!(loss.rows.len(), 21);
+        assert!(loss.note.is_none());
+        let tornado = figure("tornado", &s, &o, Locale::EnUs).unwrap_or_else(|| unreachable!());
+        assert_eq!(tornado.height, tornado_height(tornado.rows.len()));
+        assert!(figure("pie", &s, &o, Locale::PtBr).is_none());
+    }
+}

@@ -1,0 +1,957 @@
+//! Every chart the product shows, drawn by plotters: the calculator's
+//! three (annual loss × duplicate rate, the monthly breakdown, the ±20%
+//! tornado), the comparison's annual loss per scenario, and the monitor's
+//! deliveries and duplicate rate over time.
+//!
+//! One drawing per chart ([`Draw`]) goes to either backend: SVG to a
+//! string (text stays SVG text, laid out with the shipped font's metrics
+//! and shown in the reader's sans-serif), or RGB pixels encoded as PNG,
+//! with text rasterized from DejaVu Sans (Bitstream Vera license, see
+//! `server/fonts/LICENSE-DejaVu`), compiled into the binary so a server
+//! needs no installed fonts.
+//!
+//! Numbers are formatted by `idem_core::locale` in the page's language;
+//! money stays `Decimal` until it becomes a pixel position. Every chart
+//! draws a bounded number of elements (at most a few dozen points or bars),
+//! so one render is bounded in time and memory whatever the inputs.
+
+use app::charts::{CompareColumn, Figure, W};
+use app::i18n::{field_label, tr, utc_minute};
+use idem_core::cost::CostOutputs;
+use idem_core::locale::{format_count, format_money, format_pct, Currency, Locale};
+use idem_core::scenario::{annual_loss, loss_curve, Scenario};
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use std::ops::RangeInclusive;
+use std::sync::Once;
+
+/// The font text is measured and rasterized with.
+static FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
+/// The family the drawings ask for (registered to [`FONT`]).
+const FAMILY: &str = "sans-serif";
+
+/// The widths a PNG may be drawn at.
+pub const PNG_WIDTHS: RangeInclusive<u32> = 320..=2560;
+/// A PNG's width when the address names none: twice the SVG's, sharp on a
+/// slide.
+pub const PNG_WIDTH: u32 = 1280;
+
+const BLUE: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
+const PALE_BLUE: RGBColor = RGBColor(0x6c, 0x8e, 0xbf);
+const RED: RGBColor = RGBColor(0xb4, 0x23, 0x18);
+const ORANGE: RGBColor = RGBColor(0xe0, 0x7a, 0x5f);
+const INK: RGBColor = RGBColor(0x1c, 0x23, 0x30);
+const MUTED: RGBColor = RGBColor(0x5b, 0x64, 0x72);
+const GRID: RGBColor = RGBColor(0xe6, 0xe9, 0xef);
+
+/// How a chart is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// An SVG document, [`W`] units wide.
+    Svg,
+    /// A PNG this many pixels wide (within [`PNG_WIDTHS`]).
+    Png(u32),
+}
+
+impl Format {
+    /// The `Content-Type` of the encoding.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Svg => "image/svg+xml; charset=utf-8",
+            Format::Png(_) => "image/png",
+        }
+    }
+
+    /// Reads `format` and `width` from an address: `svg` (the default) or
+    /// `png`, whose width defaults to [`PNG_WIDTH`].
+    pub fn parse(format: Option<&str>, width: Option<&str>) -> Result<Self, String> {
+        match format.unwrap_or("svg") {
+            "svg" if width.is_none() => Ok(Format::Svg),
+            "svg" => Err("width applies to format=png only".into()),
+            "png" => {
+                let w = match width {
+                    None => PNG_WIDTH,
+                    Some(w) => w
+                        .parse::<u32>()
+                        .map_err(|_| format!("width={w:?} is not a whole number of pixels"))?,
+                };
+                if PNG_WIDTHS.contains(&w) {
+                    Ok(Format::Png(w))
+                } else {
+                    Err(format!(
+                        "width={w}: a PNG is {} to {} pixels wide",
+                        PNG_WIDTHS.start(),
+                        PNG_WIDTHS.end()
+                    ))
+                }
+            }
+            other => Err(format!("format={other:?}: use svg or png")),
+        }
+    }
+}
+
+/// A chart that could not be drawn (a plotters or PNG encoder error: a
+/// defect, never the reader's input).
+#[derive(Debug)]
+pub struct ChartError(String);
+
+impl std::fmt::Display for ChartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "chart: {}", self.0)
+    }
+}
+
+impl std::error::Error for ChartError {}
+
+impl From<String> for ChartError {
+    fn from(why: String) -> Self {
+        ChartError(why)
+    }
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// A drawing, at any scale: `k` multiplies every length (1 for SVG).
+trait Draw {
+    fn figure(&self) -> &Figure;
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, k: f64) -> DrawResult<DB>;
+}
+
+fn fonts() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        for style in [FontStyle::Normal, FontStyle::Bold] {
+            if plotters::style::register_font(FAMILY, style, FONT).is_err() {
+                tracing::error!("the shipped chart font does not parse");
+            }
+        }
+    });
+}
+
+fn render(chart: &impl Draw, format: Format) -> Result<Vec<u8>, ChartError> {
+    fonts();
+    let fig = chart.figure();
+    let fail = |e: &dyn std::fmt::Display| ChartError(e.to_string());
+    match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (W, fig.height)).into_drawing_area();
+                chart.draw(&root, 1.0).map_err(|e| fail(&e))?;
+                root.present().map_err(|e| fail(&e))?;
+            }
+            Ok(accessible(svg, fig).into_bytes())
+        }
+        Format::Png(width) => {
+            let k = f64::from(width) / f64::from(W);
+            let height = (f64::from(fig.height) * k).round() as u32;
+            let mut pixels = vec![0u8; width as usize * height as usize * 3];
+            {
+                let root =
+                    BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
+                chart.draw(&root, k).map_err(|e| fail(&e))?;
+                root.present().map_err(|e| fail(&e))?;
+            }
+            let mut out = Vec::new();
+            let mut enc = png::Encoder::new(&mut out, width, height);
+            enc.set_color(png::ColorType::Rgb);
+            enc.set_depth(png::BitDepth::Eight);
+            let mut w = enc.write_header().map_err(|e| fail(&e))?;
+            w.write_image_data(&pixels).map_err(|e| fail(&e))?;
+            w.finish().map_err(|e| fail(&e))?;
+            Ok(out)
+        }
+    }
+}
+
+/// Gives the SVG its accessible name and description (the page's heading
+/// and caption) and the `img` role.
+fn accessible(svg: String, fig: &Figure) -> String {
+    let Some(open_end) = svg.find('>') else {
+        return svg;
+    };
+    let (head, rest) = svg.split_at(open_end);
+    format!(
+        "{head} role=\"img\"><title>{}</title><desc>{}</desc>{}",
+        app::markup::esc(&fig.title),
+        app::markup::esc(&fig.caption),
+        &rest[1..]
+    )
+}
+
+fn f(d: Decimal) -> f64 {
+    d.to_f64().filter(|v| v.is_finite()).unwrap_or(0.0)
+}
+
+/// A length at scale `k`, in whole pixels.
+fn px(k: f64, v: f64) -> u32 {
+    (v * k).round().max(0.0) as u32
+}
+
+fn font(k: f64, size: f64, color: RGBColor) -> TextStyle<'static> {
+    (FAMILY, size * k).into_font().color(&color)
+}
+
+/// The smallest "round" number (1, 2 or 5 times a power of ten) at or above
+/// `v`, so axes end on a readable value.
+fn nice_ceiling(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let mag = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|c| c * mag)
+        .find(|c| *c >= v)
+        .unwrap_or(10.0 * mag)
+}
+
+/// An amount on an axis: whole units, in the page's notation.
+fn money_tick(v: f64, l: Locale, c: Currency) -> String {
+    let d = Decimal::from_f64_retain(v.round()).unwrap_or_default();
+    format_money(d, l, c)
+}
+
+fn pct_tick(v: f64, l: Locale) -> String {
+    let d = Decimal::from_f64_retain(v).unwrap_or_default().round_dp(2);
+    format_pct(d, l)
+}
+
+/// A label cut to what the label column holds (the table under the chart
+/// has it whole).
+fn short(label: &str) -> String {
+    const MAX: usize = 34;
+    if label.chars().count() <= MAX {
+        label.to_owned()
+    } else {
+        let cut: String = label.chars().take(MAX - 1).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The calculator's charts.
+
+/// A calculator chart of a scenario, or `None` for an unknown name.
+pub fn scenario_chart(
+    name: &str,
+    s: &Scenario,
+    o: &CostOutputs,
+    l: Locale,
+    format: Format,
+) -> Option<Result<Vec<u8>, ChartError>> {
+    let figure = app::charts::figure(name, s, o, l)?;
+    let c = s.currency();
+    Some(match name {
+        "loss" => render(
+            &Loss {
+                curve: loss_curve(&s.inputs)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|(r, v)| (f(*r), f(*v)))
+                    .collect(),
+                rate: f(s.inputs.duplicate_rate_pct),
+                here: annual_loss(o),
+                figure,
+                l,
+                c,
+            },
+            format,
+        ),
+        "breakdown" => render(
+            &Bars {
+                bars: app::charts::breakdown_bars(o, l)
+                    .iter()
+                    .map(|(key, label, v)| Bar {
+                        label: short(label),
+                        value: v.map(f),
+                        shown: v.map_or_else(
+                            || app::charts::no_risk_text(l).to_owned(),
+                            |v| format_money(v, l, c),
+                        ),
+                        color: if *key == "useful" { BLUE } else { ORANGE },
+                    })
+                    .collect(),
+                axis: tr(l, "por mês", "per month").to_owned(),
+                figure,
+                l,
+                c,
+            },
+            format,
+        ),
+        _ => {
+            let here = annual_loss(o);
+            render(
+                &Tornado {
+                    swings: app::charts::tornado_swings(s)
+                        .iter()
+                        .map(|w| (short(field_label(w.field, l)), f(w.low), f(w.high)))
+                        .collect(),
+                    base: f(here),
+                    axis: format!(
+                        "{} {}",
+                        tr(
+                            l,
+                            "perda anual; linha: o cenário atual,",
+                            "annual loss; line: the current scenario,"
+                        ),
+                        format_money(here, l, c)
+                    ),
+                    figure,
+                    l,
+                    c,
+                },
+                format,
+            )
+        }
+    })
+}
+
+struct Loss {
+    figure: Figure,
+    curve: Vec<(f64, f64)>,
+    rate: f64,
+    here: Decimal,
+    l: Locale,
+    c: Currency,
+}
+
+impl Draw for Loss {
+    fn figure(&self) -> &Figure {
+        &self.figure
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, k: f64) -> DrawResult<DB> {
+        let (l, c) = (self.l, self.c);
+        area.fill(&WHITE)?;
+        let here = f(self.here);
+        let top = self.curve.iter().map(|p| p.1).fold(here, f64::max);
+        let ymax = nice_ceiling(top);
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.figure.title, font(k, 18.0, INK))
+            .margin(px(k, 10.0))
+            .margin_right(px(k, 44.0))
+            .x_label_area_size(px(k, 50.0))
+            .y_label_area_size(px(k, 124.0))
+            .build_cartesian_2d(0f64..10f64, 0f64..ymax)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
+            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
+            .x_labels(6)
+            .y_labels(5)
+            .x_label_formatter(&|v| pct_tick(*v, l))
+            .y_label_formatter(&|v| money_tick(*v, l, c))
+            .label_style(font(k, 13.5, MUTED))
+            .axis_desc_style(font(k, 14.5, MUTED))
+            .x_desc(tr(
+                l,
+                "conversas que repetem a chamada",
+                "conversations that repeat the call",
+            ))
+            .draw()?;
+        chart.draw_series(LineSeries::new(
+            self.curve.iter().copied(),
+            BLUE.stroke_width(px(k, 2.5).max(1)),
+        ))?;
+        if (0.0..=10.0).contains(&self.rate) {
+            let at = (self.rate, here);
+            let label = format!(
+                "{} {} ({})",
+                tr(l, "você:", "you:"),
+                format_money(self.here, l, c),
+                format_pct(
+                    Decimal::from_f64_retain(self.rate)
+                        .unwrap_or_default()
+                        .round_dp(6),
+                    l
+                )
+            );
+            // The label sits on the side with room.
+            let (dx, anchor) = if self.rate > 5.0 {
+                (-(px(k, 9.0) as i32), HPos::Right)
+            } else {
+                (px(k, 9.0) as i32, HPos::Left)
+            };
+            chart.draw_series(std::iter::once(
+                EmptyElement::at(at)
+                    + Circle::new((0, 0), px(k, 5.0), RED.filled())
+                    + Text::new(
+                        label,
+                        (dx, -(px(k, 8.0) as i32)),
+                        font(k, 14.5, INK).pos(Pos::new(anchor, VPos::Bottom)),
+                    ),
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+/// One horizontal bar.
+struct Bar {
+    label: String,
+    /// `None`: no value (the bar is absent, `shown` says why).
+    value: Option<f64>,
+    shown: String,
+    color: RGBColor,
+}
+
+/// Horizontal bars from zero, a label on the left and the amount at the
+/// bar's end: the breakdown and the comparison.
+struct Bars {
+    figure: Figure,
+    bars: Vec<Bar>,
+    axis: String,
+    l: Locale,
+    c: Currency,
+}
+
+impl Draw for Bars {
+    fn figure(&self) -> &Figure {
+        &self.figure
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, k: f64) -> DrawResult<DB> {
+        let (l, c) = (self.l, self.c);
+        area.fill(&WHITE)?;
+        let n = self.bars.len().max(1);
+        let top = self.bars.iter().filter_map(|b| b.value).fold(0.0, f64::max);
+        // Room at the right for the amount written after the longest bar.
+        let xmax = nice_ceiling(top * 1.45);
+        let row = |i: usize| n - 1 - i; // the first bar on top
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.figure.title, font(k, 18.0, INK))
+            .margin(px(k, 10.0))
+            .margin_right(px(k, 44.0))
+            .x_label_area_size(px(k, 48.0))
+            .y_label_area_size(px(k, 220.0))
+            .build_cartesian_2d(0f64..xmax, (0..n - 1).into_segmented())?;
+        let labels: Vec<&str> = self.bars.iter().map(|b| b.label.as_str()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
+            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
+            .x_labels(4)
+            .y_labels(n)
+            .x_label_formatter(&|v| money_tick(*v, l, c))
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) if *i < n => {
+                    labels.get(n - 1 - i).copied().unwrap_or("").to_owned()
+                }
+                _ => String::new(),
+            })
+            .label_style(font(k, 13.5, INK))
+            .axis_desc_style(font(k, 14.5, MUTED))
+            .x_desc(self.axis.as_str())
+            .draw()?;
+        let margin = px(k, 8.0);
+        chart.draw_series(self.bars.iter().enumerate().filter_map(|(i, b)| {
+            let v = b.value?;
+            let mut r = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(row(i))),
+                    (v, SegmentValue::Exact(row(i) + 1)),
+                ],
+                b.color.filled(),
+            );
+            r.set_margin(margin, margin, 0, 0);
+            Some(r)
+        }))?;
+        chart.draw_series(self.bars.iter().enumerate().map(|(i, b)| {
+            EmptyElement::at((b.value.unwrap_or(0.0), SegmentValue::CenterOf(row(i))))
+                + Text::new(
+                    b.shown.clone(),
+                    (px(k, 6.0) as i32, 0),
+                    font(k, 14.5, INK).pos(Pos::new(HPos::Left, VPos::Center)),
+                )
+        }))?;
+        Ok(())
+    }
+}
+
+struct Tornado {
+    figure: Figure,
+    /// Label, loss at −20%, loss at +20%.
+    swings: Vec<(String, f64, f64)>,
+    base: f64,
+    axis: String,
+    l: Locale,
+    c: Currency,
+}
+
+impl Draw for Tornado {
+    fn figure(&self) -> &Figure {
+        &self.figure
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, k: f64) -> DrawResult<DB> {
+        let (l, c) = (self.l, self.c);
+        area.fill(&WHITE)?;
+        let n = self.swings.len().max(1);
+        let lo = self
+            .swings
+            .iter()
+            .map(|s| s.1.min(s.2))
+            .fold(self.base, f64::min);
+        let hi = self
+            .swings
+            .iter()
+            .map(|s| s.1.max(s.2))
+            .fold(self.base, f64::max);
+        let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
+        let (lo, hi) = (lo - span * 0.05, hi + span * 0.05);
+        let row = |i: usize| n - 1 - i;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.figure.title, font(k, 18.0, INK))
+            .margin(px(k, 10.0))
+            .margin_right(px(k, 44.0))
+            .x_label_area_size(px(k, 48.0))
+            .y_label_area_size(px(k, 250.0))
+            .build_cartesian_2d(lo..hi, (0..n - 1).into_segmented())?;
+        let labels: Vec<&str> = self.swings.iter().map(|s| s.0.as_str()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
+            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
+            .x_labels(4)
+            .y_labels(n)
+            .x_label_formatter(&|v| money_tick(*v, l, c))
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) if *i < n => {
+                    labels.get(n - 1 - i).copied().unwrap_or("").to_owned()
+                }
+                _ => String::new(),
+            })
+            .label_style(font(k, 13.5, INK))
+            .axis_desc_style(font(k, 14.5, MUTED))
+            .x_desc(self.axis.as_str())
+            .draw()?;
+        let margin = px(k, 6.0);
+        chart.draw_series(self.swings.iter().enumerate().map(|(i, s)| {
+            let (a, b) = (s.1.min(s.2), s.1.max(s.2));
+            let mut r = Rectangle::new(
+                [
+                    (a, SegmentValue::Exact(row(i))),
+                    (b, SegmentValue::Exact(row(i) + 1)),
+                ],
+                PALE_BLUE.filled(),
+            );
+            r.set_margin(margin, margin, 0, 0);
+            r
+        }))?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![
+                (self.base, SegmentValue::Exact(0)),
+                (self.base, SegmentValue::Exact(n)),
+            ],
+            INK.stroke_width(px(k, 1.5).max(1)),
+        )))?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The comparison.
+
+/// The comparison's chart: annual loss per scenario, in the first
+/// scenario's currency.
+pub fn compare_chart(
+    columns: &[CompareColumn],
+    currency: Currency,
+    l: Locale,
+    format: Format,
+) -> Result<Vec<u8>, ChartError> {
+    let figure = app::charts::compare_figure(columns, currency, l);
+    render(
+        &Bars {
+            bars: columns
+                .iter()
+                .enumerate()
+                .map(|(i, col)| Bar {
+                    label: short(&col.label),
+                    value: col.annual_loss.as_ref().ok().map(|d| f(*d)),
+                    shown: match &col.annual_loss {
+                        Ok(d) => format_money(*d, l, currency),
+                        Err(why) => why.clone(),
+                    },
+                    color: if i == 0 { BLUE } else { ORANGE },
+                })
+                .collect(),
+            axis: tr(l, "perda anual", "annual loss").to_owned(),
+            figure,
+            l,
+            c: currency,
+        },
+        format,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// The monitor.
+
+/// One bucket of the monitor's series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeriesPoint {
+    /// Bucket start, ms since the epoch (UTC).
+    pub start_ms: i64,
+    /// Deliveries.
+    pub deliveries: i64,
+    /// Redeliveries.
+    pub redeliveries: i64,
+    /// Intents recorded.
+    pub intents: i64,
+    /// Intents that got their second delivery.
+    pub redelivered_intents: i64,
+}
+
+impl SeriesPoint {
+    /// The bucket's duplicate rate in percent (0 without intents).
+    pub fn rate_pct(&self) -> f64 {
+        if self.intents > 0 {
+            self.redelivered_intents as f64 * 100.0 / self.intents as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A monitor chart ([`app::charts::LIVE_NAMES`]) over the series, with the
+/// page's figure text, or `None` for an unknown name. `daily`: label the
+/// time axis by day (the 7- and 30-day windows) instead of by hour.
+pub fn live_chart(
+    name: &str,
+    figure: Figure,
+    series: &[SeriesPoint],
+    daily: bool,
+    l: Locale,
+    format: Format,
+) -> Option<Result<Vec<u8>, ChartError>> {
+    let lines = match name {
+        "deliveries" => vec![
+            (
+                tr(l, "entregas", "deliveries"),
+                series.iter().map(|p| p.deliveries as f64).collect(),
+                BLUE,
+            ),
+            (
+                tr(l, "reentregas", "redeliveries"),
+                series.iter().map(|p| p.redeliveries as f64).collect(),
+                RED,
+            ),
+        ],
+        "rate" => vec![(
+            tr(l, "taxa de duplicatas", "duplicate rate"),
+            series
+                .iter()
+                .map(SeriesPoint::rate_pct)
+                .collect::<Vec<f64>>(),
+            RED,
+        )],
+        _ => return None,
+    };
+    Some(render(
+        &Lines {
+            figure,
+            times: series.iter().map(|p| p.start_ms).collect(),
+            lines,
+            percent: name == "rate",
+            daily,
+            l,
+        },
+        format,
+    ))
+}
+
+struct Lines {
+    figure: Figure,
+    times: Vec<i64>,
+    lines: Vec<(&'static str, Vec<f64>, RGBColor)>,
+    percent: bool,
+    daily: bool,
+    l: Locale,
+}
+
+impl Draw for Lines {
+    fn figure(&self) -> &Figure {
+        &self.figure
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, k: f64) -> DrawResult<DB> {
+        let l = self.l;
+        area.fill(&WHITE)?;
+        let n = self.times.len();
+        let top = self
+            .lines
+            .iter()
+            .flat_map(|(_, v, _)| v.iter().copied())
+            .fold(0.0, f64::max);
+        let ymax = if self.percent {
+            nice_ceiling(top).clamp(1.0, 100.0)
+        } else {
+            nice_ceiling(top).max(1.0)
+        };
+        let xmax = (n.max(2) - 1) as f64;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.figure.title, font(k, 18.0, INK))
+            .margin(px(k, 10.0))
+            .margin_right(px(k, 44.0))
+            .x_label_area_size(px(k, 46.0))
+            .y_label_area_size(px(k, 72.0))
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
+        let time = |v: &f64| {
+            let i = v.round().max(0.0) as usize;
+            self.times.get(i).map_or_else(String::new, |ms| {
+                let t = utc_minute(*ms); // "2026-11-30 14:05 UTC"
+                if self.daily {
+                    t.get(5..10).unwrap_or("").to_owned()
+                } else {
+                    t.get(11..16).unwrap_or("").to_owned()
+                }
+            })
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
+            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
+            .x_labels(6)
+            .y_labels(5)
+            .x_label_formatter(&time)
+            .y_label_formatter(&|v| {
+                if self.percent {
+                    pct_tick(*v, l)
+                } else {
+                    format_count(Decimal::from_f64_retain(v.round()).unwrap_or_default(), l)
+                }
+            })
+            .label_style(font(k, 13.5, MUTED))
+            .axis_desc_style(font(k, 14.5, MUTED))
+            .x_desc(tr(l, "início do intervalo (UTC)", "bucket start (UTC)"))
+            .draw()?;
+        for (name, values, color) in &self.lines {
+            let color = *color;
+            let width = px(k, 2.0).max(1);
+            chart
+                .draw_series(LineSeries::new(
+                    values.iter().enumerate().map(|(i, v)| (i as f64, *v)),
+                    color.stroke_width(width),
+                ))?
+                .label(*name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(width))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(font(k, 13.5, INK))
+            .background_style(WHITE.mix(0.85))
+            .border_style(GRID)
+            .draw()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_end_on_round_numbers() {
+        assert_eq!(nice_ceiling(5940.0), 10000.0);
+        assert_eq!(nice_ceiling(1782.0), 2000.0);
+        assert_eq!(nice_ceiling(0.0), 1.0);
+        assert_eq!(nice_ceiling(f64::NAN), 1.0);
+    }
+
+    fn texts(svg: &str) -> Vec<String> {
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        doc.descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| n.text().unwrap_or("").trim().to_owned())
+            .collect()
+    }
+
+    fn svg(name: &str, s: &Scenario, l: Locale) -> String {
+        let o = s.compute().unwrap_or_else(|e| panic!("{e}"));
+        let body = scenario_chart(name, s, &o, l, Format::Svg)
+            .unwrap_or_else(|| panic!("{name}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(body).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_reference_loss_chart_marks_its_point_with_page_language_labels() {
+        let s = Scenario::default();
+        let pt = svg("loss", &s, Locale::PtBr);
+        let t = texts(&pt);
+        assert!(t.contains(&"você: R$ 1.782,00 (3,00%)".to_owned()), "{t:?}");
+        for tick in ["0,00%", "10,00%", "R$ 0,00", "R$ 5.000,00", "R$ 10.000,00"] {
+            assert!(t.contains(&tick.to_owned()), "{tick} in {t:?}");
+        }
+        // The marker: a red circle where 3% meets R$ 1.782 on the axes.
+        let doc = roxmltree::Document::parse(&pt).unwrap_or_else(|e| panic!("{e}"));
+        let circles: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("circle"))
+            .collect();
+        assert_eq!(circles.len(), 1);
+        assert_eq!(circles[0].attribute("fill"), Some("#B42318"));
+        let svg_root = doc.root_element();
+        assert_eq!(svg_root.attribute("role"), Some("img"));
+        assert!(
+            svg_root
+                .children()
+                .any(|n| n.has_tag_name("desc")
+                    && n.text().is_some_and(|d| d.contains("R$ 1.782,00")))
+        );
+        let en = texts(&svg("loss", &s, Locale::EnUs));
+        assert!(en.contains(&"you: R$1,782.00 (3.00%)".to_owned()), "{en:?}");
+        assert!(en.contains(&"R$10,000.00".to_owned()), "{en:?}");
+        assert!(en.contains(&"conversations that repeat the call".to_owned()));
+    }
+
+    #[test]
+    fn every_chart_is_well_formed_in_both_encodings() {
+        let s = Scenario::default();
+        let o = s.compute().unwrap_or_else(|e| panic!("{e}"));
+        for name in app::charts::NAMES {
+            for l in [Locale::PtBr, Locale::EnUs] {
+                let t = texts(&svg(name, &s, l));
+                assert!(
+                    t.iter().all(|x| !x.contains("NaN") && !x.contains("inf")),
+                    "{name}"
+                );
+            }
+            let png = scenario_chart(name, &s, &o, Locale::PtBr, Format::Png(800))
+                .unwrap_or_else(|| panic!("{name}"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let decoder = png::Decoder::new(png.as_slice());
+            let reader = decoder.read_info().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(reader.info().width, 800, "{name}");
+        }
+        let b = texts(&svg("breakdown", &s, Locale::PtBr));
+        assert!(b.contains(&"R$ 148,50".to_owned()), "{b:?}");
+        assert!(b.contains(&"sem dados de risco".to_owned()), "{b:?}");
+        assert!(scenario_chart("pie", &s, &o, Locale::PtBr, Format::Svg).is_none());
+    }
+
+    #[test]
+    fn huge_and_zero_inputs_draw_without_garbage() {
+        for q in [
+            "v=2&c=9999999999999&ti=99999999&pi=999999",
+            "v=2&d=0",
+            "v=2&c=0",
+            "v=2&d=100",
+        ] {
+            let s = Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('=')))
+                .unwrap_or_else(|e| panic!("{q}: {e}"));
+            for name in app::charts::NAMES {
+                let t = texts(&svg(name, &s, Locale::PtBr));
+                assert!(
+                    t.iter().all(|x| !x.contains("NaN") && !x.contains("inf")),
+                    "{q} {name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_comparison_and_the_monitor_draw_their_series() {
+        let cols = vec![
+            CompareColumn {
+                label: "A".into(),
+                annual_loss: Ok(Decimal::from(1782)),
+            },
+            CompareColumn {
+                label: "com idem".into(),
+                annual_loss: Ok(Decimal::ZERO),
+            },
+            CompareColumn {
+                label: "C".into(),
+                annual_loss: Err("link inválido".into()),
+            },
+        ];
+        let body = compare_chart(&cols, Currency::Brl, Locale::PtBr, Format::Svg)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let t = texts(&String::from_utf8(body).unwrap_or_default());
+        for want in ["A", "com idem", "R$ 1.782,00", "R$ 0,00", "link inválido"] {
+            assert!(t.contains(&want.to_owned()), "{want} in {t:?}");
+        }
+        let points: Vec<SeriesPoint> = (0..24)
+            .map(|i| SeriesPoint {
+                start_ms: 1_796_040_300_000 + i * 3_600_000,
+                deliveries: 10 + i,
+                redeliveries: i % 3,
+                intents: 10,
+                redelivered_intents: i % 3,
+            })
+            .collect();
+        let figure = Figure {
+            id: "live-chart-rate".into(),
+            title: "Taxa".into(),
+            caption: "c".into(),
+            note: None,
+            head: vec![],
+            rows: vec![],
+            height: app::charts::LIVE_HEIGHT,
+        };
+        let body = live_chart(
+            "rate",
+            figure.clone(),
+            &points,
+            false,
+            Locale::PtBr,
+            Format::Svg,
+        )
+        .unwrap_or_else(|| panic!("rate"))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let t = texts(&String::from_utf8(body).unwrap_or_default());
+        assert!(t.contains(&"12:05".to_owned()), "{t:?}");
+        assert!(t.contains(&"20,00%".to_owned()), "{t:?}");
+        assert!(live_chart(
+            "pie",
+            figure.clone(),
+            &points,
+            false,
+            Locale::PtBr,
+            Format::Svg
+        )
+        .is_none());
+        // No points: an empty frame, not a panic.
+        assert!(live_chart(
+            "deliveries",
+            figure,
+            &[],
+            true,
+            Locale::EnUs,
+            Format::Png(320)
+        )
+        .is_some_and(|r| r.is_ok()));
+    }
+
+    #[test]
+    fn formats_and_widths_are_read_strictly() {
+        assert_eq!(Format::parse(None, None), Ok(Format::Svg));
+        assert_eq!(Format::parse(Some("png"), None), Ok(Format::Png(PNG_WIDTH)));
+        assert_eq!(
+            Format::parse(Some("png"), Some("800")),
+            Ok(Format::Png(800))
+        );
+        assert!(Format::parse(Some("png"), Some("99999")).is_err());
+        assert!(Format::parse(Some("png"), Some("-1")).is_err());
+        assert!(Format::parse(Some("gif"), None).is_err());
+        assert!(Format::parse(Some("svg"), Some("800")).is_err());
+    }
+}
