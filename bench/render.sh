@@ -73,10 +73,17 @@ for round in 1 2; do
   run "/?… calculator, v1 link edited, English #$round" "$base$edited"
   [ -n "$baseline" ] && run "  baseline: the same v1 link #$round" "$old$edited"
   run "/?v=2… USD contract, cache, risk #$round" "$base$contract"
+  [ -n "$baseline" ] && run "  baseline: the same contract #$round" "$old$contract"
   run "$saved saved scenario #$round" "$base$saved"
   run "/compare three scenarios #$round" "$base/compare?s=v%3D1&s=v%3D1%26d%3D0.5&s=${saved#/s/}"
+  run "/compare two links #$round" "$base/compare?s=v%3D1&s=v%3D1%26d%3D0.5"
+  [ -n "$baseline" ] && run "  baseline: the same comparison #$round" "$old/compare?s=v%3D1&s=v%3D1%26d%3D0.5"
   run "/charts/loss.svg reference #$round" "$base/charts/loss.svg?v=2"
+  [ -n "$baseline" ] && run "  baseline: the same chart #$round" "$old/charts/loss.svg?v=2"
   run "/charts/tornado.svg USD contract #$round" "$base/charts/tornado.svg${contract#/}"
+  run "/charts/loss.svg?format=png (1280 px) #$round" "$base/charts/loss.svg?v=2&format=png"
+  run "/charts/figures (what typing fetches) #$round" "$base/charts/figures?v=2&d=6"
+  run "/live/charts/deliveries.svg #$round" "$base/live/charts/deliveries.svg?window=24h"
   run "/prices?q=claude (model search) #$round" "$base/prices?q=claude"
 done
 

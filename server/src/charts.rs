@@ -20,7 +20,8 @@ use app::i18n::{field_label, tr, utc_minute};
 use idem_core::cost::CostOutputs;
 use idem_core::locale::{format_count, format_money, format_pct, Currency, Locale};
 use idem_core::scenario::{annual_loss, loss_curve, Scenario};
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -393,6 +394,82 @@ impl Draw for Loss {
     }
 }
 
+/// A chart of horizontal bars: money along x, one labelled row per bar
+/// (the first on top).
+type BarChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordusize>>>;
+
+/// What the bar charts (breakdown, tornado, comparison) share: the title,
+/// the row labels on the left, the money axis and its gridlines.
+struct Frame<'s> {
+    title: &'s str,
+    labels: &'s [&'s str],
+    /// The label column's width at scale 1.
+    label_width: f64,
+    axis: &'s str,
+    l: Locale,
+    c: Currency,
+}
+
+impl Frame<'_> {
+    fn draw<'a, DB: DrawingBackend>(
+        &self,
+        area: &'a DrawingArea<DB, Shift>,
+        k: f64,
+        x: std::ops::Range<f64>,
+    ) -> Result<BarChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+        let (l, c) = (self.l, self.c);
+        let n = self.labels.len().max(1);
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.title, font(k, 18.0, INK))
+            .margin(px(k, 10.0))
+            .margin_right(px(k, 44.0))
+            .x_label_area_size(px(k, 48.0))
+            .y_label_area_size(px(k, self.label_width))
+            .build_cartesian_2d(x, (0..n - 1).into_segmented())?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
+            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
+            .x_labels(4)
+            .y_labels(n)
+            .x_label_formatter(&|v| money_tick(*v, l, c))
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) if *i < n => {
+                    self.labels.get(n - 1 - i).copied().unwrap_or("").to_owned()
+                }
+                _ => String::new(),
+            })
+            .label_style(font(k, 13.5, INK))
+            .axis_desc_style(font(k, 14.5, MUTED))
+            .x_desc(self.axis)
+            .draw()?;
+        Ok(chart)
+    }
+}
+
+/// One horizontal bar from `from` to `to` on `row`, `margin` pixels thinner
+/// than its row at top and bottom.
+fn bar(
+    from: f64,
+    to: f64,
+    row: usize,
+    color: RGBColor,
+    margin: u32,
+) -> Rectangle<(f64, SegmentValue<usize>)> {
+    let mut r = Rectangle::new(
+        [
+            (from, SegmentValue::Exact(row)),
+            (to, SegmentValue::Exact(row + 1)),
+        ],
+        color.filled(),
+    );
+    r.set_margin(margin, margin, 0, 0);
+    r
+}
+
 /// One horizontal bar.
 struct Bar {
     label: String,
@@ -425,46 +502,23 @@ impl Draw for Bars {
         // Room at the right for the amount written after the longest bar.
         let xmax = nice_ceiling(top * 1.45);
         let row = |i: usize| n - 1 - i; // the first bar on top
-        let mut chart = ChartBuilder::on(area)
-            .caption(&self.figure.title, font(k, 18.0, INK))
-            .margin(px(k, 10.0))
-            .margin_right(px(k, 44.0))
-            .x_label_area_size(px(k, 48.0))
-            .y_label_area_size(px(k, 220.0))
-            .build_cartesian_2d(0f64..xmax, (0..n - 1).into_segmented())?;
         let labels: Vec<&str> = self.bars.iter().map(|b| b.label.as_str()).collect();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .light_line_style(TRANSPARENT)
-            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
-            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
-            .x_labels(4)
-            .y_labels(n)
-            .x_label_formatter(&|v| money_tick(*v, l, c))
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) if *i < n => {
-                    labels.get(n - 1 - i).copied().unwrap_or("").to_owned()
-                }
-                _ => String::new(),
-            })
-            .label_style(font(k, 13.5, INK))
-            .axis_desc_style(font(k, 14.5, MUTED))
-            .x_desc(self.axis.as_str())
-            .draw()?;
+        let frame = Frame {
+            title: &self.figure.title,
+            labels: &labels,
+            label_width: 220.0,
+            axis: &self.axis,
+            l,
+            c,
+        };
+        let mut chart = frame.draw(area, k, 0f64..xmax)?;
         let margin = px(k, 8.0);
-        chart.draw_series(self.bars.iter().enumerate().filter_map(|(i, b)| {
-            let v = b.value?;
-            let mut r = Rectangle::new(
-                [
-                    (0.0, SegmentValue::Exact(row(i))),
-                    (v, SegmentValue::Exact(row(i) + 1)),
-                ],
-                b.color.filled(),
-            );
-            r.set_margin(margin, margin, 0, 0);
-            Some(r)
-        }))?;
+        chart.draw_series(
+            self.bars
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| Some(bar(0.0, b.value?, row(i), b.color, margin))),
+        )?;
         chart.draw_series(self.bars.iter().enumerate().map(|(i, b)| {
             EmptyElement::at((b.value.unwrap_or(0.0), SegmentValue::CenterOf(row(i))))
                 + Text::new(
@@ -509,46 +563,23 @@ impl Draw for Tornado {
         let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
         let (lo, hi) = (lo - span * 0.05, hi + span * 0.05);
         let row = |i: usize| n - 1 - i;
-        let mut chart = ChartBuilder::on(area)
-            .caption(&self.figure.title, font(k, 18.0, INK))
-            .margin(px(k, 10.0))
-            .margin_right(px(k, 44.0))
-            .x_label_area_size(px(k, 48.0))
-            .y_label_area_size(px(k, 250.0))
-            .build_cartesian_2d(lo..hi, (0..n - 1).into_segmented())?;
         let labels: Vec<&str> = self.swings.iter().map(|s| s.0.as_str()).collect();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .light_line_style(TRANSPARENT)
-            .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
-            .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
-            .x_labels(4)
-            .y_labels(n)
-            .x_label_formatter(&|v| money_tick(*v, l, c))
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) if *i < n => {
-                    labels.get(n - 1 - i).copied().unwrap_or("").to_owned()
-                }
-                _ => String::new(),
-            })
-            .label_style(font(k, 13.5, INK))
-            .axis_desc_style(font(k, 14.5, MUTED))
-            .x_desc(self.axis.as_str())
-            .draw()?;
+        let frame = Frame {
+            title: &self.figure.title,
+            labels: &labels,
+            label_width: 250.0,
+            axis: &self.axis,
+            l,
+            c,
+        };
+        let mut chart = frame.draw(area, k, lo..hi)?;
         let margin = px(k, 6.0);
-        chart.draw_series(self.swings.iter().enumerate().map(|(i, s)| {
-            let (a, b) = (s.1.min(s.2), s.1.max(s.2));
-            let mut r = Rectangle::new(
-                [
-                    (a, SegmentValue::Exact(row(i))),
-                    (b, SegmentValue::Exact(row(i) + 1)),
-                ],
-                PALE_BLUE.filled(),
-            );
-            r.set_margin(margin, margin, 0, 0);
-            r
-        }))?;
+        chart.draw_series(
+            self.swings
+                .iter()
+                .enumerate()
+                .map(|(i, s)| bar(s.1.min(s.2), s.1.max(s.2), row(i), PALE_BLUE, margin)),
+        )?;
         chart.draw_series(std::iter::once(PathElement::new(
             vec![
                 (self.base, SegmentValue::Exact(0)),

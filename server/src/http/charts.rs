@@ -155,19 +155,7 @@ pub async fn image(
         };
         let outputs = match scenario.compute() {
             Ok(o) => o,
-            Err(e) => {
-                return plain_text(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    format!(
-                        "{}: {e}",
-                        tr(
-                            locale,
-                            "o cenário não pode ser calculado",
-                            "the scenario cannot be computed"
-                        )
-                    ),
-                )
-            }
+            Err(e) => return uncomputable(&e, locale),
         };
         // Equal scenarios written differently share a tag.
         tag.update(scenario.to_query().as_bytes());
@@ -214,19 +202,7 @@ pub async fn figures(query: ScenarioQuery, headers: HeaderMap) -> Response {
     let ScenarioQuery { scenario, locale } = query;
     let outputs = match scenario.compute() {
         Ok(o) => o,
-        Err(e) => {
-            return plain_text(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!(
-                    "{}: {e}",
-                    tr(
-                        locale,
-                        "o cenário não pode ser calculado",
-                        "the scenario cannot be computed"
-                    )
-                ),
-            )
-        }
+        Err(e) => return uncomputable(&e, locale),
     };
     let mut tag = Sha256::new();
     tag.update(b"figures|");
@@ -270,6 +246,21 @@ pub async fn draw(
     tokio::task::spawn_blocking(render)
         .await
         .unwrap_or_else(|e| Some(Err(ChartError::from(e.to_string()))))
+}
+
+/// 422 for a scenario that reads but cannot be computed (an overflow).
+fn uncomputable(e: &impl std::fmt::Display, locale: Locale) -> Response {
+    plain_text(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!(
+            "{}: {e}",
+            tr(
+                locale,
+                "o cenário não pode ser calculado",
+                "the scenario cannot be computed"
+            )
+        ),
+    )
 }
 
 /// Whether the request's `If-None-Match` names `etag`.
