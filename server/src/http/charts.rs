@@ -81,7 +81,9 @@ pub async fn image(
     tag.update(format!("|{format:?}|{}|", locale.tag()).as_bytes());
     tag.update(env!("CARGO_PKG_VERSION").as_bytes());
 
-    let (drawn, cache) = if name == "compare" {
+    // What to draw, decided here; drawn only once the tag says the client
+    // does not already have it.
+    let (render, cache) = if name == "compare" {
         let saved = match saved(&api, app::pages::saved_ids(saved_values.iter().copied())).await {
             Ok(s) => s,
             Err(r) => return r,
@@ -108,11 +110,9 @@ pub async fn image(
         }
         let (columns, currency) = app::charts::compare_columns(&scenarios, locale);
         let all_saved = saved_values.iter().all(|v| is_saved_id(v));
-        let drawn = draw(format, move || {
-            Some(compare_chart(&columns, currency, locale, format))
-        })
-        .await;
-        (drawn, if all_saved { SAVED_CACHE } else { LINK_CACHE })
+        let render: Render =
+            Box::new(move || Some(compare_chart(&columns, currency, locale, format)));
+        (render, if all_saved { SAVED_CACHE } else { LINK_CACHE })
     } else {
         let (scenario, cache) = match value("s") {
             Some(id) => {
@@ -125,15 +125,7 @@ pub async fn image(
                 };
                 let read =
                     Scenario::from_query(view.query.split('&').filter_map(|kv| kv.split_once('=')));
-                match read {
-                    Ok(s) => (s, SAVED_CACHE),
-                    Err(e) => {
-                        return plain_text(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            query_error_text(&e, locale),
-                        )
-                    }
-                }
+                (read, SAVED_CACHE)
             }
             None => {
                 let read = Scenario::from_query(
@@ -142,15 +134,16 @@ pub async fn image(
                         .filter(|(k, _)| !matches!(k.as_str(), "lang" | "format" | "width"))
                         .map(|(k, v)| (k.as_str(), v.as_str())),
                 );
-                match read {
-                    Ok(s) => (s, LINK_CACHE),
-                    Err(e) => {
-                        return plain_text(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            query_error_text(&e, locale),
-                        )
-                    }
-                }
+                (read, LINK_CACHE)
+            }
+        };
+        let scenario = match scenario {
+            Ok(s) => s,
+            Err(e) => {
+                return plain_text(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    query_error_text(&e, locale),
+                )
             }
         };
         let outputs = match scenario.compute() {
@@ -159,12 +152,10 @@ pub async fn image(
         };
         // Equal scenarios written differently share a tag.
         tag.update(scenario.to_query().as_bytes());
-        let name = name.to_owned();
-        let drawn = draw(format, move || {
-            scenario_chart(&name, &scenario, &outputs, locale, format)
-        })
-        .await;
-        (drawn, cache)
+        let chart = name.to_owned();
+        let render: Render =
+            Box::new(move || scenario_chart(&chart, &scenario, &outputs, locale, format));
+        (render, cache)
     };
     let etag = format!("\"{}\"", hex::encode(&tag.finalize()[..12]));
     let headers_out = [
@@ -174,7 +165,7 @@ pub async fn image(
     if if_none_match(&headers, &etag) {
         return (StatusCode::NOT_MODIFIED, headers_out).into_response();
     }
-    match drawn {
+    match draw(format, render).await {
         Some(Ok(body)) => (
             [(header::CONTENT_TYPE, format.content_type().to_owned())],
             headers_out,
@@ -224,6 +215,9 @@ pub async fn figures(query: ScenarioQuery, headers: HeaderMap) -> Response {
     )
         .into_response()
 }
+
+/// A chart to draw: `None` for an unknown name.
+type Render = Box<dyn FnOnce() -> Option<Result<Vec<u8>, ChartError>> + Send>;
 
 /// PNG renders running at once: each takes a few milliseconds of CPU and
 /// up to width × height × 3 bytes of pixels (about 16 MB at 2560 px), so
