@@ -27,6 +27,22 @@
     for (var i = 0; i < els.length; i++) els[i].textContent = els[i].getAttribute("data-" + lang());
   }
 
+  /** Instants (time[data-local], written in UTC by the server) in the
+   *  reader's time zone, to the second; the UTC text stays in the title. */
+  function localize(scope) {
+    var els = scope.querySelectorAll("time[data-local]");
+    var tag = document.documentElement.getAttribute("lang") || undefined;
+    for (var i = 0; i < els.length; i++) {
+      var d = new Date(els[i].getAttribute("datetime"));
+      if (isNaN(d.getTime())) continue;
+      var text = d.toLocaleString(tag, {
+        year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
+      });
+      if (els[i].textContent !== text) els[i].textContent = text;
+    }
+  }
+
   function start(root) {
     if (!root.getAttribute("data-feed") || root.getAttribute("data-live-started")) return;
     root.setAttribute("data-live-started", "true");
@@ -52,10 +68,17 @@
       return lang ? url.replace(/([?&]lang=)[^&]*/, "$1" + encodeURIComponent(lang)) : url;
     }
 
+    // The markup last swapped in, as the server sent it: the page's copy
+    // differs once its times are localized.
+    var shown = null;
     function fresh(html) {
       last = Date.now();
       root.setAttribute("data-updated", String(last));
-      if (html !== null && root.innerHTML !== html) root.innerHTML = html;
+      if (html !== null && shown !== html) {
+        root.innerHTML = html;
+        shown = html;
+        localize(root);
+      }
     }
 
     function stop() {
@@ -140,8 +163,10 @@
   function init() {
     var roots = document.querySelectorAll("[data-feed]");
     for (var i = 0; i < roots.length; i++) start(roots[i]);
+    localize(document);
     controls();
-    new MutationObserver(relabel).observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
+    new MutationObserver(function () { relabel(); localize(document); })
+      .observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

@@ -273,6 +273,24 @@ pub fn currency_name(c: Currency, l: Locale) -> &'static str {
 /// A date from Unix milliseconds, as `2026-11-30 14:05 UTC`: the same text
 /// on the server and in the browser, whatever their time zones.
 pub fn utc_minute(ms: i64) -> String {
+    let (y, m, d, h, mi, _) = civil_utc(ms);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02} UTC")
+}
+
+/// The same instant to the second: `2026-11-30 14:05:09 UTC`.
+pub fn utc_second(ms: i64) -> String {
+    let (y, m, d, h, mi, s) = civil_utc(ms);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
+}
+
+/// The same instant for a `<time datetime>`: `2026-11-30T14:05:09Z`.
+pub fn iso_utc(ms: i64) -> String {
+    let (y, m, d, h, mi, s) = civil_utc(ms);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// Year, month, day, hour, minute and second in UTC of Unix milliseconds.
+fn civil_utc(ms: i64) -> (i64, i64, i64, i64, i64, i64) {
     let secs = ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
@@ -286,11 +304,7 @@ pub fn utc_minute(ms: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rem / 3600,
-        (rem % 3600) / 60
-    )
+    (y, m, d, rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
 #[cfg(test)]
@@ -302,5 +316,7 @@ mod tests {
         assert_eq!(utc_minute(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc_minute(951_782_400_000), "2000-02-29 00:00 UTC");
         assert_eq!(utc_minute(1_796_040_300_000), "2026-11-30 12:05 UTC");
+        assert_eq!(utc_second(1_796_040_309_999), "2026-11-30 12:05:09 UTC");
+        assert_eq!(iso_utc(1_796_040_309_999), "2026-11-30T12:05:09Z");
     }
 }

@@ -113,6 +113,7 @@ async fn postgres() -> Option<Db> {
 
 idem_testkit::both!(
     counts_follow_the_intent_tables_and_uncertain_actions_are_listed,
+    card_table_and_list_agree_on_uncertain_now,
     two_instances_show_the_same_numbers,
     the_feed_pushes_a_write_within_two_seconds,
     tokens_decide_what_the_monitor_shows,
@@ -243,6 +244,98 @@ async fn counts_follow_the_intent_tables_and_uncertain_actions_are_listed(db: &D
     assert!(
         !html.contains("id=\"live-intents\""),
         "no numbers for a window nobody asked for"
+    );
+    a.store.close().await;
+}
+
+/// "Uncertain now" has one definition: the card is the sum of the table's
+/// column and the list names the same actions, before and after the
+/// sweep, each under its own action type (never a catch-all `*`).
+async fn card_table_and_list_agree_on_uncertain_now(db: &Db) {
+    let a = instance(db, open()).await;
+    let token = tenant(&a.store, "acme").await;
+    let begin = |key: String, action: &'static str| {
+        let base = a.base.clone();
+        let token = token.clone();
+        async move {
+            let res = http()
+                .post(format!("{base}/v1/actions/{key}/begin"))
+                .bearer_auth(&token)
+                .json(&json!({ "action": action, "lease_ms": 200 }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status().as_u16(), 201);
+        }
+    };
+    begin("a1".repeat(32), "pix.cobranca").await;
+    begin("a2".repeat(32), "pix.cobranca").await;
+    begin("b1".repeat(32), "email.cobranca").await;
+    a.clock.advance(Duration::from_millis(300));
+    let agree = |v: &Value| {
+        let rows = v["rows"].as_array().unwrap();
+        let per: Vec<(String, i64)> = rows
+            .iter()
+            .filter(|r| r["uncertain_now"].as_i64().unwrap() > 0)
+            .map(|r| {
+                (
+                    r["action"].as_str().unwrap().to_owned(),
+                    r["uncertain_now"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let sum: i64 = per.iter().map(|(_, n)| n).sum();
+        assert_eq!(v["uncertain"].as_i64(), Some(sum), "card = table: {v:#}");
+        assert_eq!(
+            v["uncertain_keys"].as_array().unwrap().len() as i64,
+            sum,
+            "list = card"
+        );
+        per
+    };
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
+        v["uncertain"] == 3
+    })
+    .await;
+    assert_eq!(
+        agree(&v),
+        [
+            ("email.cobranca".to_owned(), 1),
+            ("pix.cobranca".to_owned(), 2)
+        ],
+        "before the sweep"
+    );
+    // The sweep marks them; they keep their action type on every view.
+    let report = a.store.purge(100).await.unwrap();
+    assert_eq!(report.leases_expired, 3);
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["actions_uncertain"] == 2)
+    })
+    .await;
+    assert_eq!(
+        agree(&v),
+        [
+            ("email.cobranca".to_owned(), 1),
+            ("pix.cobranca".to_owned(), 2)
+        ],
+        "after the sweep"
+    );
+    assert!(
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["action"] != "*"),
+        "{v:#}"
+    );
+    let page = common::page(&format!("{}/live?window=1h&lang=en-US", a.base)).await;
+    assert!(
+        page.contains("<th scope=\"col\">Uncertain now</th>"),
+        "{page}"
     );
     a.store.close().await;
 }

@@ -378,14 +378,13 @@ macro_rules! backend {
             tenant: &str,
             now: Millis,
             limit: i64,
-        ) -> R<u64> {
-            sqlx::query::<$db>(q::SWEEP_EXPIRED_LEASES)
+        ) -> R<Vec<String>> {
+            sqlx::query_scalar::<$db, String>(q::SWEEP_EXPIRED_LEASES)
                 .bind(tenant)
                 .bind(now)
                 .bind(limit)
-                .execute(&mut *c)
+                .fetch_all(&mut *c)
                 .await
-                .map(|r| r.rows_affected())
         }
 
         pub(crate) async fn http_begin(
@@ -1105,6 +1104,18 @@ macro_rules! backend {
             sqlx::query_as::<$db, UncertainRow>(q::LIVE_UNCERTAIN)
                 .bind(tenant)
                 .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn live_uncertain_by_action(
+            c: &mut Conn,
+            tenant: &str,
+            now: Millis,
+        ) -> R<Vec<(String, i64)>> {
+            sqlx::query_as::<$db, (String, i64)>(q::LIVE_UNCERTAIN_BY_ACTION)
+                .bind(tenant)
+                .bind(now)
                 .fetch_all(&mut *c)
                 .await
         }

@@ -86,8 +86,8 @@ impl Store {
 }
 
 /// Marks one batch of expired claims uncertain, and counts them in the same
-/// transaction. Swept claims are counted under the catch-all action: the
-/// sweep statement does not return which action each claim was.
+/// transaction, each under its own action type (rollups written before
+/// this counted them under the catch-all `*`).
 async fn sweep_batch(
     s: &mut Session,
     tenant: &TenantId,
@@ -96,13 +96,14 @@ async fn sweep_batch(
 ) -> Result<u64, Error> {
     s.enter().await?;
     let result = on!(s.sweep_expired_leases(tenant.as_str(), now, batch)).map_err(Error::from);
-    if let Ok(n) = &result {
-        if *n > 0 {
-            s.note(tenant, "*", |c| {
-                c.counts.actions_uncertain += i64::try_from(*n).unwrap_or(i64::MAX);
-            });
+    let result = result.map(|mut actions| {
+        actions.sort_unstable();
+        for group in actions.chunk_by(|a, b| a == b) {
+            let n = i64::try_from(group.len()).unwrap_or(i64::MAX);
+            s.note(tenant, &group[0], |c| c.counts.actions_uncertain += n);
         }
-    }
+        actions.len() as u64
+    });
     s.leave(result).await
 }
 

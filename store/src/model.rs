@@ -390,8 +390,10 @@ pub struct LiveActions {
     /// Started, with a lease still running.
     pub in_flight: i64,
     /// Outcome unknown: marked uncertain, or started with a lease that ran
-    /// out and not swept yet.
+    /// out and not swept yet. The sum of [`uncertain_by_action`](Self::uncertain_by_action).
     pub uncertain: i64,
+    /// The same, per action type (sorted by action; empty when none).
+    pub uncertain_by_action: Vec<(String, i64)>,
     /// The newest of them, for reconciliation (at most the limit asked).
     pub uncertain_keys: Vec<UncertainAction>,
     /// Not settled: started (lease running or not), uncertain, or failed

@@ -158,13 +158,15 @@ where tenant_id = $1 and idem_key = $2 and fencing_token = $3
 returning action";
 
     /// Marks claims whose lease ran out as uncertain, in bounded batches. The
-    /// lease is cleared so a later takeover does not count it twice.
+    /// lease is cleared so a later takeover does not count it twice. Each
+    /// swept claim's action type comes back, so its count lands on it.
     pub const SWEEP_EXPIRED_LEASES: &str = "\
 update actions set state = 'uncertain', lease_until_ms = null, updated_ms = $2
 where tenant_id = $1 and idem_key in (
     select idem_key from actions
     where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
-    limit $3)";
+    limit $3)
+returning action";
 
     /// Starts an HTTP request under a client key: inserts it, or reuses a
     /// record that expired, or one whose request died holding the lock with
@@ -600,6 +602,17 @@ where tenant_id = $1 and state = 'uncertain'
 order by updated_ms desc
 limit $2";
 
+    /// "Uncertain now" per action type: marked uncertain, or started with a
+    /// lease that ran out and not swept yet (the live monitor's one
+    /// definition: its card is the sum, its list the newest of the same
+    /// rows). Read only when the counts found some.
+    pub const LIVE_UNCERTAIN_BY_ACTION: &str = "\
+select action, count(*) as n from actions
+where tenant_id = $1
+    and (state = 'uncertain' or (state = 'started' and lease_until_ms <= $2))
+group by action
+order by action";
+
     /// Started actions whose lease ran out (uncertain, not yet swept).
     pub const LIVE_EXPIRED: &str = "\
 select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms from actions
@@ -1002,6 +1015,7 @@ pub const ALL: &[(&str, &str)] = {
         ("LIVE_ACTION_COUNTS", LIVE_ACTION_COUNTS),
         ("LIVE_UNCERTAIN", LIVE_UNCERTAIN),
         ("LIVE_EXPIRED", LIVE_EXPIRED),
+        ("LIVE_UNCERTAIN_BY_ACTION", LIVE_UNCERTAIN_BY_ACTION),
         ("LIST_TENANTS", LIST_TENANTS),
         ("ADMIN_UNRESOLVED", ADMIN_UNRESOLVED),
         ("SELECT_SCENARIO", SELECT_SCENARIO),

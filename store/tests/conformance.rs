@@ -540,6 +540,19 @@ async fn sweep_marks_expired_leases_uncertain(h: &H) {
     let report = h.store.purge(2).await.unwrap();
     assert_eq!(report.leases_expired, 5);
     assert!(report.batches >= 3, "bounded batches of 2: {report:?}");
+    // Each swept claim counts under its own action type, not a catch-all.
+    let stats = h
+        .store
+        .stats(&h.tenant, Granularity::Day, T0, T0 + 86_400_000)
+        .await
+        .unwrap();
+    let uncertain: Vec<(&str, i64)> = stats
+        .buckets
+        .iter()
+        .filter(|b| b.counts.actions_uncertain > 0)
+        .map(|b| (b.action.as_str(), b.counts.actions_uncertain))
+        .collect();
+    assert_eq!(uncertain, [("pix.cobranca", 5)]);
     let mut s = h.store.session().await.unwrap();
     let a = s.action(&h.tenant, &k(10)).await.unwrap();
     assert_eq!((a.state, a.lease_until_ms), (ActionState::Uncertain, None));

@@ -45,6 +45,14 @@ impl Session {
         // to list: most tenants have nothing uncertain, and the monitor
         // reads every tenant every half second.
         let mut rows: Vec<(bool, crate::backend::UncertainRow)> = Vec::new();
+        let mut by_action = Vec::new();
+        let mut uncertain_now = expired + uncertain;
+        if uncertain_now > 0 {
+            // The card shows the sum of the per-action counts, read in one
+            // statement, so card and table agree even while leases run out.
+            by_action = on!(self.live_uncertain_by_action(t, now))?;
+            uncertain_now = by_action.iter().map(|(_, n)| n).sum();
+        }
         if expired > 0 {
             rows.extend(
                 on!(self.live_expired(t, now, limit))?
@@ -71,7 +79,8 @@ impl Session {
         rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
         Ok(LiveActions {
             in_flight,
-            uncertain: expired + uncertain,
+            uncertain: uncertain_now,
+            uncertain_by_action: by_action,
             unresolved,
             oldest_unresolved_ms,
             uncertain_keys: rows

@@ -148,6 +148,10 @@ pub struct LiveRow {
     /// Counters.
     #[serde(flatten)]
     pub counts: LiveCounts,
+    /// Actions of this type whose outcome is unknown now (marked uncertain,
+    /// or a lease that ran out): the same definition as the card and the
+    /// list, whatever the window.
+    pub uncertain_now: i64,
 }
 
 /// One chart bucket (every tenant and action shown, summed).

@@ -274,12 +274,23 @@ async fn read(
                 p.redelivered_intents += c.redelivered_intents;
             }
         }
+        // An action with unknown outcomes gets its row even when the window
+        // saw no traffic for it: the table lists what needs a look.
+        for (action, _) in &live.uncertain_by_action {
+            per_action.entry(action.clone()).or_default();
+        }
         for (action, c) in per_action {
             data.totals.add(&c);
+            let uncertain_now = live
+                .uncertain_by_action
+                .iter()
+                .find(|(a, _)| *a == action)
+                .map_or(0, |(_, n)| *n);
             data.rows.push(LiveRow {
                 tenant: tenant.as_str().to_owned(),
                 action,
                 counts: c,
+                uncertain_now,
             });
         }
         data.horizon.measured += report.delay.count;

@@ -6,7 +6,8 @@
 
 use super::data::{LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
 use app::charts::{Figure, LIVE_HEIGHT, LIVE_NAMES};
-use app::i18n::{tr, utc_minute};
+use app::i18n::{iso_utc, tr, utc_minute, utc_second};
+use app::markup::{scroll_open, SCROLL_CLOSE};
 use idem_core::locale::{format_count, format_decimal, Locale};
 use maud::{html, Markup, PreEscaped, Render};
 use rust_decimal::Decimal;
@@ -43,6 +44,35 @@ fn card(id: &str, label: &str, value: &str, note: &str, class: &str) -> Markup {
             span class="label" { (label) }
             output class="value" { (value) }
             span class="note" { (note) }
+        }
+    }
+}
+
+/// A wide table in its own scroll box, so a phone scrolls the table and
+/// not the page (app::markup::scroll_open).
+fn scrolling(label: &str, l: Locale, table: Markup) -> Markup {
+    html! { (PreEscaped(scroll_open(label, l))) (table) (PreEscaped(SCROLL_CLOSE)) }
+}
+
+/// An instant: UTC to the second as the server writes it, which
+/// public/live.js turns into the reader's time zone (UTC stays on hover).
+fn moment(ms: i64) -> Markup {
+    let utc = utc_second(ms);
+    html! { time datetime=(iso_utc(ms)) title=(utc) data-local="" { (utc) } }
+}
+
+/// An action type as people know it: the store's two pseudo-actions get
+/// their names (the code stays on hover), business actions show as written.
+fn action_label(action: &str, l: Locale) -> Markup {
+    let name = match action {
+        "http" => Some("HTTP Idempotency-Key"),
+        "*" => Some(tr(l, "sem tipo (lease varrida)", "untyped (swept lease)")),
+        _ => None,
+    };
+    html! {
+        @match name {
+            Some(name) => span class="pseudo-action" title=(action) { (name) },
+            None => (action),
         }
     }
 }
@@ -105,8 +135,8 @@ fn use_numbers_link(d: &LiveData, l: Locale) -> Markup {
             " "
             span class="note" {
                 (tr(l, "Medido em", "Measured on")) " " (scope_text(d, l)) ", " (d.window.label(l)) ". "
-                (tr(l, "Contam só as intenções de ações de negócio (não http nem *); a calculadora diz de onde veio cada número. Por ação: links na tabela abaixo.",
-                    "Only business actions' intents count (not http nor *); the calculator says where each number came from. Per action: links in the table below."))
+                (tr(l, "Contam só as intenções de ações de negócio (não as chaves HTTP Idempotency-Key nem as leases varridas sem tipo); a calculadora diz de onde veio cada número. Por ação: links na tabela abaixo.",
+                    "Only business actions' intents count (not HTTP Idempotency-Key records nor untyped swept leases); the calculator says where each number came from. Per action: links in the table below."))
             }
         }
     }
@@ -158,6 +188,8 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
     html! {
         p class="live-scope" {
             (scope_text(d, l)) " · " (d.window.label(l)) " · "
+            // To the minute: a text that changed every second would make every
+            // snapshot new, and the feed sends only what changed.
             (tr(l, "lido às", "read at")) " " (utc_minute(d.generated_ms))
         }
         div class="live-cards" {
@@ -206,15 +238,18 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
     html! {
         @if !d.uncertain_keys.is_empty() {
             section class="uncertain alert" id="live-uncertain-keys" {
-                h3 { (tr(l, "Precisam de reconciliação", "Need reconciliation")) }
+                h3 { (tr(l, "Precisam de reconciliação", "Need reconciliation")) " (" (count(d.uncertain, l)) ")" }
+                @if (d.uncertain_keys.len() as i64) < d.uncertain {
+                    p class="note" { (tr(l, "As mais recentes", "The newest")) " " (count(d.uncertain_keys.len() as i64, l)) " " (tr(l, "de", "of")) " " (count(d.uncertain, l)) "." }
+                }
                 p { (tr(l, "Pergunte ao provedor o que aconteceu e registre com POST /v1/actions/{key}/reconcile, ou repita a chamada com a mesma chave.",
                         "Ask the provider what happened and record it with POST /v1/actions/{key}/reconcile, or retry the call with the same key.")) }
-                table {
+                (scrolling(tr(l, "Ações incertas", "Uncertain actions"), l, html! { table {
                     (head_row(&[
                         tr(l, "Chave", "Key"),
                         tr(l, "Ação", "Action"),
                         tr(l, "Tenant", "Tenant"),
-                        tr(l, "Início (UTC)", "Started (UTC)"),
+                        tr(l, "Início", "Started"),
                         tr(l, "Lease terminou", "Lease ended"),
                         tr(l, "Tentativas", "Attempts"),
                     ]))
@@ -222,15 +257,15 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
                         @for u in &d.uncertain_keys {
                             tr {
                                 td { code { (u.key) } }
-                                td { (u.action) }
+                                td { (action_label(&u.action, l)) }
                                 td { (u.tenant) }
-                                td { (utc_minute(u.started_ms)) }
-                                td { (u.lease_until_ms.map(utc_minute).unwrap_or_else(|| "—".into())) }
+                                td { (moment(u.started_ms)) }
+                                td { @if let Some(ms) = u.lease_until_ms { (moment(ms)) } @else { "—" } }
                                 td { (u.attempts) }
                             }
                         }
                     }
-                }
+                } }))
             }
         }
     }
@@ -246,7 +281,7 @@ fn unresolved_table(d: &LiveData, l: Locale) -> Markup {
                 p class="note" { (tr(l,
                     "Em andamento, incertas ou com falha que ainda pode ser repetida: a retenção não as apaga (nem suas intenções) até que sejam concluídas, falhem de vez ou sejam reconciliadas.",
                     "In flight, uncertain, or failed but retryable: retention removes neither them nor their intents until they are completed, failed for good or reconciled.")) }
-                table {
+                (scrolling(tr(l, "Ações não resolvidas", "Unsettled actions"), l, html! { table {
                     (head_row(&[
                         tr(l, "Tenant", "Tenant"),
                         tr(l, "Não resolvidas", "Unsettled"),
@@ -261,7 +296,7 @@ fn unresolved_table(d: &LiveData, l: Locale) -> Markup {
                             }
                         }
                     }
-                }
+                } }))
             }
         }
     }
@@ -274,7 +309,7 @@ fn webhooks(d: &LiveData, l: Locale) -> Markup {
         @if w.any() {
             section class={ "webhooks" @if w.dead_lettered > 0 { " warn" } } id="live-webhooks" {
                 h3 { (tr(l, "Webhooks (outbox)", "Webhooks (outbox)")) }
-                table {
+                (scrolling("Webhooks (outbox)", l, html! { table {
                     (head_row(&[
                         tr(l, "Pendentes", "Pending"),
                         tr(l, "Em nova tentativa", "Retrying"),
@@ -291,7 +326,7 @@ fn webhooks(d: &LiveData, l: Locale) -> Markup {
                             td { (w.oldest_waiting_age_ms.map(|ms| duration(ms, l)).unwrap_or_else(|| "—".into())) }
                         }
                     }
-                }
+                } }))
             }
         }
     }
@@ -475,23 +510,24 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
         tr(l, "Divergências", "Divergences"),
         tr(l, "Concluídas", "Completed"),
         tr(l, "Falharam", "Failed"),
-        tr(l, "Incertas", "Uncertain"),
+        tr(l, "Ficaram incertas", "Became uncertain"),
+        tr(l, "Incertas agora", "Uncertain now"),
         tr(l, "Replays · 409 · 422", "Replays · 409 · 422"),
         tr(l, "Usar na calculadora", "Use in the calculator"),
     ];
     html! {
         h2 { (tr(l, "Por tenant e tipo de ação", "By tenant and action type")) }
-        table class="live-rows" id="live-rows" {
+        (scrolling(tr(l, "Por tenant e tipo de ação", "By tenant and action type"), l, html! { table class="live-rows" id="live-rows" {
             (head_row(&heads))
             tbody {
                 @if d.rows.is_empty() {
-                    tr { td colspan="12" { (tr(l, "Nenhuma atividade na janela.", "No activity in the window.")) } }
+                    tr { td colspan="13" { (tr(l, "Nenhuma atividade na janela.", "No activity in the window.")) } }
                 }
                 @for r in &d.rows {
                     @let c = &r.counts;
                     tr {
                         th scope="row" { (r.tenant) }
-                        td { (r.action) }
+                        td { (action_label(&r.action, l)) }
                         td { (count(c.intents, l)) }
                         td { (count(c.deliveries, l)) }
                         td { (count(c.redeliveries, l)) }
@@ -500,6 +536,7 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
                         td { (count(c.actions_completed, l)) }
                         td { (count(c.actions_failed, l)) }
                         td { (count(c.actions_uncertain, l)) }
+                        td class={ "uncertain-now" @if r.uncertain_now > 0 { " alert" } } { (count(r.uncertain_now, l)) }
                         td { (count(c.http_replays, l)) " · " (count(c.http_409, l)) " · " (count(c.http_422, l)) }
                         td {
                             @if let Some(h) = row_use_href(d, r) {
@@ -509,7 +546,7 @@ fn rows_table(d: &LiveData, l: Locale) -> Markup {
                     }
                 }
             }
-        }
+        } }))
     }
 }
 
@@ -686,6 +723,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pseudo_actions_are_named_and_instants_carry_utc_to_the_second() {
+        assert_eq!(
+            action_label("http", Locale::EnUs).into_string(),
+            "<span class=\"pseudo-action\" title=\"http\">HTTP Idempotency-Key</span>"
+        );
+        assert_eq!(
+            action_label("*", Locale::PtBr).into_string(),
+            "<span class=\"pseudo-action\" title=\"*\">sem tipo (lease varrida)</span>"
+        );
+        assert_eq!(
+            action_label("pix.cobranca", Locale::PtBr).into_string(),
+            "pix.cobranca"
+        );
+        assert_eq!(
+            moment(1_796_040_309_999).into_string(),
+            "<time datetime=\"2026-11-30T12:05:09Z\" title=\"2026-11-30 12:05:09 UTC\" data-local=\"\">2026-11-30 12:05:09 UTC</time>"
+        );
+    }
+
+    #[test]
     fn the_monitor_escapes_what_tenants_wrote() {
         let d = LiveData {
             tenants: vec!["<b>x</b>".into()],
@@ -693,6 +750,7 @@ mod tests {
                 tenant: "<b>x</b>".into(),
                 action: "a&b".into(),
                 counts: totals(2, 1),
+                uncertain_now: 0,
             }],
             totals: totals(2, 1),
             use_numbers: use_numbers_href(Window::Day, &totals(2, 1), None, None),
