@@ -1,8 +1,11 @@
-// The charts' "copy image link" buttons, on every page that shows charts
-// (calculator, saved scenarios, comparison, monitor). One delegated
-// listener, so buttons the pages swap in later work too; kept out of the
-// wasm, which carries no chart code. The button's label says what happened
-// for two seconds; without a clipboard the link is selected in a prompt.
+// Small page behaviour kept out of the wasm (which carries no chart code and
+// has no room in its size budget for this):
+// - the charts' "copy image link" buttons, on every page that shows charts;
+// - the line a printed estimate starts with: when and from which link.
+
+// One delegated listener, so buttons the pages swap in later work too. The
+// button's label says what happened for two seconds; without a clipboard
+// the link is selected in a prompt.
 document.addEventListener('click', (e) => {
   const button = e.target.closest && e.target.closest('button[data-copy]');
   if (!button) return;
@@ -23,3 +26,32 @@ document.addEventListener('click', (e) => {
     window.prompt(en ? 'Image link' : 'Link da imagem', url);
   }
 });
+
+// The printed estimate's first line: the date and time it was printed and
+// the link that reproduces it (the address bar follows every edit), with
+// the saved scenario's name while its short link is unchanged. Written when
+// the page loads and again just before printing. `#print-meta` is set as
+// inner HTML by the page, so hydration leaves what is written here alone.
+function printMeta() {
+  const box = document.getElementById('print-meta');
+  if (!box) return;
+  const lang = document.documentElement.lang || 'pt-BR';
+  const en = lang === 'en-US';
+  const when = new Date().toLocaleString(lang, { dateStyle: 'long', timeStyle: 'short' });
+  const parts = [`${en ? 'Estimate of' : 'Estimativa de'} ${when}`];
+  const saved = location.pathname.match(/^\/s\/([^/]+)$/);
+  if (saved) {
+    const data = document.querySelector(`#page-data span[data-id="${CSS.escape(saved[1])}"]`);
+    const name = data && data.dataset.name;
+    if (name) parts.push(`${en ? 'saved scenario' : 'cenário salvo'} «${name}»`);
+  }
+  box.textContent = '';
+  box.append(parts.join(' · ') + ' · ');
+  const link = document.createElement('span');
+  link.className = 'print-link';
+  link.textContent = location.href;
+  box.append(link);
+}
+printMeta();
+window.addEventListener('beforeprint', printMeta);
+window.matchMedia('print').addEventListener('change', (m) => { if (m.matches) printMeta(); });

@@ -375,14 +375,16 @@ pub fn Calculator(
             .map(|s| scenario_href(&s, saved_for_href.as_ref(), locale.get()))
     });
     let query = Memo::new(move |_| last_valid.get().map(|s| s.to_query()));
-    // The CSV is named after the saved scenario while it is unchanged.
-    let saved_for_csv = saved.clone();
-    let csv_name = Signal::derive(move || {
+    // The saved scenario while the inputs still hold it (id, name): the CSV
+    // is named after it, the comparison names its column by it, and its
+    // banner shows; an edit makes a new scenario and they let go.
+    let saved_for_unchanged = saved.clone();
+    let unchanged = Signal::derive(move || {
         let q = query.get()?;
-        saved_for_csv
+        saved_for_unchanged
             .as_ref()
-            .filter(|v| !v.name.is_empty() && saved_query(v) == q)
-            .map(|v| v.name.clone())
+            .filter(|v| saved_query(v) == q)
+            .map(|v| (v.id.clone(), v.name.clone()))
     });
     let stale = Signal::derive(move || scenario.with(Option::is_none));
     // The charts' figures (image, caption, controls, table): the server
@@ -553,7 +555,7 @@ pub fn Calculator(
     let saved_banner = saved.clone().map(|v| {
         let id = v.id.clone();
         view! {
-            <p class="saved-banner" id="saved-banner">
+            <p class="saved-banner" id="saved-banner" hidden=move || unchanged.with(Option::is_none)>
                 {move || {
                     let l = locale.get();
                     let name = if v.name.is_empty() { tr(l, "sem nome", "unnamed").to_owned() } else { v.name.clone() };
@@ -577,9 +579,13 @@ pub fn Calculator(
     // the server's markup, so none of it is in the wasm.
     let notices = notices_html(&initial);
     view! {
+        // Filled in by public/page.js (date, link, saved name); set as inner
+        // HTML so hydration leaves what the script wrote.
+        <p class="print-meta" id="print-meta" inner_html=String::new()></p>
         <h1><T pt="Quanto custa uma chamada que executa duas vezes" en="What a call that runs twice costs"/></h1>
         {saved_banner}
         <div class="notices bi" inner_html=notices></div>
+        <Headline lenient/>
         <form class="calculator" method="get" action="/">
             <input type="hidden" name=TYPED_KEY value="1"/>
             <input type="hidden" name="v" value="2"/>
@@ -656,7 +662,7 @@ pub fn Calculator(
                 <button type="button" id="reset" on:click=reset><T pt="Restaurar cenário de referência" en="Restore the reference scenario"/></button>
             </div>
         </form>
-        <ShareBar href query stale csv_name save_disabled=Signal::derive(save_disabled)/>
+        <ShareBar href query stale unchanged save_disabled=Signal::derive(save_disabled)/>
         <section class="results" aria-live="polite">
             <h2><T pt="Resultados" en="Results"/></h2>
             {move || {
@@ -833,7 +839,7 @@ fn ShareBar(
     href: Memo<Option<String>>,
     query: Memo<Option<String>>,
     stale: Signal<bool>,
-    csv_name: Signal<Option<String>>,
+    unchanged: Signal<Option<(String, String)>>,
     save_disabled: Signal<bool>,
 ) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
@@ -846,7 +852,6 @@ fn ShareBar(
     // With no valid scenario yet the links have no address at all, rather
     // than the reference scenario's.
     let q = move || query.get();
-    let link = move |f: fn(&str, Locale) -> String| move || q().map(|q| f(&q, locale.get()));
     view! {
         <section class="share" aria-label=move || t("Compartilhar", "Share")>
             {move || stale.get().then(|| view! {
@@ -876,12 +881,15 @@ fn ShareBar(
                 <input id="save-name" name="name" type="text" maxlength="80" autocomplete="off"/>
                 <button type="submit" id="save" disabled=save_disabled><T pt="Salvar cenário" en="Save scenario"/></button>
             </form>
-            <a id="compare-link" rel="external" href=link(|q, _| format!("/compare?s={}", encode_param(q)))>
+            <a id="compare-link" rel="external" href=move || q().map(|q| match unchanged.get() {
+                Some((id, _)) => format!("/compare?s={id}"),
+                None => format!("/compare?s={}", encode_param(&q)),
+            })>
                 <T pt="Comparar com outro cenário" en="Compare with another scenario"/>
             </a>
             <a id="export-csv" rel="external" download=""
                 href=move || q().map(|q| {
-                    let name = csv_name.get().map(|n| format!("&name={}", encode_text(&n))).unwrap_or_default();
+                    let name = unchanged.get().filter(|(_, n)| !n.is_empty()).map(|(_, n)| format!("&name={}", encode_text(&n))).unwrap_or_default();
                     format!("/export.csv?{q}&lang={}{name}", locale.get().tag())
                 })>
                 <T pt="Exportar CSV" en="Export CSV"/>
@@ -1244,6 +1252,49 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
         ]);
     }
     rows
+}
+
+/// The outputs the headline repeats, in its order: what the month wastes,
+/// its share of revenue, the year's loss, the break-even and, with the risk
+/// block, the year's total.
+pub const HEADLINE: [&str; 5] = [
+    "monthly_token_waste",
+    "waste_share_of_revenue_pct",
+    "annual_token_waste",
+    "break_even_conversations",
+    "annual_total_cost",
+];
+
+/// The headline: the few numbers a reader came for, above the inputs (kept
+/// in view on a wide screen while the inputs scroll, first on a phone and on
+/// paper). Same rows, values and refusals as the results below.
+#[component]
+fn Headline(lenient: Memo<(Scenario, Option<CostOutputs>, Vec<Field>)>) -> impl IntoView {
+    let locale = expect_context::<Prefs>().locale;
+    view! {
+        <section class="headline" id="headline" aria-label=move || tr(locale.get(), "Resumo", "Summary")>
+            {move || {
+                let l = locale.get();
+                lenient.with(|(s, o, blocked)| {
+                    let Some(o) = o else { return Vec::new() };
+                    rows(s, o, l)
+                        .into_iter()
+                        .filter(|r| HEADLINE.contains(&r.key))
+                        .map(|r| {
+                            let waiting = depends_on(r.key).into_iter().any(|f| blocked.contains(&f));
+                            let value = if waiting { "—".to_owned() } else { r.value };
+                            view! {
+                                <div class="headline-item" data-key=r.key>
+                                    <span class="label">{r.label}</span>
+                                    <strong id=format!("head-{}", r.key)>{value}</strong>
+                                </div>
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                })
+            }}
+        </section>
+    }
 }
 
 #[component]

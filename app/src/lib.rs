@@ -139,8 +139,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
-                // The charts' copy buttons (plain script: no chart code in the wasm).
-                <script src="/charts.js" defer></script>
+                // Copy buttons and the printed estimate's first line (plain script: no room in the wasm).
+                <script src="/page.js" defer></script>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>

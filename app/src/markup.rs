@@ -2,6 +2,28 @@
 //! the live monitor are escaped strings set as inner HTML, which costs the
 //! wasm far less than typed views (docs/PERFORMANCE.md).
 
+use crate::i18n::tr;
+use idem_core::locale::Locale;
+
+/// Opens the box a wide table scrolls in (`.table-scroll`), after a hint
+/// that narrow screens show. The box takes the keyboard's focus and is
+/// named, so the columns off to the side are reachable without a mouse.
+/// Close it with [`SCROLL_CLOSE`].
+pub fn scroll_open(label: &str, l: Locale) -> String {
+    format!(
+        "<p class=\"scroll-hint\" aria-hidden=\"true\">{}</p><div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{}\">",
+        esc(tr(
+            l,
+            "Deslize a tabela para o lado para ver todas as colunas →",
+            "Swipe the table sideways to see every column →"
+        )),
+        esc(label)
+    )
+}
+
+/// Closes [`scroll_open`]'s box.
+pub const SCROLL_CLOSE: &str = "</div>";
+
 /// Escapes text for HTML content and attribute values.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

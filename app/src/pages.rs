@@ -7,11 +7,11 @@ use crate::i18n::T;
 #[cfg(feature = "ssr")]
 use crate::i18n::{tr, Prefs};
 #[cfg(feature = "ssr")]
-use crate::markup::esc;
+use crate::markup::{esc, scroll_open, SCROLL_CLOSE};
 use crate::{PageScenarios, SavedView};
 #[cfg(feature = "ssr")]
 use idem_core::locale::{format_count, format_decimal, format_money, Locale};
-use idem_core::scenario::is_saved_id;
+use idem_core::scenario::{is_link_key, is_saved_id};
 #[cfg(feature = "ssr")]
 use idem_core::scenario::{parse_canonical, Field, Scenario};
 use leptos::prelude::*;
@@ -65,33 +65,64 @@ pub fn SavedPage() -> impl IntoView {
     }
 }
 
-/// A scenario named in a compare link: a saved id or a canonical query.
+/// What one `s` value of a compare link names: a saved id, a scenario
+/// query, or something else that was pasted (another site's address, a
+/// truncated link), which the page refuses with a message.
 #[derive(Clone, Debug, PartialEq)]
 enum Ref {
     Saved(String),
     Query(String),
+    Foreign(String),
 }
 
 /// Reads what a person pasted: a saved link (`…/s/{id}`), a bare id, a
-/// calculator link (`…/?v=1&…`) or a bare query.
+/// calculator link (`…/?v=2&…`) or a bare query. An address whose path is
+/// not the calculator's, or whose query has a key no scenario link uses,
+/// is [`Ref::Foreign`]: read as a query it would have become the reference
+/// scenario without a word.
 fn parse_ref(text: &str) -> Option<Ref> {
     let t = text.trim();
     if t.is_empty() {
         return None;
     }
+    let foreign = || Some(Ref::Foreign(t.to_owned()));
     if let Some(pos) = t.find("/s/") {
         let id: String = t[pos + 3..]
             .chars()
             .take_while(char::is_ascii_hexdigit)
             .collect();
-        return Some(Ref::Saved(id));
+        return if is_saved_id(&id) {
+            Some(Ref::Saved(id))
+        } else {
+            foreign()
+        };
     }
     if is_saved_id(t) {
         return Some(Ref::Saved(t.to_owned()));
     }
-    let q = t.split_once('?').map_or(t, |(_, q)| q);
-    let q = q.split('#').next().unwrap_or(q);
-    Some(Ref::Query(q.to_owned()))
+    let t = t.split('#').next().unwrap_or(t);
+    let (head, q) = match t.split_once('?') {
+        Some((head, q)) => (head, q),
+        None if t.contains("://") => return foreign(),
+        None => ("", t),
+    };
+    let path = match head.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("", |i| &rest[i..]),
+        None => head,
+    };
+    let scenario_keys = q
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').map(|(k, _)| is_link_key(k)))
+        .collect::<Option<Vec<bool>>>();
+    match scenario_keys {
+        Some(keys)
+            if (path.is_empty() || path == "/") && !keys.is_empty() && keys.iter().all(|k| *k) =>
+        {
+            Some(Ref::Query(q.to_owned()))
+        }
+        _ => foreign(),
+    }
 }
 
 /// The saved-scenario ids among a compare page's `s` values, for the server
@@ -116,7 +147,20 @@ impl Ref {
     fn param(&self) -> String {
         match self {
             Ref::Saved(id) => id.clone(),
-            Ref::Query(q) => encode_param(q),
+            Ref::Query(q) | Ref::Foreign(q) => encode_param(q),
+        }
+    }
+
+    /// The reference as the page names it in a message.
+    fn shown(&self) -> String {
+        let text = match self {
+            Ref::Saved(id) => format!("/s/{id}"),
+            Ref::Query(q) => format!("/?{q}"),
+            Ref::Foreign(t) => t.clone(),
+        };
+        match text.char_indices().nth(60) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text,
         }
     }
 }
@@ -124,9 +168,21 @@ impl Ref {
 #[cfg(feature = "ssr")]
 /// One column of the comparison.
 struct Column {
-    label: String,
+    /// The saved scenario's name, where it has one.
+    name: Option<String>,
     href: String,
     scenario: Result<Scenario, String>,
+}
+
+#[cfg(feature = "ssr")]
+impl Column {
+    /// The column's heading: its saved name, else a letter by position.
+    fn label(&self, i: usize, l: Locale) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            let letter = char::from(b'A' + (i % 26) as u8);
+            format!("{} {letter}", tr(l, "Cenário", "Scenario"))
+        })
+    }
 }
 
 #[cfg(feature = "ssr")]
@@ -177,49 +233,104 @@ fn CompareTable(refs: Vec<Ref>, saved: Vec<SavedView>) -> impl IntoView {
 }
 
 #[cfg(feature = "ssr")]
-fn columns(refs: &[Ref], saved: &[SavedView], l: Locale) -> Vec<Column> {
-    let letter = |i: usize| char::from(b'A' + (i % 26) as u8);
-    let unnamed = |i: usize| format!("{} {}", tr(l, "Cenário", "Scenario"), letter(i));
-    let read = |q: &str| Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('=')));
-    refs.iter()
-        .enumerate()
-        .map(|(i, r)| match r {
-            Ref::Saved(id) => match saved.iter().find(|v| &v.id == id) {
-                Some(v) => Column {
-                    label: if v.name.is_empty() {
-                        unnamed(i)
-                    } else {
-                        v.name.clone()
-                    },
-                    href: format!("/s/{id}"),
-                    scenario: read(&v.query).map_err(|e| e.to_string()),
-                },
-                None => Column {
-                    label: unnamed(i),
-                    href: format!("/s/{id}"),
-                    scenario: Err(tr(
-                        l,
-                        "cenário salvo não encontrado",
-                        "saved scenario not found",
-                    )
-                    .to_owned()),
-                },
+fn column(r: &Ref, saved: &[SavedView], l: Locale) -> Column {
+    let read = |q: &str| {
+        Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('=')))
+            .map_err(|e| crate::i18n::query_error_text(&e, l))
+    };
+    match r {
+        Ref::Saved(id) => match saved.iter().find(|v| &v.id == id) {
+            Some(v) => Column {
+                name: (!v.name.is_empty()).then(|| v.name.clone()),
+                href: format!("/s/{id}"),
+                scenario: read(&v.query),
             },
-            Ref::Query(q) => Column {
-                label: unnamed(i),
-                href: format!("/?{q}"),
-                scenario: read(q)
-                    .map_err(|e| format!("{}: {e}", tr(l, "link inválido", "invalid link"))),
+            None => Column {
+                name: None,
+                href: format!("/s/{id}"),
+                scenario: Err(tr(
+                    l,
+                    "cenário salvo não encontrado",
+                    "saved scenario not found",
+                )
+                .to_owned()),
             },
-        })
-        .collect()
+        },
+        Ref::Query(q) => Column {
+            name: None,
+            href: format!("/?{q}"),
+            scenario: read(q)
+                .map_err(|e| format!("{}: {e}", tr(l, "link inválido", "invalid link"))),
+        },
+        Ref::Foreign(_) => Column {
+            name: None,
+            href: String::new(),
+            scenario: Err(tr(
+                l,
+                "não é um link de cenário do idem (/s/… ou /?v=2&…)",
+                "not an idem scenario link (/s/… or /?v=2&…)",
+            )
+            .to_owned()),
+        },
+    }
+}
+
+/// The columns a comparison shows, and why the others are not there: a
+/// foreign or broken link, an unknown saved id, or a scenario already in
+/// the comparison gets a message instead of a column.
+#[cfg(feature = "ssr")]
+fn accept(refs: &[Ref], saved: &[SavedView], l: Locale) -> (Vec<(Ref, Column)>, Vec<String>) {
+    let mut accepted: Vec<(Ref, Column)> = Vec::new();
+    let mut refused = Vec::new();
+    for r in refs {
+        let c = column(r, saved, l);
+        match &c.scenario {
+            Err(e) => refused.push(format!("«{}»: {e}", r.shown())),
+            Ok(s) => {
+                let twin = accepted
+                    .iter()
+                    .position(|(_, a)| a.scenario.as_ref().is_ok_and(|a| a == s));
+                match twin {
+                    Some(k) => refused.push(format!(
+                        "«{}»: {} «{}».",
+                        r.shown(),
+                        tr(
+                            l,
+                            "já está na comparação, como",
+                            "is already in the comparison, as"
+                        ),
+                        accepted[k].1.label(k, l)
+                    )),
+                    None => accepted.push((r.clone(), c)),
+                }
+            }
+        }
+    }
+    (accepted, refused)
 }
 
 #[cfg(feature = "ssr")]
 /// The comparison's markup.
 fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
     let mut out = String::new();
-    let columns = columns(refs, saved, l);
+    let (accepted, refused) = accept(refs, saved, l);
+    if !refused.is_empty() {
+        let _ = write!(
+            out,
+            "<div class=\"compare-refused\" id=\"compare-refused\" role=\"alert\"><p>{}</p><ul>",
+            esc(tr(l, "Fora da comparação:", "Left out of the comparison:"))
+        );
+        for r in &refused {
+            let _ = write!(out, "<li>{}</li>", esc(r));
+        }
+        out.push_str("</ul></div>");
+    }
+    let refs: Vec<Ref> = accepted.iter().map(|(r, _)| r.clone()).collect();
+    let columns: Vec<(String, &Column)> = accepted
+        .iter()
+        .enumerate()
+        .map(|(i, (_, c))| (c.label(i, l), c))
+        .collect();
     if columns.is_empty() {
         let _ = write!(
             out,
@@ -228,12 +339,12 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
                 "Cole abaixo o link de um cenário (da calculadora ou salvo), ou abra a comparação pelo botão «Comparar» da calculadora.",
                 "Paste a scenario's link below (from the calculator, or a saved one), or open the comparison from the calculator's «Compare» button."))
         );
-        add_form(&mut out, refs, l);
+        add_form(&mut out, &refs, l);
         return out;
     }
     let computed: Vec<Option<(Scenario, Vec<crate::calculator::Row>)>> = columns
         .iter()
-        .map(|c| {
+        .map(|(_, c)| {
             let s = c.scenario.as_ref().ok()?;
             let o = s.compute().ok()?;
             Some((s.clone(), rows(s, &o, l)))
@@ -241,11 +352,12 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
         .collect();
     let _ = write!(
         out,
-        "<p class=\"note\">{}</p><div class=\"compare-scroll\"><table class=\"compare\" id=\"compare-table\"><thead><tr><th scope=\"col\">{}</th>",
-        esc(tr(l, "Diferenças em relação ao primeiro cenário: absoluta e relativa.", "Differences from the first scenario: absolute and relative.")),
+        "<p class=\"note\">{}</p>{}<table class=\"compare\" id=\"compare-table\"><thead><tr><th scope=\"col\">{}</th>",
+        esc(tr(l, "Diferenças em relação ao primeiro cenário: absoluta e relativa. Em destaque, o que muda.", "Differences from the first scenario: absolute and relative. Highlighted: what changes.")),
+        scroll_open(tr(l, "Tabela da comparação", "Comparison table"), l),
         esc(tr(l, "Cenário", "Scenario")),
     );
-    for (i, c) in columns.iter().enumerate() {
+    for (i, (label, c)) in columns.iter().enumerate() {
         let rest: Vec<Ref> = refs
             .iter()
             .enumerate()
@@ -254,20 +366,12 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
             .collect();
         let _ = write!(
             out,
-            "<th scope=\"col\"><a class=\"scenario-link\" rel=\"external\" href=\"{}\">{}</a> <a class=\"remove\" rel=\"external\" href=\"{}\" title=\"{}\">×</a>",
+            "<th scope=\"col\"><a class=\"scenario-link\" rel=\"external\" href=\"{}\">{}</a> <a class=\"remove\" rel=\"external\" href=\"{}\" title=\"{}\">×</a></th>",
             esc(&c.href),
-            esc(&c.label),
+            esc(label),
             esc(&compare_href(&rest)),
             esc(tr(l, "Tirar da comparação", "Remove from the comparison")),
         );
-        if let Err(e) = &c.scenario {
-            let _ = write!(
-                out,
-                "<p class=\"scenario-error\" role=\"alert\">{}</p>",
-                esc(e)
-            );
-        }
-        out.push_str("</th>");
     }
     out.push_str("</tr></thead><tbody>");
     // Inputs worth a row: the duplicate rate always, the others where any
@@ -275,10 +379,13 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
     for f in Field::ALL {
         let vals: Vec<Option<Decimal>> = computed
             .iter()
-            .flatten()
-            .map(|(s, _)| f.get(s).map(|d| d.normalize()))
+            .map(|c| {
+                c.as_ref()
+                    .and_then(|(s, _)| f.get(s))
+                    .map(|d| d.normalize())
+            })
             .collect();
-        if f != Field::DuplicateRate && !vals.windows(2).any(|w| w[0] != w[1]) {
+        if f != Field::DuplicateRate && vals.iter().all(|v| *v == vals[0]) {
             continue;
         }
         let _ = write!(
@@ -286,16 +393,20 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
             "<tr class=\"compare-input\"><th scope=\"row\">{}</th>",
             esc(crate::i18n::field_label(f, l))
         );
-        for c in &computed {
-            let v = c.as_ref().and_then(|(s, _)| f.get(s)).map_or_else(
+        for (i, v) in vals.iter().enumerate() {
+            let text = v.map_or_else(
                 || "—".to_owned(),
                 |v| crate::calculator::display_text(f, v, l),
             );
-            let _ = write!(out, "<td>{}</td>", esc(&v));
+            let class = if i > 0 && *v != vals[0] {
+                " class=\"changed\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(&text));
         }
         out.push_str("</tr>");
     }
-    let base = computed.first().cloned().flatten();
     let mut keys: Vec<(&'static str, &'static str)> = Vec::new();
     for (_, rs) in computed.iter().flatten() {
         for r in rs {
@@ -304,32 +415,51 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
             }
         }
     }
-    for (key, label) in keys {
-        let base_row = base.as_ref().and_then(|(s, rs)| {
+    // An output the same in every column (in the same currency) collapses
+    // under "the same in all", so the table shows what the choice changes.
+    let cell = |c: &Option<(Scenario, Vec<crate::calculator::Row>)>, key: &str| {
+        c.as_ref().and_then(|(s, rs)| {
             rs.iter()
                 .find(|r| r.key == key)
-                .map(|r| (s.currency(), r.exact.clone()))
-        });
+                .map(|r| (s.currency(), r.exact.clone(), r.value.clone()))
+        })
+    };
+    let mut same: Vec<(&'static str, &'static str, String)> = Vec::new();
+    for (key, label) in keys {
+        let cells: Vec<_> = computed.iter().map(|c| cell(c, key)).collect();
+        if computed.len() > 1
+            && cells.iter().all(|c| {
+                c.as_ref().map(|(cur, exact, _)| (cur, exact))
+                    == cells[0].as_ref().map(|(cur, exact, _)| (cur, exact))
+            })
+        {
+            if let Some((_, _, value)) = &cells[0] {
+                same.push((key, label, value.clone()));
+                continue;
+            }
+        }
+        let base_row = cells[0]
+            .as_ref()
+            .map(|(cur, exact, _)| (*cur, exact.clone()));
         let _ = write!(
             out,
             "<tr data-key=\"{key}\"><th scope=\"row\">{}</th>",
             esc(label)
         );
-        for (i, c) in computed.iter().enumerate() {
-            let row = c
-                .as_ref()
-                .and_then(|(s, rs)| rs.iter().find(|r| r.key == key).map(|r| (s, r)));
-            let Some((s, r)) = row else {
+        for (i, (c, cell)) in computed.iter().zip(&cells).enumerate() {
+            let (Some((s, _)), Some((cur, exact, value))) = (c, cell) else {
                 out.push_str("<td>—</td>");
                 continue;
             };
+            let changed = i > 0 && base_row.as_ref() != Some(&(*cur, exact.clone()));
             let _ = write!(
                 out,
-                "<td data-key=\"{key}\"><span class=\"value\">{}</span>",
-                esc(&r.value)
+                "<td data-key=\"{key}\"{}><span class=\"value\">{}</span>",
+                if changed { " class=\"changed\"" } else { "" },
+                esc(value)
             );
             if i > 0 {
-                if let Some(d) = delta_text(key, base_row.as_ref(), s, &r.exact, l) {
+                if let Some(d) = delta_text(key, base_row.as_ref(), s, exact, l) {
                     let _ = write!(out, "<span class=\"delta\">{}</span>", esc(&d));
                 }
             }
@@ -337,24 +467,100 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table></div>");
+    out.push_str("</tbody></table>");
+    out.push_str(SCROLL_CLOSE);
+    if !same.is_empty() {
+        let _ = write!(
+            out,
+            "<details class=\"compare-same\" id=\"compare-same\"><summary>{} ({})</summary><table class=\"compare-same\"><tbody>",
+            esc(tr(l, "Iguais em todos", "The same in all")),
+            same.len()
+        );
+        for (key, label, value) in &same {
+            let _ = write!(
+                out,
+                "<tr data-key=\"{key}\"><th scope=\"row\">{}</th><td>{}</td></tr>",
+                esc(label),
+                esc(value)
+            );
+        }
+        out.push_str("</tbody></table></details>");
+    }
+    if let Some(line) = savings_line(&columns, &computed, l) {
+        let _ = write!(
+            out,
+            "<p class=\"savings\" id=\"compare-savings\">{}</p>",
+            esc(&line)
+        );
+    }
     // The annual loss per scenario, drawn by the server at its own address.
     let scenarios: Vec<(String, Result<Scenario, String>)> = columns
         .iter()
-        .map(|c| (c.label.clone(), c.scenario.clone()))
+        .map(|(label, c)| (label.clone(), c.scenario.clone()))
         .collect();
     let (chart_columns, currency) = crate::charts::compare_columns(&scenarios, l);
     let figure = crate::charts::compare_figure(&chart_columns, currency, l);
     let src = format!(
         "/charts/compare.svg{}&lang={}",
-        compare_href(refs).trim_start_matches("/compare"),
+        compare_href(&refs).trim_start_matches("/compare"),
         l.tag()
     );
     out.push_str("<section class=\"charts\">");
     crate::charts::figure_html(&mut out, &figure, &src, l);
     out.push_str("</section>");
-    add_form(&mut out, refs, l);
+    add_form(&mut out, &refs, l);
     out
+}
+
+/// "With idem" against "without", in one line, when the comparison has a
+/// column at 0% duplicates and one above it in the same currency: what the
+/// month and the year save (the totals with the risk block where both have
+/// it, else the token waste).
+#[cfg(feature = "ssr")]
+fn savings_line(
+    columns: &[(String, &Column)],
+    computed: &[Option<(Scenario, Vec<crate::calculator::Row>)>],
+    l: Locale,
+) -> Option<String> {
+    let rate = |s: &Scenario| s.inputs.duplicate_rate_pct;
+    let find = |zero: bool| {
+        computed.iter().enumerate().find_map(|(i, c)| {
+            c.as_ref()
+                .filter(|(s, _)| rate(s).is_zero() == zero)
+                .map(|c| (i, c))
+        })
+    };
+    let (zi, (zs, zr)) = find(true)?;
+    let (wi, (ws, wr)) = find(false)?;
+    if zs.currency() != ws.currency() {
+        return None;
+    }
+    let exact = |rs: &[crate::calculator::Row], key: &str| {
+        rs.iter()
+            .find(|r| r.key == key)
+            .and_then(|r| parse_canonical(&r.exact))
+    };
+    let (month, year) =
+        if exact(zr, "annual_total_cost").is_some() && exact(wr, "annual_total_cost").is_some() {
+            ("monthly_total_cost", "annual_total_cost")
+        } else {
+            ("monthly_token_waste", "annual_token_waste")
+        };
+    let saved = |key: &str| exact(wr, key)?.checked_sub(exact(zr, key)?);
+    let cur = ws.currency();
+    Some(format!(
+        "{} «{}» {} «{}» ({}): {} {} {}, {} {}.",
+        tr(l, "Com idem:", "With idem:"),
+        columns[zi].0,
+        tr(l, "(0% de duplicatas) contra", "(0% duplicates) against"),
+        columns[wi].0,
+        crate::calculator::display_text(Field::DuplicateRate, rate(ws), l) + "%",
+        tr(l, "economia de", "saves"),
+        format_money(saved(month)?, l, cur),
+        tr(l, "por mês", "a month"),
+        format_money(saved(year)?, l, cur),
+        tr(l, "por ano", "a year"),
+    ))
 }
 
 /// A comparison's scenarios from its `s` values, as the compare page reads
@@ -370,9 +576,12 @@ pub fn compare_scenarios<'a>(
         .filter_map(parse_ref)
         .take(MAX_COLUMNS)
         .collect();
-    columns(&refs, saved, l)
-        .into_iter()
-        .map(|c| (c.label, c.scenario))
+    refs.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let c = column(r, saved, l);
+            (c.label(i, l), c.scenario)
+        })
         .collect()
 }
 
@@ -435,7 +644,7 @@ fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
     for r in refs {
         let value = match r {
             Ref::Saved(id) => id.clone(),
-            Ref::Query(q) => q.clone(),
+            Ref::Query(q) | Ref::Foreign(q) => q.clone(),
         };
         let _ = write!(
             out,
@@ -454,7 +663,7 @@ fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
         Ref::Query(q) => {
             Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('='))).ok()
         }
-        Ref::Saved(_) => None,
+        Ref::Saved(_) | Ref::Foreign(_) => None,
     });
     if let Some(s) = first {
         for (rate, pt, en) in [
@@ -513,5 +722,96 @@ mod tests {
         assert_eq!(parse_ref("v=1&d=0.5"), Some(Ref::Query("v=1&d=0.5".into())));
         assert_eq!(parse_ref("  "), None);
         assert_eq!(Ref::Query("v=1&d=0.5".into()).param(), "v%3D1%26d%3D0.5");
+        // Another site's address, or a link cut short, names no scenario.
+        for foreign in [
+            "https://example.com",
+            "https://example.com/",
+            "https://example.com/search?q=idem",
+            "https://idem.example/compare?s=abc",
+            "https://x/?utm_source=mail",
+            "https://github.com/s/abc",
+            "hello",
+            "/?v=2&d",
+        ] {
+            assert_eq!(
+                parse_ref(foreign),
+                Some(Ref::Foreign(foreign.into())),
+                "{foreign}"
+            );
+        }
+    }
+
+    #[cfg(feature = "ssr")]
+    fn compare(values: &[&str], saved: &[SavedView]) -> String {
+        let refs: Vec<Ref> = values.iter().filter_map(|v| parse_ref(v)).collect();
+        compare_html(&refs, saved, Locale::PtBr)
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn foreign_broken_and_repeated_links_get_a_message_not_a_column() {
+        let html = compare(
+            &[
+                "v=2&d=3",
+                "https://example.com/search?q=idem",
+                "v=2&d=abc",
+                "/?v=2&d=3",
+                "0123456789ab",
+                "v=2&d=0.5",
+            ],
+            &[],
+        );
+        let refused = &html[..html.find("</div>").unwrap()];
+        assert!(
+            refused
+                .contains("«https://example.com/search?q=idem»: não é um link de cenário do idem"),
+            "{refused}"
+        );
+        assert!(refused.contains("«/?v=2&amp;d=abc»: link inválido: Conversas que repetem a chamada: digite um número"), "{refused}");
+        assert!(!html.contains("NotANumber"));
+        assert!(
+            refused.contains("«/?v=2&amp;d=3»: já está na comparação, como «Cenário A»."),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("«/s/0123456789ab»: cenário salvo não encontrado"),
+            "{refused}"
+        );
+        // Two columns stay, and only they travel in the page's links.
+        assert_eq!(html.matches("class=\"scenario-link\"").count(), 2);
+        assert!(
+            !html.contains("example.com\">"),
+            "no hidden field keeps a foreign link"
+        );
+        assert!(!html.contains("value=\"https://example.com"));
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn unchanged_rows_collapse_changed_cells_stand_out_and_idem_s_savings_show() {
+        let saved = [SavedView {
+            id: "0123456789ab".into(),
+            name: "contrato".into(),
+            query: "v=2&d=3".into(),
+            created_ms: 0,
+        }];
+        let html = compare(&["/s/0123456789ab", "v=2&d=0"], &saved);
+        // The saved name heads its column; the other gets its letter.
+        assert!(html.contains(">contrato</a>"));
+        assert!(html.contains(">Cenário B</a>"));
+        // Revenue and the cost per call do not change: they collapse.
+        let (table, rest) = html.split_once("id=\"compare-same\"").unwrap();
+        assert!(!table.contains("data-key=\"monthly_revenue\""));
+        assert!(rest.contains("Iguais em todos ("));
+        assert!(rest.contains("<tr data-key=\"monthly_revenue\"><th scope=\"row\">Receita do mês</th><td>R$ 36.000,00</td></tr>"), "{rest}");
+        // What changes is marked.
+        assert!(table.contains("<td data-key=\"monthly_token_waste\" class=\"changed\"><span class=\"value\">R$ 0,00</span>"));
+        assert!(table.contains(
+            "<td data-key=\"monthly_token_waste\"><span class=\"value\">R$ 148,50</span>"
+        ));
+        assert!(html.contains("Com idem: «Cenário B» (0% de duplicatas) contra «contrato» (3%): economia de R$ 148,50 por mês, R$ 1.782,00 por ano."), "{html}");
+        // One column: nothing to collapse, no savings line.
+        let one = compare(&["v=2&d=3"], &[]);
+        assert!(!one.contains("compare-same") && !one.contains("compare-savings"));
     }
 }

@@ -318,6 +318,16 @@ impl std::fmt::Display for Problems {
     }
 }
 
+/// Whether a query key belongs to a scenario link (v1 or v2), so a pasted
+/// address can be told apart from another site's.
+pub fn is_link_key(key: &str) -> bool {
+    Field::from_key(key).is_some()
+        || matches!(
+            key,
+            "v" | "t" | "lang" | "u" | "cur" | "fx" | "pc" | "rc" | "pd" | "m" | "md"
+        )
+}
+
 /// Whether text is a model id the link may carry (`provider/model`, in
 /// the characters price tables use, none of which needs escaping): the server then looks it up.
 pub fn is_model_id(s: &str) -> bool {
@@ -1033,6 +1043,21 @@ mod tests {
         let s = q("v=1&cur=EUR").unwrap();
         assert_eq!(s.choices().price_currency, Currency::Eur);
         assert_eq!(s.inputs.fx, None);
+    }
+
+    #[test]
+    fn every_key_a_link_carries_is_a_link_key() {
+        let s = q("v=2&c=1000&cs=50&pca=0.3&pc=USD&px=5.4&pd=2026-11-30&m=openai/gpt-4o&md=2026-11-01&dcs=90&u=1m&ms=40&ac=90&oc=15&cr=5&cl=3").unwrap();
+        let query = s.to_query();
+        for (k, _) in query.split('&').filter_map(|kv| kv.split_once('=')) {
+            assert!(is_link_key(k), "{k} in {query}");
+        }
+        for k in ["cur", "fx", "lang", "t"] {
+            assert!(is_link_key(k));
+        }
+        for k in ["q", "utm_source", "s", "", "id"] {
+            assert!(!is_link_key(k), "{k}");
+        }
     }
 
     #[test]

@@ -74,6 +74,8 @@ test('save gives a short link that never changes; editing it makes a new scenari
   await Promise.all([page.waitForURL(/\/s\/[0-9a-f]{12}$/), page.click('#save')]);
   const link = new URL(page.url()).pathname;
   assert.match(await page.locator('#saved-banner').innerText(), new RegExp(name));
+  // While unchanged, the comparison names its column by the saved scenario.
+  assert.equal(await page.locator('#compare-link').getAttribute('href'), `/compare?s=${link.slice(3)}`);
   const waste = await text(page, 'monthly_token_waste');
   assert.equal(waste, 'R$ 92,25');
   await hydrated(page);
@@ -85,6 +87,8 @@ test('save gives a short link that never changes; editing it makes a new scenari
   // Editing leaves the short link: the address bar now holds a new scenario.
   await page.fill('#in-d', '2');
   await page.waitForFunction(() => location.pathname === '/' && location.search === '?v=2&pi=0.02&d=2');
+  assert.equal(await page.locator('#saved-banner').isVisible(), false, 'the banner lets go after an edit');
+  assert.equal(await page.locator('#compare-link').getAttribute('href'), '/compare?s=v%3D2%26pi%3D0.02%26d%3D2');
   assert.deepEqual(errors, []);
   await context.close();
 
@@ -134,6 +138,40 @@ test('compare: scenarios side by side with absolute and relative deltas, each li
   await hydrated(fresh.page);
   assert.deepEqual([...errors, ...fresh.errors], []);
   await fresh.context.close();
+  await context.close();
+});
+
+test('compare: pasted links that name no scenario, or one already there, get a message; what changes stands out; idem\'s savings in one line', async () => {
+  const { context, page, errors } = await openPage(browser, '/compare?s=v%3D2%26d%3D3');
+  await hydrated(page);
+  for (const pasted of ['https://example.com/search?q=idem', '/?v=2&d=3', '/?v=2&d=0']) {
+    await page.fill('#compare-add', pasted);
+    await Promise.all([page.waitForURL(/compare\?/), page.click('form.compare-add button[type=submit]')]);
+    await hydrated(page);
+  }
+  // The foreign and the repeated links were left out with a message and do not travel on.
+  assert.equal(await page.locator('#compare-table a.scenario-link').count(), 2);
+  const refused = await page.locator('#compare-refused').innerText().catch(() => '');
+  assert.equal(refused, '', 'the last add was accepted: earlier refusals do not stick to the page');
+  const hidden = await page.locator('form.compare-add input[type=hidden]').evaluateAll((xs) => xs.map((x) => x.value));
+  assert.deepEqual(hidden, ['v=2&d=3', 'v=2&d=0']);
+  // Unchanged outputs collapse; changed cells are marked; the savings line.
+  assert.equal(await page.locator('#compare-table tr[data-key="monthly_revenue"]').count(), 0);
+  assert.match(await page.locator('#compare-same summary').innerText(), /^Iguais em todos \(\d+\)$/);
+  assert.equal(await page.locator('#compare-table td.changed[data-key="monthly_token_waste"]').count(), 1);
+  assert.equal(await page.locator('#compare-savings').innerText(),
+    'Com idem: «Cenário B» (0% de duplicatas) contra «Cenário A» (3%): economia de R$ 148,50 por mês, R$ 1.782,00 por ano.');
+  // A foreign link pasted now says so instead of becoming a column.
+  await page.fill('#compare-add', 'https://example.com/search?q=idem');
+  await Promise.all([page.waitForURL(/example/), page.click('form.compare-add button[type=submit]')]);
+  await hydrated(page);
+  assert.match(await page.locator('#compare-refused').innerText(), /não é um link de cenário do idem/);
+  assert.equal(await page.locator('#compare-table a.scenario-link').count(), 2);
+  await page.fill('#compare-add', '/?v=2&d=0');
+  await Promise.all([page.waitForURL(/compare/), page.click('form.compare-add button[type=submit]')]);
+  await hydrated(page);
+  assert.match(await page.locator('#compare-refused').innerText(), /já está na comparação, como «Cenário B»/);
+  assert.deepEqual(errors, []);
   await context.close();
 });
 

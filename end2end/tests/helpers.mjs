@@ -2,7 +2,8 @@
 // playwright-core, and a guard that fails a test on any console or page error
 // (a hydration failure shows up there and nowhere else).
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
 export const BASE_URL = process.env.IDEM_BASE_URL ?? 'http://127.0.0.1:3000';
 export const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
@@ -19,20 +20,7 @@ export async function launch() {
 }
 
 /** A fresh page that records every console error and uncaught exception. */
-export async function openPage(browser, path = '/') {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  // The live feed is a stream that stays open: leaving or closing the page
-  // aborts it, which is no error.
-  page.on('requestfailed', (r) => {
-    if (!r.url().includes('/live/events')) errors.push(`requestfailed: ${r.url()}`);
-  });
-  await page.goto(BASE_URL + path, { waitUntil: 'load' });
-  return { context, page, errors };
-}
+export const openPage = (browser, path = '/') => openAt(browser, path, { width: 1280, height: 720 });
 
 /** Waits until the wasm has hydrated the server-rendered page. */
 export async function hydrated(page) {
@@ -45,3 +33,29 @@ export const text = (page, key) => page.locator(`#out-${key}`).innerText();
 /** Waits until an output of the calculator shows `want`. */
 export const waitOut = (page, key, want) => page.waitForFunction(
   ([k, w]) => document.querySelector(`#out-${k}`)?.textContent === w, [key, want]);
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's violations on the page as it is now, one line each. */
+export async function axeViolations(page) {
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
+
+/** A fresh page at a viewport size (a phone's or a desktop's), recording
+ * every console error and uncaught exception. */
+export async function openAt(browser, path, viewport) {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('requestfailed', (r) => {
+    if (!r.url().includes('/live/events')) errors.push(`requestfailed: ${r.url()}`);
+  });
+  await page.goto(BASE_URL + path, { waitUntil: 'load' });
+  return { context, page, errors };
+}

@@ -37,6 +37,35 @@ async fn calculator_is_server_rendered_with_the_reference_numbers() {
     }
     // The hydration script is referenced, so the page comes alive in a browser.
     assert!(html.contains("/pkg/idem.js"));
+    // The headline repeats what a reader came for, before the inputs.
+    for (key, want) in [
+        ("monthly_token_waste", "R$ 148,50"),
+        ("waste_share_of_revenue_pct", "0,41%"),
+        ("annual_token_waste", "R$ 1.782,00"),
+        ("break_even_conversations", "124"),
+    ] {
+        assert_eq!(element_text(&html, &format!("head-{key}")), want, "{key}");
+    }
+    assert!(
+        !html.contains("id=\"head-annual_total_cost\""),
+        "no risk total without the risk block"
+    );
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));
+    assert!(at("id=\"headline\"") < at("class=\"calculator\""));
+}
+
+/// The text of the element with this id, without leptos' hydration markers.
+fn element_text(html: &str, id: &str) -> String {
+    let open = format!("id=\"{id}\"");
+    let start = html.find(&open).unwrap_or_else(|| panic!("no #{id}")) + open.len();
+    let start = start + html[start..].find('>').unwrap() + 1;
+    let end = start + html[start..].find("</").unwrap();
+    let mut text = html[start..end].replace("<!>", "");
+    while let Some(a) = text.find("<!--") {
+        let b = a + text[a..].find("-->").unwrap() + 3;
+        text.replace_range(a..b, "");
+    }
+    text
 }
 
 #[tokio::test]
@@ -50,6 +79,11 @@ async fn scenario_in_the_query_renders_and_bad_input_explains_itself() {
         "a rate above 100% explains itself"
     );
     assert!(!without_nonce(&html).contains("NaN"));
+    // With the risk block the headline adds the year's total, as the results show it.
+    let html = common::page(&format!("{base}/?ms=40&ac=90&oc=15&cr=5")).await;
+    let total = element_text(&html, "out-annual_total_cost");
+    assert!(total.starts_with("R$ "), "{total}");
+    assert_eq!(element_text(&html, "head-annual_total_cost"), total);
 }
 
 /// The page without its random script nonce, which can spell "NaN" by chance

@@ -4,7 +4,7 @@
 
 use super::{NAMES, W};
 use crate::i18n::{field_label, tr};
-use crate::markup::esc;
+use crate::markup::{esc, scroll_open, SCROLL_CLOSE};
 use idem_core::cost::CostOutputs;
 use idem_core::locale::{format_money, format_pct, Locale};
 use idem_core::scenario::{annual_loss, loss_curve, sensitivity, Scenario, Swing};
@@ -89,8 +89,9 @@ pub fn figure_html(out: &mut String, f: &Figure, src: &str, l: Locale) {
 fn table(out: &mut String, l: Locale, head: &[String], rows: &[Vec<String>]) {
     let _ = write!(
         out,
-        "<details><summary>{}</summary><table><thead><tr>",
-        tr(l, "Tabela", "Table")
+        "<details><summary>{}</summary>{}<table><thead><tr>",
+        tr(l, "Tabela", "Table"),
+        scroll_open(tr(l, "Tabela do gráfico", "The chart's table"), l),
     );
     for h in head {
         let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
@@ -107,7 +108,9 @@ fn table(out: &mut String, l: Locale, head: &[String], rows: &[Vec<String>]) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table></details>");
+    out.push_str("</tbody></table>");
+    out.push_str(SCROLL_CLOSE);
+    out.push_str("</details>");
 }
 
 fn owned(heads: &[&str]) -> Vec<String> {

@@ -7,7 +7,7 @@
 use super::extract::request_locale;
 use crate::prices::{table, ModelPrice};
 use app::i18n::tr;
-use app::markup::esc;
+use app::markup::{esc, scroll_open, SCROLL_CLOSE};
 use axum::extract::Query;
 use axum::http::{header, request::Parts};
 use axum::response::{Html, IntoResponse, Response};
@@ -111,7 +111,8 @@ pub async fn page(parts: Parts, Query(pairs): Query<Vec<(String, String)>>) -> R
     if !hits.is_empty() {
         let _ = write!(
             out,
-            "<div class=\"compare-scroll\"><table id=\"price-results\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\"></th></tr></thead><tbody>",
+            "{}<table id=\"price-results\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\"></th></tr></thead><tbody>",
+            scroll_open(tr(l, "Modelos encontrados", "Models found"), l),
             tr(l, "Modelo", "Model"),
             tr(l, "Entrada", "Input"),
             tr(l, "Entrada em cache", "Cached input"),
@@ -148,7 +149,8 @@ pub async fn page(parts: Parts, Query(pairs): Query<Vec<(String, String)>>) -> R
                 use_it = tr(l, "Usar estes preços", "Use these prices"),
             );
         }
-        out.push_str("</tbody></table></div>");
+        out.push_str("</tbody></table>");
+        out.push_str(SCROLL_CLOSE);
     }
     out.push_str("</main></body></html>");
     ([(header::CACHE_CONTROL, "no-cache")], Html(out)).into_response()
