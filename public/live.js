@@ -56,6 +56,9 @@
 
     function show(s) {
       state = s;
+      // Numbers that may be old are dimmed until fresh ones arrive.
+      if (s === "stale" || s === "disconnected") root.setAttribute("data-stale", "true");
+      else root.removeAttribute("data-stale");
       if (!status) return;
       status.setAttribute("data-state", s);
       var text = status.getAttribute("data-" + lang() + "-" + s) || s;
@@ -149,6 +152,7 @@
       if (es) stream();
     }).observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
 
+    show("connecting");
     if (typeof window.EventSource === "function") stream();
     else poll();
   }

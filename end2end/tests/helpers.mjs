@@ -47,8 +47,8 @@ export async function axeViolations(page) {
 
 /** A fresh page at a viewport size (a phone's or a desktop's), recording
  * every console error and uncaught exception. */
-export async function openAt(browser, path, viewport) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+export async function openAt(browser, path, viewport, options = {}) {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, ...options });
   const page = await context.newPage();
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });

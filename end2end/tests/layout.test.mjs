@@ -195,3 +195,15 @@ for (const lang of LANGS) {
     await context.close();
   });
 }
+
+test('the monitor without JavaScript says its numbers are as of page load', async () => {
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const page = await context.newPage();
+  await page.goto(`${BASE_URL}/live?window=24h&lang=en-US`, { waitUntil: 'load' });
+  assert.equal(await page.locator('#live-status').getAttribute('data-state'), 'static');
+  assert.equal(await page.locator('#live-status').innerText(), 'numbers as of page load: reload to update');
+  // Times stay in UTC, to the second, where no script localizes them.
+  const times = await page.locator('time[data-local]').allInnerTexts();
+  for (const t of times) assert.match(t, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+  await context.close();
+});

@@ -6,7 +6,7 @@
 // (scripts/test creates one with `idem tenant create e2e`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE_URL, ARTIFACTS, launch, openPage, hydrated } from './helpers.mjs';
+import { BASE_URL, ARTIFACTS, launch, openPage, openAt, hydrated } from './helpers.mjs';
 
 const TOKEN = process.env.IDEM_TEST_TOKEN;
 const TENANT = process.env.IDEM_TEST_TENANT ?? 'e2e';
@@ -88,7 +88,8 @@ test('recorded intents, redeliveries and a divergence show within 2 s, without a
 });
 
 test('an expired lease shows up as uncertain, with its key', async () => {
-  const { context, page, errors } = await openPage(browser, `/live?window=1h&tenant=${TENANT}`);
+  const { context, page, errors } = await openAt(browser, `/live?window=1h&tenant=${TENANT}`,
+    { width: 1280, height: 720 }, { timezoneId: 'America/Sao_Paulo' });
   await hydrated(page);
   const key = (BigInt(run) * 7919n).toString(16).padStart(64, '0').slice(-64);
   const begin = await api(`/v1/actions/${key}/begin`, { action: 'pix.cobranca', lease_ms: 300 });
@@ -96,6 +97,19 @@ test('an expired lease shows up as uncertain, with its key', async () => {
   await page.waitForFunction((k) => document.querySelector('#live-uncertain-keys')?.textContent.includes(k), key, { timeout: 3000 });
   assert.match(await page.locator('#live-uncertain').getAttribute('class'), /alert/);
   assert.ok(await card(page, 'uncertain') >= 1);
+  // Its row: the real action type, times in the reader's zone to the
+  // second (this browser is in São Paulo), UTC on hover.
+  const row = page.locator('#live-uncertain-keys tr', { hasText: key });
+  assert.equal(await row.locator('td').nth(1).innerText(), 'pix.cobranca');
+  const started = row.locator('td').nth(3).locator('time');
+  const utc = await started.getAttribute('title');
+  assert.match(utc, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+  const shown = await started.innerText();
+  assert.notEqual(shown, utc);
+  const hhmmss = (t) => t.match(/(\d\d):(\d\d):(\d\d)/).slice(1).map(Number);
+  const [uh, um, us] = hhmmss(utc);
+  const [lh, lm, ls] = hhmmss(shown);
+  assert.deepEqual([(uh - 3 + 24) % 24, um, us], [lh, lm, ls], `${shown} is ${utc} in UTC−3`);
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -119,9 +133,14 @@ test('the status line says when the feed is stale, when it drops and when it com
   });
   await page.addInitScript(() => {
     window.__states = [];
+    window.__dimmed = [];
     new MutationObserver((ms) => {
-      for (const m of ms) if (m.attributeName === 'data-state') window.__states.push(m.target.dataset.state);
-    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-state'] });
+      for (const m of ms) {
+        if (m.attributeName === 'data-state') window.__states.push(m.target.dataset.state);
+        // Whether the numbers were dimmed when the line said so.
+        if (m.attributeName === 'data-stale') window.__dimmed.push(m.target.hasAttribute('data-stale'));
+      }
+    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-state', 'data-stale'] });
   });
   await page.goto(`${BASE_URL}/live?window=1h&tenant=${TENANT}`, { waitUntil: 'load' });
   await page.waitForFunction(() => window.__states.includes('reconnected'), null, { timeout: 10000 });
@@ -129,6 +148,10 @@ test('the status line says when the feed is stale, when it drops and when it com
   const at = (s) => states.indexOf(s);
   assert.ok(at('stale') >= 0 && at('stale') < at('disconnected') && at('disconnected') < at('reconnected'), states.join(' → '));
   assert.equal(await page.locator('#live-status').innerText(), 'ao vivo (reconectado)');
+  assert.equal(states[0], 'connecting', 'the script takes over from the server\'s static line');
+  const dimmed = await page.evaluate(() => window.__dimmed);
+  assert.deepEqual([dimmed[0], dimmed.at(-1)], [true, false], 'stale numbers dimmed, fresh ones not');
+  assert.equal(await page.locator('#live-root[data-stale], [data-feed][data-stale]').count(), 0);
   // The real feed still delivers: a write shows within 2 s.
   const before = await card(page, 'intents');
   assert.equal((await intent('after-reconnect', '1.00')).status, 201);

@@ -587,8 +587,15 @@ pub fn panel_html(d: &LiveData, l: Locale) -> String {
     .into_string()
 }
 
-/// The feed-status texts, in both languages, by state.
-const STATUS: [(&str, &str, &str); 7] = [
+/// The feed-status texts, in both languages, by state. `static` is what
+/// the server writes: without the script nothing updates the numbers, and
+/// the line says so; `live.js` moves it to `connecting` when it starts.
+const STATUS: [(&str, &str, &str); 8] = [
+    (
+        "static",
+        "números de quando a página abriu: recarregue para atualizar",
+        "numbers as of page load: reload to update",
+    ),
     (
         "connecting",
         "conectando ao feed ao vivo…",
@@ -627,14 +634,10 @@ fn status_html(id: &str, l: Locale) -> Markup {
             en.render().into_string()
         ));
     }
-    let text = tr(
-        l,
-        "conectando ao feed ao vivo…",
-        "connecting to the live feed…",
-    );
+    let text = tr(l, STATUS[0].1, STATUS[0].2);
     html! {
         (PreEscaped(format!(
-            "<p id=\"{}\" class=\"feed-status\" role=\"status\" data-state=\"connecting\"{attrs}>{}</p>",
+            "<p id=\"{}\" class=\"feed-status\" role=\"status\" data-state=\"static\"{attrs}>{}</p>",
             id.render().into_string(),
             text.render().into_string()
         )))
@@ -776,13 +779,17 @@ mod tests {
     fn the_status_line_carries_both_languages() {
         let s = status_html("live-status", Locale::PtBr).into_string();
         assert!(s.starts_with(
-            "<p id=\"live-status\" class=\"feed-status\" role=\"status\" data-state=\"connecting\""
+            "<p id=\"live-status\" class=\"feed-status\" role=\"status\" data-state=\"static\""
         ));
         assert!(
             s.contains("data-en-stale=\"stale: no word from the server for over 5 s\""),
             "{s}"
         );
-        assert!(s.ends_with(">conectando ao feed ao vivo…</p>"), "{s}");
+        assert!(
+            s.ends_with(">números de quando a página abriu: recarregue para atualizar</p>"),
+            "{s}"
+        );
+        assert!(s.contains("data-pt-connecting=\"conectando ao feed ao vivo…\""));
     }
 
     #[test]
