@@ -337,6 +337,17 @@ async fn card_table_and_list_agree_on_uncertain_now(db: &Db) {
         page.contains("<th scope=\"col\">Uncertain now</th>"),
         "{page}"
     );
+    // Filtered to one tenant, the select still offers the others.
+    tenant(&a.store, "beta").await;
+    let page = common::page(&format!("{}/live?window=1h&tenant=acme", a.base)).await;
+    assert!(
+        page.contains("<option value=\"beta\">beta</option>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<option value=\"acme\" selected>acme</option>"),
+        "{page}"
+    );
     a.store.close().await;
 }
 

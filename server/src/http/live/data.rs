@@ -267,6 +267,10 @@ pub struct LiveData {
     pub tenant: Option<String>,
     /// The tenants shown.
     pub tenants: Vec<String>,
+    /// Every tenant an admin may pick (also while one is picked), for the
+    /// page's select; not part of the JSON.
+    #[serde(skip)]
+    pub tenant_choices: Vec<String>,
     /// Whether the viewer sees every tenant (admin, or the open loopback).
     pub admin: bool,
     /// Sums over every tenant and action shown.
@@ -345,10 +349,14 @@ pub fn use_numbers_href(
 }
 
 impl LiveData {
-    /// The tenants the admin may pick from: those shown, plus the one
-    /// asked for.
+    /// The tenants the admin may pick from: every tenant, plus the one
+    /// asked for (which may not exist).
     pub(crate) fn tenants_all(&self) -> Vec<String> {
-        let mut v = self.tenants.clone();
+        let mut v = if self.tenant_choices.is_empty() {
+            self.tenants.clone()
+        } else {
+            self.tenant_choices.clone()
+        };
         if let Some(t) = &self.tenant {
             if !v.contains(t) {
                 v.push(t.clone());

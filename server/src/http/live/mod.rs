@@ -160,13 +160,17 @@ async fn scope(
         (Viewer::Tenant(own), _) => Ok(vec![own.clone()]),
         (Viewer::Admin, Some(t)) => Ok(vec![TenantId::try_from(t.as_str())
             .map_err(|e| ApiError::unprocessable(format!("tenant: {e}")))?]),
-        (Viewer::Admin, None) => {
-            let mut all = state.api.store.tenants().await?;
-            all.retain(|t| t.as_str() != super::state::SCENARIO_TENANT);
-            all.truncate(MAX_TENANTS);
-            Ok(all)
-        }
+        (Viewer::Admin, None) => every_tenant(state).await,
     }
+}
+
+/// Every tenant an admin sees (the dashboard's own tenant left out), at
+/// most [`MAX_TENANTS`].
+async fn every_tenant(state: &LiveState) -> Result<Vec<TenantId>, ApiError> {
+    let mut all = state.api.store.tenants().await?;
+    all.retain(|t| t.as_str() != super::state::SCENARIO_TENANT);
+    all.truncate(MAX_TENANTS);
+    Ok(all)
 }
 
 /// Reads the numbers (or reuses a read younger than [`SHARE_FOR`]).
@@ -176,10 +180,13 @@ pub async fn snapshot(
     q: &LiveQuery,
 ) -> Result<Arc<LiveData>, ApiError> {
     let tenants = scope(state, viewer, q).await?;
+    // The asked tenant is part of the key: with one tenant, "all" and that
+    // tenant read the same rows but render different controls.
     let cache_key = format!(
-        "{}|{}|{}",
+        "{}|{}|{}|{}",
         matches!(viewer, Viewer::Admin),
         q.window.as_str(),
+        q.tenant.as_deref().unwrap_or(""),
         tenants
             .iter()
             .map(TenantId::as_str)
@@ -194,6 +201,14 @@ pub async fn snapshot(
     let mut data = read(state, &tenants, q.window).await?;
     data.admin = matches!(viewer, Viewer::Admin);
     data.tenant = q.tenant.clone();
+    // Filtered to one tenant, the select still offers the others.
+    if data.admin && q.tenant.is_some() {
+        data.tenant_choices = every_tenant(state)
+            .await?
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect();
+    }
     let data = Arc::new(data);
     let mut cache = lock(&state.cache);
     cache.retain(|_, (at, _)| at.elapsed() < SHARE_FOR);
