@@ -2,7 +2,7 @@
 //! server (feature `ssr`) and hydrates in the browser (feature `hydrate`).
 //!
 //! Pages: the calculator (`/`), a saved scenario (`/s/{id}`), the
-//! side-by-side comparison (`/compare?s=...&s=...`) and the live duplicate
+//! side-by-side comparison (`/compare?s=...&s=...`, saved as `/c/{id}`) and the live duplicate
 //! monitor (`/live`).
 
 // Leptos views nest deeply in their types; the calculator needs more room
@@ -193,6 +193,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=pages::CalculatorPage ssr=SsrMode::InOrder/>
                     <Route path=path!("/s/:id") view=pages::SavedPage ssr=SsrMode::InOrder/>
                     <Route path=path!("/compare") view=pages::ComparePage ssr=SsrMode::InOrder/>
+                    <Route path=path!("/c/:id") view=pages::ComparePage ssr=SsrMode::InOrder/>
                     <Route path=path!("/live") view=live::LivePage ssr=SsrMode::InOrder/>
                 </Routes>
             </main>
@@ -209,7 +210,10 @@ fn PageLinks() -> impl IntoView {
     let location = use_location();
     let current = move |p: &'static str| {
         let path = location.pathname.get();
-        (path == p || (p == "/" && path.starts_with("/s/"))).then_some("page")
+        (path == p
+            || (p == "/" && path.starts_with("/s/"))
+            || (p == "/compare" && path.starts_with("/c/")))
+        .then_some("page")
     };
     view! {
         <nav class="pages">
@@ -249,7 +253,8 @@ fn LocaleSwitch() -> impl IntoView {
                     // The comparison's table is the server's markup alone
                     // (the wasm has no copy of its writer): there the link
                     // reloads the page in the other language.
-                    if location.pathname.get_untracked() == "/compare" {
+                    let path = location.pathname.get_untracked();
+                    if path == "/compare" || path.starts_with("/c/") {
                         #[cfg(feature = "hydrate")]
                         {
                             ev.prevent_default();

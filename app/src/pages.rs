@@ -191,22 +191,95 @@ fn compare_href(refs: &[Ref]) -> String {
     format!("/compare?{}", ps.join("&"))
 }
 
-/// `/compare?s=…&s=…`: scenarios side by side, with deltas against the first.
+/// A saved comparison (`/c/{id}`), looked up by the server before the page
+/// renders. Only the server reads it: the comparison is server markup.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageComparison {
+    /// The short id in `/c/{id}`.
+    pub id: String,
+    /// The name it was saved under (may be empty).
+    pub name: String,
+    /// Its query, `s=…&s=…`.
+    pub query: String,
+    /// When it was saved, Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// The `s` values of a comparison's query, decoded.
+#[cfg(feature = "ssr")]
+pub fn comparison_values(query: &str) -> Vec<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "s")
+        .map(|(_, v)| v.into_owned())
+        .collect()
+}
+
+/// `/compare?s=…&s=…` and a saved comparison `/c/{id}`: scenarios side by
+/// side, with deltas against the first.
 #[component]
 pub fn ComparePage() -> impl IntoView {
-    let refs: Vec<Ref> = use_query_map().with_untracked(|q| {
-        q.get_all("s")
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|s| parse_ref(s))
-            .take(MAX_COLUMNS)
-            .collect()
-    });
+    let from_link = move || use_query_map().with_untracked(|q| q.get_all("s").unwrap_or_default());
+    #[cfg(feature = "ssr")]
+    let stored = use_context::<PageComparison>().filter(|c| !c.id.is_empty());
+    #[cfg(feature = "ssr")]
+    let values: Vec<String> = match &stored {
+        Some(c) => comparison_values(&c.query),
+        None => from_link(),
+    };
+    // In the browser the comparison is the server's markup (CompareTable).
+    #[cfg(not(feature = "ssr"))]
+    let (stored, values) = (None::<PageComparison>, from_link());
+    let refs: Vec<Ref> = values
+        .iter()
+        .filter_map(|s| parse_ref(s))
+        .take(MAX_COLUMNS)
+        .collect();
     let saved = expect_context::<PageScenarios>().found;
     view! {
         <h1><T pt="Comparar cenários" en="Compare scenarios"/></h1>
-        <CompareTable refs saved/>
+        <CompareTable refs saved stored/>
     }
+}
+
+/// The query a comparison is saved under (`s=…&s=…`, columns in order):
+/// saved ids as they are, scenario links in their canonical spelling. A
+/// value that names no scenario refuses the save, with the reason.
+#[cfg(feature = "ssr")]
+pub fn comparison_query<'a>(
+    values: impl IntoIterator<Item = &'a str>,
+    l: Locale,
+) -> Result<String, String> {
+    let mut refs = Vec::new();
+    for v in values {
+        match parse_ref(v) {
+            None => {}
+            Some(Ref::Foreign(t)) => {
+                return Err(format!(
+                    "«{t}»: {}",
+                    tr(
+                        l,
+                        "não é um link de cenário do idem",
+                        "not an idem scenario link"
+                    )
+                ))
+            }
+            Some(Ref::Query(q)) => {
+                let s = Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('=')))
+                    .map_err(|e| format!("«{q}»: {}", crate::i18n::query_error_text(&e, l)))?;
+                refs.push(Ref::Query(s.to_query()));
+            }
+            Some(r) => refs.push(r),
+        }
+    }
+    if refs.is_empty() || refs.len() > MAX_COLUMNS {
+        return Err(format!(
+            "{} 1–{MAX_COLUMNS}",
+            tr(l, "uma comparação tem de", "a comparison has")
+        ) + tr(l, " cenários", " scenarios"));
+    }
+    Ok(compare_href(&refs)
+        .trim_start_matches("/compare?")
+        .to_owned())
 }
 
 /// The comparison, as markup set as inner HTML: a table of text with no
@@ -214,7 +287,11 @@ pub fn ComparePage() -> impl IntoView {
 /// budget allows. Every text that goes in (scenario names included) is
 /// escaped.
 #[component]
-fn CompareTable(refs: Vec<Ref>, saved: Vec<SavedView>) -> impl IntoView {
+fn CompareTable(
+    refs: Vec<Ref>,
+    saved: Vec<SavedView>,
+    stored: Option<PageComparison>,
+) -> impl IntoView {
     // Drawn by the server only: hydration never rewrites an element's inner
     // HTML, so the browser keeps the server's table and the wasm carries no
     // copy of its writer. (Switching the language reloads this page.)
@@ -222,11 +299,12 @@ fn CompareTable(refs: Vec<Ref>, saved: Vec<SavedView>) -> impl IntoView {
     let html = compare_html(
         &refs,
         &saved,
+        stored.as_ref(),
         expect_context::<Prefs>().locale.get_untracked(),
     );
     #[cfg(not(feature = "ssr"))]
     let html = {
-        let _ = (refs, saved);
+        let _ = (refs, saved, stored);
         String::new()
     };
     view! { <div class="compare-body" inner_html=html></div> }
@@ -311,8 +389,30 @@ fn accept(refs: &[Ref], saved: &[SavedView], l: Locale) -> (Vec<(Ref, Column)>, 
 
 #[cfg(feature = "ssr")]
 /// The comparison's markup.
-fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
+fn compare_html(
+    refs: &[Ref],
+    saved: &[SavedView],
+    stored: Option<&PageComparison>,
+    l: Locale,
+) -> String {
     let mut out = String::new();
+    if let Some(c) = stored {
+        let name = if c.name.is_empty() {
+            tr(l, "sem nome", "unnamed").to_owned()
+        } else {
+            c.name.clone()
+        };
+        let _ = write!(
+            out,
+            "<p class=\"saved-banner\" id=\"comparison-banner\">{} «{}», {} {}. {} <code>/c/{}</code></p>",
+            esc(tr(l, "Comparação salva", "Saved comparison")),
+            esc(&name),
+            esc(tr(l, "salva em", "saved on")),
+            esc(&crate::i18n::utc_minute(c.created_ms)),
+            esc(tr(l, "Mudar as colunas abre uma nova comparação; este link nunca muda.", "Changing the columns opens a new comparison; this link never changes.")),
+            esc(&c.id),
+        );
+    }
     let (accepted, refused) = accept(refs, saved, l);
     if !refused.is_empty() {
         let _ = write!(
@@ -472,9 +572,10 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
     if !same.is_empty() {
         let _ = write!(
             out,
-            "<details class=\"compare-same\" id=\"compare-same\"><summary>{} ({})</summary><table class=\"compare-same\"><tbody>",
+            "<details class=\"compare-same\" id=\"compare-same\"><summary>{} ({})</summary>{}<table class=\"compare-same\"><tbody>",
             esc(tr(l, "Iguais em todos", "The same in all")),
-            same.len()
+            same.len(),
+            scroll_open(tr(l, "Iguais em todos", "The same in all"), l),
         );
         for (key, label, value) in &same {
             let _ = write!(
@@ -484,7 +585,9 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
                 esc(value)
             );
         }
-        out.push_str("</tbody></table></details>");
+        out.push_str("</tbody></table>");
+        out.push_str(SCROLL_CLOSE);
+        out.push_str("</details>");
     }
     if let Some(line) = savings_line(&columns, &computed, l) {
         let _ = write!(
@@ -505,11 +608,38 @@ fn compare_html(refs: &[Ref], saved: &[SavedView], l: Locale) -> String {
         compare_href(&refs).trim_start_matches("/compare"),
         l.tag()
     );
-    out.push_str("<section class=\"charts\">");
+    let _ = write!(
+        out,
+        "<section class=\"charts\"><h2>{}</h2>",
+        esc(tr(l, "Gráfico", "Chart"))
+    );
     crate::charts::figure_html(&mut out, &figure, &src, l);
     out.push_str("</section>");
     add_form(&mut out, &refs, l);
+    save_form(&mut out, &refs, l);
     out
+}
+
+/// Saves the comparison as shown (its accepted columns, in order) under one
+/// short link: `POST /c` answers 303 to `/c/{id}`.
+#[cfg(feature = "ssr")]
+fn save_form(out: &mut String, refs: &[Ref], l: Locale) {
+    out.push_str("<form class=\"compare-save\" method=\"post\" action=\"/c\">");
+    for r in refs {
+        if let Ref::Saved(v) | Ref::Query(v) = r {
+            let _ = write!(
+                out,
+                "<input type=\"hidden\" name=\"s\" value=\"{}\">",
+                esc(v)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        "<label for=\"comparison-name\">{}</label><input id=\"comparison-name\" name=\"name\" type=\"text\" maxlength=\"80\" autocomplete=\"off\"><button type=\"submit\" id=\"save-comparison\">{}</button></form>",
+        esc(tr(l, "Nome da comparação (opcional)", "Comparison name (optional)")),
+        esc(tr(l, "Salvar comparação", "Save comparison")),
+    );
 }
 
 /// "With idem" against "without", in one line, when the comparison has a
@@ -744,7 +874,7 @@ mod tests {
     #[cfg(feature = "ssr")]
     fn compare(values: &[&str], saved: &[SavedView]) -> String {
         let refs: Vec<Ref> = values.iter().filter_map(|v| parse_ref(v)).collect();
-        compare_html(&refs, saved, Locale::PtBr)
+        compare_html(&refs, saved, None, Locale::PtBr)
     }
 
     #[cfg(feature = "ssr")]

@@ -171,7 +171,23 @@ test('compare: pasted links that name no scenario, or one already there, get a m
   await Promise.all([page.waitForURL(/compare/), page.click('form.compare-add button[type=submit]')]);
   await hydrated(page);
   assert.match(await page.locator('#compare-refused').innerText(), /já está na comparação, como «Cenário B»/);
-  assert.deepEqual(errors, []);
+  // The comparison itself is saved under one short link.
+  await page.fill('#comparison-name', 'com e sem idem');
+  await Promise.all([page.waitForURL(/\/c\/[0-9a-f]{12}$/), page.click('#save-comparison')]);
+  await hydrated(page);
+  assert.match(await page.locator('#comparison-banner').innerText(), /Comparação salva «com e sem idem»/);
+  assert.equal(await page.locator('#compare-table a.scenario-link').count(), 2);
+  assert.equal(await page.locator('#compare-savings').innerText(),
+    'Com idem: «Cenário B» (0% de duplicatas) contra «Cenário A» (3%): economia de R$ 148,50 por mês, R$ 1.782,00 por ano.');
+  assert.equal(await page.locator('nav.pages a[aria-current="page"]').innerText(), 'Comparar');
+  const saved = new URL(page.url()).pathname;
+  // In a fresh browser, in English, the link shows the same comparison.
+  const fresh = await openPage(browser, `${saved}?lang=en-US`);
+  await hydrated(fresh.page);
+  assert.match(await fresh.page.locator('#comparison-banner').innerText(), /Saved comparison «com e sem idem»/);
+  assert.match(await fresh.page.locator('#compare-savings').innerText(), /saves R\$148\.50 a month, R\$1,782\.00 a year/);
+  assert.deepEqual([...errors, ...fresh.errors], []);
+  await fresh.context.close();
   await context.close();
 });
 

@@ -188,8 +188,7 @@ for (const lang of LANGS) {
       .map((s) => document.querySelector(s).getBoundingClientRect().top));
     assert.deepEqual([...order].sort((a, b) => a - b), order, 'meta, headline, inputs, results, charts');
     assert.equal(await page.locator('#in-pc').evaluate((e) => getComputedStyle(e).appearance), 'none');
-    const pdf = await page.pdf({ format: 'A4', printBackground: true });
-    await page.screenshot({ path: `${ARTIFACTS}/print-${lang}.png`, fullPage: true });
+    const pdf = await page.pdf({ format: 'A4', printBackground: true, path: `${ARTIFACTS}/estimate-${lang}.pdf` });
     assert.equal(pdfPages(pdf), 1, 'the estimate fits one A4 page');
     assert.deepEqual(errors, []);
     await context.close();

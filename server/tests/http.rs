@@ -588,3 +588,67 @@ async fn text_responses_are_compressed_when_the_client_asks() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_comparison_is_saved_under_one_short_link() {
+    let (base, _dir) = start().await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = client
+        .post(format!("{base}/s"))
+        .form(&[("q", "v=2&d=6"), ("name", "Seis por cento")])
+        .send()
+        .await
+        .unwrap();
+    let scenario = res.headers()["location"].to_str().unwrap().to_owned();
+    let id = scenario.trim_start_matches("/s/");
+    // The columns as the compare page posts them: a saved id and a link,
+    // which is stored in its canonical spelling.
+    let save = |name: &'static str, columns: Vec<String>| {
+        let mut form: Vec<(String, String)> =
+            columns.into_iter().map(|v| ("s".into(), v)).collect();
+        form.push(("name".into(), name.into()));
+        form.push(("lang".into(), "pt-BR".into()));
+        client.post(format!("{base}/c")).form(&form).send()
+    };
+    let res = save("antes e depois", vec![id.to_owned(), "/?d=0&v=2".into()])
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let link = res.headers()["location"].to_str().unwrap().to_owned();
+    assert!(link.starts_with("/c/") && link.len() == 15, "{link}");
+    // Saving the same again lands on the same link.
+    let again = save("antes e depois", vec![id.to_owned(), "v=2&d=0".into()])
+        .await
+        .unwrap();
+    assert_eq!(again.headers()["location"].to_str().unwrap(), link);
+    let html = common::page(&format!("{base}{link}")).await;
+    assert!(html.contains("Comparação salva «antes e depois»"), "{html}");
+    assert!(
+        html.contains(">Seis por cento</a>"),
+        "the saved scenario's name heads its column"
+    );
+    assert!(html.contains("id=\"compare-table\""));
+    assert!(html.contains("R$ 3.564,00"), "the saved scenario's numbers");
+    assert!(html.contains("Com idem: «Cenário B»"), "{html}");
+    // Unknown ids are 404; a column that names no scenario is refused.
+    let res = client
+        .get(format!("{base}/c/000000000000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let res = save("", vec!["https://example.com/x".into()])
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    assert!(res
+        .text()
+        .await
+        .unwrap()
+        .contains("not an idem scenario link"));
+    let res = save("", vec![]).await.unwrap();
+    assert_eq!(res.status(), 422);
+}

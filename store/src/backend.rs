@@ -1074,6 +1074,34 @@ macro_rules! backend {
                 .await
         }
 
+        pub(crate) async fn insert_comparison(
+            c: &mut Conn,
+            tenant: &str,
+            s: &crate::model::SavedComparison,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_COMPARISON)
+                .bind(tenant)
+                .bind(&s.id)
+                .bind(&s.name)
+                .bind(&s.query)
+                .bind(s.created_ms)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn select_comparison(
+            c: &mut Conn,
+            tenant: &str,
+            id: &str,
+        ) -> R<Option<crate::model::SavedComparison>> {
+            sqlx::query_as::<$db, crate::model::SavedComparison>(q::SELECT_COMPARISON)
+                .bind(tenant)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
         pub(crate) async fn list_demo_charges(
             c: &mut Conn,
             tenant: &str,

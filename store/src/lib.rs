@@ -66,8 +66,8 @@ pub enum Error {
     /// A tenant of that id exists already.
     #[error("tenant {0} already exists")]
     TenantExists(String),
-    /// A saved scenario's id already names other content.
-    #[error("scenario id {0} already names another scenario")]
+    /// A saved scenario's or comparison's id already names other content.
+    #[error("saved id {0} already names another saved scenario or comparison")]
     ScenarioIdTaken(String),
     /// The input cannot be recorded (unknown action, bad payload, ...).
     #[error("{0}")]

@@ -367,6 +367,20 @@ pub struct SavedScenario {
     pub created_ms: Millis,
 }
 
+/// A comparison of scenarios saved from the dashboard. Immutable once stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+pub struct SavedComparison {
+    /// The short id in its link, `/c/{id}`.
+    #[sqlx(rename = "comparison_id")]
+    pub id: String,
+    /// The name it was saved under (may be empty).
+    pub name: String,
+    /// The comparison's query: `s=…&s=…`, one per column, in order.
+    pub query: String,
+    /// When it was first saved.
+    pub created_ms: Millis,
+}
+
 /// An action whose outcome is unknown, as the live monitor lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct UncertainAction {

@@ -644,6 +644,18 @@ on conflict (tenant_id, scenario_id) do nothing";
 select scenario_id, name, query, created_ms from scenarios
 where tenant_id = $1 and scenario_id = $2";
 
+    /// Saves a dashboard comparison; as with scenarios, a conflict means
+    /// this very comparison was saved before: keep that row.
+    pub const INSERT_COMPARISON: &str = "\
+insert into comparisons (tenant_id, comparison_id, name, query, created_ms)
+values ($1, $2, $3, $4, $5)
+on conflict (tenant_id, comparison_id) do nothing";
+
+    /// One saved comparison.
+    pub const SELECT_COMPARISON: &str = "\
+select comparison_id, name, query, created_ms from comparisons
+where tenant_id = $1 and comparison_id = $2";
+
     /// Admin: totals per tenant over a time range (the one statement that
     /// reads across tenants; it reads the small rollup table only).
     pub const ADMIN_TOTALS: &str = "\
@@ -1019,6 +1031,8 @@ pub const ALL: &[(&str, &str)] = {
         ("LIST_TENANTS", LIST_TENANTS),
         ("ADMIN_UNRESOLVED", ADMIN_UNRESOLVED),
         ("SELECT_SCENARIO", SELECT_SCENARIO),
+        ("INSERT_COMPARISON", INSERT_COMPARISON),
+        ("SELECT_COMPARISON", SELECT_COMPARISON),
         ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
         ("PG_RECORD_INTENTS_COUNTED", PG_RECORD_INTENTS_COUNTED),
         ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),

@@ -89,6 +89,7 @@ idem_testkit::both!(
     empty_reference_and_unknown_action_are_refused,
     tokens_authenticate_only_their_own_tenant,
     saved_scenarios_are_immutable_and_per_tenant,
+    saved_comparisons_are_immutable_and_apart_from_scenarios,
     live_actions_show_in_flight_and_uncertain_per_tenant,
     demo_ledger_follows_the_transaction_and_the_tenant,
 );
@@ -1742,4 +1743,39 @@ async fn saved_scenarios_are_immutable_and_per_tenant(h: &H) {
     assert_eq!(s.scenario(&b, &first.id).await.unwrap(), None);
     assert_eq!(s.save_scenario(&b, &other).await.unwrap(), other);
     assert_eq!(s.scenario(&a, &first.id).await.unwrap(), Some(first));
+}
+
+async fn saved_comparisons_are_immutable_and_apart_from_scenarios(h: &H) {
+    let a = h.tenant("acme");
+    let first = SavedComparison {
+        id: "0123456789ab".into(),
+        name: "antes e depois".into(),
+        query: "s=v%3D2%26d%3D3&s=v%3D2%26d%3D0".into(),
+        created_ms: 1_000,
+    };
+    let mut s = h.store.session().await.unwrap();
+    assert_eq!(s.save_comparison(&a, &first).await.unwrap(), first);
+    let again = SavedComparison {
+        created_ms: 2_000,
+        ..first.clone()
+    };
+    assert_eq!(s.save_comparison(&a, &again).await.unwrap(), first);
+    let other = SavedComparison {
+        name: "outro".into(),
+        ..first.clone()
+    };
+    assert!(matches!(
+        s.save_comparison(&a, &other).await,
+        Err(Error::ScenarioIdTaken(_))
+    ));
+    assert_eq!(
+        s.comparison(&a, &first.id).await.unwrap(),
+        Some(first.clone())
+    );
+    // A comparison is not a scenario: the same id names nothing there.
+    assert_eq!(s.scenario(&a, &first.id).await.unwrap(), None);
+    assert_eq!(
+        s.comparison(&h.tenant("other"), &first.id).await.unwrap(),
+        None
+    );
 }

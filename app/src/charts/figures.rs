@@ -82,16 +82,18 @@ pub fn figure_html(out: &mut String, f: &Figure, src: &str, l: Locale) {
     if let Some(n) = &f.note {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
     }
-    table(out, l, &f.head, &f.rows);
+    table(out, l, &f.title, &f.head, &f.rows);
     out.push_str("</figure>");
 }
 
-fn table(out: &mut String, l: Locale, head: &[String], rows: &[Vec<String>]) {
+/// The figure's table, in a scroll box named after the figure (a page has
+/// several, and each landmark needs its own name).
+fn table(out: &mut String, l: Locale, title: &str, head: &[String], rows: &[Vec<String>]) {
     let _ = write!(
         out,
         "<details><summary>{}</summary>{}<table><thead><tr>",
         tr(l, "Tabela", "Table"),
-        scroll_open(tr(l, "Tabela do gráfico", "The chart's table"), l),
+        scroll_open(&format!("{}: {title}", tr(l, "Tabela", "Table")), l),
     );
     for h in head {
         let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));

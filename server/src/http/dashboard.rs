@@ -9,6 +9,7 @@ use super::error::plain_text as refuse;
 use super::extract::request_locale;
 use super::state::ApiState;
 use app::i18n::{field_label, RequestLocale};
+use app::pages::PageComparison;
 use app::{PageScenarios, SavedView};
 use axum::extract::{Query, State};
 use axum::http::{header, request::Parts, HeaderValue, StatusCode};
@@ -17,7 +18,7 @@ use axum::Form;
 use idem_core::locale::Locale;
 use idem_core::scenario::{Field, Scenario};
 use idem_core::TenantId;
-use idem_store::{SavedScenario, Store};
+use idem_store::{SavedComparison, SavedScenario, Store};
 use leptos::prelude::{provide_context, use_context};
 
 pub use super::state::SCENARIO_TENANT;
@@ -58,6 +59,9 @@ pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
                     .cloned()
                     .unwrap_or_default(),
             );
+            if let Some(c) = parts.extensions.get::<PageComparison>() {
+                provide_context(c.clone());
+            }
             provide_context(
                 parts
                     .extensions
@@ -145,9 +149,26 @@ pub async fn resolve_saved(
 ) -> Response {
     let path = req.uri().path();
     let single = path.strip_prefix("/s/").map(str::to_owned);
-    let ids = match (&single, path) {
-        (Some(id), _) => vec![id.clone()],
-        (None, "/compare") => {
+    let comparison = path.strip_prefix("/c/").map(str::to_owned);
+    let mut stored = None;
+    let ids = match (&single, &comparison, path) {
+        (Some(id), _, _) => vec![id.clone()],
+        (None, Some(id), _) => match load_comparison(&api.store, id).await {
+            Ok(Some(c)) => {
+                let values = app::pages::comparison_values(&c.query);
+                stored = Some(c);
+                app::pages::saved_ids(values.iter().map(String::as_str))
+            }
+            Ok(None) => Vec::new(),
+            Err(()) => {
+                req.extensions_mut().insert(PageScenarios {
+                    found: Vec::new(),
+                    failed: true,
+                });
+                return next.run(req).await;
+            }
+        },
+        (None, None, "/compare") => {
             let pairs = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
                 .map(|q| q.0)
                 .unwrap_or_default();
@@ -160,6 +181,10 @@ pub async fn resolve_saved(
         }
         _ => return next.run(req).await,
     };
+    let missing_comparison = comparison.is_some() && stored.is_none();
+    if let Some(c) = stored {
+        req.extensions_mut().insert(c);
+    }
     let ids: Vec<String> = ids
         .into_iter()
         .filter(|id| idem_core::scenario::is_saved_id(id))
@@ -174,13 +199,38 @@ pub async fn resolve_saved(
             failed: true,
         },
     };
-    let missing = single.is_some() && data.found.is_empty() && !data.failed;
+    let missing = (single.is_some() && data.found.is_empty() && !data.failed) || missing_comparison;
     req.extensions_mut().insert(data);
     let mut res = next.run(req).await;
     if missing {
         *res.status_mut() = StatusCode::NOT_FOUND;
     }
     res
+}
+
+/// A saved comparison; `Err` when the database cannot be read (logged).
+#[tracing::instrument(level = "debug", skip(store))]
+async fn load_comparison(store: &Store, id: &str) -> Result<Option<PageComparison>, ()> {
+    if !idem_core::scenario::is_saved_id(id) {
+        return Ok(None);
+    }
+    let read = async {
+        let mut s = store.session().await?;
+        s.comparison(&tenant(), id).await
+    }
+    .await;
+    match read {
+        Ok(c) => Ok(c.map(|c| PageComparison {
+            id: c.id,
+            name: c.name,
+            query: c.query,
+            created_ms: c.created_ms,
+        })),
+        Err(e) => {
+            tracing::error!(error = %crate::http::error::chain(&e), "cannot read a saved comparison");
+            Err(())
+        }
+    }
 }
 
 #[tracing::instrument(level = "debug", skip(store))]
@@ -207,6 +257,70 @@ pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedVie
         }
     }
     Ok(found)
+}
+
+/// `POST /c`: saves a comparison (form: `s` once per column, in order, and
+/// an optional `name`) and answers 303 to its short link `/c/{id}`. As with
+/// scenarios, the id is derived from the content: saving twice lands on the
+/// same link, and a saved comparison never changes.
+#[tracing::instrument(level = "info", skip(api, form))]
+pub async fn save_comparison(
+    State(api): State<ApiState>,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    let field = |k: &str| {
+        form.iter()
+            .rev()
+            .find(|(f, _)| f == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let values = form
+        .iter()
+        .filter(|(k, _)| k == "s")
+        .map(|(_, v)| v.as_str());
+    // Refusals are plain English text, as `POST /s`'s are.
+    let query = match app::pages::comparison_query(values, Locale::EnUs) {
+        Ok(q) => q,
+        Err(why) => {
+            return refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("the comparison cannot be saved: {why}"),
+            )
+        }
+    };
+    let name = field("name").unwrap_or_default().trim();
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "the name must be at most {MAX_NAME_CHARS} characters, without control characters"
+            ),
+        );
+    }
+    let row = SavedComparison {
+        id: idem_core::scenario::comparison_id(&query, name),
+        name: name.to_owned(),
+        query,
+        created_ms: api.store.now_ms(),
+    };
+    let saved = async {
+        let mut s = api.store.session().await?;
+        s.save_comparison(&tenant(), &row).await
+    }
+    .await;
+    match saved {
+        Ok(saved) => Redirect::to(&format!("/c/{}", saved.id)).into_response(),
+        Err(e @ idem_store::Error::ScenarioIdTaken(_)) => {
+            refuse(StatusCode::CONFLICT, e.to_string())
+        }
+        Err(e) => {
+            tracing::error!(error = %crate::http::error::chain(&e), "saving a comparison failed");
+            refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the comparison could not be saved right now; try again",
+            )
+        }
+    }
 }
 
 /// The save form's fields.

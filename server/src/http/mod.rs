@@ -57,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         // The document describes the areas, so the router serves it, not v1.
         .route("/v1/openapi.json", get(openapi::serve))
         .route("/s", post(dashboard::save))
+        .route("/c", post(dashboard::save_comparison))
         .route("/export.csv", get(dashboard::export_csv))
         .route("/prices", get(prices::page))
         .route("/charts/figures", get(charts::figures))
