@@ -1276,8 +1276,7 @@ fn Headline(lenient: Memo<(Scenario, Option<CostOutputs>, Vec<Field>)>) -> impl 
             {move || {
                 let l = locale.get();
                 lenient.with(|(s, o, blocked)| {
-                    let Some(o) = o else { return Vec::new() };
-                    rows(s, o, l)
+                    o.as_ref().map(|o| rows(s, o, l)
                         .into_iter()
                         .filter(|r| HEADLINE.contains(&r.key))
                         .map(|r| {
@@ -1290,7 +1289,7 @@ fn Headline(lenient: Memo<(Scenario, Option<CostOutputs>, Vec<Field>)>) -> impl 
                                 </div>
                             }
                         })
-                        .collect::<Vec<_>>()
+                        .collect_view())
                 })
             }}
         </section>

@@ -218,22 +218,24 @@ pub fn comparison_values(query: &str) -> Vec<String> {
 /// side, with deltas against the first.
 #[component]
 pub fn ComparePage() -> impl IntoView {
-    let from_link = move || use_query_map().with_untracked(|q| q.get_all("s").unwrap_or_default());
+    // Only the server reads the columns: in the browser the comparison is
+    // the server's markup (CompareTable), so the wasm carries no link reader.
     #[cfg(feature = "ssr")]
-    let stored = use_context::<PageComparison>().filter(|c| !c.id.is_empty());
-    #[cfg(feature = "ssr")]
-    let values: Vec<String> = match &stored {
-        Some(c) => comparison_values(&c.query),
-        None => from_link(),
+    let (refs, stored) = {
+        let stored = use_context::<PageComparison>().filter(|c| !c.id.is_empty());
+        let values: Vec<String> = match &stored {
+            Some(c) => comparison_values(&c.query),
+            None => use_query_map().with_untracked(|q| q.get_all("s").unwrap_or_default()),
+        };
+        let refs: Vec<Ref> = values
+            .iter()
+            .filter_map(|s| parse_ref(s))
+            .take(MAX_COLUMNS)
+            .collect();
+        (refs, stored)
     };
-    // In the browser the comparison is the server's markup (CompareTable).
     #[cfg(not(feature = "ssr"))]
-    let (stored, values) = (None::<PageComparison>, from_link());
-    let refs: Vec<Ref> = values
-        .iter()
-        .filter_map(|s| parse_ref(s))
-        .take(MAX_COLUMNS)
-        .collect();
+    let (refs, stored) = (Vec::<Ref>::new(), None::<PageComparison>);
     let saved = expect_context::<PageScenarios>().found;
     view! {
         <h1><T pt="Comparar cenários" en="Compare scenarios"/></h1>
