@@ -288,15 +288,10 @@ pub async fn save_comparison(
             )
         }
     };
-    let name = field("name").unwrap_or_default().trim();
-    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "the name must be at most {MAX_NAME_CHARS} characters, without control characters"
-            ),
-        );
-    }
+    let name = match saved_name(field("name").unwrap_or_default()) {
+        Ok(name) => name,
+        Err(why) => return refuse(StatusCode::UNPROCESSABLE_ENTITY, why),
+    };
     let row = SavedComparison {
         id: idem_core::scenario::comparison_id(&query, name),
         name: name.to_owned(),
@@ -308,19 +303,7 @@ pub async fn save_comparison(
         s.save_comparison(&tenant(), &row).await
     }
     .await;
-    match saved {
-        Ok(saved) => Redirect::to(&format!("/c/{}", saved.id)).into_response(),
-        Err(e @ idem_store::Error::ScenarioIdTaken(_)) => {
-            refuse(StatusCode::CONFLICT, e.to_string())
-        }
-        Err(e) => {
-            tracing::error!(error = %crate::http::error::chain(&e), "saving a comparison failed");
-            refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the comparison could not be saved right now; try again",
-            )
-        }
-    }
+    saved_link(saved.map(|c| format!("/c/{}", c.id)), "comparison")
 }
 
 /// The save form's fields.
@@ -348,15 +331,10 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
             )
         }
     };
-    let name = form.name.trim();
-    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "the name must be at most {MAX_NAME_CHARS} characters, without control characters"
-            ),
-        );
-    }
+    let name = match saved_name(&form.name) {
+        Ok(name) => name,
+        Err(why) => return refuse(StatusCode::UNPROCESSABLE_ENTITY, why),
+    };
     let row = SavedScenario {
         id: scenario.saved_id(name),
         name: name.to_owned(),
@@ -368,16 +346,34 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
         s.save_scenario(&tenant(), &row).await
     }
     .await;
+    saved_link(saved.map(|v| format!("/s/{}", v.id)), "scenario")
+}
+
+/// A saved link's name, trimmed: at most [`MAX_NAME_CHARS`] characters and
+/// no control characters, else why not.
+fn saved_name(raw: &str) -> Result<&str, String> {
+    let name = raw.trim();
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(format!(
+            "the name must be at most {MAX_NAME_CHARS} characters, without control characters"
+        ));
+    }
+    Ok(name)
+}
+
+/// The answer to a save: 303 to the saved link, 409 when its id names
+/// other content, 503 when the database cannot take it (logged once here).
+fn saved_link(saved: Result<String, idem_store::Error>, what: &str) -> Response {
     match saved {
-        Ok(saved) => Redirect::to(&format!("/s/{}", saved.id)).into_response(),
+        Ok(link) => Redirect::to(&link).into_response(),
         Err(e @ idem_store::Error::ScenarioIdTaken(_)) => {
             refuse(StatusCode::CONFLICT, e.to_string())
         }
         Err(e) => {
-            tracing::error!(error = %crate::http::error::chain(&e), "saving a scenario failed");
+            tracing::error!(error = %crate::http::error::chain(&e), what, "saving failed");
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "the scenario could not be saved right now; try again",
+                format!("the {what} could not be saved right now; try again"),
             )
         }
     }
