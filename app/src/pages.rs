@@ -274,10 +274,11 @@ pub fn comparison_query<'a>(
         }
     }
     if refs.is_empty() || refs.len() > MAX_COLUMNS {
-        return Err(format!(
-            "{} 1–{MAX_COLUMNS}",
-            tr(l, "uma comparação tem de", "a comparison has")
-        ) + tr(l, " cenários", " scenarios"));
+        let (has, scenarios) = (
+            tr(l, "uma comparação tem de", "a comparison has"),
+            tr(l, "cenários", "scenarios"),
+        );
+        return Err(format!("{has} 1–{MAX_COLUMNS} {scenarios}"));
     }
     Ok(compare_href(&refs)
         .trim_start_matches("/compare?")
