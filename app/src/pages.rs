@@ -236,11 +236,22 @@ pub fn ComparePage() -> impl IntoView {
     };
     #[cfg(not(feature = "ssr"))]
     let (refs, stored) = (Vec::<Ref>::new(), None::<PageComparison>);
-    let saved = expect_context::<PageScenarios>().found;
+    let data = expect_context::<PageScenarios>();
+    // A database that cannot be read is said as such: the columns it would
+    // have filled are neither "not found" nor an empty comparison.
+    if data.failed {
+        return view! {
+            <h1><T pt="Comparar cenários" en="Compare scenarios"/></h1>
+            <p class="scenario-error" id="compare-unavailable" role="alert"><T pt="Não foi possível ler os cenários salvos agora. Tente de novo em instantes." en="Saved scenarios cannot be read right now. Try again in a moment."/></p>
+        }
+        .into_any();
+    }
+    let saved = data.found;
     view! {
         <h1><T pt="Comparar cenários" en="Compare scenarios"/></h1>
         <CompareTable refs saved stored/>
     }
+    .into_any()
 }
 
 /// The query a comparison is saved under (`s=…&s=…`, columns in order):

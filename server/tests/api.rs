@@ -1292,6 +1292,33 @@ async fn a_store_failure_is_a_503_that_leaks_nothing(s: &Srv) {
         s.http.get(s.url("/readyz")).send().await.unwrap().status(),
         503
     );
+    // The pages that show saved scenarios say they cannot be read now (503,
+    // Retry-After): not "not found", not an empty comparison.
+    for path in [
+        "/s/0123456789ab",
+        "/c/0123456789ab",
+        "/compare?s=0123456789ab&s=%2F%3Fv%3D2",
+    ] {
+        let res = s.http.get(s.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 503, "{path}");
+        assert_eq!(res.headers()["retry-after"], "1", "{path}");
+        let page = res.text().await.unwrap();
+        assert!(
+            page.contains("Não foi possível ler os cenários salvos agora"),
+            "{path}: {page}"
+        );
+        assert!(!page.contains("não encontrado"), "{path}");
+        assert!(!page.contains("compare-table"), "{path}");
+    }
+    // A comparison of links only needs no saved scenario: it still works.
+    let res = s
+        .http
+        .get(s.url("/compare?s=%2F%3Fv%3D2&s=%2F%3Fv%3D2%26d%3D5"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("compare-table"));
 }
 
 /// The dashboard's own routes: save (303 to a short link, idempotent), the

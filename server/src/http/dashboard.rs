@@ -165,7 +165,11 @@ pub async fn resolve_saved(
                     found: Vec::new(),
                     failed: true,
                 });
-                return next.run(req).await;
+                let mut res = next.run(req).await;
+                *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return res;
             }
         },
         (None, None, "/compare") => {
@@ -200,9 +204,16 @@ pub async fn resolve_saved(
         },
     };
     let missing = (single.is_some() && data.found.is_empty() && !data.failed) || missing_comparison;
+    let failed = data.failed;
     req.extensions_mut().insert(data);
     let mut res = next.run(req).await;
-    if missing {
+    if failed {
+        // The page says the saved scenarios cannot be read now; the status
+        // says the same to a script or a cache (try again, keep nothing).
+        *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    } else if missing {
         *res.status_mut() = StatusCode::NOT_FOUND;
     }
     res
@@ -235,6 +246,11 @@ async fn load_comparison(store: &Store, id: &str) -> Result<Option<PageCompariso
 
 #[tracing::instrument(level = "debug", skip(store))]
 pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String> {
+    // Nothing to read (a comparison of links only) needs no connection, so
+    // such a page still works while the database is away.
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let tenant = tenant();
     let mut session = store.session().await.map_err(|e| {
         tracing::error!(error = %crate::http::error::chain(&e), "cannot read saved scenarios");
