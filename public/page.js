@@ -1,29 +1,32 @@
 // Small page behaviour kept out of the wasm (which carries no chart code and
 // has no room in its size budget for this):
-// - the charts' "copy image link" buttons, on every page that shows charts;
+// - copy buttons: the charts' image links, the live monitor's keys and
+//   references;
 // - the line a printed estimate starts with: when and from which link.
 
-// One delegated listener, so buttons the pages swap in later work too. The
-// button's label says what happened for two seconds; without a clipboard
-// the link is selected in a prompt.
+// One delegated listener, so buttons the pages swap in later work too (the
+// live monitor replaces its list every few seconds). `data-copy` holds a
+// link (copied as an absolute URL); `data-copy-text` holds text copied as
+// it is (a key, a reference). The button's label says what happened for
+// two seconds; without a clipboard the text is selected in a prompt.
 document.addEventListener('click', (e) => {
-  const button = e.target.closest && e.target.closest('button[data-copy]');
+  const button = e.target.closest && e.target.closest('button[data-copy], button[data-copy-text]');
   if (!button) return;
-  const url = new URL(button.dataset.copy, location.href).href;
+  const en = document.documentElement.lang === 'en-US';
+  const link = button.dataset.copy !== undefined;
+  const text = link ? new URL(button.dataset.copy, location.href).href : button.dataset.copyText;
   const label = button.textContent;
-  const done = (text) => {
-    button.textContent = text;
+  const done = (said) => {
+    button.textContent = said;
     button.classList.add('copied');
     setTimeout(() => { button.textContent = label; button.classList.remove('copied'); }, 2000);
   };
-  const en = document.documentElement.lang === 'en-US';
+  const copied = button.dataset.done || (link ? (en ? 'Link copied' : 'Link copiado') : (en ? 'Copied' : 'Copiado'));
+  const ask = () => window.prompt(link ? (en ? 'Image link' : 'Link da imagem') : (en ? 'Copy' : 'Copiar'), text);
   if (navigator.clipboard && navigator.clipboard.writeText) {
-    navigator.clipboard.writeText(url).then(
-      () => done(en ? 'Link copied' : 'Link copiado'),
-      () => window.prompt(en ? 'Image link' : 'Link da imagem', url),
-    );
+    navigator.clipboard.writeText(text).then(() => done(copied), ask);
   } else {
-    window.prompt(en ? 'Image link' : 'Link da imagem', url);
+    ask();
   }
 });
 

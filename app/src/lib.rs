@@ -195,6 +195,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/compare") view=pages::ComparePage ssr=SsrMode::InOrder/>
                     <Route path=path!("/c/:id") view=pages::ComparePage ssr=SsrMode::InOrder/>
                     <Route path=path!("/live") view=live::LivePage ssr=SsrMode::InOrder/>
+                    <Route path=path!("/live/actions/:key") view=live::LivePage ssr=SsrMode::InOrder/>
                 </Routes>
             </main>
         </Router>
@@ -212,7 +213,8 @@ fn PageLinks() -> impl IntoView {
         let path = location.pathname.get();
         (path == p
             || (p == "/" && path.starts_with("/s/"))
-            || (p == "/compare" && path.starts_with("/c/")))
+            || (p == "/compare" && path.starts_with("/c/"))
+            || (p == "/live" && path.starts_with("/live/")))
         .then_some("page")
     };
     view! {

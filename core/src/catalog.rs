@@ -116,6 +116,10 @@ pub struct ActionSpec {
     pub reference: String,
     /// Under rules v2, the payload field that may declare the Pix key type.
     pub pix_type_field: Option<String>,
+    /// The field that names the customer, when the action has one: shown
+    /// beside an uncertain action so whoever reconciles it knows whom to
+    /// ask about. It never changes a key.
+    pub customer: Option<String>,
     /// The fields, sorted by name (the canonical JSON's order).
     fields: Vec<FieldSpec>,
 }
@@ -124,6 +128,15 @@ impl ActionSpec {
     /// The fields that enter the key, sorted by name.
     pub fn fields(&self) -> &[FieldSpec] {
         &self.fields
+    }
+
+    /// The first amount field (rule `money_cents`), if any: what an
+    /// uncertain action of this type may have charged.
+    pub fn amount_field(&self) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|f| f.rule == Rule::MoneyCents)
+            .map(|f| &*f.name)
     }
 }
 
@@ -146,6 +159,7 @@ struct RawAction {
     rules_version: Option<u32>,
     reference: Option<String>,
     pix_type_field: Option<String>,
+    customer: Option<String>,
     #[serde(default)]
     fields: Vec<RawField>,
 }
@@ -221,6 +235,13 @@ impl Catalog {
                     "action `{name}`: the reference field `{reference}` must be one of its fields"
                 )));
             }
+            if let Some(c) = &a.customer {
+                if !fields.iter().any(|f| *f.name == **c) {
+                    return Err(Error::Catalog(format!(
+                        "action `{name}`: the customer field `{c}` must be one of its fields"
+                    )));
+                }
+            }
             actions.insert(
                 name,
                 ActionSpec {
@@ -228,6 +249,7 @@ impl Catalog {
                     rules_version,
                     reference,
                     pix_type_field: a.pix_type_field,
+                    customer: a.customer,
                     fields,
                 },
             );
@@ -305,6 +327,20 @@ reference = "x""#;
             .unwrap_err()
             .to_string()
             .contains("reference field"));
+
+        let nocustomer = "[actions.\"a.b\"]\nreference = \"x\"\ncustomer = \"who\"\nfields = [{ name = \"x\", rule = \"trim\" }]";
+        assert!(Catalog::from_toml(nocustomer)
+            .unwrap_err()
+            .to_string()
+            .contains("customer field `who`"));
+        let builtin = Catalog::builtin();
+        let pix = builtin.action("pix.cobranca").unwrap();
+        assert_eq!(pix.customer.as_deref(), Some("cliente_id"));
+        assert_eq!(pix.amount_field(), Some("valor"));
+        assert_eq!(
+            builtin.action("email.cobranca").unwrap().amount_field(),
+            None
+        );
 
         assert!(Catalog::from_toml("[actions.\"a.b\"]\ncolour = 1").is_err());
         assert!(Catalog::from_toml("").is_err());

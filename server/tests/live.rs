@@ -117,6 +117,8 @@ idem_testkit::both!(
     two_instances_show_the_same_numbers,
     the_feed_pushes_a_write_within_two_seconds,
     tokens_decide_what_the_monitor_shows,
+    the_work_queue_shows_the_intent_and_reconciles_from_the_page,
+    the_work_queue_keeps_to_the_monitors_access_rules,
 );
 
 /// Intents, redeliveries, a divergence and an expired lease, read back
@@ -631,4 +633,282 @@ fn loopback_without_a_token_is_open_and_nothing_else_is() {
         format!("{:?}", AdminToken::new("secret").unwrap()),
         "AdminToken(<redacted>)"
     );
+}
+
+/// Records an intent and claims its action for 200 ms; returns the key.
+async fn uncertain_charge(a: &Instance, token: &str, reference: &str, valor: &str) -> String {
+    let res = http()
+        .post(format!("{}/v1/intents", a.base))
+        .bearer_auth(token)
+        .json(&json!({ "action": "pix.cobranca", "payload": {
+            "cliente_id": "cli-7", "valor": valor,
+            "chave_pix_destino": "+55 11 98888-7777", "referencia_intencao": reference,
+        }}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201);
+    let key = res.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let res = http()
+        .post(format!("{}/v1/actions/{key}/begin", a.base))
+        .bearer_auth(token)
+        .json(&json!({ "action": "pix.cobranca", "lease_ms": 200 }))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    key
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// The on-call engineer's path: the list shows each uncertain key's
+/// reference, amount and customer (the sweep keeps its lease end), the
+/// exports carry every row, the action's page shows the frozen payload
+/// and every attempt, and its form records the outcome under the fencing
+/// rule of `POST /v1/actions/{key}/reconcile`.
+async fn the_work_queue_shows_the_intent_and_reconciles_from_the_page(db: &Db) {
+    let a = instance(db, open()).await;
+    let token = tenant(&a.store, "acme").await;
+    let key = uncertain_charge(&a, &token, "FAT-9; \"q\"", "6577.89").await;
+    a.clock.advance(Duration::from_millis(300));
+    let report = a.store.purge(100).await.unwrap();
+    assert_eq!(report.leases_expired, 1);
+    let v = until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
+        v["uncertain"] == 1
+    })
+    .await;
+    let u = &v["uncertain_keys"][0];
+    assert_eq!(u["key"], key.as_str());
+    assert_eq!(u["reference"], "FAT-9; \"q\"");
+    assert_eq!(u["amount"], "6577.89");
+    assert_eq!(u["customer"], "cli-7");
+    assert!(
+        u["lease_until_ms"].is_i64(),
+        "the sweep keeps the lease end: {u}"
+    );
+    assert!(u["age_ms"].as_i64().unwrap() >= 300, "{u}");
+    let page = common::page(&format!("{}/live?window=1h&lang=en-US", a.base)).await;
+    for needle in [
+        format!("href=\"/live/actions/{key}?tenant=acme&amp;lang=en-US\""),
+        format!("data-copy-text=\"{key}\""),
+        "FAT-9; &quot;q&quot;".into(),
+        "6,577.89".into(),
+        "cli-7".into(),
+        "href=\"/live/uncertain.csv?lang=en-US\"".into(),
+    ] {
+        assert!(page.contains(&needle), "{needle} in {page}");
+    }
+
+    // A second attempt takes over and its lease runs out too.
+    let res = http()
+        .post(format!("{}/v1/actions/{key}/begin", a.base))
+        .bearer_auth(&token)
+        .json(&json!({ "action": "pix.cobranca", "lease_ms": 200 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 202);
+    a.clock.advance(Duration::from_millis(300));
+
+    // The exports: every uncertain row, in the locale's dialect.
+    let csv = http()
+        .get(format!("{}/live/uncertain.csv?lang=pt-BR", a.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(csv.status().as_u16(), 200);
+    assert!(csv.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("idem-uncertain-"));
+    let text = csv.text().await.unwrap();
+    assert!(text.starts_with('\u{feff}'), "BOM");
+    let mut r = csv::ReaderBuilder::new()
+        .delimiter(b';')
+        .from_reader(text.trim_start_matches('\u{feff}').as_bytes());
+    let head = r.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1);
+    let col = |k: &str| {
+        rows[0]
+            .get(head.iter().position(|h| h == k).unwrap())
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(col("key"), key);
+    assert_eq!(col("reference"), "FAT-9; \"q\"");
+    assert_eq!(col("amount"), "6577.89");
+    assert_eq!(col("amount_formatted"), "6.577,89");
+    assert_eq!(col("attempts"), "2");
+    let json: Value = http()
+        .get(format!("{}/live/uncertain.json?tenant=acme", a.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 1);
+    assert_eq!(json[0]["customer"], "cli-7");
+
+    // The action's page: the intent, the payload, both attempts, the form.
+    let url = format!("{}/live/actions/{key}?lang=en-US", a.base);
+    let res = http().get(&url).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let page = res.text().await.unwrap();
+    for needle in [
+        "id=\"intent-reference\">FAT-9; &quot;q&quot;",
+        "id=\"intent-amount\">6,577.89",
+        "&quot;cliente_id&quot;: &quot;cli-7&quot;",
+        "<tr data-ended=\"swept\">",
+        "<tr data-ended=\"current\" class=\"current\">",
+        "uncertain: outcome unknown",
+        "id=\"reconcile-form\"",
+        "name=\"token\" value=\"2\"",
+    ] {
+        assert!(page.contains(needle), "{needle} in {page}");
+    }
+    let post = |form: Vec<(&'static str, String)>, origin: Option<&'static str>| {
+        let url = format!("{}/live/actions/{key}/reconcile", a.base);
+        async move {
+            let mut req = no_redirects().post(url).form(&form);
+            if let Some(o) = origin {
+                req = req.header("origin", o);
+            }
+            req.send().await.unwrap()
+        }
+    };
+    let form = |token: &str, outcome: &str, response: &str| {
+        vec![
+            ("token", token.to_owned()),
+            ("outcome", outcome.to_owned()),
+            ("response", response.to_owned()),
+            ("error", String::new()),
+            ("tenant", "acme".to_owned()),
+            ("lang", "en-US".to_owned()),
+        ]
+    };
+    let location = |res: &reqwest::Response| res.headers()["location"].to_str().unwrap().to_owned();
+    // Another site's page may not post it.
+    let res = post(form("2", "completed", "{}"), Some("https://evil.example")).await;
+    assert_eq!(res.status().as_u16(), 403);
+    // Bad input and a stale token record nothing and say why.
+    let res = post(form("2", "completed", "{not json"), None).await;
+    assert_eq!(res.status().as_u16(), 303);
+    assert!(
+        location(&res).ends_with("&error=response"),
+        "{}",
+        location(&res)
+    );
+    let res = post(form("1", "completed", "{\"charge_id\":\"ch_1\"}"), None).await;
+    assert!(
+        location(&res).ends_with("&error=stale"),
+        "{}",
+        location(&res)
+    );
+    let stale_page = common::page(&format!("{}{}", a.base, location(&res))).await;
+    assert!(stale_page.contains("Nothing was recorded: another attempt"));
+    // The current token records it, as the API's reconcile would.
+    let res = post(form("2", "completed", "{\"charge_id\":\"ch_1\"}"), None).await;
+    assert_eq!(res.status().as_u16(), 303);
+    assert!(
+        location(&res).ends_with("&done=reconciled"),
+        "{}",
+        location(&res)
+    );
+    let action: Value = http()
+        .get(format!("{}/v1/actions/{key}", a.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(action["state"], "completed", "{action}");
+    assert_eq!(action["reconciled"], true);
+    let page = common::page(&format!("{}{}", a.base, location(&res))).await;
+    assert!(page.contains("Outcome recorded"), "{page}");
+    assert!(!page.contains("id=\"reconcile-form\""), "settled: no form");
+    until(&a.base, None, "window=1h", Duration::from_secs(5), |v| {
+        v["uncertain"] == 0
+    })
+    .await;
+    // An unknown key is a 404 page, not an error.
+    let res = http()
+        .get(format!("{}/live/actions/{}", a.base, "f".repeat(64)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 404);
+    a.store.close().await;
+}
+
+/// The action's page, its form and the exports follow `/live`'s access
+/// rules: no token, no look; a tenant's token sees its own tenant only.
+async fn the_work_queue_keeps_to_the_monitors_access_rules(db: &Db) {
+    let a = instance(db, AdminToken::new("admin-secret")).await;
+    let ta = tenant(&a.store, "acme").await;
+    let tb = tenant(&a.store, "globex").await;
+    let key = uncertain_charge(&a, &ta, "A-1", "1.00").await;
+    a.clock.advance(Duration::from_millis(300));
+    let get = |path: String, token: Option<&str>| {
+        let mut req = http().get(format!("{}{path}", a.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    let detail = format!("/live/actions/{key}");
+    assert_eq!(get(detail.clone(), None).await, 401);
+    assert_eq!(get("/live/uncertain.csv".into(), None).await, 401);
+    assert_eq!(get("/live/uncertain.json".into(), None).await, 401);
+    assert_eq!(get(detail.clone(), Some(&ta)).await, 200);
+    assert_eq!(get(detail.clone(), Some("admin-secret")).await, 200);
+    // Another tenant's token neither sees nor finds it.
+    assert_eq!(get(detail.clone(), Some(&tb)).await, 404);
+    assert_eq!(get(format!("{detail}?tenant=acme"), Some(&tb)).await, 403);
+    assert_eq!(
+        get("/live/uncertain.json?tenant=acme".into(), Some(&tb)).await,
+        403
+    );
+    let own: Value = http()
+        .get(format!("{}/live/uncertain.json", a.base))
+        .bearer_auth(&tb)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(own, json!([]), "globex has nothing uncertain");
+    let res = no_redirects()
+        .post(format!("{}/live/actions/{key}/reconcile", a.base))
+        .form(&[("token", "1"), ("outcome", "failed"), ("error", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    let res = no_redirects()
+        .post(format!("{}/live/actions/{key}/reconcile", a.base))
+        .bearer_auth(&tb)
+        .form(&[("token", "1"), ("outcome", "failed"), ("error", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status().as_u16(),
+        404,
+        "another tenant cannot settle it"
+    );
+    a.store.close().await;
 }

@@ -77,6 +77,41 @@ pub(crate) struct ActionRow {
     pub error: Option<String>,
     pub retryable: Option<bool>,
     pub reconciled: bool,
+    pub swept_ms: Option<i64>,
+}
+
+/// An attempt a takeover replaced.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct AttemptRow {
+    pub attempt: i32,
+    pub fencing_token: i64,
+    pub started_ms: i64,
+    pub lease_until_ms: Option<i64>,
+    pub ended: String,
+    pub error: Option<String>,
+    pub replaced_ms: i64,
+}
+
+/// An intent found by its key.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct KeyedIntentRow {
+    pub reference: String,
+    pub action: String,
+    #[sqlx(flatten)]
+    pub intent: IntentRow,
+}
+
+/// The arguments of one replaced attempt's record.
+pub(crate) struct AttemptWrite<'a> {
+    pub tenant: &'a str,
+    pub key: &'a str,
+    pub attempt: i32,
+    pub token: i64,
+    pub started_ms: i64,
+    pub lease_until_ms: Option<i64>,
+    pub ended: &'a str,
+    pub error: Option<&'a str>,
+    pub now: i64,
 }
 
 /// An HTTP key record.
@@ -169,6 +204,10 @@ pub(crate) struct UncertainRow {
     pub lease_until_ms: Option<i64>,
     pub attempts: i32,
     pub updated_ms: i64,
+    /// The intent's business reference, when its intent is still kept.
+    pub reference: Option<String>,
+    /// The intent's frozen payload, likewise.
+    pub payload: Option<String>,
 }
 
 /// The arguments of one intent write.
@@ -316,6 +355,46 @@ macro_rules! backend {
             key: &str,
         ) -> R<Option<ActionRow>> {
             sqlx::query_as::<$db, ActionRow>(q::SELECT_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn insert_action_attempt(c: &mut Conn, w: &AttemptWrite<'_>) -> R<()> {
+            sqlx::query::<$db>(q::INSERT_ACTION_ATTEMPT)
+                .bind(w.tenant)
+                .bind(w.key)
+                .bind(w.attempt)
+                .bind(w.token)
+                .bind(w.started_ms)
+                .bind(w.lease_until_ms)
+                .bind(w.ended)
+                .bind(w.error)
+                .bind(w.now)
+                .execute(&mut *c)
+                .await
+                .map(|_| ())
+        }
+
+        pub(crate) async fn action_attempts(
+            c: &mut Conn,
+            tenant: &str,
+            key: &str,
+        ) -> R<Vec<AttemptRow>> {
+            sqlx::query_as::<$db, AttemptRow>(q::ACTION_ATTEMPTS)
+                .bind(tenant)
+                .bind(key)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn intent_by_key(
+            c: &mut Conn,
+            tenant: &str,
+            key: &str,
+        ) -> R<Option<KeyedIntentRow>> {
+            sqlx::query_as::<$db, KeyedIntentRow>(q::INTENT_BY_KEY)
                 .bind(tenant)
                 .bind(key)
                 .fetch_optional(&mut *c)

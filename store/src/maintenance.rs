@@ -20,6 +20,8 @@ pub struct PurgeReport {
     pub intent_history: u64,
     /// Actions removed.
     pub actions: u64,
+    /// Replaced attempts removed with their actions.
+    pub action_attempts: u64,
     /// HTTP key records removed.
     pub http_keys: u64,
     /// Consumed-event marks removed.
@@ -120,11 +122,13 @@ async fn purge_tenant(
     batch: i64,
     report: &mut PurgeReport,
 ) -> Result<(), Error> {
-    let plan: [(&'static str, Millis, Option<Granularity>); 10] = [
+    let plan: [(&'static str, Millis, Option<Granularity>); 11] = [
         (q::PURGE_INTENTS, now - r.intent_ms, None),
         (q::PURGE_INTENT_HISTORY, now - r.intent_ms, None),
         (q::PURGE_CONSUMED_EVENTS, now - r.intent_ms, None),
         (q::PURGE_ACTIONS, now - r.action_ms, None),
+        // After the actions: only attempts whose action is gone go.
+        (q::PURGE_ACTION_ATTEMPTS, now - r.action_ms, None),
         (q::PURGE_OUTBOX, now - r.action_ms, None),
         (q::PURGE_WEBHOOK_DELIVERIES, now - r.action_ms, None),
         // HTTP records carry their own expiry instant.
@@ -174,6 +178,7 @@ async fn purge_tenant(
             q::PURGE_INTENT_HISTORY => &mut report.intent_history,
             q::PURGE_CONSUMED_EVENTS => &mut report.consumed_events,
             q::PURGE_ACTIONS => &mut report.actions,
+            q::PURGE_ACTION_ATTEMPTS => &mut report.action_attempts,
             q::PURGE_OUTBOX => &mut report.outbox,
             q::PURGE_WEBHOOK_DELIVERIES => &mut report.webhook_deliveries,
             q::PURGE_HTTP_KEYS => &mut report.http_keys,

@@ -191,6 +191,31 @@ pub struct Action {
     pub retryable: Option<bool>,
     /// Whether the outcome was learned from the provider by `reconcile`.
     pub reconciled: bool,
+    /// When the periodic sweep marked the current attempt uncertain (its
+    /// lease ran out with no outcome); the lease end stays beside it.
+    pub swept_ms: Option<Millis>,
+}
+
+/// An attempt a later claim replaced, as the action's history keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReplacedAttempt {
+    /// Its number (1 for the first claim).
+    pub attempt: i32,
+    /// The fencing token it held.
+    pub token: i64,
+    /// When it was claimed.
+    pub started_ms: Millis,
+    /// When its lease ran out (or was to).
+    pub lease_until_ms: Option<Millis>,
+    /// How it ended: `failed` (retryable: the error says why), `expired`
+    /// (its lease ran out and a claim took over), `swept` (the sweep marked
+    /// it uncertain first), `uncertain` (it held an uncertain action and its
+    /// lease ran out too). All but `failed` left the outcome unknown.
+    pub ended: String,
+    /// The error it recorded (`failed`).
+    pub error: Option<String>,
+    /// When the next claim replaced it.
+    pub replaced_ms: Millis,
 }
 
 /// How an attempt ended, for [`reconcile`](crate::Session::reconcile).
@@ -390,12 +415,17 @@ pub struct UncertainAction {
     pub action: String,
     /// When the attempt whose outcome is unknown started.
     pub started_ms: Millis,
-    /// When its lease ran out (absent once the sweep marked it).
+    /// When its lease ran out (kept after the sweep marked it; absent only
+    /// for rows swept before that was kept).
     pub lease_until_ms: Option<Millis>,
     /// Claims so far.
     pub attempts: i32,
     /// `true` when the sweep has not marked it yet (its lease just ran out).
     pub lease_expired_unswept: bool,
+    /// Its intent's business reference, while retention keeps the intent.
+    pub reference: Option<String>,
+    /// Its intent's frozen normalized payload (canonical JSON), likewise.
+    pub payload: Option<String>,
 }
 
 /// A tenant's actions as they stand now, for the live monitor.

@@ -114,7 +114,9 @@ insert into actions as a
      lease_until_ms, started_ms, updated_ms)
 values ($1, $2, $3, 'started', 1, 1, $5, $4, $4)
 on conflict (tenant_id, idem_key) do update set
-    prev_state = a.state,
+    -- 'swept': the sweep marked this attempt uncertain and counted it.
+    prev_state = case when a.swept_ms is not null then 'swept' else a.state end,
+    swept_ms = null,
     prev_token = a.fencing_token,
     prev_started_ms = a.started_ms,
     prev_lease_until_ms = a.lease_until_ms,
@@ -134,9 +136,36 @@ returning state, fencing_token, attempts, lease_until_ms, prev_state, prev_token
     /// An action as stored.
     pub const SELECT_ACTION: &str = "\
 select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled
+    response, error, retryable, reconciled, swept_ms
 from actions
 where tenant_id = $1 and idem_key = $2";
+
+    /// Keeps the attempt a takeover replaced (the claim's transaction writes
+    /// it, so an action's history never misses one). A second write of one
+    /// attempt keeps the first.
+    pub const INSERT_ACTION_ATTEMPT: &str = "\
+insert into action_attempts
+    (tenant_id, idem_key, attempt, fencing_token, started_ms, lease_until_ms, ended,
+     error, replaced_ms)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+on conflict (tenant_id, idem_key, attempt) do nothing";
+
+    /// The attempts takeovers replaced, oldest first.
+    pub const ACTION_ATTEMPTS: &str = "\
+select attempt, fencing_token, started_ms, lease_until_ms, ended, error, replaced_ms
+from action_attempts
+where tenant_id = $1 and idem_key = $2
+order by attempt";
+
+    /// The intent an action key was derived from (the newest, should a
+    /// correction have given two intents one key).
+    pub const INTENT_BY_KEY: &str = "\
+select reference, action, rules_version, idem_key, payload, revision, deliveries,
+    divergences, first_seen_ms, last_seen_ms
+from intents
+where tenant_id = $1 and idem_key = $2
+order by last_seen_ms desc
+limit 1";
 
     /// Records success. The fencing token must be the current one: a holder
     /// whose lease was taken over matches no row and changes nothing.
@@ -158,10 +187,11 @@ where tenant_id = $1 and idem_key = $2 and fencing_token = $3
 returning action";
 
     /// Marks claims whose lease ran out as uncertain, in bounded batches. The
-    /// lease is cleared so a later takeover does not count it twice. Each
-    /// swept claim's action type comes back, so its count lands on it.
+    /// lease end stays (it is what one asks the provider about); `swept_ms`
+    /// tells a later takeover the sweep counted it already. Each swept
+    /// claim's action type comes back, so its count lands on it.
     pub const SWEEP_EXPIRED_LEASES: &str = "\
-update actions set state = 'uncertain', lease_until_ms = null, updated_ms = $2
+update actions set state = 'uncertain', swept_ms = $2, updated_ms = $2
 where tenant_id = $1 and idem_key in (
     select idem_key from actions
     where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
@@ -287,6 +317,19 @@ delete from intent_history
 where tenant_id = $1 and (reference, action, revision) in (
     select reference, action, revision from intent_history
     where tenant_id = $1 and replaced_ms < $2
+    limit $3)";
+
+    /// Purges the replaced attempts of actions retention removed: older than
+    /// the cutoff (a purged action's attempts all are) and without their
+    /// action.
+    pub const PURGE_ACTION_ATTEMPTS: &str = "\
+delete from action_attempts
+where tenant_id = $1 and (idem_key, attempt) in (
+    select idem_key, attempt from action_attempts t
+    where tenant_id = $1 and replaced_ms < $2
+        -- Unqualified columns name the innermost table (actions here).
+        and not exists (
+            select 1 from actions where tenant_id = $1 and idem_key = t.idem_key)
     limit $3)";
 
     /// Purges settled actions (completed, failed for good, reconciled) not
@@ -597,7 +640,16 @@ select
 
     /// The newest uncertain actions, for reconciliation.
     pub const LIVE_UNCERTAIN: &str = "\
-select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms from actions
+select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms,
+    -- The intent's reference and payload (intents_key index). Unqualified
+    -- columns in a subquery name its own table, intents.
+    (select reference from intents
+     where tenant_id = $1 and idem_key = a.idem_key
+     order by last_seen_ms desc limit 1) as reference,
+    (select payload from intents
+     where tenant_id = $1 and idem_key = a.idem_key
+     order by last_seen_ms desc limit 1) as payload
+from actions a
 where tenant_id = $1 and state = 'uncertain'
 order by updated_ms desc
 limit $2";
@@ -615,7 +667,16 @@ order by action";
 
     /// Started actions whose lease ran out (uncertain, not yet swept).
     pub const LIVE_EXPIRED: &str = "\
-select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms from actions
+select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms,
+    -- The intent's reference and payload (intents_key index). Unqualified
+    -- columns in a subquery name its own table, intents.
+    (select reference from intents
+     where tenant_id = $1 and idem_key = a.idem_key
+     order by last_seen_ms desc limit 1) as reference,
+    (select payload from intents
+     where tenant_id = $1 and idem_key = a.idem_key
+     order by last_seen_ms desc limit 1) as payload
+from actions a
 where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
 order by lease_until_ms desc
 limit $3";
@@ -967,6 +1028,9 @@ pub const ALL: &[(&str, &str)] = {
         ("COMPLETE_ACTION", COMPLETE_ACTION),
         ("FAIL_ACTION", FAIL_ACTION),
         ("SWEEP_EXPIRED_LEASES", SWEEP_EXPIRED_LEASES),
+        ("INSERT_ACTION_ATTEMPT", INSERT_ACTION_ATTEMPT),
+        ("ACTION_ATTEMPTS", ACTION_ATTEMPTS),
+        ("INTENT_BY_KEY", INTENT_BY_KEY),
         ("HTTP_BEGIN", HTTP_BEGIN),
         ("SELECT_HTTP_KEY", SELECT_HTTP_KEY),
         ("HTTP_COMPLETE", HTTP_COMPLETE),
@@ -981,6 +1045,7 @@ pub const ALL: &[(&str, &str)] = {
         ("PURGE_INTENTS", PURGE_INTENTS),
         ("PURGE_INTENT_HISTORY", PURGE_INTENT_HISTORY),
         ("PURGE_ACTIONS", PURGE_ACTIONS),
+        ("PURGE_ACTION_ATTEMPTS", PURGE_ACTION_ATTEMPTS),
         ("COUNT_UNRESOLVED_PAST", COUNT_UNRESOLVED_PAST),
         ("PURGE_HTTP_KEYS", PURGE_HTTP_KEYS),
         ("PURGE_CONSUMED_EVENTS", PURGE_CONSUMED_EVENTS),

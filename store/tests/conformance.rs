@@ -70,6 +70,7 @@ idem_testkit::both!(
     final_and_retryable_failures,
     expired_lease_is_uncertain_and_stale_token_refused,
     sweep_marks_expired_leases_uncertain,
+    every_replaced_attempt_is_kept_and_the_intent_found_by_key,
     http_keys_replay_conflict_and_mismatch,
     consume_once_follows_the_transaction,
     outbox_commits_with_the_action,
@@ -556,7 +557,12 @@ async fn sweep_marks_expired_leases_uncertain(h: &H) {
     assert_eq!(uncertain, [("pix.cobranca", 5)]);
     let mut s = h.store.session().await.unwrap();
     let a = s.action(&h.tenant, &k(10)).await.unwrap();
-    assert_eq!((a.state, a.lease_until_ms), (ActionState::Uncertain, None));
+    // The lease end stays (it is what one asks the provider about); the
+    // sweep's mark says when it was marked.
+    assert_eq!(
+        (a.state, a.lease_until_ms, a.swept_ms),
+        (ActionState::Uncertain, Some(T0 + 10_000), Some(T0 + 11_000))
+    );
     match s
         .begin_action(&h.tenant, &pix_action(), &k(10), lease)
         .await
@@ -567,11 +573,113 @@ async fn sweep_marks_expired_leases_uncertain(h: &H) {
         } => {
             assert_eq!(
                 (token, previous.token, previous.lease_until_ms),
-                (2, 1, None)
+                (2, 1, Some(T0 + 10_000))
             );
         }
         other => panic!("{other:?}"),
     }
+    // The takeover clears the mark and does not count the swept attempt a
+    // second time.
+    let a = s.action(&h.tenant, &k(10)).await.unwrap();
+    assert_eq!(a.swept_ms, None);
+    let stats = h
+        .store
+        .stats(&h.tenant, Granularity::Day, T0, T0 + 86_400_000)
+        .await
+        .unwrap();
+    let uncertain: i64 = stats
+        .buckets
+        .iter()
+        .map(|b| b.counts.actions_uncertain)
+        .sum();
+    assert_eq!(uncertain, 5, "counted once, when swept");
+    let replaced = s.replaced_attempts(&h.tenant, &k(10)).await.unwrap();
+    assert_eq!(
+        replaced,
+        [ReplacedAttempt {
+            attempt: 1,
+            token: 1,
+            started_ms: T0,
+            lease_until_ms: Some(T0 + 10_000),
+            ended: "swept".into(),
+            error: None,
+            replaced_ms: T0 + 11_000,
+        }]
+    );
+}
+
+/// Every attempt a claim replaced is kept with how it ended (a retryable
+/// failure and its error, a lease that ran out), the action's intent is
+/// found by its key, and retention removes the attempts with their action.
+async fn every_replaced_attempt_is_kept_and_the_intent_found_by_key(h: &H) {
+    let json = pix("FAT-77", "6577.89");
+    let recorded = record(h, &h.tenant, &json).await;
+    let key = recorded.key.clone();
+    let lease = Duration::from_secs(10);
+    let mut s = h.store.session().await.unwrap();
+    assert!(matches!(
+        s.begin_action(&h.tenant, &pix_action(), &key, lease)
+            .await
+            .unwrap(),
+        Begin::Claimed { token: 1, .. }
+    ));
+    s.fail(&h.tenant, &key, 1, "provider timeout", true)
+        .await
+        .unwrap();
+    h.clock.advance(Duration::from_secs(1));
+    assert!(matches!(
+        s.begin_action(&h.tenant, &pix_action(), &key, lease)
+            .await
+            .unwrap(),
+        Begin::Claimed { token: 2, .. }
+    ));
+    h.clock.advance(Duration::from_secs(11));
+    assert!(matches!(
+        s.begin_action(&h.tenant, &pix_action(), &key, lease)
+            .await
+            .unwrap(),
+        Begin::Uncertain { token: 3, .. }
+    ));
+    let replaced = s.replaced_attempts(&h.tenant, &key).await.unwrap();
+    let seen: Vec<(i32, i64, &str, Option<&str>)> = replaced
+        .iter()
+        .map(|a| (a.attempt, a.token, a.ended.as_str(), a.error.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, 1, "failed", Some("provider timeout")),
+            (2, 2, "expired", None)
+        ]
+    );
+    assert_eq!(replaced[1].lease_until_ms, Some(T0 + 11_000));
+    // Another tenant sees none of it.
+    let other = h.tenant("someone-else");
+    assert!(s.replaced_attempts(&other, &key).await.unwrap().is_empty());
+    assert!(s.intent_by_key(&other, &key).await.unwrap().is_none());
+    let (reference, action, intent) = s.intent_by_key(&h.tenant, &key).await.unwrap().unwrap();
+    assert_eq!(
+        (reference.as_str(), action.as_str()),
+        ("FAT-77", "pix.cobranca")
+    );
+    assert_eq!(intent.payload, recorded.payload);
+    assert!(s.intent_by_key(&h.tenant, &k(99)).await.unwrap().is_none());
+    // Settled, then past retention: the attempts go with the action.
+    s.complete(&h.tenant, &key, 3, "{}").await.unwrap();
+    drop(s);
+    h.clock.advance(Duration::from_secs(8 * 86_400));
+    let report = h.store.purge(100).await.unwrap();
+    assert_eq!(
+        (report.actions, report.action_attempts),
+        (1, 2),
+        "{report:?}"
+    );
+    let mut s = h.store.session().await.unwrap();
+    assert!(s
+        .replaced_attempts(&h.tenant, &key)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 async fn http_keys_replay_conflict_and_mismatch(h: &H) {

@@ -231,11 +231,12 @@ impl Metrics {
         self.uncertain.inc_by(r.leases_expired);
     }
 
-    fn purged_tables(r: &PurgeReport) -> [(&'static str, u64); 8] {
+    fn purged_tables(r: &PurgeReport) -> [(&'static str, u64); 9] {
         [
             ("intents", r.intents),
             ("intent_history", r.intent_history),
             ("actions", r.actions),
+            ("action_attempts", r.action_attempts),
             ("http_keys", r.http_keys),
             ("consumed_events", r.consumed_events),
             ("outbox", r.outbox),

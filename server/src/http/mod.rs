@@ -67,6 +67,12 @@ pub fn router(state: AppState) -> Router {
         .route("/live/fragment", get(live::fragment))
         .route("/live/events", get(live::events))
         .route("/live/login", post(live::login))
+        .route(
+            "/live/actions/{key}/reconcile",
+            post(live::action::reconcile),
+        )
+        .route("/live/uncertain.csv", get(live::action::uncertain_csv))
+        .route("/live/uncertain.json", get(live::action::uncertain_json))
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe));

@@ -32,12 +32,15 @@ impl Session {
             let t = tenant.as_str();
             let k = key.as_str();
             if let Some(row) = on!(self.begin_action(t, k, action.as_str(), now, until))? {
+                // Swept attempts were counted when swept (and rows swept
+                // before the sweep kept the lease have none).
+                let swept = row.prev_state.as_deref() == Some("swept");
+                self.keep_replaced(t, k, &row, now).await?;
                 let begin = claimed(row)?;
                 self.note(tenant, action.as_str(), |c| {
                     c.counts.actions_started += 1;
                     if let Begin::Uncertain { previous, .. } = &begin {
-                        // Swept attempts were counted when swept.
-                        if previous.lease_until_ms.is_some() {
+                        if !swept && previous.lease_until_ms.is_some() {
                             c.counts.actions_uncertain += 1;
                         }
                     }
@@ -65,6 +68,79 @@ impl Session {
             }
         }
         Err(Error::ClaimContended)
+    }
+
+    /// Keeps the attempt a claim just replaced, in the claim's transaction,
+    /// so the action's history has every attempt. A first claim replaced
+    /// nothing and writes nothing.
+    async fn keep_replaced(
+        &mut self,
+        tenant: &str,
+        key: &str,
+        row: &crate::backend::BeginRow,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let (Some(token), Some(ended)) = (row.prev_token, row.prev_state.as_deref()) else {
+            return Ok(());
+        };
+        let ended = match ended {
+            "started" => "expired",
+            other => other,
+        };
+        let w = crate::backend::AttemptWrite {
+            tenant,
+            key,
+            attempt: row.attempts - 1,
+            token,
+            started_ms: row.prev_started_ms.unwrap_or_default(),
+            lease_until_ms: row.prev_lease_until_ms,
+            ended,
+            error: if ended == "failed" {
+                row.error.as_deref()
+            } else {
+                None
+            },
+            now,
+        };
+        on!(self.insert_action_attempt(&w))?;
+        Ok(())
+    }
+
+    /// The attempts later claims replaced, oldest first (the current one is
+    /// the action itself). Attempts replaced before this history was kept
+    /// are not there: compare their number with the action's `attempts`.
+    pub async fn replaced_attempts(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+    ) -> Result<Vec<ReplacedAttempt>, Error> {
+        let rows = on!(self.action_attempts(tenant.as_str(), key.as_str()))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ReplacedAttempt {
+                attempt: r.attempt,
+                token: r.fencing_token,
+                started_ms: r.started_ms,
+                lease_until_ms: r.lease_until_ms,
+                ended: r.ended,
+                error: r.error,
+                replaced_ms: r.replaced_ms,
+            })
+            .collect())
+    }
+
+    /// The intent an action key was derived from, with its reference and
+    /// action type; `None` when no kept intent has this key (retention
+    /// removed it, or the key was derived by a caller that never recorded
+    /// an intent).
+    pub async fn intent_by_key(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+    ) -> Result<Option<(String, String, Intent)>, Error> {
+        let row = on!(self.intent_by_key(tenant.as_str(), key.as_str()))?;
+        row.map(|r| Ok((r.reference, r.action, r.intent.try_into()?)))
+            .transpose()
     }
 
     /// The action as stored.

@@ -92,6 +92,8 @@ impl Session {
                     lease_until_ms: r.lease_until_ms,
                     attempts: r.attempts,
                     lease_expired_unswept: expired,
+                    reference: r.reference,
+                    payload: r.payload,
                 })
                 .collect(),
         })

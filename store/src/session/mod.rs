@@ -373,6 +373,7 @@ impl TryFrom<ActionRow> for Action {
             error: row.error,
             retryable: row.retryable,
             reconciled: row.reconciled,
+            swept_ms: row.swept_ms,
         })
     }
 }

@@ -184,6 +184,79 @@ pub struct LiveUncertain {
     pub lease_until_ms: Option<i64>,
     /// Claims so far.
     pub attempts: i32,
+    /// The business reference of the intent the key was derived from
+    /// (absent when no kept intent has this key).
+    pub reference: Option<String>,
+    /// The amount in the intent (its action's first `money_cents` field),
+    /// as exact decimal text.
+    pub amount: Option<Decimal>,
+    /// The customer in the intent (its action's `customer` field).
+    pub customer: Option<String>,
+    /// How long ago the attempt whose outcome is unknown started, in ms.
+    pub age_ms: i64,
+}
+
+impl LiveUncertain {
+    /// The store's row, with what its intent says about it.
+    pub fn new(
+        tenant: &str,
+        u: idem_store::UncertainAction,
+        catalog: &idem_core::Catalog,
+        now: i64,
+    ) -> Self {
+        let facts = u
+            .payload
+            .as_deref()
+            .map(|p| IntentFacts::read(catalog, &u.action, p))
+            .unwrap_or_default();
+        LiveUncertain {
+            tenant: tenant.to_owned(),
+            age_ms: (now - u.started_ms).max(0),
+            key: u.key,
+            action: u.action,
+            started_ms: u.started_ms,
+            lease_until_ms: u.lease_until_ms,
+            attempts: u.attempts,
+            reference: u.reference,
+            amount: facts.amount,
+            customer: facts.customer,
+        }
+    }
+}
+
+/// What an intent's frozen payload says to whoever reconciles its action:
+/// how much, and for whom. Read through the catalog (the amount is the
+/// action's first `money_cents` field, the customer its `customer` field);
+/// an action the catalog no longer lists says nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntentFacts {
+    /// The amount, exact (cents / 100).
+    pub amount: Option<Decimal>,
+    /// The customer.
+    pub customer: Option<String>,
+}
+
+impl IntentFacts {
+    /// Reads `payload` (the stored canonical JSON of normalized fields).
+    pub fn read(catalog: &idem_core::Catalog, action: &str, payload: &str) -> Self {
+        let Ok(spec) = catalog.action(action) else {
+            return Self::default();
+        };
+        let Ok(fields) =
+            serde_json::from_str::<std::collections::BTreeMap<String, String>>(payload)
+        else {
+            return Self::default();
+        };
+        IntentFacts {
+            // Normalized money is integer cents.
+            amount: spec
+                .amount_field()
+                .and_then(|f| fields.get(f))
+                .and_then(|c| c.parse::<i64>().ok())
+                .map(|c| Decimal::new(c, 2)),
+            customer: spec.customer.as_ref().and_then(|f| fields.get(f)).cloned(),
+        }
+    }
 }
 
 /// A tenant's unsettled actions: what retention keeps until someone

@@ -18,6 +18,7 @@
 
 use super::error::ApiError;
 use super::state::LiveState;
+pub mod action;
 pub mod data;
 pub mod render;
 
@@ -227,6 +228,7 @@ async fn read(
     window: Window,
 ) -> Result<LiveData, ApiError> {
     let store = &state.api.store;
+    let catalog = state.api.catalog.clone();
     let now = store.now_ms();
     let granularity = match window {
         Window::Hour => Granularity::Minute,
@@ -322,15 +324,11 @@ async fn read(
                 oldest_age_ms: live.oldest_unresolved_ms.map(|t| (now - t).max(0)),
             });
         }
-        data.uncertain_keys
-            .extend(live.uncertain_keys.into_iter().map(|u| LiveUncertain {
-                tenant: tenant.as_str().to_owned(),
-                key: u.key,
-                action: u.action,
-                started_ms: u.started_ms,
-                lease_until_ms: u.lease_until_ms,
-                attempts: u.attempts,
-            }));
+        data.uncertain_keys.extend(
+            live.uncertain_keys
+                .into_iter()
+                .map(|u| LiveUncertain::new(tenant.as_str(), u, &catalog, now)),
+        );
     }
     data.uncertain_keys
         .sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
@@ -671,6 +669,19 @@ pub async fn live_markup(
     next: axum::middleware::Next,
 ) -> Response {
     let path = req.uri().path().to_owned();
+    if let Some(raw) = path.strip_prefix("/live/actions/") {
+        let pairs: Vec<(String, String)> = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+            .map(|q| q.0)
+            .unwrap_or_default();
+        let l = super::extract::request_locale_of(req.uri(), req.headers());
+        let (status, html) = action::page(&state, req.headers(), raw, &pairs, l).await;
+        req.extensions_mut().insert(LiveMarkup { html });
+        let mut res = next.run(req).await;
+        if status != StatusCode::OK && res.status() == StatusCode::OK {
+            *res.status_mut() = status;
+        }
+        return res;
+    }
     let page = path == "/live";
     if !page && path != "/" {
         return next.run(req).await;

@@ -235,39 +235,82 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
 }
 
 fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
+    // The exports and detail links keep the page's tenant and language.
+    let scope = export_query(d.tenant.as_deref(), l);
     html! {
         @if !d.uncertain_keys.is_empty() {
             section class="uncertain alert" id="live-uncertain-keys" {
                 h3 { (tr(l, "Precisam de reconciliação", "Need reconciliation")) " (" (count(d.uncertain, l)) ")" }
                 @if (d.uncertain_keys.len() as i64) < d.uncertain {
-                    p class="note" { (tr(l, "As mais recentes", "The newest")) " " (count(d.uncertain_keys.len() as i64, l)) " " (tr(l, "de", "of")) " " (count(d.uncertain, l)) "." }
+                    p class="note" { (tr(l, "As mais recentes", "The newest")) " " (count(d.uncertain_keys.len() as i64, l)) " " (tr(l, "de", "of")) " " (count(d.uncertain, l)) ". " (tr(l, "A lista inteira está nos arquivos abaixo.", "The whole list is in the files below.")) }
                 }
-                p { (tr(l, "Pergunte ao provedor o que aconteceu e registre com POST /v1/actions/{key}/reconcile, ou repita a chamada com a mesma chave.",
-                        "Ask the provider what happened and record it with POST /v1/actions/{key}/reconcile, or retry the call with the same key.")) }
-                (scrolling(tr(l, "Ações incertas", "Uncertain actions"), l, html! { table {
+                p { (tr(l, "Pergunte ao provedor o que aconteceu e registre na página da ação (abra a chave), ou repita a chamada com a mesma chave.",
+                        "Ask the provider what happened and record it on the action's page (open the key), or retry the call with the same key.")) }
+                p class="exports" {
+                    (tr(l, "Baixar a lista:", "Download the list:")) " "
+                    a id="live-uncertain-csv" href={ "/live/uncertain.csv?" (scope) } download { "CSV" } " · "
+                    a id="live-uncertain-json" href={ "/live/uncertain.json?" (scope) } { "JSON" }
+                }
+                (scrolling(tr(l, "Ações incertas", "Uncertain actions"), l, html! { table id="live-uncertain-table" {
                     (head_row(&[
                         tr(l, "Chave", "Key"),
+                        tr(l, "Referência", "Reference"),
+                        tr(l, "Valor", "Amount"),
+                        tr(l, "Cliente", "Customer"),
                         tr(l, "Ação", "Action"),
                         tr(l, "Tenant", "Tenant"),
                         tr(l, "Início", "Started"),
                         tr(l, "Lease terminou", "Lease ended"),
+                        tr(l, "Idade", "Age"),
                         tr(l, "Tentativas", "Attempts"),
                     ]))
                     tbody {
                         @for u in &d.uncertain_keys {
-                            tr {
-                                td { code { (u.key) } }
+                            tr data-key=(u.key) {
+                                td class="key" {
+                                    a href={ "/live/actions/" (u.key) "?" (export_query(Some(&u.tenant), l)) } title=(u.key) { code { (short_key(&u.key)) } }
+                                    " " (copy_button(&u.key, tr(l, "Copiar a chave", "Copy the key"), l))
+                                }
+                                td { @if let Some(r) = &u.reference { (r) " " (copy_button(r, tr(l, "Copiar a referência", "Copy the reference"), l)) } @else { "—" } }
+                                td class="num" { @if let Some(a) = u.amount { (format_decimal(a, l, 2, 2)) } @else { "—" } }
+                                td { @if let Some(c) = &u.customer { (c) " " (copy_button(c, tr(l, "Copiar o cliente", "Copy the customer"), l)) } @else { "—" } }
                                 td { (action_label(&u.action, l)) }
                                 td { (u.tenant) }
                                 td { (moment(u.started_ms)) }
                                 td { @if let Some(ms) = u.lease_until_ms { (moment(ms)) } @else { "—" } }
-                                td { (u.attempts) }
+                                td class="num" { (duration(u.age_ms, l)) }
+                                td class="num" { (u.attempts) }
                             }
                         }
                     }
                 } }))
             }
         }
+    }
+}
+
+/// `tenant=…&lang=…` for links that keep the page's scope.
+pub fn export_query(tenant: Option<&str>, l: Locale) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    if let Some(t) = tenant {
+        q.append_pair("tenant", t);
+    }
+    q.append_pair("lang", l.tag());
+    q.finish()
+}
+
+/// A key as a person scans it: the first 12 hex digits (the whole key is
+/// in the link's title and behind the copy button).
+pub fn short_key(key: &str) -> String {
+    format!("{}…", key.get(..12).unwrap_or(key))
+}
+
+/// A button that copies `text` as it is (public/page.js); `label` says what
+/// it copies, for screen readers and on hover.
+pub fn copy_button(text: &str, label: &str, l: Locale) -> Markup {
+    html! {
+        button type="button" class="copy" data-copy-text=(text) aria-label=(label) title=(label)
+            data-done=(tr(l, "Copiado", "Copied")) { (tr(l, "Copiar", "Copy")) }
     }
 }
 

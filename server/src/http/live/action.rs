@@ -1,0 +1,683 @@
+//! The monitor as a work queue: one action's page (`/live/actions/{key}`:
+//! the frozen payload, every attempt and a reconcile form), the form's
+//! handler (`POST /live/actions/{key}/reconcile`, the same store operation
+//! as `POST /v1/actions/{key}/reconcile`), and the uncertain list as files
+//! (`/live/uncertain.csv`, `/live/uncertain.json`). Access is `/live`'s: the
+//! admin sees every tenant, a tenant's token only its own.
+
+use super::data::{IntentFacts, LiveUncertain};
+use super::render::{copy_button, duration, export_query};
+use super::{authorized, every_tenant, scope, viewer, LiveQuery, Viewer};
+use crate::http::error::ApiError;
+use crate::http::state::LiveState;
+use app::i18n::{iso_utc, tr, utc_second};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use idem_core::locale::{format_decimal, Locale};
+use idem_core::{IdempotencyKey, TenantId};
+use idem_store::{Action, ActionState, Intent, Outcome, ReplacedAttempt};
+use maud::{html, Markup, PreEscaped};
+
+/// Uncertain actions an export lists per tenant, at most.
+const EXPORT_MAX: u32 = 10_000;
+/// The largest response or error the form stores (the API's limit).
+const MAX_STORED: usize = 32 * 1024;
+
+/// One action as its page shows it.
+struct Found {
+    tenant: TenantId,
+    action: Action,
+    attempts: Vec<ReplacedAttempt>,
+    /// `(reference, action type, intent)`, while retention keeps it.
+    intent: Option<(String, String, Intent)>,
+}
+
+/// Looks `key` up in the tenants the viewer may see (the asked one, or
+/// every one for an admin who named none: keys are per tenant, so at most
+/// one has it).
+async fn find(
+    state: &LiveState,
+    viewer: &Viewer,
+    tenant: Option<&str>,
+    key: &IdempotencyKey,
+) -> Result<Option<Found>, ApiError> {
+    let q = LiveQuery {
+        tenant: tenant.map(str::to_owned),
+        ..LiveQuery::default()
+    };
+    let tenants = scope(state, viewer, &q).await?;
+    let mut s = state.api.store.session().await?;
+    for t in tenants {
+        match s.action(&t, key).await {
+            Ok(action) => {
+                let attempts = s.replaced_attempts(&t, key).await?;
+                let intent = s.intent_by_key(&t, key).await?;
+                return Ok(Some(Found {
+                    tenant: t,
+                    action,
+                    attempts,
+                    intent,
+                }));
+            }
+            Err(idem_store::Error::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(None)
+}
+
+/// Whether the action's outcome is unknown now (the monitor's one
+/// definition: marked uncertain, or started with a lease that ran out).
+fn uncertain_now(a: &Action, now: i64) -> bool {
+    match a.state {
+        ActionState::Uncertain => true,
+        ActionState::Started => a.lease_until_ms.is_some_and(|t| t <= now),
+        _ => false,
+    }
+}
+
+fn last<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// The page's markup and status, for the `/live` middleware to hand to the
+/// site's shell (`app::live::LivePage` renders it).
+pub async fn page(
+    state: &LiveState,
+    headers: &HeaderMap,
+    raw_key: &str,
+    pairs: &[(String, String)],
+    l: Locale,
+) -> (StatusCode, String) {
+    let tenant = last(pairs, "tenant");
+    let notice = last(pairs, "done").or(last(pairs, "error"));
+    let v = match viewer(state, headers).await {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                super::render::login_html(l, false),
+            )
+        }
+        Err(e) => return (e.status(), unavailable(l)),
+    };
+    // A malformed key names no action: the same answer as an unknown one.
+    let Ok(key) = IdempotencyKey::try_from(raw_key) else {
+        return (StatusCode::NOT_FOUND, not_found(raw_key, l));
+    };
+    match find(state, &v, tenant, &key).await {
+        Ok(Some(f)) => {
+            let now = state.api.store.now_ms();
+            (
+                StatusCode::OK,
+                detail_html(&f, &key, &state.api.catalog, now, notice, l),
+            )
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, not_found(key.as_str(), l)),
+        Err(e) if e.status() == StatusCode::FORBIDDEN => (
+            StatusCode::FORBIDDEN,
+            message(
+                tr(
+                    l,
+                    "Este token vê só o próprio tenant.",
+                    "This token sees only its own tenant.",
+                ),
+                l,
+            ),
+        ),
+        Err(e) if e.status() == StatusCode::UNPROCESSABLE_ENTITY => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            message(tr(l, "Tenant inválido.", "Invalid tenant."), l),
+        ),
+        Err(e) => (e.status(), unavailable(l)),
+    }
+}
+
+fn message(text: &str, l: Locale) -> String {
+    html! {
+        h1 { (tr(l, "Ação", "Action")) }
+        p class="field-error" role="alert" { (text) }
+        p { a href={ "/live?lang=" (l.tag()) } rel="external" { (tr(l, "Voltar ao monitor", "Back to the monitor")) } }
+    }
+    .into_string()
+}
+
+fn unavailable(l: Locale) -> String {
+    message(
+        tr(
+            l,
+            "Não foi possível ler a ação agora; tente de novo em instantes.",
+            "The action cannot be read right now; try again in a moment.",
+        ),
+        l,
+    )
+}
+
+fn not_found(key: &str, l: Locale) -> String {
+    html! {
+        h1 { (tr(l, "Ação não encontrada", "Action not found")) }
+        p class="field-error" role="alert" {
+            (tr(l, "Nenhuma ação que você pode ver tem a chave", "No action you may see has the key")) " "
+            code { (key) } ". "
+            (tr(l, "A retenção remove ações resolvidas depois do prazo do tenant.", "Retention removes settled actions after the tenant's period."))
+        }
+        p { a href={ "/live?lang=" (l.tag()) } rel="external" { (tr(l, "Voltar ao monitor", "Back to the monitor")) } }
+    }
+    .into_string()
+}
+
+fn moment(ms: i64) -> Markup {
+    let utc = utc_second(ms);
+    html! { time datetime=(iso_utc(ms)) title=(utc) data-local="" { (utc) } }
+}
+
+fn state_text(a: &Action, now: i64, l: Locale) -> &'static str {
+    match a.state {
+        _ if uncertain_now(a, now) => tr(
+            l,
+            "incerta: resultado desconhecido",
+            "uncertain: outcome unknown",
+        ),
+        ActionState::Started => tr(l, "em andamento", "in flight"),
+        ActionState::Completed if a.reconciled => {
+            tr(l, "concluída (reconciliada)", "completed (reconciled)")
+        }
+        ActionState::Completed => tr(l, "concluída", "completed"),
+        ActionState::Failed if a.reconciled => {
+            tr(l, "falhou (reconciliada)", "failed (reconciled)")
+        }
+        ActionState::Failed if a.retryable == Some(true) => {
+            tr(l, "falhou, pode repetir", "failed, may be retried")
+        }
+        ActionState::Failed => tr(l, "falhou de vez", "failed for good"),
+        ActionState::Uncertain => tr(l, "incerta", "uncertain"),
+    }
+}
+
+fn ended_text(ended: &str, l: Locale) -> &'static str {
+    match ended {
+        "failed" => tr(l, "falhou (podia repetir)", "failed (retryable)"),
+        "expired" => tr(
+            l,
+            "lease expirou; outra tentativa assumiu",
+            "lease ran out; another attempt took over",
+        ),
+        "swept" => tr(
+            l,
+            "lease expirou; marcada incerta pela varredura",
+            "lease ran out; marked uncertain by the sweep",
+        ),
+        "uncertain" => tr(
+            l,
+            "assumiu uma ação incerta e a lease expirou",
+            "took over an uncertain action and its lease ran out",
+        ),
+        _ => tr(l, "outro", "other"),
+    }
+}
+
+fn notice_html(notice: Option<&str>, l: Locale) -> Markup {
+    let (ok, text) = match notice {
+        None => return html! {},
+        Some("reconciled") => (true, tr(l, "Resultado registrado: a ação está reconciliada.", "Outcome recorded: the action is reconciled.")),
+        Some("stale") => (false, tr(l, "Nada foi registrado: outra tentativa assumiu ou resolveu a ação depois que esta página abriu. Veja o estado abaixo.", "Nothing was recorded: another attempt took over or settled the action after this page opened. See its state below.")),
+        Some("response") => (false, tr(l, "Nada foi registrado: «concluída» precisa da resposta do provedor em JSON válido (até 32 KiB).", "Nothing was recorded: «completed» needs the provider's response as valid JSON (up to 32 KiB).")),
+        Some("error") => (false, tr(l, "Nada foi registrado: «falhou» precisa do erro que o provedor informou (até 32 KiB).", "Nothing was recorded: «failed» needs the error the provider reported (up to 32 KiB).")),
+        Some("outcome") => (false, tr(l, "Nada foi registrado: escolha o que o provedor disse que aconteceu.", "Nothing was recorded: choose what the provider says happened.")),
+        Some(_) => (false, tr(l, "Nada foi registrado.", "Nothing was recorded.")),
+    };
+    html! {
+        p id="action-notice" class=(if ok { "notice ok" } else { "field-error" }) role=(if ok { "status" } else { "alert" }) { (text) }
+    }
+}
+
+fn detail_html(
+    f: &Found,
+    key: &IdempotencyKey,
+    catalog: &idem_core::Catalog,
+    now: i64,
+    notice: Option<&str>,
+    l: Locale,
+) -> String {
+    let a = &f.action;
+    let unknown = uncertain_now(a, now);
+    let scope = export_query(Some(f.tenant.as_str()), l);
+    let facts = f
+        .intent
+        .as_ref()
+        .map(|(_, action, i)| IntentFacts::read(catalog, action, &i.payload.to_json()))
+        .unwrap_or_default();
+    // Attempts before this history was kept are counted but not listed.
+    let listed = i32::try_from(f.attempts.len()).unwrap_or(i32::MAX);
+    let unlisted = (a.attempts - 1 - listed).max(0);
+    html! {
+        p class="note" { a href={ "/live?" (scope) } rel="external" { "← " (tr(l, "Monitor ao vivo", "Live monitor")) } }
+        h1 id="action-title" { (tr(l, "Ação", "Action")) " " (a.action) }
+        (notice_html(notice, l))
+        p id="action-key" { (tr(l, "Chave", "Key")) ": " code { (key.as_str()) } " " (copy_button(key.as_str(), tr(l, "Copiar a chave", "Copy the key"), l)) }
+        dl class="facts" id="action-facts" {
+            dt { (tr(l, "Estado", "State")) } dd id="action-state" class=(if unknown { "alert" } else { "" }) { (state_text(a, now, l)) }
+            dt { "Tenant" } dd { (f.tenant.as_str()) }
+            dt { (tr(l, "Tentativas", "Attempts")) } dd id="action-attempts" { (a.attempts) }
+            dt { (tr(l, "Token atual", "Current token")) } dd { (a.token) }
+            dt { (tr(l, "Tentativa atual começou", "Current attempt started")) } dd { (moment(a.started_ms)) " (" (tr(l, "há", "")) " " (duration((now - a.started_ms).max(0), l)) (tr(l, "", " ago")) ")" }
+            dt { (tr(l, "Lease", "Lease")) } dd id="action-lease" { @if let Some(t) = a.lease_until_ms { (if t <= now { tr(l, "terminou em", "ended at") } else { tr(l, "termina em", "ends at") }) " " (moment(t)) } @else { "—" } }
+            @if let Some(t) = a.swept_ms { dt { (tr(l, "Marcada incerta", "Marked uncertain")) } dd { (moment(t)) " " (tr(l, "(varredura)", "(sweep)")) } }
+            dt { (tr(l, "Última mudança", "Last change")) } dd { (moment(a.updated_ms)) }
+            @if let Some(r) = &a.response { dt { (tr(l, "Resposta", "Response")) } dd { pre { (r) } } }
+            @if let Some(e) = &a.error { dt { (tr(l, "Erro", "Error")) } dd { pre { (e) } } }
+        }
+        h2 { (tr(l, "Intenção", "Intent")) }
+        @match &f.intent {
+            Some((reference, action, i)) => {
+                dl class="facts" id="action-intent" {
+                    dt { (tr(l, "Referência", "Reference")) } dd id="intent-reference" { (reference) " " (copy_button(reference, tr(l, "Copiar a referência", "Copy the reference"), l)) }
+                    dt { (tr(l, "Valor", "Amount")) } dd id="intent-amount" { @if let Some(v) = facts.amount { (format_decimal(v, l, 2, 2)) } @else { "—" } }
+                    dt { (tr(l, "Cliente", "Customer")) } dd id="intent-customer" { @if let Some(c) = &facts.customer { (c) " " (copy_button(c, tr(l, "Copiar o cliente", "Copy the customer"), l)) } @else { "—" } }
+                    dt { (tr(l, "Ação", "Action")) } dd { (action) }
+                    dt { (tr(l, "Regras", "Rules")) } dd { "v" (i.rules_version) ", " (tr(l, "revisão", "revision")) " " (i.revision) }
+                    dt { (tr(l, "Entregas", "Deliveries")) } dd { (i.deliveries) }
+                    dt { (tr(l, "Primeira / última", "First / last")) } dd { (moment(i.first_seen_ms)) " / " (moment(i.last_seen_ms)) }
+                }
+                h3 { (tr(l, "Payload congelado", "Frozen payload")) }
+                pre id="intent-payload" class="payload" { (pretty(&i.payload.to_json())) }
+            }
+            None => p class="note" id="intent-missing" { (tr(l,
+                "Nenhuma intenção guardada tem esta chave: a retenção a removeu, ou a chave foi derivada sem registrar a intenção.",
+                "No kept intent has this key: retention removed it, or the key was derived without recording the intent.")) }
+        }
+        h2 { (tr(l, "Tentativas", "Attempts")) }
+        @if unlisted > 0 {
+            p class="note" { (tr(l, "Tentativas anteriores ao histórico (não listadas):", "Attempts from before the history was kept (not listed):")) " " (unlisted) "." }
+        }
+        (PreEscaped(app::markup::scroll_open(tr(l, "Tabela: tentativas", "Table: attempts"), l)))
+        table id="action-attempt-list" {
+            thead { tr {
+                th scope="col" { "#" }
+                th scope="col" { "Token" }
+                th scope="col" { (tr(l, "Início", "Started")) }
+                th scope="col" { (tr(l, "Lease até", "Lease until")) }
+                th scope="col" { (tr(l, "Como terminou", "How it ended")) }
+                th scope="col" { (tr(l, "Substituída em", "Replaced at")) }
+            } }
+            tbody {
+                @for t in &f.attempts {
+                    tr data-ended=(t.ended) {
+                        td class="num" { (t.attempt) }
+                        td class="num" { (t.token) }
+                        td { (moment(t.started_ms)) }
+                        td { @if let Some(x) = t.lease_until_ms { (moment(x)) } @else { "—" } }
+                        td { (ended_text(&t.ended, l)) @if let Some(e) = &t.error { ": " code { (e) } } }
+                        td { (moment(t.replaced_ms)) }
+                    }
+                }
+                tr data-ended="current" class="current" {
+                    td class="num" { (a.attempts) }
+                    td class="num" { (a.token) }
+                    td { (moment(a.started_ms)) }
+                    td { @if let Some(x) = a.lease_until_ms { (moment(x)) } @else { "—" } }
+                    td { (tr(l, "atual:", "current:")) " " (state_text(a, now, l)) }
+                    td { "—" }
+                }
+            }
+        }
+        (PreEscaped(app::markup::SCROLL_CLOSE))
+        @if unknown {
+            (reconcile_form(key, f.tenant.as_str(), a.token, l))
+        }
+        script src="/live.js" defer {}
+    }
+    .into_string()
+}
+
+/// The canonical JSON, indented for reading (as stored when it is not JSON).
+fn pretty(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| json.to_owned())
+}
+
+fn reconcile_form(key: &IdempotencyKey, tenant: &str, token: i64, l: Locale) -> Markup {
+    html! {
+        section id="reconcile" class="reconcile" {
+            h2 { (tr(l, "Reconciliar", "Reconcile")) }
+            p class="note" { (tr(l,
+                "Pergunte ao provedor (pela referência ou pela chave, que ele recebeu como Idempotency-Key) e registre o que aconteceu. O registro vale só para a tentativa atual: se outra assumir antes, nada é gravado.",
+                "Ask the provider (by the reference, or by the key it received as Idempotency-Key) and record what happened. The record holds only for the current attempt: if another takes over first, nothing is written.")) }
+            form method="post" action={ "/live/actions/" (key.as_str()) "/reconcile" } id="reconcile-form" {
+                input type="hidden" name="token" value=(token);
+                input type="hidden" name="tenant" value=(tenant);
+                input type="hidden" name="lang" value=(l.tag());
+                fieldset {
+                    legend { (tr(l, "O que o provedor diz", "What the provider says")) }
+                    label { input type="radio" name="outcome" value="completed" required; " " (tr(l, "Executou (concluída)", "It executed (completed)")) }
+                    label { input type="radio" name="outcome" value="failed"; " " (tr(l, "Não executou (falhou)", "It did not (failed)")) }
+                }
+                label for="reconcile-response" { (tr(l, "Resposta do provedor (JSON), se executou", "The provider's response (JSON), if it executed")) }
+                textarea id="reconcile-response" name="response" rows="4" placeholder="{\"charge_id\": \"ch_…\"}" {}
+                label for="reconcile-error" { (tr(l, "Erro do provedor, se não executou", "The provider's error, if it did not")) }
+                input id="reconcile-error" name="error" type="text";
+                label { input type="checkbox" name="retryable" value="true"; " " (tr(l, "Pode ser repetida (a próxima tentativa executa de novo)", "May be retried (the next attempt runs again)")) }
+                button type="submit" { (tr(l, "Registrar", "Record")) }
+            }
+        }
+    }
+}
+
+/// The reconcile form's fields.
+#[derive(Debug, serde::Deserialize)]
+pub struct ReconcileForm {
+    /// The fencing token the page showed.
+    pub token: i64,
+    /// `completed` or `failed`.
+    #[serde(default)]
+    pub outcome: String,
+    /// The provider's response (JSON), for `completed`.
+    #[serde(default)]
+    pub response: String,
+    /// The provider's error, for `failed`.
+    #[serde(default)]
+    pub error: String,
+    /// Whether a failure may be retried.
+    #[serde(default)]
+    pub retryable: Option<String>,
+    /// The tenant the page showed.
+    #[serde(default)]
+    pub tenant: String,
+    /// The page's language.
+    #[serde(default)]
+    pub lang: String,
+}
+
+/// Whether a form post comes from this site: browsers send `Sec-Fetch-Site`
+/// and `Origin` on a cross-site post, and a page elsewhere must not settle
+/// an action with the viewer's cookie (it is SameSite=Strict too, and the
+/// open loopback monitor has no cookie at all).
+fn same_site(headers: &HeaderMap) -> bool {
+    if headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == "cross-site" || v == "same-site")
+    {
+        return false;
+    }
+    match (
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
+    ) {
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest.trim_end_matches('/') == host),
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+/// `POST /live/actions/{key}/reconcile`: the page's form. Records the
+/// outcome through the store's `reconcile` (the same operation, fencing
+/// check included, as `POST /v1/actions/{key}/reconcile`), then sends the
+/// browser back to the action's page (303), which says what happened.
+pub async fn reconcile(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<ReconcileForm>,
+) -> Result<Response, ApiError> {
+    if !same_site(&headers) {
+        return Err(ApiError::body(
+            StatusCode::FORBIDDEN,
+            "the reconcile form is accepted only from this site's own pages",
+        ));
+    }
+    let v = authorized(&state, &headers).await?;
+    let key = IdempotencyKey::try_from(raw.as_str())
+        .map_err(|_| ApiError::not_found("no action has this key"))?;
+    let l = Locale::from_tag(&form.lang).unwrap_or_default();
+    let tenant = (!form.tenant.is_empty()).then_some(form.tenant.as_str());
+    let Some(found) = find(&state, &v, tenant, &key).await? else {
+        return Err(ApiError::not_found("no action you may see has this key"));
+    };
+    let back = |what: &str| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("tenant", found.tenant.as_str());
+        q.append_pair("lang", l.tag());
+        q.append_pair(
+            if what == "reconciled" {
+                "done"
+            } else {
+                "error"
+            },
+            what,
+        );
+        Redirect::to(&format!("/live/actions/{}?{}", key.as_str(), q.finish())).into_response()
+    };
+    let outcome = match form.outcome.as_str() {
+        "completed" => {
+            let r = form.response.trim();
+            match serde_json::from_str::<Box<serde_json::value::RawValue>>(r) {
+                Ok(raw) if r.len() <= MAX_STORED => Outcome::Completed(raw.get().to_owned()),
+                _ => return Ok(back("response")),
+            }
+        }
+        "failed" => {
+            let e = form.error.trim();
+            if e.is_empty() || e.len() > MAX_STORED {
+                return Ok(back("error"));
+            }
+            Outcome::Failed {
+                error: e.to_owned(),
+                retryable: form.retryable.is_some(),
+            }
+        }
+        _ => return Ok(back("outcome")),
+    };
+    let mut s = state.api.store.session().await?;
+    match s.reconcile(&found.tenant, &key, form.token, &outcome).await {
+        Ok(()) => {
+            tracing::info!(tenant = %found.tenant, "action reconciled from the live monitor");
+            Ok(back("reconciled"))
+        }
+        Err(idem_store::Error::StaleToken { .. }) => Ok(back("stale")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every uncertain action the viewer may see (newest first, at most
+/// [`EXPORT_MAX`] per tenant).
+async fn uncertain_list(
+    state: &LiveState,
+    headers: &HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<(Vec<LiveUncertain>, Locale), ApiError> {
+    let q = super::query_of(pairs, headers)?;
+    let v = authorized(state, headers).await?;
+    let tenants = match (&v, &q.tenant) {
+        (Viewer::Admin, None) => every_tenant(state).await?,
+        _ => scope(state, &v, &q).await?,
+    };
+    let store = &state.api.store;
+    let now = store.now_ms();
+    let mut out = Vec::new();
+    let mut s = store.session().await?;
+    for t in tenants {
+        let live = s.live_actions(&t, now, EXPORT_MAX).await?;
+        out.extend(
+            live.uncertain_keys
+                .into_iter()
+                .map(|u| LiveUncertain::new(t.as_str(), u, &state.api.catalog, now)),
+        );
+    }
+    out.sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
+    Ok((out, q.locale))
+}
+
+/// `GET /live/uncertain.json`: the uncertain list as a JSON array (the
+/// same objects as `uncertain_keys` in `/live/data.json`, every one).
+pub async fn uncertain_json(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (list, _) = uncertain_list(&state, &headers, pairs).await?;
+    Ok((
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        axum::Json(list),
+    )
+        .into_response())
+}
+
+/// `GET /live/uncertain.csv`: the uncertain list in the page's locale's
+/// dialect (pt-BR: `;`, decimal comma in `amount_formatted`, UTF-8 BOM;
+/// English: `,`). `amount` and the times stay locale-free.
+pub async fn uncertain_csv(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (list, l) = uncertain_list(&state, &headers, pairs).await?;
+    let body = uncertain_csv_text(&list, l).map_err(|e| {
+        tracing::error!(error = %e, "cannot write the uncertain list");
+        ApiError::body(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the list cannot be written",
+        )
+    })?;
+    let day: String = utc_second(state.api.store.now_ms())
+        .chars()
+        .take(10)
+        .collect();
+    let disposition = format!("attachment; filename=\"idem-uncertain-{day}.csv\"");
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/csv; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_str(&disposition)
+                    .unwrap_or_else(|_| HeaderValue::from_static("attachment")),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// The CSV text: one header, one row per uncertain action.
+pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, csv::Error> {
+    let pt = l == Locale::PtBr;
+    let mut w = csv::WriterBuilder::new()
+        .delimiter(if pt { b';' } else { b',' })
+        .from_writer(Vec::new());
+    w.write_record([
+        "tenant",
+        "key",
+        "action",
+        "reference",
+        "amount",
+        "amount_formatted",
+        "customer",
+        "started_utc",
+        "lease_until_utc",
+        "age_s",
+        "attempts",
+    ])?;
+    for u in list {
+        let amount = u.amount.map(|a| a.to_string()).unwrap_or_default();
+        let shown = u
+            .amount
+            .map(|a| format_decimal(a, l, 2, 2))
+            .unwrap_or_default();
+        w.write_record([
+            u.tenant.as_str(),
+            &u.key,
+            &u.action,
+            u.reference.as_deref().unwrap_or(""),
+            &amount,
+            &shown,
+            u.customer.as_deref().unwrap_or(""),
+            &iso_utc(u.started_ms),
+            &u.lease_until_ms.map(iso_utc).unwrap_or_default(),
+            &(u.age_ms / 1000).to_string(),
+            &u.attempts.to_string(),
+        ])?;
+    }
+    let text = w.into_inner().map_err(|e| e.into_error())?;
+    // Excel in Portuguese reads UTF-8 only after a byte-order mark.
+    Ok(if pt {
+        let mut b = "\u{feff}".as_bytes().to_vec();
+        b.extend(text);
+        b
+    } else {
+        text
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> LiveUncertain {
+        LiveUncertain {
+            tenant: "loja".into(),
+            key: "a".repeat(64),
+            action: "pix.cobranca".into(),
+            started_ms: 1_796_040_309_000,
+            lease_until_ms: Some(1_796_040_339_000),
+            attempts: 2,
+            reference: Some("FAT-1; \"x\"".into()),
+            amount: Some(rust_decimal::Decimal::new(657_789, 2)),
+            customer: Some("cli-1".into()),
+            age_ms: 90_500,
+        }
+    }
+
+    #[test]
+    fn the_csv_follows_the_locale_and_keeps_exact_columns() {
+        let pt = String::from_utf8(uncertain_csv_text(&[row()], Locale::PtBr).unwrap()).unwrap();
+        assert!(pt.starts_with('\u{feff}'));
+        let mut r = csv::ReaderBuilder::new()
+            .delimiter(b';')
+            .from_reader(pt.trim_start_matches('\u{feff}').as_bytes());
+        let head = r.headers().unwrap().clone();
+        let rec = r.records().next().unwrap().unwrap();
+        let get = |k: &str| rec.get(head.iter().position(|h| h == k).unwrap()).unwrap();
+        assert_eq!(get("reference"), "FAT-1; \"x\"");
+        assert_eq!(get("amount"), "6577.89");
+        assert_eq!(get("amount_formatted"), "6.577,89");
+        assert_eq!(get("started_utc"), "2026-11-30T12:05:09Z");
+        assert_eq!(get("age_s"), "90");
+        let en = String::from_utf8(uncertain_csv_text(&[row()], Locale::EnUs).unwrap()).unwrap();
+        assert!(en.starts_with("tenant,key,"));
+        assert!(en.contains(",6577.89,\"6,577.89\","), "{en}");
+    }
+
+    #[test]
+    fn a_cross_site_post_is_refused() {
+        let mut h = HeaderMap::new();
+        assert!(same_site(&h), "a post without Origin (curl, old browsers)");
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:3000"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:3000"),
+        );
+        assert!(same_site(&h));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://evil.example"),
+        );
+        assert!(!same_site(&h));
+        let mut h = HeaderMap::new();
+        h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(!same_site(&h));
+    }
+}
