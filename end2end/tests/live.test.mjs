@@ -6,7 +6,7 @@
 // (scripts/test creates one with `idem tenant create e2e`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE_URL, ARTIFACTS, launch, openPage, openAt, hydrated } from './helpers.mjs';
+import { BASE_URL, ARTIFACTS, launch, openPage, openAt, hydrated, axeViolations } from './helpers.mjs';
 
 const TOKEN = process.env.IDEM_TEST_TOKEN;
 const TENANT = process.env.IDEM_TEST_TENANT ?? 'e2e';
@@ -94,14 +94,14 @@ test('an expired lease shows up as uncertain, with its key', async () => {
   const key = (BigInt(run) * 7919n).toString(16).padStart(64, '0').slice(-64);
   const begin = await api(`/v1/actions/${key}/begin`, { action: 'pix.cobranca', lease_ms: 300 });
   assert.equal(begin.status, 201);
-  await page.waitForFunction((k) => document.querySelector('#live-uncertain-keys')?.textContent.includes(k), key, { timeout: 3000 });
+  await page.waitForFunction((k) => document.querySelector(`#live-uncertain-keys tr[data-key="${k}"]`), key, { timeout: 3000 });
   assert.match(await page.locator('#live-uncertain').getAttribute('class'), /alert/);
   assert.ok(await card(page, 'uncertain') >= 1);
   // Its row: the real action type, times in the reader's zone to the
   // second (this browser is in São Paulo), UTC on hover.
-  const row = page.locator('#live-uncertain-keys tr', { hasText: key });
-  assert.equal(await row.locator('td').nth(1).innerText(), 'pix.cobranca');
-  const started = row.locator('td').nth(3).locator('time');
+  const row = page.locator(`#live-uncertain-keys tr[data-key="${key}"]`);
+  assert.equal(await row.locator('td').nth(4).innerText(), 'pix.cobranca');
+  const started = row.locator('td').nth(6).locator('time');
   const utc = await started.getAttribute('title');
   assert.match(utc, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
   const shown = await started.innerText();
@@ -186,4 +186,60 @@ test('"use these numbers" opens the calculator with the measured volume and rate
   assert.match(await page.locator('#panel-rate dd').innerText(), /%/);
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+test('the work queue: an uncertain charge shows whom and how much, and its page reconciles it', async () => {
+  const ref = `${run}-wq`;
+  const rec = await api('/v1/intents', {
+    action: 'pix.cobranca',
+    payload: { cliente_id: 'cli-wq', valor: '6577.89', chave_pix_destino: 'e2e@example.com', referencia_intencao: ref },
+  });
+  assert.equal(rec.status, 201);
+  const key = rec.body.key;
+  assert.equal((await api(`/v1/actions/${key}/begin`, { action: 'pix.cobranca', lease_ms: 300 })).status, 201);
+
+  // Desktop, pt-BR: the list names the reference, amount and customer,
+  // and the copy buttons copy them as they are.
+  const desk = await openAt(browser, `/live?window=1h&tenant=${TENANT}`, { width: 1280, height: 720 },
+    { permissions: ['clipboard-read', 'clipboard-write'] });
+  await hydrated(desk.page);
+  const row = desk.page.locator(`#live-uncertain-keys tr[data-key="${key}"]`);
+  await row.waitFor({ timeout: 3000 });
+  const cells = row.locator('td');
+  assert.equal((await cells.nth(1).innerText()).split('\n')[0].replace(/\s*Copiar$/, ''), ref);
+  assert.equal(await cells.nth(2).innerText(), '6.577,89');
+  assert.match(await cells.nth(3).innerText(), /^cli-wq/);
+  await cells.nth(1).locator('button.copy').click();
+  assert.equal(await desk.page.evaluate(() => navigator.clipboard.readText()), ref);
+  await cells.nth(0).locator('button.copy').click();
+  assert.equal(await desk.page.evaluate(() => navigator.clipboard.readText()), key);
+  assert.match(await desk.page.locator('#live-uncertain-csv').getAttribute('href'), /^\/live\/uncertain\.csv\?tenant=/);
+  // The key opens the action's page: the frozen payload and the form.
+  await Promise.all([desk.page.waitForURL(/\/live\/actions\//), cells.nth(0).locator('a').click()]);
+  await hydrated(desk.page);
+  assert.match(await desk.page.locator('#intent-reference').innerText(), new RegExp(ref));
+  assert.match(await desk.page.locator('#intent-amount').innerText(), /^6\.577,89$/);
+  assert.match(await desk.page.locator('#intent-payload').innerText(), /"cliente_id": "cli-wq"/);
+  assert.match(await desk.page.locator('#action-state').innerText(), /incerta/);
+  assert.ok(await desk.page.locator('#reconcile-form').isVisible());
+  assert.deepEqual(await axeViolations(desk.page), []);
+  assert.deepEqual(desk.errors, []);
+  await desk.context.close();
+
+  // Phone, English: the page fits the screen, and the form records what
+  // the provider says.
+  const phone = await openAt(browser, `/live/actions/${key}?tenant=${TENANT}&lang=en-US`, { width: 360, height: 740 });
+  await hydrated(phone.page);
+  const fits = await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  assert.ok(fits, 'no wider than a 360 px screen');
+  await phone.page.locator('input[name="outcome"][value="completed"]').check();
+  await phone.page.locator('#reconcile-response').fill('{"charge_id": "ch_e2e"}');
+  await Promise.all([phone.page.waitForURL(/done=reconciled/), phone.page.locator('#reconcile-form button[type="submit"]').click()]);
+  await hydrated(phone.page);
+  assert.match(await phone.page.locator('#action-notice').innerText(), /Outcome recorded/);
+  assert.match(await phone.page.locator('#action-state').innerText(), /completed \(reconciled\)/);
+  assert.equal(await phone.page.locator('#reconcile-form').count(), 0);
+  assert.deepEqual(await axeViolations(phone.page), []);
+  assert.deepEqual(phone.errors, []);
+  await phone.context.close();
 });
