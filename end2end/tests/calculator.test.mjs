@@ -2,11 +2,11 @@
 // hydration, then live recomputation in the browser.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS } from './helpers.mjs';
+import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS, closeBrowser } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { await browser?.close(); });
+after(async () => { await closeBrowser(browser); });
 
 
 const REFERENCE = {

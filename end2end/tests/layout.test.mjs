@@ -6,7 +6,7 @@
 // Uses IDEM_TEST_TOKEN (scripts/test creates one) to give the monitor rows.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE_URL, ARTIFACTS, launch, openAt, hydrated, axeViolations, waitOut } from './helpers.mjs';
+import { BASE_URL, ARTIFACTS, launch, openAt, hydrated, axeViolations, waitOut, closeBrowser } from './helpers.mjs';
 
 const TOKEN = process.env.IDEM_TEST_TOKEN;
 const PHONES = [{ width: 360, height: 740 }, { width: 390, height: 844 }];
@@ -41,7 +41,7 @@ before(async () => {
     }
   }
 });
-after(async () => { await browser?.close(); });
+after(async () => { await closeBrowser(browser); });
 
 const pages = () => [
   ['/', 'calculator'],

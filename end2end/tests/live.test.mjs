@@ -6,13 +6,13 @@
 // (scripts/test creates one with `idem tenant create e2e`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE_URL, ARTIFACTS, launch, openPage, openAt, hydrated, axeViolations } from './helpers.mjs';
+import { BASE_URL, ARTIFACTS, launch, openPage, openAt, hydrated, axeViolations, closeBrowser } from './helpers.mjs';
 
 const TOKEN = process.env.IDEM_TEST_TOKEN;
 const TENANT = process.env.IDEM_TEST_TENANT ?? 'e2e';
 let browser;
 before(async () => { browser = await launch(); });
-after(async () => { await browser?.close(); });
+after(async () => { await closeBrowser(browser); });
 
 const run = `${Date.now()}`;
 

@@ -248,8 +248,8 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
                         "Ask the provider what happened and record it on the action's page (open the key), or retry the call with the same key.")) }
                 p class="exports" {
                     (tr(l, "Baixar a lista:", "Download the list:")) " "
-                    a id="live-uncertain-csv" href={ "/live/uncertain.csv?" (scope) } download { "CSV" } " · "
-                    a id="live-uncertain-json" href={ "/live/uncertain.json?" (scope) } { "JSON" }
+                    a id="live-uncertain-csv" href={ "/live/uncertain.csv?" (scope) } rel="external" download { "CSV" } " · "
+                    a id="live-uncertain-json" href={ "/live/uncertain.json?" (scope) } rel="external" { "JSON" }
                 }
                 (scrolling(tr(l, "Ações incertas", "Uncertain actions"), l, html! { table id="live-uncertain-table" {
                     (head_row(&[
@@ -268,7 +268,7 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
                         @for u in &d.uncertain_keys {
                             tr data-key=(u.key) {
                                 td class="key" {
-                                    a href={ "/live/actions/" (u.key) "?" (export_query(Some(&u.tenant), l)) } title=(u.key) { code { (short_key(&u.key)) } }
+                                    a href={ "/live/actions/" (u.key) "?" (export_query(Some(&u.tenant), l)) } rel="external" title=(u.key) { code { (short_key(&u.key)) } }
                                     " " (copy_button(&u.key, tr(l, "Copiar a chave", "Copy the key"), l))
                                 }
                                 td { @if let Some(r) = &u.reference { (r) " " (copy_button(r, tr(l, "Copiar a referência", "Copy the reference"), l)) } @else { "—" } }
@@ -407,7 +407,7 @@ pub fn refused_html(why: &str, l: Locale) -> String {
         p class="field-error" role="alert" id="live-refused" {
             (tr(l, "Endereço inválido: ", "Invalid address: ")) (why)
         }
-        p { a href="/live" { (tr(l, "Abrir o monitor nas últimas 24 h", "Open the monitor on the last 24 h")) } }
+        p { a href="/live" rel="external" { (tr(l, "Abrir o monitor nas últimas 24 h", "Open the monitor on the last 24 h")) } }
     }
     .into_string()
 }
