@@ -22,6 +22,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// How often expired rows are purged and expired leases swept.
     pub purge_every: Duration,
+    /// How often alerts are evaluated.
+    pub alert_every: Duration,
     /// The token that opens the live monitor to every tenant.
     pub admin_token: Option<AdminToken>,
     /// The action catalog.
@@ -57,6 +59,7 @@ impl Config {
             database_url: sqlite_url(&data_dir),
             data_dir,
             purge_every: Duration::from_secs(300),
+            alert_every: Duration::from_secs(5),
             admin_token: None,
             catalog: Catalog::builtin(),
             secret: SecretSource::DataDir,

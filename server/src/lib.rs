@@ -11,6 +11,7 @@
 // than the compiler's default to name them.
 #![recursion_limit = "512"]
 
+pub mod alerts;
 pub mod charts;
 pub mod cli;
 pub mod config;

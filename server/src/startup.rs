@@ -20,6 +20,7 @@ pub struct Application {
     listener: TcpListener,
     addr: SocketAddr,
     purge_every: Duration,
+    alert_every: Duration,
     relay: Option<crate::relay::Relay>,
 }
 
@@ -118,6 +119,7 @@ impl Application {
             listener,
             addr,
             purge_every: config.purge_every,
+            alert_every: config.alert_every,
             relay,
         })
     }
@@ -147,6 +149,7 @@ impl Application {
             self.state.api.metrics.clone(),
             self.purge_every,
         ));
+        let alerts = tokio::spawn(crate::alerts::run(store.clone(), self.alert_every));
         // Deliveries in flight at shutdown are dropped with the task: their
         // leases run out and the next relay sends them again.
         let relay = self.relay.map(|r| {
@@ -156,6 +159,7 @@ impl Application {
         tracing::info!(backend = ?store.backend(), "listening on http://{}", self.addr);
         let served = crate::http::serve(self.listener, crate::http::router(self.state)).await;
         maintenance.abort();
+        alerts.abort();
         if let Some((task, store)) = relay {
             task.abort();
             store.close().await;

@@ -787,6 +787,133 @@ fn webhook_endpoints_from_the_command_line() {
     assert_eq!(stdout(&list), "");
 }
 
+/// `idem alert add|list|remove`, as the issue writes it: the alert names
+/// one of the tenant's endpoints; bad input exits 2 naming the option and
+/// writes nothing.
+#[test]
+fn alerts_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let out = idem(
+        &[
+            "webhook",
+            "add",
+            "acme",
+            "http://127.0.0.1:9/hook",
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ep: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let ep = ep["endpoint_id"].as_str().unwrap().to_owned();
+    let out = idem(
+        &[
+            "alert",
+            "add",
+            "acme",
+            "--metric",
+            "uncertain_now",
+            "--above",
+            "0",
+            "--for",
+            "5m",
+            "--webhook",
+            &ep,
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let added: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = added["alert_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("al_") && id.len() == 19, "{added}");
+    assert_eq!(
+        (
+            &added["metric"],
+            &added["above"],
+            &added["for_ms"],
+            &added["state"]
+        ),
+        (
+            &serde_json::json!("uncertain_now"),
+            &serde_json::json!("0"),
+            &serde_json::json!(300_000),
+            &serde_json::json!("ok")
+        )
+    );
+    for (args, named) in [
+        (vec!["--metric", "latency", "--above", "1"], "--metric"),
+        (
+            vec!["--metric", "duplicate_rate_pct", "--above", "-1"],
+            "--above",
+        ),
+        (
+            vec!["--metric", "duplicate_rate_pct", "--above", "2,5"],
+            "--above",
+        ),
+        (
+            vec!["--metric", "divergences", "--above", "0", "--window", "60d"],
+            "--window",
+        ),
+    ] {
+        let mut a = vec!["alert", "add", "acme", "--webhook", &ep];
+        a.extend(args.iter());
+        a.extend(["--data-dir", data]);
+        let bad = idem(&a, "", None);
+        assert_eq!(bad.status.code(), Some(2), "{args:?}: {}", stderr(&bad));
+        assert!(stderr(&bad).contains(named), "{args:?}: {}", stderr(&bad));
+    }
+    let bad = idem(
+        &[
+            "alert",
+            "add",
+            "acme",
+            "--metric",
+            "uncertain_now",
+            "--above",
+            "0",
+            "--webhook",
+            "ep_0000000000000000",
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("no such endpoint"),
+        "{}",
+        stderr(&bad)
+    );
+    let list = idem(&["alert", "list", "acme", "--data-dir", data], "", None);
+    assert_eq!(
+        stdout(&list).lines().count(),
+        1,
+        "nothing written by bad input"
+    );
+    assert!(stdout(&list).contains(&id));
+    let rm = idem(
+        &["alert", "remove", "acme", &id, "--data-dir", data],
+        "",
+        None,
+    );
+    assert!(rm.status.success(), "{}", stderr(&rm));
+    let again = idem(
+        &["alert", "remove", "acme", &id, "--data-dir", data],
+        "",
+        None,
+    );
+    assert_eq!(again.status.code(), Some(2));
+    let list = idem(&["alert", "list", "acme", "--data-dir", data], "", None);
+    assert_eq!(stdout(&list), "");
+}
+
 fn acme_id() -> idem_core::TenantId {
     idem_core::TenantId::try_from("acme").unwrap()
 }

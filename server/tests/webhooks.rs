@@ -134,6 +134,9 @@ async fn on(db: TestDb) -> Srv {
     let clock = common::test_clock();
     let config = idem_server::config::Config {
         relay: Some(relay_config()),
+        // Alerts are evaluated often, so a test waits for the clock it
+        // moves, not for the evaluator's period.
+        alert_every: Duration::from_millis(50),
         ..common::config(&db.url, &clock)
     };
     let (base, state) = common::spawn_app(config).await;
@@ -249,6 +252,7 @@ idem_testkit::both!(
     a_failing_receiver_gets_the_backlog_after_it_recovers,
     a_dead_endpoint_dead_letters_without_blocking_others,
     two_relays_never_deliver_one_message_at_once,
+    an_alert_fires_and_resolves_through_the_relay,
 );
 
 /// Every demo charge arrives once, signed, as `charge.created` with its
@@ -383,4 +387,128 @@ async fn two_relays_never_deliver_one_message_at_once(s: &Srv) {
     assert_eq!(r.overlaps.load(Ordering::SeqCst), 0);
     assert_eq!(r.got.lock().unwrap().len(), 40, "each once");
     state.api.store.close().await;
+}
+
+/// An alert on "uncertain now" above 0 held for 1 s: an action whose lease
+/// runs out makes it pending, then firing once the hold has passed
+/// (`alert.firing`, signed, to its endpoint; `/live` shows it); the action
+/// reconciled, it resolves (`alert.resolved`) and `/live` drops it.
+async fn an_alert_fires_and_resolves_through_the_relay(s: &Srv) {
+    let r = Receiver::start(b"alert-secret").await;
+    let ep = s.endpoint(&r.url, "charge.created", b"alert-secret").await;
+    let alert = idem_store::Alert {
+        alert_id: "al_0123456789abcdef".into(),
+        metric: "uncertain_now".into(),
+        above: "0".into(),
+        for_ms: 1_000,
+        window_ms: 3_600_000,
+        endpoint_id: ep.clone(),
+        state: "ok".into(),
+        since_ms: None,
+        last_value: None,
+        evaluated_ms: None,
+        created_ms: s.store.now_ms(),
+    };
+    let mut session = s.store.session().await.unwrap();
+    // An endpoint the tenant does not have is refused.
+    let stray = idem_store::Alert {
+        endpoint_id: "ep_nope".into(),
+        ..alert.clone()
+    };
+    assert!(matches!(
+        session.add_alert(&s.tenant, &stray).await,
+        Err(idem_store::Error::NotFound)
+    ));
+    session.add_alert(&s.tenant, &alert).await.unwrap();
+    let state = |want: &'static str| async move {
+        let t = Instant::now();
+        loop {
+            let a = s
+                .store
+                .session()
+                .await
+                .unwrap()
+                .alerts(&s.tenant)
+                .await
+                .unwrap();
+            if a[0].state == want {
+                return a[0].clone();
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "alert stuck at {:?}",
+                a[0]
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let key = "ab".repeat(32);
+    let res = s
+        .http
+        .post(format!("{}/v1/actions/{key}/begin", s.base))
+        .bearer_auth(&s.token)
+        .json(&json!({"action": "pix.cobranca", "lease_ms": 200}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    s.clock.advance(Duration::from_millis(300));
+    let pending = state("pending").await;
+    assert_eq!(pending.last_value.as_deref(), Some("1"));
+    assert!(r.distinct().is_empty(), "pending is not firing");
+    s.clock.advance(Duration::from_millis(1_000));
+    state("firing").await;
+    let got = r.until_distinct(1).await;
+    let (_, firing) = got.iter().next().unwrap();
+    assert_eq!(firing["type"], "alert.firing", "{firing}");
+    assert_eq!(firing["data"]["alert_id"], "al_0123456789abcdef");
+    assert_eq!(firing["data"]["metric"], "uncertain_now");
+    assert_eq!(firing["data"]["value"], "1");
+    assert_eq!(firing["data"]["tenant"], "acme");
+    let live: Value = s
+        .http
+        .get(format!("{}/live/data.json?tenant=acme", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        live["alerts_firing"][0]["alert_id"], "al_0123456789abcdef",
+        "{live}"
+    );
+    let page = common::page(&format!("{}/live?tenant=acme&lang=en-US", s.base)).await;
+    assert!(page.contains("id=\"live-alerts\""), "{page}");
+    assert!(page.contains("Alerts firing (1)"));
+    // Settled: the number is back at 0 and the alert resolves.
+    let res = s
+        .http
+        .post(format!("{}/v1/actions/{key}/reconcile", s.base))
+        .bearer_auth(&s.token)
+        .json(&json!({"token": 1, "outcome": "failed", "error": "the provider never got it"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    state("ok").await;
+    let got = r.until_distinct(2).await;
+    let resolved = got
+        .values()
+        .find(|v| v["type"] == "alert.resolved")
+        .unwrap_or_else(|| panic!("{got:?}"));
+    assert_eq!(resolved["data"]["value"], "0");
+    assert_eq!(r.bad_signatures.load(Ordering::SeqCst), 0);
+    // The monitor shares a read for half a second: the next one drops it.
+    let t = Instant::now();
+    while common::page(&format!("{}/live?tenant=acme&lang=en-US", s.base))
+        .await
+        .contains("id=\"live-alerts\"")
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "still shown as firing"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -4,7 +4,8 @@
 //! connection, pooled or inside the caller's transaction.
 
 use crate::model::{
-    DeliveryOutcome, Millis, OutboxMessage, WebhookCounts, WebhookDelivery, WebhookEndpoint,
+    Alert, AlertEvaluation, DeliveryOutcome, Millis, OutboxMessage, WebhookCounts, WebhookDelivery,
+    WebhookEndpoint,
 };
 use crate::stats::{Cell, Counts, Granularity};
 
@@ -889,6 +890,60 @@ macro_rules! backend {
         }
 
         /// Removes an endpoint and its waiting deliveries; returns whether it existed.
+        pub(crate) async fn insert_alert(c: &mut Conn, tenant: &str, a: &Alert) -> R<()> {
+            sqlx::query::<$db>(q::INSERT_ALERT)
+                .bind(tenant)
+                .bind(&a.alert_id)
+                .bind(&a.metric)
+                .bind(&a.above)
+                .bind(a.for_ms)
+                .bind(a.window_ms)
+                .bind(&a.endpoint_id)
+                .bind(a.created_ms)
+                .execute(&mut *c)
+                .await
+                .map(|_| ())
+        }
+
+        pub(crate) async fn list_alerts(c: &mut Conn, tenant: &str) -> R<Vec<Alert>> {
+            sqlx::query_as::<$db, Alert>(q::LIST_ALERTS)
+                .bind(tenant)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn delete_alert(c: &mut Conn, tenant: &str, alert_id: &str) -> R<bool> {
+            let n = sqlx::query::<$db>(q::DELETE_ALERT)
+                .bind(tenant)
+                .bind(alert_id)
+                .execute(&mut *c)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+
+        pub(crate) async fn update_alert(
+            c: &mut Conn,
+            tenant: &str,
+            alert_id: &str,
+            from: &str,
+            to: &AlertEvaluation<'_>,
+            now: Millis,
+        ) -> R<bool> {
+            let n = sqlx::query::<$db>(q::UPDATE_ALERT)
+                .bind(tenant)
+                .bind(alert_id)
+                .bind(from)
+                .bind(to.state)
+                .bind(to.since_ms)
+                .bind(to.value)
+                .bind(now)
+                .execute(&mut *c)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+
         pub(crate) async fn delete_webhook_endpoint(
             c: &mut Conn,
             tenant: &str,

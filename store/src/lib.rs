@@ -656,6 +656,16 @@ impl Store {
             .collect())
     }
 
+    /// Admin: the tenants with alerts (the evaluator visits them).
+    pub async fn alert_tenants(&self) -> Result<Vec<TenantId>, Error> {
+        let mut s = self.session().await?;
+        let ids = session::on!(s.tenants_in(crate::sql::ALERT_TENANTS))?;
+        Ok(ids
+            .into_iter()
+            .filter_map(|t| TenantId::try_from(t).ok())
+            .collect())
+    }
+
     /// Admin: the tenants with webhook endpoints (the relay visits them).
     pub async fn webhook_tenants(&self) -> Result<Vec<TenantId>, Error> {
         let mut s = self.session().await?;

@@ -469,6 +469,46 @@ pub struct RebuildReport {
     pub rows: u64,
 }
 
+/// An alert a tenant set (`idem alert add`): a threshold on one of the
+/// monitor's numbers, held for `for_ms` before it fires.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+pub struct Alert {
+    /// `al_` and 16 hex digits.
+    pub alert_id: String,
+    /// `uncertain_now`, `duplicate_rate_pct` or `divergences`.
+    pub metric: String,
+    /// The threshold, exact decimal text; the alert is above it when the
+    /// number is strictly greater.
+    pub above: String,
+    /// How long the number must stay above before the alert fires.
+    pub for_ms: Millis,
+    /// The window rates and counts are measured over.
+    pub window_ms: Millis,
+    /// The webhook endpoint told when it fires and resolves.
+    pub endpoint_id: String,
+    /// `ok`, `pending` or `firing`.
+    pub state: String,
+    /// When the number went above the threshold (pending, firing).
+    pub since_ms: Option<Millis>,
+    /// The number at the last evaluation (decimal text).
+    pub last_value: Option<String>,
+    /// When it was last evaluated.
+    pub evaluated_ms: Option<Millis>,
+    /// When it was added.
+    pub created_ms: Millis,
+}
+
+/// What an evaluation found, to record.
+#[derive(Debug, Clone, Copy)]
+pub struct AlertEvaluation<'a> {
+    /// The new state.
+    pub state: &'a str,
+    /// When the number went above (absent once back under).
+    pub since_ms: Option<Millis>,
+    /// The number, as decimal text.
+    pub value: Option<&'a str>,
+}
+
 /// A webhook endpoint a tenant registered (`idem webhook add`).
 #[derive(Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct WebhookEndpoint {

@@ -509,6 +509,32 @@ from webhook_endpoints
 where tenant_id = $1
 order by created_ms, endpoint_id";
 
+    /// Adds an alert (its id is new: random).
+    pub const INSERT_ALERT: &str = "\
+insert into alerts
+    (tenant_id, alert_id, metric, above, for_ms, window_ms, endpoint_id, state, created_ms)
+values ($1, $2, $3, $4, $5, $6, $7, 'ok', $8)";
+
+    /// A tenant's alerts, oldest first.
+    pub const LIST_ALERTS: &str = "\
+select alert_id, metric, above, for_ms, window_ms, endpoint_id, state, since_ms,
+    last_value, evaluated_ms, created_ms
+from alerts
+where tenant_id = $1
+order by created_ms, alert_id";
+
+    /// Removes an alert.
+    pub const DELETE_ALERT: &str = "\
+delete from alerts
+where tenant_id = $1 and alert_id = $2";
+
+    /// Records an evaluation. Only from the state the evaluator read ($3),
+    /// so two instances evaluating at once move an alert once: the second
+    /// matches no row and sends nothing.
+    pub const UPDATE_ALERT: &str = "\
+update alerts set state = $4, since_ms = $5, last_value = $6, evaluated_ms = $7
+where tenant_id = $1 and alert_id = $2 and state = $3";
+
     /// Removes an endpoint.
     pub const DELETE_WEBHOOK_ENDPOINT: &str = "\
 delete from webhook_endpoints
@@ -756,6 +782,9 @@ pub const TENANTS_IN_TABLES: [&str; 8] = [
 /// Admin: the tenants with webhook endpoints (the relay visits them).
 pub const WEBHOOK_TENANTS: &str = tenants_sql!("webhook_endpoints");
 
+/// Admin: the tenants with alerts (the evaluator visits them).
+pub const ALERT_TENANTS: &str = tenants_sql!("alerts");
+
 /// Admin: deliveries of every tenant by state (the `/metrics` gauges, made
 /// only when Prometheus scrapes), as [`shared::LIVE_WEBHOOKS`] splits them.
 pub const ADMIN_WEBHOOKS: &str = "\
@@ -937,6 +966,7 @@ pub fn admin_statements() -> impl Iterator<Item = &'static str> {
         ADMIN_UNRESOLVED,
         JOURNAL_TENANTS,
         WEBHOOK_TENANTS,
+        ALERT_TENANTS,
         ADMIN_WEBHOOKS,
     ]
     .into_iter()
@@ -1064,6 +1094,11 @@ pub const ALL: &[(&str, &str)] = {
         ("REBUILD_ACTIONS", REBUILD_ACTIONS),
         ("JOURNAL_TENANTS", JOURNAL_TENANTS),
         ("WEBHOOK_TENANTS", WEBHOOK_TENANTS),
+        ("ALERT_TENANTS", ALERT_TENANTS),
+        ("INSERT_ALERT", INSERT_ALERT),
+        ("LIST_ALERTS", LIST_ALERTS),
+        ("DELETE_ALERT", DELETE_ALERT),
+        ("UPDATE_ALERT", UPDATE_ALERT),
         ("ADMIN_WEBHOOKS", ADMIN_WEBHOOKS),
         ("INSERT_WEBHOOK_ENDPOINT", INSERT_WEBHOOK_ENDPOINT),
         ("LIST_WEBHOOK_ENDPOINTS", LIST_WEBHOOK_ENDPOINTS),

@@ -71,6 +71,7 @@ idem_testkit::both!(
     expired_lease_is_uncertain_and_stale_token_refused,
     sweep_marks_expired_leases_uncertain,
     every_replaced_attempt_is_kept_and_the_intent_found_by_key,
+    an_alert_moves_once_and_announces_to_its_endpoint_only,
     http_keys_replay_conflict_and_mismatch,
     consume_once_follows_the_transaction,
     outbox_commits_with_the_action,
@@ -1886,4 +1887,105 @@ async fn saved_comparisons_are_immutable_and_apart_from_scenarios(h: &H) {
         s.comparison(&h.tenant("other"), &first.id).await.unwrap(),
         None
     );
+}
+
+/// An alert names one of its tenant's endpoints; an evaluation is written
+/// only from the state it read (a second evaluator's matches nothing and
+/// queues nothing); the announcement is one delivery, to that endpoint
+/// alone, whatever topics the other endpoints list.
+async fn an_alert_moves_once_and_announces_to_its_endpoint_only(h: &H) {
+    let endpoint = |id: &str| WebhookEndpoint {
+        endpoint_id: id.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        events: "*".into(),
+        secret: "c2VjcmV0".into(),
+        created_ms: T0,
+    };
+    let mut s = h.store.session().await.unwrap();
+    s.add_webhook_endpoint(&h.tenant, &endpoint("ep_a"))
+        .await
+        .unwrap();
+    s.add_webhook_endpoint(&h.tenant, &endpoint("ep_b"))
+        .await
+        .unwrap();
+    let alert = Alert {
+        alert_id: "al_1".into(),
+        metric: "uncertain_now".into(),
+        above: "0".into(),
+        for_ms: 0,
+        window_ms: 3_600_000,
+        endpoint_id: "ep_a".into(),
+        state: "ok".into(),
+        since_ms: None,
+        last_value: None,
+        evaluated_ms: None,
+        created_ms: T0,
+    };
+    let other = h.tenant("someone-else");
+    assert!(
+        matches!(s.add_alert(&other, &alert).await, Err(Error::NotFound)),
+        "not its endpoint"
+    );
+    s.add_alert(&h.tenant, &alert).await.unwrap();
+    assert_eq!(h.store.alert_tenants().await.unwrap(), [h.tenant.clone()]);
+    let firing = AlertEvaluation {
+        state: "firing",
+        since_ms: Some(T0),
+        value: Some("2"),
+    };
+    let mut tx = h.store.transaction().await.unwrap();
+    assert!(tx
+        .record_alert(
+            &h.tenant,
+            &alert,
+            &firing,
+            Some(("alert.firing", "{\"n\":1}"))
+        )
+        .await
+        .unwrap());
+    tx.commit().await.unwrap();
+    // A second evaluator that read the same "ok" moves nothing.
+    let mut tx = h.store.transaction().await.unwrap();
+    assert!(!tx
+        .record_alert(
+            &h.tenant,
+            &alert,
+            &firing,
+            Some(("alert.firing", "{\"n\":2}"))
+        )
+        .await
+        .unwrap());
+    tx.commit().await.unwrap();
+    let stored = s.alerts(&h.tenant).await.unwrap();
+    assert_eq!(
+        (
+            stored[0].state.as_str(),
+            stored[0].since_ms,
+            stored[0].last_value.as_deref()
+        ),
+        ("firing", Some(T0), Some("2"))
+    );
+    let a = s
+        .webhook_claim(&h.tenant, "ep_a", Duration::from_secs(5), 10)
+        .await
+        .unwrap();
+    let b = s
+        .webhook_claim(&h.tenant, "ep_b", Duration::from_secs(5), 10)
+        .await
+        .unwrap();
+    assert_eq!(a.len(), 1, "one announcement");
+    assert_eq!(
+        (a[0].topic.as_str(), a[0].payload.as_str()),
+        ("alert.firing", "{\"n\":1}")
+    );
+    assert!(b.is_empty(), "to its endpoint alone");
+    assert!(
+        s.outbox_fetch(&h.tenant, 10).await.unwrap().is_empty(),
+        "not fanned out again"
+    );
+    s.remove_alert(&h.tenant, "al_1").await.unwrap();
+    assert!(matches!(
+        s.remove_alert(&h.tenant, "al_1").await,
+        Err(Error::NotFound)
+    ));
 }

@@ -51,6 +51,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// Manage a tenant's alerts: thresholds on the live monitor's numbers,
+    /// announced to a webhook endpoint when they fire and resolve.
+    Alert {
+        #[command(subcommand)]
+        command: AlertCommand,
+    },
     /// Manage the webhook endpoints the outbox relay delivers to.
     Webhook {
         #[command(subcommand)]
@@ -75,6 +81,56 @@ pub(crate) enum WebhookCommand {
     List(WebhookListArgs),
     /// Remove an endpoint and the deliveries still waiting for it.
     Remove(WebhookRemoveArgs),
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum AlertCommand {
+    /// Add an alert; prints it as JSON (with its id).
+    Add(AlertAddArgs),
+    /// List a tenant's alerts and their state, as JSON lines.
+    List(WebhookListArgs),
+    /// Remove an alert.
+    Remove(AlertRemoveArgs),
+}
+
+/// `idem alert add` options.
+#[derive(Debug, Clone, Args)]
+pub struct AlertAddArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// The number watched: uncertain_now, duplicate_rate_pct or divergences.
+    #[arg(long)]
+    pub metric: String,
+    /// Fires when the number is above this (exact decimal, e.g. 0 or 2.5).
+    #[arg(long)]
+    pub above: String,
+    /// How long the number must stay above before the alert fires (e.g.
+    /// 5m; without it the first evaluation above fires it).
+    #[arg(long = "for", value_parser = parse_duration)]
+    pub hold: Option<std::time::Duration>,
+    /// The window rates and counts are measured over (e.g. 1h).
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    pub window: std::time::Duration,
+    /// The webhook endpoint told when it fires and resolves (`ep_…`).
+    #[arg(long)]
+    pub webhook: String,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem alert remove` options.
+#[derive(Debug, Clone, Args)]
+pub struct AlertRemoveArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// The alert's id (`al_…`, as `add` printed it).
+    pub alert_id: String,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// `idem webhook add` options.
@@ -270,6 +326,9 @@ pub struct ServeArgs {
     /// How often to purge expired rows and sweep expired leases (e.g. 5m).
     #[arg(long, env = "IDEM_PURGE_EVERY", default_value = "5m", value_parser = parse_duration)]
     pub purge_every: std::time::Duration,
+    /// How often to evaluate alerts (`idem alert add`), e.g. 5s.
+    #[arg(long, env = "IDEM_ALERT_EVERY", default_value = "5s", value_parser = parse_duration)]
+    pub alert_every: std::time::Duration,
     /// Token that opens the live monitor to every tenant. Without it, the
     /// monitor is open on a loopback address and takes tenant API tokens
     /// elsewhere. Prefer the environment variable: arguments show in `ps`.
@@ -318,6 +377,7 @@ impl ServeArgs {
             database_url: self.db.url()?,
             data_dir: self.db.data_dir,
             purge_every: self.purge_every,
+            alert_every: self.alert_every,
             admin_token: self.admin_token.as_deref().and_then(AdminToken::new),
             catalog: self.catalog.load()?,
             secret: self

@@ -2,6 +2,7 @@
 //! hands it to [`run`].
 
 pub mod admin;
+pub mod alert;
 pub mod args;
 pub mod audit;
 pub mod broker;
@@ -15,7 +16,9 @@ pub mod simulate;
 pub mod webhook;
 
 pub use args::Cli;
-use args::{Command, KeyCommand, ServeArgs, StatsCommand, TenantCommand, WebhookCommand};
+use args::{
+    AlertCommand, Command, KeyCommand, ServeArgs, StatsCommand, TenantCommand, WebhookCommand,
+};
 use std::process::ExitCode;
 
 /// Runs the command `cli` names.
@@ -42,6 +45,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Stats {
             command: StatsCommand::Rebuild(args),
         } => run_async(admin::stats_rebuild(args)),
+        Command::Alert { command } => match command {
+            AlertCommand::Add(args) => run_async(alert::add(args)),
+            AlertCommand::List(args) => run_async(alert::list(args)),
+            AlertCommand::Remove(args) => run_async(alert::remove(args)),
+        },
         Command::Webhook { command } => match command {
             WebhookCommand::Add(args) => run_async(webhook::add(args)),
             WebhookCommand::List(args) => run_async(webhook::list(args)),

@@ -335,3 +335,47 @@ pub async fn observe(
         .inc();
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Metrics;
+
+    /// The Grafana dashboard in docs/ queries only series this registry
+    /// exposes: renaming a metric without the dashboard fails here.
+    #[test]
+    fn the_grafana_dashboard_queries_metrics_that_exist() {
+        let text = include_str!("../../../docs/grafana-dashboard.json");
+        let board: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+        // As a scrape sees it: the gauges set, one request counted (a
+        // family shows in the text once it has a series).
+        let m = Metrics::new();
+        m.set_unresolved(&[], 0);
+        m.set_webhooks(&idem_store::WebhookCounts::default(), 0);
+        m.requests
+            .get_or_create(&super::RequestLabels {
+                route: "/healthz".into(),
+                method: "GET".into(),
+                status: 200,
+            })
+            .inc();
+        let exposed = m.render();
+        let mut queried = 0;
+        let re = regex::Regex::new(r"idem_[a-z_]+").expect("regex");
+        for panel in board["panels"].as_array().expect("panels") {
+            for target in panel["targets"].as_array().expect("targets") {
+                let expr = target["expr"].as_str().expect("expr");
+                for m in re.find_iter(expr) {
+                    let family = m.as_str().trim_end_matches("_total");
+                    assert!(
+                        exposed.contains(&format!("# TYPE {family} ")),
+                        "{} (panel {:?}) is not exposed:\n{exposed}",
+                        m.as_str(),
+                        panel["title"]
+                    );
+                    queried += 1;
+                }
+            }
+        }
+        assert!(queried >= 10, "the dashboard queries {queried} series");
+    }
+}

@@ -226,6 +226,7 @@ async fn begin(store: &Store) -> Result<Inner, Error> {
 
 // The operations, one module per concern; each adds to `impl Session`.
 mod actions;
+mod alerts;
 mod demo;
 mod events;
 mod http_keys;

@@ -169,6 +169,23 @@ pub struct LivePoint {
     pub redelivered_intents: i64,
 }
 
+/// An alert firing now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveAlert {
+    /// Tenant.
+    pub tenant: String,
+    /// The alert's id.
+    pub alert_id: String,
+    /// The number it watches.
+    pub metric: String,
+    /// Its threshold.
+    pub above: String,
+    /// The number at its last evaluation.
+    pub value: Option<String>,
+    /// Since when the number has been above the threshold.
+    pub since_ms: Option<i64>,
+}
+
 /// An action whose outcome is unknown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LiveUncertain {
@@ -360,6 +377,8 @@ pub struct LiveData {
     pub uncertain: i64,
     /// The newest uncertain actions.
     pub uncertain_keys: Vec<LiveUncertain>,
+    /// Alerts firing now (`idem alert add`), per tenant.
+    pub alerts_firing: Vec<LiveAlert>,
     /// Per tenant with unsettled actions: how many, and the oldest's age.
     pub unresolved: Vec<LiveUnresolved>,
     /// The outbox relay's webhook deliveries, every tenant in scope

@@ -272,13 +272,28 @@ async fn read(
             let live = s.live_actions(&tenant, now, UNCERTAIN_LISTED).await?;
             let retention = s.retention(&tenant).await?;
             let webhooks = s.webhook_counts(&tenant).await?;
-            Ok::<_, idem_store::Error>((tenant, report, live, retention, webhooks))
+            let alerts = s.alerts(&tenant).await?;
+            Ok::<_, idem_store::Error>((tenant, report, live, retention, webhooks, alerts))
         })
         .buffered(PARALLEL_READS)
         .collect::<Vec<_>>()
         .await;
     for read in reads {
-        let (tenant, report, live, r, webhooks) = read?;
+        let (tenant, report, live, r, webhooks, alerts) = read?;
+        data.alerts_firing
+            .extend(
+                alerts
+                    .into_iter()
+                    .filter(|a| a.state == "firing")
+                    .map(|a| data::LiveAlert {
+                        tenant: tenant.as_str().to_owned(),
+                        alert_id: a.alert_id,
+                        metric: a.metric,
+                        above: a.above,
+                        value: a.last_value,
+                        since_ms: a.since_ms,
+                    }),
+            );
         data.webhooks.add(&webhooks, now);
         let mut per_action: BTreeMap<String, LiveCounts> = BTreeMap::new();
         for b in &report.buckets {

@@ -223,6 +223,7 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
                 tr(l, "lease expirou sem resultado: reconciliar", "lease ran out with no outcome: reconcile"),
                 if d.uncertain > 0 { "alert" } else { "" }))
         }
+        (alerts_firing(d, l))
         (uncertain_table(d, l))
         (unresolved_table(d, l))
         (webhooks(d, l))
@@ -232,6 +233,26 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
         (rows_table(d, l))
     }
     .into_string()
+}
+
+/// The alerts firing now, above everything else they concern.
+fn alerts_firing(d: &LiveData, l: Locale) -> Markup {
+    html! {
+        @if !d.alerts_firing.is_empty() {
+            section class="uncertain alert" id="live-alerts" role="alert" {
+                h3 { (tr(l, "Alertas disparados", "Alerts firing")) " (" (d.alerts_firing.len()) ")" }
+                ul {
+                    @for a in &d.alerts_firing {
+                        li data-alert=(a.alert_id) {
+                            strong { (a.metric) } " = " (a.value.as_deref().unwrap_or("—")) " > " (a.above)
+                            " · " (a.tenant) " · " code { (a.alert_id) }
+                            @if let Some(t) = a.since_ms { " · " (tr(l, "desde", "since")) " " (moment(t)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
