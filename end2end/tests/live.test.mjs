@@ -5,6 +5,8 @@
 // Needs IDEM_TEST_TOKEN: an API token of a tenant on the server under test
 // (scripts/test creates one with `idem tenant create e2e`).
 import { test, before, after } from 'node:test';
+import { createServer } from 'node:http';
+import { createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { BASE_URL, ARTIFACTS, launch, openPage, openAt, hydrated, axeViolations, closeBrowser } from './helpers.mjs';
 
@@ -242,4 +244,79 @@ test('the work queue: an uncertain charge shows whom and how much, and its page 
   assert.deepEqual(await axeViolations(phone.page), []);
   assert.deepEqual(phone.errors, []);
   await phone.context.close();
+});
+
+test('an alert fires to a verifying webhook receiver, shows on /live while it fires, and resolves', async () => {
+  const token = process.env.IDEM_TEST_ALERT_TOKEN;
+  const port = Number(process.env.IDEM_TEST_HOOK_PORT);
+  const secret = Buffer.from((process.env.IDEM_TEST_HOOK_SECRET ?? '').replace(/^whsec_/, ''), 'base64');
+  assert.ok(token && port && secret.length, 'scripts/test sets up the alert (IDEM_TEST_ALERT_*, IDEM_TEST_HOOK_*)');
+  // The receiver checks every signature itself (Standard Webhooks).
+  const got = [];
+  let bad = 0;
+  const receiver = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const id = req.headers['webhook-id'];
+      const ts = req.headers['webhook-timestamp'];
+      const want = 'v1,' + createHmac('sha256', secret).update(`${id}.${ts}.${body}`).digest('base64');
+      if (req.headers['webhook-signature'] !== want) { bad += 1; res.writeHead(401).end(); return; }
+      got.push(JSON.parse(body));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise((r) => receiver.listen(port, '127.0.0.1', r));
+  const arrived = async (type) => {
+    const t = Date.now();
+    while (!got.some((m) => m.type === type)) {
+      assert.ok(Date.now() - t < 20000, `no ${type} within 20 s (got ${JSON.stringify(got)})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return got.find((m) => m.type === type);
+  };
+  try {
+    // Desktop, pt-BR: nothing fires until an action's outcome is unknown.
+    const desk = await openAt(browser, '/live?window=1h&tenant=e2e-alerts', { width: 1280, height: 720 });
+    await hydrated(desk.page);
+    assert.equal(await desk.page.locator('#live-alerts').count(), 0);
+    const key = (BigInt(run) * 104729n).toString(16).padStart(64, '0').slice(-64);
+    const begin = await fetch(`${BASE_URL}/v1/actions/${key}/begin`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ action: 'pix.cobranca', lease_ms: 300 }),
+    });
+    assert.equal(begin.status, 201);
+    await desk.page.locator('#live-alerts').waitFor({ timeout: 15000 });
+    assert.match(await desk.page.locator('#live-alerts h3').innerText(), /^Alertas disparados \(1\)$/);
+    assert.match(await desk.page.locator('#live-alerts li').innerText(), /uncertain_now = 1 > 0/);
+    const firing = await arrived('alert.firing');
+    assert.equal(firing.data.tenant, 'e2e-alerts');
+    assert.equal(firing.data.value, '1');
+    assert.deepEqual(await axeViolations(desk.page), []);
+    assert.deepEqual(desk.errors, []);
+    await desk.context.close();
+
+    // Phone, English: the same alert, on a page no wider than the screen;
+    // settled, it resolves and leaves the page without a reload.
+    const phone = await openAt(browser, '/live?window=1h&tenant=e2e-alerts&lang=en-US', { width: 360, height: 740 });
+    await hydrated(phone.page);
+    assert.match(await phone.page.locator('#live-alerts h3').innerText(), /^Alerts firing \(1\)$/);
+    assert.ok(await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+    const settled = await fetch(`${BASE_URL}/v1/actions/${key}/reconcile`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ token: 1, outcome: 'failed', error: 'the provider never got it' }),
+    });
+    assert.equal(settled.status, 200);
+    await phone.page.locator('#live-alerts').waitFor({ state: 'detached', timeout: 15000 });
+    const resolved = await arrived('alert.resolved');
+    assert.equal(resolved.data.value, '0');
+    assert.equal(bad, 0, 'every signature verified');
+    assert.deepEqual(phone.errors, []);
+    await phone.context.close();
+  } finally {
+    receiver.close();
+  }
 });
