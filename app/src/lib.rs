@@ -21,7 +21,7 @@ pub mod pages;
 use i18n::{tr, Prefs, T};
 use idem_core::locale::Locale;
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
     hooks::use_location,
@@ -139,6 +139,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
+                // The build's stylesheet under the name the server gives it
+                // (with its digest when the build is there: cached for good).
+                <link rel="stylesheet" id="leptos" href=format!("/{}/{}.css", options.site_pkg_dir, options.output_name)/>
                 // Copy buttons and the printed estimate's first line (plain script: no room in the wasm).
                 <script src="/page.js" defer></script>
                 <AutoReload options=options.clone()/>
@@ -177,7 +180,6 @@ pub fn App() -> impl IntoView {
         move || text
     };
     view! {
-        <Stylesheet id="leptos" href="/pkg/idem.css"/>
         <Title text=title/>
         <Router>
             <header class="top">

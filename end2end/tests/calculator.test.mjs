@@ -39,6 +39,45 @@ test('the server-rendered page shows the reference scenario, the same after hydr
   await context.close();
 });
 
+test('the build travels under its digest, brotli-compressed once, and the next visit takes it from the cache', async () => {
+  const { context, page, errors } = await openPage(browser);
+  await hydrated(page);
+  const links = await page.evaluate(() => ({
+    js: document.querySelector('link[rel=modulepreload]')?.getAttribute('href'),
+    wasm: document.querySelector('link[rel=preload][as=fetch]')?.getAttribute('href'),
+    css: document.querySelector('link#leptos')?.getAttribute('href'),
+  }));
+  assert.match(links.js, /^\/pkg\/idem\.[0-9a-f]{16}\.js$/);
+  assert.equal(links.wasm, links.js.replace(/\.js$/, '.wasm'));
+  assert.equal(links.css, links.js.replace(/\.js$/, '.css'));
+  // The server compresses its files once, at start, in the background:
+  // asked directly (no browser cache), the wasm's copy is the one made then.
+  let head;
+  for (let t = Date.now(); Date.now() - t < 30000; await new Promise((r) => setTimeout(r, 200))) {
+    const r = await fetch(`${BASE_URL}${links.wasm}`, { headers: { 'accept-encoding': 'br' } });
+    head = { enc: r.headers.get('content-encoding'), cache: r.headers.get('cache-control'), etag: r.headers.get('etag') };
+    await r.arrayBuffer();
+    if (head.etag?.endsWith('-br"')) break;
+  }
+  assert.equal(head.enc, 'br');
+  assert.equal(head.cache, 'public, max-age=31536000, immutable');
+  // The next visit (a new tab of the same browser): the page again, its
+  // script, wasm and stylesheet from the browser's cache, nothing transferred.
+  const next = await context.newPage();
+  next.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  next.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  await next.goto(`${BASE_URL}/?v=2&d=4`, { waitUntil: 'load' });
+  await hydrated(next);
+  await waitOut(next, 'duplicated_conversations', '1.200');
+  const fromCache = await next.evaluate((names) => names.map((n) => {
+    const e = performance.getEntriesByType('resource').find((r) => new URL(r.name).pathname === n);
+    return e ? e.transferSize === 0 && e.decodedBodySize > 0 : `${n} not fetched`;
+  }), [links.js, links.wasm, links.css]);
+  assert.deepEqual(fromCache, [true, true, true]);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('typing recomputes in the browser, keeps the text, and puts the scenario in the address bar', async () => {
   const { context, page, errors } = await openPage(browser);
   await hydrated(page);

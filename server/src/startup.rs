@@ -4,6 +4,7 @@
 //! simulate` and every HTTP test start here, so they cannot drift apart.
 
 use crate::config::{Config, SecretSource};
+use crate::http::assets::{AssetTable, Assets};
 use crate::http::metrics::Metrics;
 use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
 use idem_core::KeyDeriver;
@@ -101,8 +102,10 @@ impl Application {
         // The access rule follows the configured address (an unspecified
         // 0.0.0.0 is not loopback even when the port is picked later).
         let access = LiveAccess::for_addr(config.addr, config.admin_token);
+        let (leptos_options, assets) = site(addr);
         let state = AppState {
-            leptos_options: leptos_options(addr),
+            leptos_options,
+            assets,
             live: LiveState::new(api.clone(), access),
             api,
         };
@@ -182,6 +185,32 @@ pub fn leptos_options(addr: SocketAddr) -> LeptosOptions {
         .site_pkg_dir(env("LEPTOS_SITE_PKG_DIR", "pkg"))
         .site_addr(addr)
         .build()
+}
+
+/// The site options and the site's files. When the build's files are there,
+/// the pages link them under names carrying their digest
+/// (`idem.<digest>.wasm`), which browsers may cache for good; their
+/// compressed copies are made on a blocking thread, so the server answers
+/// at once.
+fn site(addr: SocketAddr) -> (LeptosOptions, AssetTable) {
+    let mut options = leptos_options(addr);
+    let output = options.output_name.to_string();
+    let root = std::path::PathBuf::from(options.site_root.as_ref());
+    let assets =
+        Assets::load(&root, &options.site_pkg_dir, &output).table(&options.site_pkg_dir, &output);
+    if let Some(v) = assets.version() {
+        options.output_name = format!("{output}.{v}").into();
+    }
+    let compress = assets.clone();
+    tokio::task::spawn_blocking(move || {
+        let t = std::time::Instant::now();
+        compress.compress();
+        tracing::debug!(
+            ms = t.elapsed().as_millis() as u64,
+            "the site's files are compressed"
+        );
+    });
+    (options, assets)
 }
 
 /// Fails early, naming the cause, when an SQLite database's directory

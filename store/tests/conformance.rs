@@ -1927,7 +1927,10 @@ async fn an_alert_moves_once_and_announces_to_its_endpoint_only(h: &H) {
         "not its endpoint"
     );
     s.add_alert(&h.tenant, &alert).await.unwrap();
-    assert_eq!(h.store.alert_tenants().await.unwrap(), [h.tenant.clone()]);
+    assert_eq!(
+        h.store.alert_tenants().await.unwrap(),
+        std::slice::from_ref(&h.tenant)
+    );
     let firing = AlertEvaluation {
         state: "firing",
         since_ms: Some(T0),

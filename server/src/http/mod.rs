@@ -1,12 +1,13 @@
 //! The HTTP side: [`router`] builds the application's routes from one
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
-//! Layers, lowest first: `state`, `error`, `extract` and `metrics` are
+//! Layers, lowest first: `state`, `error`, `extract`, `assets` and `metrics` are
 //! leaves that import no other module here; the areas (`v1`, `demo`,
 //! `idempotency`, `openapi`, `dashboard`, `charts`, `live`, `prices`) import
 //! only leaves (and
 //! `idempotency`, which `demo` wears); this module merges the areas.
 
+pub mod assets;
 pub mod charts;
 pub mod dashboard;
 pub mod demo;
@@ -76,6 +77,13 @@ pub fn router(state: AppState) -> Router {
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe));
+    // The site's files, each at its own path (a path axum would read as a
+    // parameter is left to the static file handler below).
+    let app = state
+        .assets
+        .paths()
+        .filter(|p| !p.contains(['{', '}', '*', ':']))
+        .fold(app, |app, path| app.route(path, get(assets::serve)));
     let app = if state.api.demo {
         app.merge(demo::router(&state.api))
     } else {

@@ -8,11 +8,12 @@ use super::extract::request_locale;
 use crate::prices::{table, ModelPrice};
 use app::i18n::tr;
 use app::markup::{esc, scroll_open, SCROLL_CLOSE};
-use axum::extract::Query;
+use axum::extract::{Query, State};
 use axum::http::{header, request::Parts};
 use axum::response::{Html, IntoResponse, Response};
 use idem_core::locale::{format_decimal, Locale};
 use idem_core::scenario::{is_iso_date, parse_canonical, Field, Scenario};
+use leptos::config::LeptosOptions;
 use std::fmt::Write;
 
 /// The most models one search lists.
@@ -52,7 +53,11 @@ pub fn use_href(back: &str, m: &ModelPrice, date: &str, l: Locale) -> String {
 
 /// The page.
 #[tracing::instrument(level = "debug", skip(parts, pairs))]
-pub async fn page(parts: Parts, Query(pairs): Query<Vec<(String, String)>>) -> Response {
+pub async fn page(
+    State(site): State<LeptosOptions>,
+    parts: Parts,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
     let (l, _) = request_locale(&parts);
     let get = |k: &str| {
         pairs
@@ -75,7 +80,7 @@ pub async fn page(parts: Parts, Query(pairs): Query<Vec<(String, String)>>) -> R
         out,
         "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title}</title><link rel=\"stylesheet\" href=\"/pkg/idem.css\"></head><body>\
+         <title>{title}</title><link rel=\"stylesheet\" href=\"/{pkg}/{css}.css\"></head><body>\
          <header class=\"site\"><a href=\"/{back_href}\">idem</a></header><main>\
          <h1>{title}</h1><p class=\"note\">{source} {date}. {explain}</p>\
          <form method=\"get\" action=\"/prices\" role=\"search\">\
@@ -83,6 +88,8 @@ pub async fn page(parts: Parts, Query(pairs): Query<Vec<(String, String)>>) -> R
          <label for=\"model-q\">{label}</label> <input id=\"model-q\" name=\"q\" type=\"search\" value=\"{q}\" autofocus \
          placeholder=\"claude sonnet · gpt-4.1 mini · gemini\"> <button type=\"submit\">{search}</button></form>",
         lang = l.tag(),
+        pkg = site.site_pkg_dir,
+        css = site.output_name,
         title = tr(l, "Preços de um modelo", "A model's prices"),
         back_href = if back.is_empty() { String::new() } else { format!("?{}", esc(back)) },
         source = tr(l, "Tabela genai-prices (pydantic, licença MIT), preços em vigor em", "The genai-prices table (pydantic, MIT licence), prices in effect on"),

@@ -1,7 +1,9 @@
 //! The application state: one [`AppState`] for the router, with the parts
 //! each area takes through axum's `FromRef`. A leaf: it imports only the
-//! configuration and the metrics registry.
+//! configuration, the metrics registry, the site's files and the live
+//! monitor's data.
 
+use super::assets::AssetTable;
 use super::live::data::LiveData;
 use super::metrics::Metrics;
 use crate::config::AdminToken;
@@ -25,6 +27,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     /// What the API and the probes need.
     pub api: ApiState,
+    /// The site's files, read and compressed once.
+    pub assets: AssetTable,
     /// The live monitor: the API's handles plus who may look.
     pub live: LiveState,
 }
