@@ -249,34 +249,34 @@ fn kind(path: &str) -> (&'static str, bool) {
 
 /// Whether the request accepts `coding` (by name, not refused with `q=0`).
 fn accepts(headers: &HeaderMap, coding: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|item| {
-            let mut parts = item.split(';');
-            let name = parts.next().unwrap_or("").trim();
-            // "q=0" refuses a coding outright.
-            let refused = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
-            name.eq_ignore_ascii_case(coding) && !refused
-        })
+    list(headers, header::ACCEPT_ENCODING).any(|item| {
+        let mut parts = item.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        // "q=0" refuses a coding outright.
+        let refused = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        name.eq_ignore_ascii_case(coding) && !refused
+    })
 }
 
 /// Whether `If-None-Match` names `etag` (or is `*`).
 fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
+    list(headers, header::IF_NONE_MATCH)
         .map(|t| t.trim().trim_start_matches("W/"))
         .any(|t| t == "*" || t == etag)
+}
+
+/// The items of a comma-separated header, over all its lines.
+fn list(headers: &HeaderMap, name: header::HeaderName) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(name)
+        .into_iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
 }
 
 /// Serves one file of the table: the best copy the client accepts, with
