@@ -195,6 +195,12 @@ pub fn leptos_options(addr: SocketAddr) -> LeptosOptions {
 fn site(addr: SocketAddr) -> (LeptosOptions, AssetTable) {
     let mut options = leptos_options(addr);
     let output = options.output_name.to_string();
+    // Under `cargo leptos watch` the files change while the server runs (a
+    // front-end change rebuilds the wasm without a restart): they are read
+    // from disk on each request, by the static file handler, as before.
+    if std::env::var("LEPTOS_WATCH").is_ok_and(|w| w == "true") {
+        return (options, AssetTable::default());
+    }
     let root = std::path::PathBuf::from(options.site_root.as_ref());
     let assets =
         Assets::load(&root, &options.site_pkg_dir, &output).table(&options.site_pkg_dir, &output);
