@@ -47,8 +47,9 @@ pub struct Assets {
 struct Asset {
     body: Bytes,
     content_type: &'static str,
-    /// The digest of `body`, quoted: the identity copy's validator.
-    etag: String,
+    /// The digest of `body`: the identity copy's validator, and with
+    /// `-br` or `-gz` the compressed copies'.
+    digest: String,
     /// Filled once, by [`Assets::compress`].
     br: OnceLock<Option<Bytes>>,
     gzip: OnceLock<Option<Bytes>>,
@@ -101,7 +102,7 @@ impl Assets {
                 Arc::new(Asset {
                     body: Bytes::from(body),
                     content_type,
-                    etag: format!("\"{digest}\""),
+                    digest,
                     br: OnceLock::new(),
                     gzip: OnceLock::new(),
                     compressible,
@@ -115,7 +116,7 @@ impl Assets {
         let version = if build.iter().all(Option::is_some) {
             let mut h = Sha256::new();
             for a in build.into_iter().flatten() {
-                h.update(a.etag.as_bytes());
+                h.update(a.digest.as_bytes());
             }
             Some(hex::encode(&h.finalize()[..8]))
         } else {
@@ -288,18 +289,16 @@ pub async fn serve(State(table): State<AssetTable>, uri: Uri, headers: HeaderMap
     let a = &served.asset;
     let br = a.br.get().cloned().flatten();
     let gzip = a.gzip.get().cloned().flatten();
-    let (body, coding, etag) = match (br, gzip) {
-        (Some(b), _) if accepts(&headers, "br") => (b, Some("br"), a.etag.replace('"', "") + "-br"),
-        (_, Some(g)) if accepts(&headers, "gzip") => {
-            (g, Some("gzip"), a.etag.replace('"', "") + "-gz")
-        }
-        _ => (a.body.clone(), None, a.etag.replace('"', "")),
+    let (body, coding, suffix) = match (br, gzip) {
+        (Some(b), _) if accepts(&headers, "br") => (b, Some("br"), "-br"),
+        (_, Some(g)) if accepts(&headers, "gzip") => (g, Some("gzip"), "-gz"),
+        _ => (a.body.clone(), None, ""),
     };
     // Before its copies are made, a compressible file goes out whole and
     // the compression layer may encode it on the way: no strong validator
     // then, as it would name two different bodies.
     let validated = coding.is_some() || !a.compressible || a.br.get().is_some();
-    let etag = format!("\"{etag}\"");
+    let etag = format!("\"{}{suffix}\"", a.digest);
     let cache = if served.immutable {
         IMMUTABLE
     } else {
