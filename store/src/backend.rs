@@ -205,10 +205,15 @@ pub(crate) struct UncertainRow {
     pub lease_until_ms: Option<i64>,
     pub attempts: i32,
     pub updated_ms: i64,
-    /// The intent's business reference, when its intent is still kept.
-    pub reference: Option<String>,
-    /// The intent's frozen payload, likewise.
-    pub payload: Option<String>,
+}
+
+/// What the monitor shows of an uncertain key's intent.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct FactRow {
+    pub idem_key: String,
+    pub reference: String,
+    pub payload: String,
+    pub last_seen_ms: i64,
 }
 
 /// The arguments of one intent write.
@@ -395,10 +400,27 @@ macro_rules! backend {
             tenant: &str,
             key: &str,
         ) -> R<Option<KeyedIntentRow>> {
-            sqlx::query_as::<$db, KeyedIntentRow>(q::INTENT_BY_KEY)
+            let rows = sqlx::query_as::<$db, KeyedIntentRow>(q::INTENT_BY_KEY)
                 .bind(tenant)
                 .bind(key)
-                .fetch_optional(&mut *c)
+                .fetch_all(&mut *c)
+                .await?;
+            // The newest, should a correction have given two intents one key.
+            Ok(rows.into_iter().max_by_key(|r| r.intent.last_seen_ms))
+        }
+
+        /// The intents of `keys` (several rows for a key only after a
+        /// correction; the caller keeps the newest).
+        pub(crate) async fn intent_facts(
+            c: &mut Conn,
+            tenant: &str,
+            keys: &[&str],
+        ) -> R<Vec<FactRow>> {
+            let keys = serde_json::to_string(keys).map_err(|e| sqlx::Error::Encode(e.into()))?;
+            sqlx::query_as::<$db, FactRow>(q::INTENT_FACTS)
+                .bind(tenant)
+                .bind(keys)
+                .fetch_all(&mut *c)
                 .await
         }
 

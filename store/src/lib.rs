@@ -9,6 +9,7 @@
 mod backend;
 mod batch;
 mod clock;
+mod facts;
 mod maintenance;
 mod model;
 mod session;
@@ -205,6 +206,8 @@ pub(crate) struct Inner {
     flush: tokio::sync::Mutex<()>,
     pub batcher: Option<Arc<batch::Batcher>>,
     pub(crate) tokens: tenants::TokenCache,
+    /// What the monitor read of uncertain keys' intents.
+    pub(crate) facts: facts::FactsCache,
 }
 
 /// Whether a statement failed because its table does not exist (yet).
@@ -330,6 +333,7 @@ impl Store {
                 flush: tokio::sync::Mutex::new(()),
                 batcher,
                 tokens: tenants::TokenCache::default(),
+                facts: facts::FactsCache::default(),
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {

@@ -157,15 +157,15 @@ from action_attempts
 where tenant_id = $1 and idem_key = $2
 order by attempt";
 
-    /// The intent an action key was derived from (the newest, should a
-    /// correction have given two intents one key).
+    /// The intents an action key was derived from (one, unless a
+    /// correction gave two intents one key; the caller keeps the newest).
+    /// No `order by`: on SQLite it would steer the planner to the
+    /// last-seen index and a lookup per row (see `INTENT_FACTS`).
     pub const INTENT_BY_KEY: &str = "\
 select reference, action, rules_version, idem_key, payload, revision, deliveries,
     divergences, first_seen_ms, last_seen_ms
 from intents
-where tenant_id = $1 and idem_key = $2
-order by last_seen_ms desc
-limit 1";
+where tenant_id = $1 and idem_key = $2";
 
     /// Records success. The fencing token must be the current one: a holder
     /// whose lease was taken over matches no row and changes nothing.
@@ -664,18 +664,11 @@ select
         ") as oldest_unresolved_ms"
     );
 
-    /// The newest uncertain actions, for reconciliation.
+    /// The newest uncertain actions, for reconciliation (their intents'
+    /// facts are read apart, by `INTENT_FACTS`, once per key).
     pub const LIVE_UNCERTAIN: &str = "\
-select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms,
-    -- The intent's reference and payload (intents_key index). Unqualified
-    -- columns in a subquery name its own table, intents.
-    (select reference from intents
-     where tenant_id = $1 and idem_key = a.idem_key
-     order by last_seen_ms desc limit 1) as reference,
-    (select payload from intents
-     where tenant_id = $1 and idem_key = a.idem_key
-     order by last_seen_ms desc limit 1) as payload
-from actions a
+select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms
+from actions
 where tenant_id = $1 and state = 'uncertain'
 order by updated_ms desc
 limit $2";
@@ -693,16 +686,8 @@ order by action";
 
     /// Started actions whose lease ran out (uncertain, not yet swept).
     pub const LIVE_EXPIRED: &str = "\
-select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms,
-    -- The intent's reference and payload (intents_key index). Unqualified
-    -- columns in a subquery name its own table, intents.
-    (select reference from intents
-     where tenant_id = $1 and idem_key = a.idem_key
-     order by last_seen_ms desc limit 1) as reference,
-    (select payload from intents
-     where tenant_id = $1 and idem_key = a.idem_key
-     order by last_seen_ms desc limit 1) as payload
-from actions a
+select idem_key, action, started_ms, lease_until_ms, attempts, updated_ms
+from actions
 where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
 order by lease_until_ms desc
 limit $3";
@@ -861,6 +846,16 @@ where tenant_id = $1 and sent_ms is null
 order by id
 limit $2
 for update skip locked";
+
+    /// The intents of several action keys (a JSON array of keys), for the
+    /// monitor's uncertain list: one probe of the `intents_key` index per
+    /// key. `= any(array(…))` and not `in (…)`: the set function's row
+    /// estimate is a guess, and the array form always probes the index.
+    pub const INTENT_FACTS: &str = "\
+select idem_key, reference, payload, last_seen_ms
+from intents
+where tenant_id = $1
+    and idem_key = any(array(select jsonb_array_elements_text(cast($2 as jsonb))))";
 }
 
 /// SQLite-only statements.
@@ -942,6 +937,18 @@ from outbox
 where tenant_id = $1 and sent_ms is null
 order by id
 limit $2";
+
+    /// The intents of several action keys (a JSON array of keys), for the
+    /// monitor's uncertain list. SQLite has no index on the key (migration
+    /// 0016 dropped it: a random key's index cost a third of `record_intent`'s
+    /// throughput), so this reads the tenant's intents once for the whole
+    /// list, checking each against the keys; the monitor keeps what it found
+    /// (`FactsCache`), so a key costs one such read, not one per refresh.
+    pub const INTENT_FACTS: &str = "\
+select idem_key, reference, payload, last_seen_ms
+from intents
+where tenant_id = $1
+    and idem_key in (select value from json_each($2))";
 }
 
 /// Admin: unsettled actions of every tenant by state, with the oldest
@@ -1139,6 +1146,8 @@ pub const ALL: &[(&str, &str)] = {
         ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
         ("sqlite::OUTBOX_INSERT", sqlite::OUTBOX_INSERT),
         ("sqlite::OUTBOX_FETCH", sqlite::OUTBOX_FETCH),
+        ("pg::INTENT_FACTS", pg::INTENT_FACTS),
+        ("sqlite::INTENT_FACTS", sqlite::INTENT_FACTS),
     ]
 };
 

@@ -93,6 +93,7 @@ idem_testkit::both!(
     saved_scenarios_are_immutable_and_per_tenant,
     saved_comparisons_are_immutable_and_apart_from_scenarios,
     live_actions_show_in_flight_and_uncertain_per_tenant,
+    the_uncertain_list_shows_each_keys_intent,
     demo_ledger_follows_the_transaction_and_the_tenant,
 );
 
@@ -178,6 +179,68 @@ async fn live_actions_show_in_flight_and_uncertain_per_tenant(h: &H) {
     let other = TenantId::try_from(format!("{}-other", h.tenant.as_str()).as_str()).unwrap();
     let live = s.live_actions(&other, h.store.now_ms(), 10).await.unwrap();
     assert_eq!(live, idem_store::LiveActions::default());
+}
+
+/// Each listed uncertain key carries its intent's reference and frozen
+/// payload, found by the key among the tenant's other intents (no index on
+/// SQLite: one read for the list); a key no intent was recorded for lists
+/// without them; the list reads the same after the sweep (from what the
+/// monitor kept) and another tenant's intents never lend their facts.
+async fn the_uncertain_list_shows_each_keys_intent(h: &H) {
+    let other = h.tenant("someone-else");
+    for n in 0..40 {
+        record(h, &h.tenant, &pix(&format!("OTHER-{n}"), "1.00")).await;
+    }
+    let a = record(h, &h.tenant, &pix("FAT-A", "10.00")).await;
+    let b = record(h, &h.tenant, &pix("FAT-B", "20.00")).await;
+    // The same business reference under another tenant has its own key.
+    record(h, &other, &pix("FAT-A", "10.00")).await;
+    let lease = Duration::from_secs(10);
+    for key in [&a.key, &b.key, &k(30)] {
+        h.store
+            .begin_action(&h.tenant, &pix_action(), key, lease)
+            .await
+            .unwrap();
+    }
+    h.clock.advance(Duration::from_secs(11));
+    let facts = |live: &idem_store::LiveActions| {
+        let mut seen: Vec<(String, Option<String>, Option<String>)> = live
+            .uncertain_keys
+            .iter()
+            .map(|u| (u.key.clone(), u.reference.clone(), u.payload.clone()))
+            .collect();
+        seen.sort();
+        seen
+    };
+    let mut want = vec![
+        (
+            a.key.to_string(),
+            Some("FAT-A".to_owned()),
+            Some(a.payload.to_json()),
+        ),
+        (
+            b.key.to_string(),
+            Some("FAT-B".to_owned()),
+            Some(b.payload.to_json()),
+        ),
+        (k(30).to_string(), None, None),
+    ];
+    want.sort();
+    let mut s = h.store.session().await.unwrap();
+    let live = s
+        .live_actions(&h.tenant, h.store.now_ms(), 10)
+        .await
+        .unwrap();
+    assert_eq!(facts(&live), want, "before the sweep");
+    drop(s);
+    h.store.purge(100).await.unwrap();
+    let mut s = h.store.session().await.unwrap();
+    let live = s
+        .live_actions(&h.tenant, h.store.now_ms(), 10)
+        .await
+        .unwrap();
+    assert!(live.uncertain_keys.iter().all(|u| !u.lease_expired_unswept));
+    assert_eq!(facts(&live), want, "after the sweep");
 }
 
 fn pix(reference: &str, valor: &str) -> String {

@@ -1,6 +1,8 @@
 //! What the live monitor reads beside the statistics rollups.
 
 use super::*;
+use crate::facts::Facts;
+use std::collections::HashMap;
 
 impl Session {
     /// A tenant's statistics as last flushed (see [`Store::stats`], which
@@ -77,6 +79,9 @@ impl Session {
             })
         });
         rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let mut facts = self
+            .listed_facts(t, rows.iter().map(|(_, r)| r.idem_key.as_str()))
+            .await?;
         Ok(LiveActions {
             in_flight,
             uncertain: uncertain_now,
@@ -85,17 +90,71 @@ impl Session {
             oldest_unresolved_ms,
             uncertain_keys: rows
                 .into_iter()
-                .map(|(expired, r)| UncertainAction {
-                    key: r.idem_key,
-                    action: r.action,
-                    started_ms: r.started_ms,
-                    lease_until_ms: r.lease_until_ms,
-                    attempts: r.attempts,
-                    lease_expired_unswept: expired,
-                    reference: r.reference,
-                    payload: r.payload,
+                .map(|(expired, r)| {
+                    let (reference, payload) = facts
+                        .remove(&r.idem_key)
+                        .map_or((None, None), |f| (Some(f.reference), Some(f.payload)));
+                    UncertainAction {
+                        key: r.idem_key,
+                        action: r.action,
+                        started_ms: r.started_ms,
+                        lease_until_ms: r.lease_until_ms,
+                        attempts: r.attempts,
+                        lease_expired_unswept: expired,
+                        reference,
+                        payload,
+                    }
                 })
                 .collect(),
         })
+    }
+
+    /// The intents of the listed keys, from what the monitor kept
+    /// ([`crate::facts`]) and, for the rest, one read for all of them.
+    async fn listed_facts<'k>(
+        &mut self,
+        tenant: &str,
+        keys: impl Iterator<Item = &'k str>,
+    ) -> Result<HashMap<String, Facts>, Error> {
+        let mut found = HashMap::new();
+        let mut missing = Vec::new();
+        for key in keys {
+            match self.store.inner.facts.get(tenant, key) {
+                Some(Some(f)) => {
+                    found.insert(key.to_owned(), f);
+                }
+                Some(None) => {}
+                None => missing.push(key),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let mut newest: HashMap<String, (i64, Facts)> = HashMap::new();
+        for row in on!(self.intent_facts(tenant, &missing))? {
+            let seen = row.last_seen_ms;
+            let f = Facts {
+                reference: row.reference,
+                payload: row.payload,
+            };
+            match newest.entry(row.idem_key) {
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    // A correction gave two intents one key: the newer.
+                    if seen > e.get().0 {
+                        e.insert((seen, f));
+                    }
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert((seen, f));
+                }
+            }
+        }
+        let answers = missing
+            .iter()
+            .map(|k| ((*k).to_owned(), newest.get(*k).map(|(_, f)| f.clone())))
+            .collect();
+        self.store.inner.facts.put(tenant, answers);
+        found.extend(newest.into_iter().map(|(k, (_, f))| (k, f)));
+        Ok(found)
     }
 }
