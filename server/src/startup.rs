@@ -4,7 +4,7 @@
 //! simulate` and every HTTP test start here, so they cannot drift apart.
 
 use crate::config::{Config, SecretSource};
-use crate::http::assets::{AssetTable, Assets};
+use crate::http::assets::AssetTable;
 use crate::http::metrics::Metrics;
 use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
 use idem_core::KeyDeriver;
@@ -202,8 +202,7 @@ fn site(addr: SocketAddr) -> (LeptosOptions, AssetTable) {
         return (options, AssetTable::default());
     }
     let root = std::path::PathBuf::from(options.site_root.as_ref());
-    let assets =
-        Assets::load(&root, &options.site_pkg_dir, &output).table(&options.site_pkg_dir, &output);
+    let assets = AssetTable::load(&root, &options.site_pkg_dir, &output);
     if let Some(v) = assets.version() {
         options.output_name = format!("{output}.{v}").into();
     }

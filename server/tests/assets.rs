@@ -89,7 +89,8 @@ async fn the_build_is_fingerprinted_cached_for_good_and_compressed_once() {
     let prices = common::page(&format!("{base}/prices")).await;
     assert!(prices.contains(&format!("/pkg/idem.{v}.css\"")));
 
-    // Brotli, once the copies are made in the background.
+    // Brotli, once the copies are made in the background (the wasm, the
+    // largest file, last: every other file has its copies by then).
     let start = Instant::now();
     let br = loop {
         let r = http

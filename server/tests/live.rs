@@ -749,14 +749,8 @@ async fn the_work_queue_shows_the_intent_and_reconciles_from_the_page(db: &Db) {
     assert_eq!(col("amount"), "6577.89");
     assert_eq!(col("amount_formatted"), "6.577,89");
     assert_eq!(col("attempts"), "2");
-    let json: Value = http()
-        .get(format!("{}/live/uncertain.json?tenant=acme", a.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let json: Value =
+        common::get_json(http().get(format!("{}/live/uncertain.json?tenant=acme", a.base))).await;
     assert_eq!(json.as_array().unwrap().len(), 1);
     assert_eq!(json[0]["customer"], "cli-7");
 
@@ -825,15 +819,12 @@ async fn the_work_queue_shows_the_intent_and_reconciles_from_the_page(db: &Db) {
         "{}",
         location(&res)
     );
-    let action: Value = http()
-        .get(format!("{}/v1/actions/{key}", a.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let action: Value = common::get_json(
+        http()
+            .get(format!("{}/v1/actions/{key}", a.base))
+            .bearer_auth(&token),
+    )
+    .await;
     assert_eq!(action["state"], "completed", "{action}");
     assert_eq!(action["reconciled"], true);
     let page = common::page(&format!("{}{}", a.base, location(&res))).await;
@@ -881,15 +872,12 @@ async fn the_work_queue_keeps_to_the_monitors_access_rules(db: &Db) {
         get("/live/uncertain.json?tenant=acme".into(), Some(&tb)).await,
         403
     );
-    let own: Value = http()
-        .get(format!("{}/live/uncertain.json", a.base))
-        .bearer_auth(&tb)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let own: Value = common::get_json(
+        http()
+            .get(format!("{}/live/uncertain.json", a.base))
+            .bearer_auth(&tb),
+    )
+    .await;
     assert_eq!(own, json!([]), "globex has nothing uncertain");
     let res = no_redirects()
         .post(format!("{}/live/actions/{key}/reconcile", a.base))

@@ -293,15 +293,8 @@ async fn charges_reach_a_verifying_receiver_once_each(s: &Srv) {
         m.contains("idem_webhook_oldest_pending_age_seconds 0"),
         "{m}"
     );
-    let live: Value = s
-        .http
-        .get(format!("{}/live/data.json?window=1h", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let live: Value =
+        common::get_json(s.http.get(format!("{}/live/data.json?window=1h", s.base))).await;
     assert_eq!(live["webhooks"]["delivered"], 20, "{live}");
     let page = common::page(&format!("{}/live?window=1h&lang=en-US", s.base)).await;
     assert!(page.contains("id=\"live-webhooks\""), "{page}");
@@ -465,15 +458,8 @@ async fn an_alert_fires_and_resolves_through_the_relay(s: &Srv) {
     assert_eq!(firing["data"]["metric"], "uncertain_now");
     assert_eq!(firing["data"]["value"], "1");
     assert_eq!(firing["data"]["tenant"], "acme");
-    let live: Value = s
-        .http
-        .get(format!("{}/live/data.json?tenant=acme", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let live: Value =
+        common::get_json(s.http.get(format!("{}/live/data.json?tenant=acme", s.base))).await;
     assert_eq!(
         live["alerts_firing"][0]["alert_id"], "al_0123456789abcdef",
         "{live}"

@@ -37,20 +37,13 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// The plain names: kept, but checked with the server on every use.
 const REVALIDATE: &str = "no-cache";
 
-/// The site's files, by the path they are served at.
-#[derive(Default)]
-pub struct Assets {
-    files: HashMap<String, Arc<Asset>>,
-    version: Option<String>,
-}
-
 struct Asset {
     body: Bytes,
     content_type: &'static str,
     /// The digest of `body`: the identity copy's validator, and with
     /// `-br` or `-gz` the compressed copies'.
     digest: String,
-    /// Filled once, by [`Assets::compress`].
+    /// Filled once, by [`AssetTable::compress`].
     br: OnceLock<Option<Bytes>>,
     gzip: OnceLock<Option<Bytes>>,
     compressible: bool,
@@ -63,7 +56,7 @@ struct Served {
     immutable: bool,
 }
 
-/// The [`Assets`] and the paths they answer, as the router holds them.
+/// The site's files by the paths they answer, as the router holds them.
 #[derive(Clone, Default)]
 pub struct AssetTable {
     by_path: Arc<HashMap<String, Served>>,
@@ -71,11 +64,14 @@ pub struct AssetTable {
     all: Arc<Vec<Arc<Asset>>>,
 }
 
-impl Assets {
-    /// Reads every file under `site_root` (recursively). When `pkg_dir`
-    /// holds the build's `<output_name>.js`, `.wasm` and `.css`, their
-    /// combined digest is the build's version. A missing root is an empty
-    /// table (tests and the API alone run without a built site).
+impl AssetTable {
+    /// Reads every file under `site_root` (recursively) and routes it under
+    /// its plain path. When `pkg_dir` holds the build's `<output_name>.js`,
+    /// `.wasm` and `.css`, their combined digest is the build's version, and
+    /// the three are also routed under `<output_name>.<version>.<ext>` (the
+    /// wasm under `…_bg.wasm` too, the name leptos asks for when the server
+    /// was not built by cargo-leptos). A missing root is an empty table
+    /// (tests and the API alone run without a built site).
     pub fn load(site_root: &Path, pkg_dir: &str, output_name: &str) -> Self {
         let mut files = HashMap::new();
         for entry in walkdir::WalkDir::new(site_root)
@@ -122,22 +118,13 @@ impl Assets {
         } else {
             None
         };
-        Self { files, version }
-    }
-
-    /// The digest the build's file names carry, when the build is there.
-    pub fn version(&self) -> Option<&str> {
-        self.version.as_deref()
-    }
-
-    /// The routing table: every file under its plain path; the build's
-    /// three files also under `<output_name>.<version>.<ext>` (and the wasm
-    /// under `…_bg.wasm`, the name leptos asks for when the server was not
-    /// built by cargo-leptos).
-    pub fn table(self, pkg_dir: &str, output_name: &str) -> AssetTable {
         let mut by_path = HashMap::new();
-        let all: Vec<_> = self.files.values().cloned().collect();
-        for (path, asset) in &self.files {
+        // Smallest first: [`compress`](Self::compress) goes in this order,
+        // so the small files have their copies (and validators) at once, and
+        // once the wasm has its copies every file has.
+        let mut all: Vec<_> = files.values().cloned().collect();
+        all.sort_by_key(|a| a.body.len());
+        for (path, asset) in &files {
             by_path.insert(
                 path.clone(),
                 Served {
@@ -146,13 +133,13 @@ impl Assets {
                 },
             );
         }
-        if let Some(v) = &self.version {
+        if let Some(v) = &version {
             for (ext, names) in [
                 ("js", &["js"][..]),
                 ("css", &["css"][..]),
                 ("wasm", &["wasm", "_bg.wasm"][..]),
             ] {
-                let Some(asset) = self.files.get(&format!("/{pkg_dir}/{output_name}.{ext}")) else {
+                let Some(asset) = files.get(&format!("/{pkg_dir}/{output_name}.{ext}")) else {
                     continue;
                 };
                 for name in names {
@@ -167,15 +154,13 @@ impl Assets {
                 }
             }
         }
-        AssetTable {
+        Self {
             by_path: Arc::new(by_path),
-            version: self.version,
+            version,
             all: Arc::new(all),
         }
     }
-}
 
-impl AssetTable {
     /// The paths to route here.
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.by_path.keys().map(String::as_str)
@@ -344,17 +329,16 @@ mod tests {
     #[test]
     fn the_version_follows_the_builds_content() {
         let dir = site();
-        let a = Assets::load(dir.path(), "pkg", "idem");
+        let a = AssetTable::load(dir.path(), "pkg", "idem");
         let v = a.version().expect("a version").to_owned();
         assert_eq!(v.len(), 16);
         std::fs::write(dir.path().join("pkg/idem.wasm"), vec![1u8; 4096]).expect("write");
-        let b = Assets::load(dir.path(), "pkg", "idem");
+        let b = AssetTable::load(dir.path(), "pkg", "idem");
         assert_ne!(b.version(), Some(v.as_str()));
         // Without the whole build there is no version, and no fingerprinted names.
         std::fs::remove_file(dir.path().join("pkg/idem.css")).expect("rm");
-        let c = Assets::load(dir.path(), "pkg", "idem");
-        assert_eq!(c.version(), None);
-        let t = c.table("pkg", "idem");
+        let t = AssetTable::load(dir.path(), "pkg", "idem");
+        assert_eq!(t.version(), None);
         let mut paths: Vec<_> = t.paths().collect();
         paths.sort_unstable();
         assert_eq!(paths, ["/favicon.png", "/pkg/idem.js", "/pkg/idem.wasm"]);
@@ -363,9 +347,8 @@ mod tests {
     #[test]
     fn every_build_file_gets_its_fingerprinted_names() {
         let dir = site();
-        let a = Assets::load(dir.path(), "pkg", "idem");
-        let v = a.version().expect("a version").to_owned();
-        let t = a.table("pkg", "idem");
+        let t = AssetTable::load(dir.path(), "pkg", "idem");
+        let v = t.version().expect("a version").to_owned();
         for p in [
             format!("/pkg/idem.{v}.js"),
             format!("/pkg/idem.{v}.css"),
@@ -383,7 +366,7 @@ mod tests {
     #[test]
     fn compressed_copies_decode_to_the_file_and_only_pay_their_way() {
         let dir = site();
-        let t = Assets::load(dir.path(), "pkg", "idem").table("pkg", "idem");
+        let t = AssetTable::load(dir.path(), "pkg", "idem");
         assert!(!t.compressed());
         t.compress();
         assert!(t.compressed());

@@ -98,3 +98,13 @@ pub fn by_strategy(report: &serde_json::Value, name: &str) -> serde_json::Value 
         .unwrap_or_else(|| panic!("no {name} in {report}"))
         .clone()
 }
+
+/// Sends `req`, checks it succeeded and reads its JSON body (the repeated
+/// send-unwrap-json-unwrap of a test that only wants the document).
+pub async fn get_json(req: reqwest::RequestBuilder) -> serde_json::Value {
+    let res = req.send().await.unwrap();
+    let status = res.status();
+    let text = res.text().await.unwrap();
+    assert!(status.is_success(), "{status}: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
