@@ -163,11 +163,7 @@ async fn live_actions_show_in_flight_and_uncertain_per_tenant(h: &H) {
     drop(s);
     // After the sweep: the same three, now marked.
     h.store.purge(100).await.unwrap();
-    let mut s = h.store.session().await.unwrap();
-    let live = s
-        .live_actions(&h.tenant, h.store.now_ms(), 10)
-        .await
-        .unwrap();
+    let live = live_now(h, &h.tenant).await;
     assert_eq!((live.in_flight, live.uncertain), (0, 3), "{live:?}");
     let mut keys: Vec<String> = live.uncertain_keys.iter().map(|u| u.key.clone()).collect();
     keys.sort();
@@ -177,8 +173,10 @@ async fn live_actions_show_in_flight_and_uncertain_per_tenant(h: &H) {
     assert!(live.uncertain_keys.iter().all(|u| !u.lease_expired_unswept));
     // Another tenant sees nothing of it.
     let other = TenantId::try_from(format!("{}-other", h.tenant.as_str()).as_str()).unwrap();
-    let live = s.live_actions(&other, h.store.now_ms(), 10).await.unwrap();
-    assert_eq!(live, idem_store::LiveActions::default());
+    assert_eq!(
+        live_now(h, &other).await,
+        idem_store::LiveActions::default()
+    );
 }
 
 /// Each listed uncertain key carries its intent's reference and frozen
@@ -226,21 +224,21 @@ async fn the_uncertain_list_shows_each_keys_intent(h: &H) {
         (k(30).to_string(), None, None),
     ];
     want.sort();
-    let mut s = h.store.session().await.unwrap();
-    let live = s
-        .live_actions(&h.tenant, h.store.now_ms(), 10)
-        .await
-        .unwrap();
-    assert_eq!(facts(&live), want, "before the sweep");
-    drop(s);
+    assert_eq!(
+        facts(&live_now(h, &h.tenant).await),
+        want,
+        "before the sweep"
+    );
     h.store.purge(100).await.unwrap();
-    let mut s = h.store.session().await.unwrap();
-    let live = s
-        .live_actions(&h.tenant, h.store.now_ms(), 10)
-        .await
-        .unwrap();
+    let live = live_now(h, &h.tenant).await;
     assert!(live.uncertain_keys.iter().all(|u| !u.lease_expired_unswept));
     assert_eq!(facts(&live), want, "after the sweep");
+}
+
+/// The tenant's actions as the monitor lists them now (up to 10 keys).
+async fn live_now(h: &H, tenant: &TenantId) -> idem_store::LiveActions {
+    let mut s = h.store.session().await.unwrap();
+    s.live_actions(tenant, h.store.now_ms(), 10).await.unwrap()
 }
 
 fn pix(reference: &str, valor: &str) -> String {
