@@ -9,17 +9,15 @@
 //! per minute), not one per refresh. Keys without an intent are kept too, so
 //! an actions-only tenant is not read again and again.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use crate::expiring::Expiring;
+use std::time::Duration;
 
 /// How long an answer is kept. A correction that keeps the key (it changed
 /// only fields the key does not cover) shows in the list after at most this
 /// long; the action's own page always reads the intent afresh.
-pub(crate) const FACTS_TTL: Duration = Duration::from_secs(60);
+const FACTS_TTL: Duration = Duration::from_secs(60);
 
-/// At most this many answers are kept; past it, stale ones go first, then
-/// all (a cleared key costs one more read, nothing else).
+/// At most this many answers are kept.
 const FACTS_CAP: usize = 10_000;
 
 /// An intent's reference and frozen payload.
@@ -29,50 +27,34 @@ pub(crate) struct Facts {
     pub payload: String,
 }
 
-type Answer = (Option<Facts>, Instant);
+/// The answers by tenant and key; `None` is "no intent has this key".
+pub(crate) struct FactsCache(Expiring<Option<Facts>>);
 
-/// A tenant's answers, by key.
-type ByKey = HashMap<String, Answer>;
-
-/// Answers by tenant, with how many there are in all.
-#[derive(Default)]
-pub(crate) struct FactsCache(Mutex<(usize, HashMap<String, ByKey>)>);
+/// One map for every tenant: tenant ids hold no control characters, so a
+/// newline keeps two tenants' keys apart.
+fn slot(tenant: &str, key: &str) -> String {
+    format!("{tenant}\n{key}")
+}
 
 impl FactsCache {
+    pub(crate) fn new() -> Self {
+        Self(Expiring::new(FACTS_TTL, FACTS_CAP))
+    }
+
     /// The kept answer for a key: `Some(None)` when it has no intent,
     /// `None` when it must be read.
     pub(crate) fn get(&self, tenant: &str, key: &str) -> Option<Option<Facts>> {
-        let guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        guard
-            .1
-            .get(tenant)
-            .and_then(|keys| keys.get(key))
-            .filter(|(_, at)| at.elapsed() < FACTS_TTL)
-            .map(|(facts, _)| facts.clone())
+        self.0.get(&slot(tenant, key))
     }
 
     /// Keeps the answers just read for a tenant's keys.
     pub(crate) fn put(&self, tenant: &str, answers: Vec<(String, Option<Facts>)>) {
-        let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let (len, map) = &mut *guard;
-        if *len + answers.len() > FACTS_CAP {
-            for keys in map.values_mut() {
-                keys.retain(|_, (_, at)| at.elapsed() < FACTS_TTL);
-            }
-            map.retain(|_, keys| !keys.is_empty());
-            *len = map.values().map(HashMap::len).sum();
-            if *len + answers.len() > FACTS_CAP {
-                map.clear();
-                *len = 0;
-            }
-        }
-        let now = Instant::now();
-        let keys = map.entry(tenant.to_owned()).or_default();
-        for (key, facts) in answers {
-            if keys.insert(key, (facts, now)).is_none() {
-                *len += 1;
-            }
-        }
+        self.0.put(
+            answers
+                .into_iter()
+                .map(|(key, facts)| (slot(tenant, &key), facts))
+                .collect(),
+        );
     }
 }
 
@@ -80,16 +62,15 @@ impl FactsCache {
 mod tests {
     use super::*;
 
-    fn facts(r: &str) -> Option<Facts> {
-        Some(Facts {
-            reference: r.into(),
-            payload: "{}".into(),
-        })
-    }
-
     #[test]
     fn answers_are_kept_per_tenant_misses_included() {
-        let cache = FactsCache::default();
+        let facts = |r: &str| {
+            Some(Facts {
+                reference: r.into(),
+                payload: "{}".into(),
+            })
+        };
+        let cache = FactsCache::new();
         assert_eq!(cache.get("t1", "k"), None);
         cache.put("t1", vec![("k".into(), facts("r1")), ("n".into(), None)]);
         assert_eq!(cache.get("t1", "k"), Some(facts("r1")));
@@ -99,16 +80,5 @@ mod tests {
             None,
             "another tenant's key is its own"
         );
-    }
-
-    #[test]
-    fn the_cap_holds() {
-        let cache = FactsCache::default();
-        for i in 0..FACTS_CAP + 5 {
-            cache.put("t", vec![(format!("k{i}"), None)]);
-        }
-        let guard = cache.0.lock().unwrap();
-        assert!(guard.0 <= FACTS_CAP, "{}", guard.0);
-        assert_eq!(guard.0, guard.1.values().map(HashMap::len).sum::<usize>());
     }
 }

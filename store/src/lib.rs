@@ -9,6 +9,7 @@
 mod backend;
 mod batch;
 mod clock;
+mod expiring;
 mod facts;
 mod maintenance;
 mod model;
@@ -332,8 +333,8 @@ impl Store {
                 stats: options.stats,
                 flush: tokio::sync::Mutex::new(()),
                 batcher,
-                tokens: tenants::TokenCache::default(),
-                facts: facts::FactsCache::default(),
+                tokens: tenants::token_cache(),
+                facts: facts::FactsCache::new(),
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {

@@ -9,38 +9,23 @@ use crate::session::on;
 use crate::{Error, Store};
 use idem_core::TenantId;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a verified token is trusted without asking the database again.
 /// Every API call authenticates; without this each would pay one more
 /// round trip. Tokens are never revoked yet; when they are, revocation takes
 /// effect within this long.
 pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(30);
-/// Verified tokens remembered at most (the cache is cleared when full).
+/// Verified tokens remembered at most.
 const TOKEN_CACHE_CAP: usize = 10_000;
 
 /// Verified token hashes and their tenant. Only hashes are kept, and only
 /// tokens the database confirmed: a wrong token always asks the database.
-#[derive(Default)]
-pub(crate) struct TokenCache(Mutex<HashMap<String, (TenantId, Instant)>>);
+pub(crate) type TokenCache = crate::expiring::Expiring<TenantId>;
 
-impl TokenCache {
-    fn get(&self, hash: &str) -> Option<TenantId> {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(hash)
-            .filter(|(_, at)| at.elapsed() < TOKEN_CACHE_TTL)
-            .map(|(t, _)| t.clone())
-    }
-
-    fn put(&self, hash: String, tenant: TenantId) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= TOKEN_CACHE_CAP {
-            map.clear();
-        }
-        map.insert(hash, (tenant, Instant::now()));
-    }
+/// An empty [`TokenCache`].
+pub(crate) fn token_cache() -> TokenCache {
+    TokenCache::new(TOKEN_CACHE_TTL, TOKEN_CACHE_CAP)
 }
 
 /// An API token, shown once at creation. `Debug` never prints it.
@@ -112,7 +97,7 @@ impl Store {
         }
         let mut s = self.session().await?;
         if on!(s.find_token(tenant.as_str(), &h))? {
-            self.inner.tokens.put(h, tenant.clone());
+            self.inner.tokens.put(vec![(h, tenant.clone())]);
             Ok(tenant)
         } else {
             Err(Error::NotFound)

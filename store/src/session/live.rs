@@ -130,23 +130,18 @@ impl Session {
         if missing.is_empty() {
             return Ok(found);
         }
+        // Several rows for a key only after a correction: the newest wins.
         let mut newest: HashMap<String, (i64, Facts)> = HashMap::new();
         for row in on!(self.intent_facts(tenant, &missing))? {
-            let seen = row.last_seen_ms;
-            let f = Facts {
-                reference: row.reference,
-                payload: row.payload,
-            };
-            match newest.entry(row.idem_key) {
-                std::collections::hash_map::Entry::Occupied(mut e) => {
-                    // A correction gave two intents one key: the newer.
-                    if seen > e.get().0 {
-                        e.insert((seen, f));
-                    }
-                }
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert((seen, f));
-                }
+            if newest
+                .get(&row.idem_key)
+                .is_none_or(|(seen, _)| row.last_seen_ms > *seen)
+            {
+                let f = Facts {
+                    reference: row.reference,
+                    payload: row.payload,
+                };
+                newest.insert(row.idem_key, (row.last_seen_ms, f));
             }
         }
         let answers = missing
