@@ -4,6 +4,13 @@
 //! Pages: the calculator (`/`), a saved scenario (`/s/{id}`), the
 //! side-by-side comparison (`/compare?s=...&s=...`, saved as `/c/{id}`) and the live duplicate
 //! monitor (`/live`).
+//!
+//! The browser hydrates two parts of a page, not the whole routed body:
+//! the header ([`TopBar`]: the page links and the language switch) and,
+//! where there is one, the calculator (`#calculator`). Everything else is
+//! the server's markup (the comparison, the monitor, the messages), so the
+//! wasm carries neither the router nor the views only the server renders:
+//! that halved it (docs/PERFORMANCE.md).
 
 // Leptos views nest deeply in their types; the calculator needs more room
 // than the compiler's default to name them.
@@ -22,9 +29,10 @@ use i18n::{tr, Prefs, T};
 use idem_core::locale::Locale;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
+#[cfg(feature = "ssr")]
+use leptos_router::hooks::use_location;
 use leptos_router::{
     components::{Route, Router, Routes},
-    hooks::use_location,
     path, SsrMode,
 };
 use serde::{Deserialize, Serialize};
@@ -155,7 +163,20 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// The routed application.
+/// The page's title in Portuguese and English.
+const TITLE: (&str, &str) = (
+    "idem — custo de chamadas duplicadas",
+    "idem — the cost of duplicated calls",
+);
+
+/// The id of the element the calculator is hydrated into.
+pub const CALCULATOR_ROOT: &str = "calculator";
+
+/// The id of the header the browser hydrates ([`TopBar`]).
+const TOP_ROOT: &str = "top";
+
+/// The routed application, rendered on the server (the browser hydrates
+/// parts of it, see the crate's documentation).
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -163,18 +184,11 @@ pub fn App() -> impl IntoView {
     provide_context(Prefs { locale });
     let data = page_scenarios();
     provide_context(data.clone());
-    const TITLE: (&str, &str) = (
-        "idem — custo de chamadas duplicadas",
-        "idem — the cost of duplicated calls",
-    );
-    // In the browser the title follows the locale switch. On the server it
-    // is read once, here, inside leptos' reactive arena: leptos_meta renders
-    // the <title> later, outside that arena, and a closure reading the
-    // locale signal there panicked whenever the request's task had moved to
-    // another worker thread (1 run in 4 of the HTTP tests).
-    #[cfg(feature = "hydrate")]
-    let title = move || tr(locale.get(), TITLE.0, TITLE.1);
-    #[cfg(not(feature = "hydrate"))]
+    // The title is read once, here, inside leptos' reactive arena:
+    // leptos_meta renders the <title> later, outside that arena, and a
+    // closure reading the locale signal there panicked whenever the
+    // request's task had moved to another worker thread (1 run in 4 of the
+    // HTTP tests). In the browser the language switch sets it.
     let title = {
         let text = tr(locale.get_untracked(), TITLE.0, TITLE.1);
         move || text
@@ -182,11 +196,8 @@ pub fn App() -> impl IntoView {
     view! {
         <Title text=title/>
         <Router>
-            <header class="top">
-                <span class="brand">"idem"</span>
-                <span class="tagline"><T pt="Dinheiro e chamadas de modelo que executam uma vez só" en="Money and model calls that execute once"/></span>
-                <PageLinks/>
-                <LocaleSwitch/>
+            <header class="top" id=TOP_ROOT>
+                <TopBar/>
             </header>
             <main>
                 // In-order streaming: the out-of-order mode emitted markers
@@ -205,14 +216,46 @@ pub fn App() -> impl IntoView {
     }
 }
 
+/// The header's contents: what the browser hydrates into `#top`.
+#[component]
+pub fn TopBar() -> impl IntoView {
+    view! {
+        <span class="brand">"idem"</span>
+        <span class="tagline"><T pt="Dinheiro e chamadas de modelo que executam uma vez só" en="Money and model calls that execute once"/></span>
+        <PageLinks/>
+        <LocaleSwitch/>
+    }
+}
+
+/// The page's path and query string (with its `?`, or empty): the
+/// router's on the server, the address bar's in the browser (which has no
+/// router). Pages load whole, so neither changes under a rendered header.
+fn page_address() -> (String, String) {
+    #[cfg(feature = "ssr")]
+    {
+        let location = use_location();
+        (
+            location.pathname.get_untracked(),
+            location.search.get_untracked(),
+        )
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        browser::address()
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    {
+        (String::new(), String::new())
+    }
+}
+
 /// The page links. Full page loads (`rel="external"`): every page starts
 /// from its address, which the server renders, so a page never keeps the
 /// previous page's state.
 #[component]
 fn PageLinks() -> impl IntoView {
-    let location = use_location();
-    let current = move |p: &'static str| {
-        let path = location.pathname.get();
+    let (path, _) = page_address();
+    let current = |p: &'static str| {
         (path == p
             || (p == "/" && path.starts_with("/s/"))
             || (p == "/compare" && path.starts_with("/c/"))
@@ -221,55 +264,45 @@ fn PageLinks() -> impl IntoView {
     };
     view! {
         <nav class="pages">
-            <a href="/" rel="external" aria-current=move || current("/")><T pt="Calculadora" en="Calculator"/></a>
-            <a href="/compare" rel="external" aria-current=move || current("/compare")><T pt="Comparar" en="Compare"/></a>
-            <a href="/live" rel="external" aria-current=move || current("/live")><T pt="Ao vivo" en="Live"/></a>
+            <a href="/" rel="external" aria-current=current("/")><T pt="Calculadora" en="Calculator"/></a>
+            <a href="/compare" rel="external" aria-current=current("/compare")><T pt="Comparar" en="Compare"/></a>
+            <a href="/live" rel="external" aria-current=current("/live")><T pt="Ao vivo" en="Live"/></a>
         </nav>
     }
 }
 
 /// The visible language switch: a plain link without JavaScript (the server
-/// sets the cookie), an in-place switch with it.
+/// sets the cookie). With it, the calculator's pages switch in place; the
+/// others are the server's markup alone (the wasm has no copy of their
+/// writers), so there the link loads the page in the other language.
 #[component]
 fn LocaleSwitch() -> impl IntoView {
     let prefs = expect_context::<Prefs>();
-    let location = use_location();
-    let href = move |l: Locale| {
-        let path = location.pathname.get();
-        let search = location.search.get();
-        let mut parts: Vec<&str> = search
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|p| !p.is_empty() && !p.starts_with("lang="))
-            .collect();
-        let lang = format!("lang={}", l.tag());
-        parts.push(&lang);
-        format!("{path}?{}", parts.join("&"))
-    };
+    let (path, search) = page_address();
     let link = move |l: Locale, label: &'static str| {
         view! {
             <a
-                href=move || href(l)
+                href=lang_href(l, &path, &search)
                 hreflang=l.tag()
                 id=format!("lang-{}", l.tag())
                 aria-current=move || (prefs.locale.get() == l).then_some("true")
                 on:click=move |ev| {
-                    // The comparison's table is the server's markup alone
-                    // (the wasm has no copy of its writer): there the link
-                    // reloads the page in the other language.
-                    let path = location.pathname.get_untracked();
-                    if path == "/compare" || path.starts_with("/c/") {
-                        #[cfg(feature = "hydrate")]
-                        {
-                            ev.prevent_default();
-                            browser::go_to(&href(l));
-                        }
-                        return;
-                    }
                     ev.prevent_default();
-                    prefs.locale.set(l);
                     #[cfg(feature = "hydrate")]
-                    browser::remember_locale(l);
+                    {
+                        if document().get_element_by_id(CALCULATOR_ROOT).is_none() {
+                            // The address as it is now: the calculator keeps
+                            // its inputs in it.
+                            let (path, search) = page_address();
+                            browser::go_to(&lang_href(l, &path, &search));
+                            return;
+                        }
+                        prefs.locale.set(l);
+                        browser::remember_locale(l);
+                        document().set_title(tr(l, TITLE.0, TITLE.1));
+                    }
+                    #[cfg(not(feature = "hydrate"))]
+                    prefs.locale.set(l);
                 }
             >
                 {label}
@@ -284,12 +317,50 @@ fn LocaleSwitch() -> impl IntoView {
     }
 }
 
-/// The browser entry point: attaches to the server-rendered page.
+/// The address of this page in locale `l`: its query with `lang` set (the
+/// server reads it, then the cookie keeps it).
+fn lang_href(l: Locale, path: &str, search: &str) -> String {
+    let mut parts: Vec<&str> = search
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("lang="))
+        .collect();
+    let lang = format!("lang={}", l.tag());
+    parts.push(&lang);
+    format!("{path}?{}", parts.join("&"))
+}
+
+/// The browser entry point: hydrates the header and, where the page has
+/// one, the calculator, sharing one locale between them.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
+    use leptos::mount::hydrate_from;
+    use wasm_bindgen::JsCast;
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(App);
+    let prefs = Prefs {
+        locale: RwSignal::new(initial_locale()),
+    };
+    let root = |id: &str| {
+        document()
+            .get_element_by_id(id)
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    };
+    if let Some(top) = root(TOP_ROOT) {
+        hydrate_from(top, move || {
+            provide_context(prefs);
+            view! { <TopBar/> }
+        })
+        .forget();
+    }
+    if let Some(calculator) = root(CALCULATOR_ROOT) {
+        let (initial, saved) = browser::calculator_start();
+        hydrate_from(calculator, move || {
+            provide_context(prefs);
+            view! { <Calculator initial saved/> }
+        })
+        .forget();
+    }
     // A marker the browser tests (and curious humans) can wait on: the page
     // is interactive from here on.
     if let Some(body) = web_sys::window()

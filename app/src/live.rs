@@ -5,9 +5,8 @@
 //! `http::live::render`; none of it is in the wasm),
 //! and streams fresh numbers over server-sent events; `public/live.js`
 //! swaps them in and shows whether the feed is live, stale or disconnected.
-//! The wasm only claims the two containers: hydration from the server never
-//! rewrites an element's inner HTML, and the size budget has no room for a
-//! second copy of the rendering in the browser.
+//! The browser does not hydrate them at all (see the crate's
+//! documentation): the wasm has no copy of the rendering.
 
 use leptos::prelude::*;
 
@@ -18,8 +17,7 @@ pub struct LiveMarkup {
     pub html: String,
 }
 
-/// The server's markup; empty in the browser, where hydration keeps what
-/// the server sent.
+/// The server's markup (empty outside the server, which alone renders it).
 fn live_markup() -> String {
     #[cfg(feature = "ssr")]
     {

@@ -21,7 +21,21 @@ use rust_decimal::Decimal;
 #[cfg(feature = "ssr")]
 use std::fmt::Write;
 
-fn pairs(query: &str) -> Vec<(String, String)> {
+/// The calculator inside the element the browser hydrates it into
+/// ([`crate::CALCULATOR_ROOT`]; `display: contents`, so it lays out as if
+/// it were not there).
+#[component]
+fn CalculatorRoot(initial: Vec<(String, String)>, saved: Option<SavedView>) -> impl IntoView {
+    view! {
+        <div id=crate::CALCULATOR_ROOT class="hydrate-root">
+            <Calculator initial saved/>
+        </div>
+    }
+}
+
+/// A saved scenario's stored query as the calculator's starting pairs, split
+/// as stored (the server and the browser both start from these).
+pub(crate) fn pairs(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
@@ -40,7 +54,7 @@ pub fn CalculatorPage() -> impl IntoView {
             .collect()
     });
     view! {
-        <Calculator initial saved=None/>
+        <CalculatorRoot initial saved=None/>
         <crate::live::LivePanel/>
     }
 }
@@ -51,7 +65,7 @@ pub fn SavedPage() -> impl IntoView {
     let data = expect_context::<PageScenarios>();
     let id = use_params_map().with_untracked(|p| p.get("id").unwrap_or_default());
     match data.get(&id).cloned() {
-        Some(v) => view! { <Calculator initial=pairs(&v.query) saved=Some(v)/> }.into_any(),
+        Some(v) => view! { <CalculatorRoot initial=pairs(&v.query) saved=Some(v)/> }.into_any(),
         None if data.failed => view! {
             <p class="scenario-error" role="alert"><T pt="Não foi possível ler os cenários salvos agora. Tente de novo em instantes." en="Saved scenarios cannot be read right now. Try again in a moment."/></p>
         }
