@@ -14,8 +14,9 @@ secs=${2:-10}
 conns=${3:-64}
 pg=${IDEM_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
-cargo build --release -q -p idem-server --bin idem
-idem=target/release/idem
+# IDEM_BIN runs another build (say, the commit before a change) instead.
+[ -n "${IDEM_BIN:-}" ] || cargo build --release -q -p idem-server --bin idem
+idem=${IDEM_BIN:-target/release/idem}
 data=$(mktemp -d)
 case $backend in
   sqlite) url="sqlite://$data/idem.db" ;;

@@ -3,6 +3,7 @@
 #
 #   bench/relay-load.sh sqlite   [seconds per point, default 10] [rounds, default 3]
 #   bench/relay-load.sh postgres [seconds] [rounds]   # database idem_relay_load
+#   IDEM_BIN=/old/idem RELAY_BENCH_BIN=/old/relay_bench bench/relay-load.sh sqlite 8 4
 #
 # 1. Relay throughput: relay_bench queues 20,000 outbox messages for one
 #    endpoint whose receiver answers 204 at once, and times the relay
@@ -24,9 +25,13 @@ secs=${2:-10}
 rounds=${3:-3}
 pg=${IDEM_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
-cargo build --release -q -p idem-server --bin idem --example relay_bench
-idem=target/release/idem
-bench=target/release/examples/relay_bench
+# IDEM_BIN / RELAY_BENCH_BIN run other builds (say, the commit before a
+# change, built in its own checkout) instead of this tree's.
+if [ -z "${IDEM_BIN:-}" ]; then
+  cargo build --release -q -p idem-server --bin idem --example relay_bench
+fi
+idem=${IDEM_BIN:-target/release/idem}
+bench=${RELAY_BENCH_BIN:-target/release/examples/relay_bench}
 
 data=$(mktemp -d)
 case $backend in

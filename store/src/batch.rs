@@ -74,10 +74,12 @@ pub(crate) struct Batcher {
     next_id: std::sync::atomic::AtomicU64,
     /// Idle connections; `None` slots are reopened on use.
     idle: std::sync::Mutex<Vec<Option<Conn>>>,
+    /// SQLite: the store's queue of writers, which this one joins.
+    gate: crate::gate::WriteGate,
 }
 
 impl Batcher {
-    pub(crate) fn new(target: Target, stats: bool) -> Self {
+    pub(crate) fn new(target: Target, stats: bool, gate: crate::gate::WriteGate) -> Self {
         let writers = match target {
             Target::Sqlite(_) => 1,
             // Fewer writers make bigger batches, and a batch costs the
@@ -97,6 +99,7 @@ impl Batcher {
             permits: Arc::new(Semaphore::new(writers)),
             next_id: std::sync::atomic::AtomicU64::new(0),
             idle: std::sync::Mutex::new((0..writers).map(|_| None).collect()),
+            gate,
         }
     }
 
@@ -203,7 +206,18 @@ impl Batcher {
         };
         let healthy = match &mut conn {
             Conn::Postgres(c) => run_pg(c, jobs, self.stats).await,
-            Conn::Sqlite(c) => run_sqlite(c, jobs).await,
+            Conn::Sqlite(c) => match self.gate.turn().await {
+                Ok(_turn) => run_sqlite(c, jobs).await,
+                Err(e) => {
+                    tracing::error!(error = %e, "intent write found no write turn");
+                    for j in jobs {
+                        let _ = j
+                            .reply
+                            .send(Err(Error::Unavailable("the database is busy".into())));
+                    }
+                    true
+                }
+            },
         };
         // A connection that failed is dropped and reopened on next use.
         lock(&self.idle).push(healthy.then_some(conn));

@@ -11,6 +11,7 @@ mod batch;
 mod clock;
 mod expiring;
 mod facts;
+mod gate;
 mod maintenance;
 mod model;
 mod session;
@@ -209,6 +210,8 @@ pub(crate) struct Inner {
     pub(crate) tokens: tenants::TokenCache,
     /// What the monitor read of uncertain keys' intents.
     pub(crate) facts: facts::FactsCache,
+    /// SQLite's writers in arrival order (unused on PostgreSQL).
+    pub(crate) gate: gate::WriteGate,
 }
 
 /// Whether a statement failed because its table does not exist (yet).
@@ -321,9 +324,10 @@ impl Store {
         } else {
             return Err(Error::Url("expected sqlite://… or postgres://…".into()));
         };
+        let gate = gate::WriteGate::default();
         let batcher = options
             .coalesce
-            .then(|| Arc::new(batch::Batcher::new(target, options.stats)));
+            .then(|| Arc::new(batch::Batcher::new(target, options.stats, gate.clone())));
         let store = Store {
             inner: Arc::new(Inner {
                 db,
@@ -335,6 +339,7 @@ impl Store {
                 batcher,
                 tokens: tenants::token_cache(),
                 facts: facts::FactsCache::new(),
+                gate,
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {

@@ -2053,3 +2053,54 @@ async fn an_alert_moves_once_and_announces_to_its_endpoint_only(h: &H) {
         Err(Error::NotFound)
     ));
 }
+
+/// SQLite only: this process's writers take the one write lock in the order
+/// they asked for it (the store's write gate), not in whatever order
+/// SQLite's busy handler happens to wake them. Five transactions queue
+/// behind one held open, 20 ms apart; each numbers its charge when it gets
+/// in. Without the gate the busy handler's growing sleeps let late arrivals
+/// in first.
+#[tokio::test]
+async fn sqlite_writers_are_served_in_arrival_order() {
+    let h = sqlite().await;
+    let charge = |id: String, created_ms: i64| idem_store::DemoCharge {
+        id,
+        amount_cents: 100,
+        currency: "BRL".into(),
+        customer: "c".into(),
+        created_ms,
+    };
+    let mut held = h.store.transaction().await.unwrap();
+    held.demo_charge(&h.tenant, &charge("ch_0".into(), 0))
+        .await
+        .unwrap();
+    let seq = Arc::new(std::sync::atomic::AtomicI64::new(1));
+    let mut waiting = Vec::new();
+    for i in 1..=5 {
+        let (store, tenant, seq) = (h.store.clone(), h.tenant.clone(), seq.clone());
+        waiting.push(tokio::spawn(async move {
+            let mut tx = store.transaction().await.unwrap();
+            let n = seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tx.demo_charge(&tenant, &charge(format!("ch_{i}"), n))
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    held.commit().await.unwrap();
+    for w in waiting {
+        w.await.unwrap();
+    }
+    let listed = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .demo_charges(&h.tenant)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = listed.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["ch_0", "ch_1", "ch_2", "ch_3", "ch_4", "ch_5"]);
+    h.done().await;
+}

@@ -3,6 +3,7 @@
 
 use crate::backend::{ActionRow, BeginRow, HistoryRow, IntentRow, IntentWrite};
 use crate::clock::duration_ms;
+use crate::gate::Turn;
 use crate::model::*;
 use crate::stats::{Accumulator, Cell};
 use crate::{Error, Store};
@@ -55,6 +56,10 @@ pub struct Session {
     /// Counts of the open transaction (the caller's, or the one a counting
     /// call opened for itself), journaled just before it commits.
     pending: Accumulator,
+    /// SQLite: this session's write turn ([`crate::gate`]), held while its
+    /// transaction is open. Declared after `inner`, so a dropped session
+    /// rolls back before the next writer is let in.
+    turn: Option<Turn>,
 }
 
 impl std::fmt::Debug for Session {
@@ -67,17 +72,33 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     pub(crate) async fn open(store: &Store, transaction: bool) -> Result<Self, Error> {
-        let inner = if transaction {
+        let (inner, turn) = if transaction {
             begin(store).await?
         } else {
-            Inner::Idle
+            (Inner::Idle, None)
         };
         Ok(Self {
             inner,
             store: store.clone(),
             explicit: transaction,
             pending: Accumulator::default(),
+            turn,
         })
+    }
+
+    /// Before an autocommit write on SQLite: this process's write turn,
+    /// held by the caller until the statement is done ([`crate::gate`]).
+    /// `None` inside a transaction (which holds one already) and on
+    /// PostgreSQL.
+    pub(crate) async fn autocommit_turn(&mut self) -> Result<Option<Turn>, Error> {
+        match (&self.store.inner.db, &self.inner) {
+            (crate::Db::Sqlite(_), Inner::Idle | Inner::SqliteConn(_)) => {
+                // The connection first: a turn holder never waits for the pool.
+                self.exec().await?;
+                Ok(Some(self.store.inner.gate.turn().await?))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The connection, taken from the pool on first use.
@@ -108,7 +129,7 @@ impl Session {
         // A pooled connection held from an earlier call goes back first; the
         // transaction takes one of its own (usually the same).
         self.inner = Inner::Idle;
-        self.inner = begin(&self.store).await?;
+        (self.inner, self.turn) = begin(&self.store).await?;
         Ok(())
     }
 
@@ -126,11 +147,13 @@ impl Session {
         if result.is_err() {
             self.pending = Accumulator::default();
             if implicit {
-                match std::mem::replace(&mut self.inner, Inner::Idle) {
-                    Inner::SqliteTx(t) => t.rollback().await?,
-                    Inner::PgTx(t) => t.rollback().await?,
-                    _ => {}
-                }
+                let rolled_back = match std::mem::replace(&mut self.inner, Inner::Idle) {
+                    Inner::SqliteTx(t) => t.rollback().await,
+                    Inner::PgTx(t) => t.rollback().await,
+                    _ => Ok(()),
+                };
+                self.turn = None;
+                rolled_back?;
             }
             return result;
         }
@@ -139,15 +162,18 @@ impl Session {
                 // Dropped, the transaction rolls back: the call's writes go
                 // with the counts that could not be written.
                 self.inner = Inner::Idle;
+                self.turn = None;
             }
             return Err(e);
         }
         if implicit {
-            match std::mem::replace(&mut self.inner, Inner::Idle) {
-                Inner::SqliteTx(t) => t.commit().await?,
-                Inner::PgTx(t) => t.commit().await?,
-                _ => {}
-            }
+            let committed = match std::mem::replace(&mut self.inner, Inner::Idle) {
+                Inner::SqliteTx(t) => t.commit().await,
+                Inner::PgTx(t) => t.commit().await,
+                _ => Ok(()),
+            };
+            self.turn = None;
+            committed?;
         }
         result
     }
@@ -155,6 +181,10 @@ impl Session {
     /// Appends the pending counts to the statistics journal.
     async fn journal(&mut self) -> Result<(), Error> {
         let pending = std::mem::take(&mut self.pending);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let _turn = self.autocommit_turn().await?;
         for (minute, tenant, action, cell) in pending.cells() {
             on!(self.append_journal(tenant, minute, action, cell))?;
         }
@@ -216,11 +246,21 @@ impl Session {
 /// Opens a transaction on a pooled connection. SQLite's is IMMEDIATE: it
 /// takes the write lock up front, since a deferred transaction that reads
 /// and then writes can fail with SQLITE_BUSY when another writer got in
-/// between, and the busy timeout does not cover that.
-async fn begin(store: &Store) -> Result<Inner, Error> {
+/// between, and the busy timeout does not cover that. It waits for its
+/// write turn ([`crate::gate`]) first, after it has its connection, and
+/// returns the turn to hold until it ends.
+async fn begin(store: &Store) -> Result<(Inner, Option<Turn>), Error> {
     Ok(match &store.inner.db {
-        crate::Db::Sqlite(p) => Inner::SqliteTx(p.begin_with("begin immediate").await?),
-        crate::Db::Postgres(p) => Inner::PgTx(p.begin().await?),
+        crate::Db::Sqlite(p) => {
+            let conn = p.acquire().await?;
+            let turn = store.inner.gate.turn().await?;
+            // `Transaction::begin` is what `Pool::begin_with` runs on the
+            // connection it acquires; called here, the turn can be taken
+            // between the two.
+            let tx = Transaction::begin(conn, Some("begin immediate".into())).await?;
+            (Inner::SqliteTx(tx), Some(turn))
+        }
+        crate::Db::Postgres(p) => (Inner::PgTx(p.begin().await?), None),
     })
 }
 
