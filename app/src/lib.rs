@@ -172,6 +172,10 @@ const TITLE: (&str, &str) = (
 /// The id of the element the calculator is hydrated into.
 pub const CALCULATOR_ROOT: &str = "calculator";
 
+/// The id of the live monitor's numbers, which `public/live.js` redraws in
+/// the language `<html lang>` names when it changes.
+const LIVE_ROOT: &str = "live-root";
+
 /// The id of the header the browser hydrates ([`TopBar`]).
 const TOP_ROOT: &str = "top";
 
@@ -272,9 +276,10 @@ fn PageLinks() -> impl IntoView {
 }
 
 /// The visible language switch: a plain link without JavaScript (the server
-/// sets the cookie). With it, the calculator's pages switch in place; the
-/// others are the server's markup alone (the wasm has no copy of their
-/// writers), so there the link loads the page in the other language.
+/// sets the cookie). With it, the pages that can follow a switch in place
+/// do: the calculator (hydrated) and the live monitor (`live.js` redraws
+/// it). The others are the server's markup alone (the wasm has no copy of
+/// their writers), so there the link loads the page in the other language.
 #[component]
 fn LocaleSwitch() -> impl IntoView {
     let prefs = expect_context::<Prefs>();
@@ -290,7 +295,10 @@ fn LocaleSwitch() -> impl IntoView {
                     ev.prevent_default();
                     #[cfg(feature = "hydrate")]
                     {
-                        if document().get_element_by_id(CALCULATOR_ROOT).is_none() {
+                        let in_place = [CALCULATOR_ROOT, LIVE_ROOT]
+                            .iter()
+                            .any(|id| document().get_element_by_id(id).is_some());
+                        if !in_place {
                             // The address as it is now: the calculator keeps
                             // its inputs in it.
                             let (path, search) = page_address();

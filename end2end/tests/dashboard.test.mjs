@@ -53,6 +53,30 @@ test('English by the visible switch: numbers, inputs, address bar and cookie fol
   await context.close();
 });
 
+test('the switch works in place on /live, and loads the server-rendered pages again in the other language', async () => {
+  // The live monitor follows a switch in place (live.js redraws it): the
+  // same document, its title in English.
+  const { context, page, errors } = await openPage(browser, '/live');
+  await hydrated(page);
+  await page.evaluate(() => { window.__sameDocument = true; });
+  await page.click('#lang-en-US');
+  await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Live duplicate monitor');
+  assert.match(await page.locator('.tagline').innerText(), /execute once/);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload on /live');
+  assert.equal(await page.getAttribute('html', 'lang'), 'en-US');
+  // The comparison is the server's markup alone: the switch loads it again,
+  // in Portuguese, keeping its query.
+  await page.goto(`${BASE_URL}/compare?s=v%3D2%26d%3D1`);
+  await hydrated(page);
+  assert.equal(await page.locator('main h1').first().innerText(), 'Compare scenarios');
+  await Promise.all([page.waitForURL(/lang=pt-BR/), page.click('#lang-pt-BR')]);
+  assert.equal(await page.locator('main h1').first().innerText(), 'Comparar cenários');
+  assert.match(page.url(), /\/compare\?s=v%3D2%26d%3D1&lang=pt-BR$/);
+  assert.equal(await page.getAttribute('html', 'lang'), 'pt-BR');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('a lang link in a fresh browser renders English on the first paint', async () => {
   // A version 1 link with a currency label: revenue and prices in dollars.
   const { context, page, errors } = await openPage(browser, '/?v=1&cur=USD&lang=en-US');
