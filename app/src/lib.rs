@@ -174,6 +174,7 @@ pub const CALCULATOR_ROOT: &str = "calculator";
 
 /// The id of the live monitor's numbers, which `public/live.js` redraws in
 /// the language `<html lang>` names when it changes.
+#[cfg(feature = "hydrate")]
 const LIVE_ROOT: &str = "live-root";
 
 /// The id of the header the browser hydrates ([`TopBar`]).

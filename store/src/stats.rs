@@ -175,11 +175,6 @@ impl Accumulator {
         }
     }
 
-    /// Whether nothing was counted.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.minutes.is_empty()
-    }
-
     /// Every cell, by minute, tenant and action.
     pub(crate) fn cells(&self) -> impl Iterator<Item = (Millis, &str, &str, &Cell)> {
         self.minutes.iter().flat_map(|(minute, tenants)| {

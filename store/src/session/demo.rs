@@ -32,7 +32,6 @@ impl Session {
     pub async fn fixture_echo(&mut self, tenant: &TenantId, bytes: usize) -> Result<(), Error> {
         let now = self.now();
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-        let _turn = self.autocommit_turn().await?;
         Ok(on!(self.insert_fixture_echo(tenant.as_str(), bytes, now))?)
     }
 }

@@ -28,7 +28,6 @@ impl Session {
         let locked_until = now.saturating_add(duration_ms(lock));
         let default_ttl = Retention::default().http_ms;
         let t = tenant.as_str();
-        let _turn = self.autocommit_turn().await?;
         if on!(self.http_begin(t, req, locked_until, now, default_ttl))? {
             return Ok(HttpBegin::Proceed);
         }
@@ -63,7 +62,6 @@ impl Session {
         req: &HttpRequestKey<'_>,
         response: &StoredResponse,
     ) -> Result<(), Error> {
-        let _turn = self.autocommit_turn().await?;
         let n =
             on!(self.http_complete(tenant.as_str(), req.client_key, req.fingerprint, response))?;
         if n == 0 {
@@ -79,7 +77,6 @@ impl Session {
         tenant: &TenantId,
         req: &HttpRequestKey<'_>,
     ) -> Result<(), Error> {
-        let _turn = self.autocommit_turn().await?;
         on!(self.http_release(tenant.as_str(), req.client_key, req.fingerprint))?;
         Ok(())
     }

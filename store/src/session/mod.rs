@@ -86,21 +86,6 @@ impl Session {
         })
     }
 
-    /// Before an autocommit write on SQLite: this process's write turn,
-    /// held by the caller until the statement is done ([`crate::gate`]).
-    /// `None` inside a transaction (which holds one already) and on
-    /// PostgreSQL.
-    pub(crate) async fn autocommit_turn(&mut self) -> Result<Option<Turn>, Error> {
-        match (&self.store.inner.db, &self.inner) {
-            (crate::Db::Sqlite(_), Inner::Idle | Inner::SqliteConn(_)) => {
-                // The connection first: a turn holder never waits for the pool.
-                self.exec().await?;
-                Ok(Some(self.store.inner.gate.turn().await?))
-            }
-            _ => Ok(None),
-        }
-    }
-
     /// The connection, taken from the pool on first use.
     pub(crate) async fn exec(&mut self) -> Result<Exec<'_>, sqlx::Error> {
         if matches!(self.inner, Inner::Idle) {
@@ -181,10 +166,6 @@ impl Session {
     /// Appends the pending counts to the statistics journal.
     async fn journal(&mut self) -> Result<(), Error> {
         let pending = std::mem::take(&mut self.pending);
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let _turn = self.autocommit_turn().await?;
         for (minute, tenant, action, cell) in pending.cells() {
             on!(self.append_journal(tenant, minute, action, cell))?;
         }

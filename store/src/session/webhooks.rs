@@ -74,7 +74,6 @@ impl Session {
     ) -> Result<Vec<WebhookDelivery>, Error> {
         let now = self.now();
         let until = now.saturating_add(duration_ms(lease));
-        let _turn = self.autocommit_turn().await?;
         Ok(on!(self.webhook_claim(
             tenant.as_str(),
             endpoint_id,
