@@ -132,13 +132,7 @@ impl Session {
         if result.is_err() {
             self.pending = Accumulator::default();
             if implicit {
-                let rolled_back = match std::mem::replace(&mut self.inner, Inner::Idle) {
-                    Inner::SqliteTx(t) => t.rollback().await,
-                    Inner::PgTx(t) => t.rollback().await,
-                    _ => Ok(()),
-                };
-                self.turn = None;
-                rolled_back?;
+                self.end_implicit(false).await?;
             }
             return result;
         }
@@ -152,15 +146,23 @@ impl Session {
             return Err(e);
         }
         if implicit {
-            let committed = match std::mem::replace(&mut self.inner, Inner::Idle) {
-                Inner::SqliteTx(t) => t.commit().await,
-                Inner::PgTx(t) => t.commit().await,
-                _ => Ok(()),
-            };
-            self.turn = None;
-            committed?;
+            self.end_implicit(true).await?;
         }
         result
+    }
+
+    /// Commits or rolls back the transaction [`enter`](Self::enter) opened,
+    /// then gives back its write turn, whatever the outcome.
+    async fn end_implicit(&mut self, commit: bool) -> Result<(), Error> {
+        let ended = match std::mem::replace(&mut self.inner, Inner::Idle) {
+            Inner::SqliteTx(t) if commit => t.commit().await,
+            Inner::SqliteTx(t) => t.rollback().await,
+            Inner::PgTx(t) if commit => t.commit().await,
+            Inner::PgTx(t) => t.rollback().await,
+            _ => Ok(()),
+        };
+        self.turn = None;
+        Ok(ended?)
     }
 
     /// Appends the pending counts to the statistics journal.
