@@ -4,9 +4,8 @@
 //! write lock taken sleeps in SQLite's busy handler, whose sleeps grow from
 //! 1 ms to 100 ms, and nothing wakes it early when the lock is released.
 //! Under load the file then sits idle while its writers sleep, and whichever
-//! writer wakes first wins. The guarded HTTP routes had a p99 in the hundreds of
-//! milliseconds, and the outbox relay's writes starved the API's
-//! (docs/PERFORMANCE.md).
+//! writer wakes first wins, so a writer that keeps losing can wait out the
+//! whole busy timeout while later ones get in (docs/PERFORMANCE.md).
 //!
 //! The gate is a FIFO queue in front of that lock for the writes that hold
 //! it longest: every transaction (`begin immediate`) and every batch of

@@ -18,7 +18,10 @@ enum Inner {
     /// (a session that only counts opens its own transaction instead).
     Idle,
     SqliteConn(PoolConnection<Sqlite>),
-    SqliteTx(Transaction<'static, Sqlite>),
+    /// A SQLite transaction and its write turn ([`crate::gate`]), held
+    /// together: the turn is declared second, so a dropped transaction
+    /// rolls back before the next writer is let in.
+    SqliteTx(Transaction<'static, Sqlite>, Turn),
     PgConn(PoolConnection<Postgres>),
     PgTx(Transaction<'static, Postgres>),
 }
@@ -56,10 +59,6 @@ pub struct Session {
     /// Counts of the open transaction (the caller's, or the one a counting
     /// call opened for itself), journaled just before it commits.
     pending: Accumulator,
-    /// SQLite: this session's write turn ([`crate::gate`]), held while its
-    /// transaction is open. Declared after `inner`, so a dropped session
-    /// rolls back before the next writer is let in.
-    turn: Option<Turn>,
 }
 
 impl std::fmt::Debug for Session {
@@ -72,17 +71,16 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     pub(crate) async fn open(store: &Store, transaction: bool) -> Result<Self, Error> {
-        let (inner, turn) = if transaction {
+        let inner = if transaction {
             begin(store).await?
         } else {
-            (Inner::Idle, None)
+            Inner::Idle
         };
         Ok(Self {
             inner,
             store: store.clone(),
             explicit: transaction,
             pending: Accumulator::default(),
-            turn,
         })
     }
 
@@ -97,7 +95,7 @@ impl Session {
         Ok(match &mut self.inner {
             Inner::Idle => unreachable!("a connection was just taken"),
             Inner::SqliteConn(c) => Exec::Sqlite(c),
-            Inner::SqliteTx(t) => Exec::Sqlite(t),
+            Inner::SqliteTx(t, _) => Exec::Sqlite(t),
             Inner::PgConn(c) => Exec::Pg(c),
             Inner::PgTx(t) => Exec::Pg(t),
         })
@@ -114,7 +112,7 @@ impl Session {
         // A pooled connection held from an earlier call goes back first; the
         // transaction takes one of its own (usually the same).
         self.inner = Inner::Idle;
-        (self.inner, self.turn) = begin(&self.store).await?;
+        self.inner = begin(&self.store).await?;
         Ok(())
     }
 
@@ -128,7 +126,7 @@ impl Session {
         if self.explicit || !self.store.inner.stats {
             return result;
         }
-        let implicit = matches!(self.inner, Inner::SqliteTx(_) | Inner::PgTx(_));
+        let implicit = matches!(self.inner, Inner::SqliteTx(..) | Inner::PgTx(_));
         if result.is_err() {
             self.pending = Accumulator::default();
             if implicit {
@@ -141,7 +139,6 @@ impl Session {
                 // Dropped, the transaction rolls back: the call's writes go
                 // with the counts that could not be written.
                 self.inner = Inner::Idle;
-                self.turn = None;
             }
             return Err(e);
         }
@@ -151,17 +148,16 @@ impl Session {
         result
     }
 
-    /// Commits or rolls back the transaction [`enter`](Self::enter) opened,
-    /// then gives back its write turn, whatever the outcome.
+    /// Commits or rolls back the transaction [`enter`](Self::enter) opened;
+    /// a SQLite transaction's write turn goes with it, whatever the outcome.
     async fn end_implicit(&mut self, commit: bool) -> Result<(), Error> {
         let ended = match std::mem::replace(&mut self.inner, Inner::Idle) {
-            Inner::SqliteTx(t) if commit => t.commit().await,
-            Inner::SqliteTx(t) => t.rollback().await,
+            Inner::SqliteTx(t, _turn) if commit => t.commit().await,
+            Inner::SqliteTx(t, _turn) => t.rollback().await,
             Inner::PgTx(t) if commit => t.commit().await,
             Inner::PgTx(t) => t.rollback().await,
             _ => Ok(()),
         };
-        self.turn = None;
         Ok(ended?)
     }
 
@@ -208,7 +204,7 @@ impl Session {
             self.journal().await?;
         }
         match self.inner {
-            Inner::SqliteTx(t) => t.commit().await?,
+            Inner::SqliteTx(t, _turn) => t.commit().await?,
             Inner::PgTx(t) => t.commit().await?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
@@ -218,7 +214,7 @@ impl Session {
     /// Rolls the transaction back (a no-op outside one).
     pub async fn rollback(self) -> Result<(), Error> {
         match self.inner {
-            Inner::SqliteTx(t) => t.rollback().await?,
+            Inner::SqliteTx(t, _turn) => t.rollback().await?,
             Inner::PgTx(t) => t.rollback().await?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
@@ -231,8 +227,8 @@ impl Session {
 /// and then writes can fail with SQLITE_BUSY when another writer got in
 /// between, and the busy timeout does not cover that. It waits for its
 /// write turn ([`crate::gate`]) first, after it has its connection, and
-/// returns the turn to hold until it ends.
-async fn begin(store: &Store) -> Result<(Inner, Option<Turn>), Error> {
+/// keeps the turn in the transaction it returns, until that ends.
+async fn begin(store: &Store) -> Result<Inner, Error> {
     Ok(match &store.inner.db {
         crate::Db::Sqlite(p) => {
             let conn = p.acquire().await?;
@@ -241,9 +237,9 @@ async fn begin(store: &Store) -> Result<(Inner, Option<Turn>), Error> {
             // connection it acquires; called here, the turn can be taken
             // between the two.
             let tx = Transaction::begin(conn, Some("begin immediate".into())).await?;
-            (Inner::SqliteTx(tx), Some(turn))
+            Inner::SqliteTx(tx, turn)
         }
-        crate::Db::Postgres(p) => (Inner::PgTx(p.begin().await?), None),
+        crate::Db::Postgres(p) => Inner::PgTx(p.begin().await?),
     })
 }
 
