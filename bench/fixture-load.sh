@@ -33,17 +33,25 @@ server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 
-point() { # path run -> "rps p50 p99"
-  PATH_ECHO=$1 RUN=$2 wrk -t2 -c"$conns" -d"${secs}s" --latency -s bench/wrk/echo.lua "http://127.0.0.1:$port" | wrk_summary
-
+point() { # path run -> "rps p50 p99 non2xx"; CPU µs per request to $data/cpu
+  local all0 idem0 pg0 out rps
+  all0=$(cpu_ms ALL); idem0=$(cpu_ms idem); pg0=$(cpu_ms postgres)
+  out=$(PATH_ECHO=$1 RUN=$2 wrk -t2 -c"$conns" -d"${secs}s" --latency -s bench/wrk/echo.lua "http://127.0.0.1:$port" | wrk_summary)
+  rps=${out%% *}
+  python3 -c "n=$rps*$secs; print(f'{($(cpu_ms ALL)-$all0)*1000/n:.0f} {($(cpu_ms idem)-$idem0)*1000/n:.0f} {($(cpu_ms postgres)-$pg0)*1000/n:.0f}')" >"$data/cpu"
+  echo "$out"
 }
 
 echo "backend=$backend connections=$conns seconds=$secs"
-printf '%-10s %9s %8s %8s %7s\n' round route req/s p50_ms p99_ms
+# cpu_us: CPU per request (µs, both cores) of the whole machine, of idem
+# and of PostgreSQL's processes (0 on SQLite, which runs inside idem).
+printf '%-10s %9s %8s %8s %7s %11s %9s %9s\n' round route req/s p50_ms p99_ms cpu_us_all idem_us pg_us
 for round in 1 2 3; do
   read -r u_rps u_p50 u_p99 u_bad <<<"$(point /echo/unguarded "u$round")"
+  read -r u_all u_idem u_pg <"$data/cpu"
   read -r g_rps g_p50 g_p99 g_bad <<<"$(point /echo "g$round")"
-  printf '%-10s %9s %8s %8s %7s\n' "$round" unguarded "$u_rps" "$u_p50" "$u_p99"
-  printf '%-10s %9s %8s %8s %7s\n' "$round" guarded "$g_rps" "$g_p50" "$g_p99"
+  read -r g_all g_idem g_pg <"$data/cpu"
+  printf '%-10s %9s %8s %8s %7s %11s %9s %9s\n' "$round" unguarded "$u_rps" "$u_p50" "$u_p99" "$u_all" "$u_idem" "$u_pg"
+  printf '%-10s %9s %8s %8s %7s %11s %9s %9s\n' "$round" guarded "$g_rps" "$g_p50" "$g_p99" "$g_all" "$g_idem" "$g_pg"
   python3 -c "print(f'           ratio guarded/unguarded: {$g_rps/$u_rps:.2f}  (non-2xx: $u_bad / $g_bad)')"
 done

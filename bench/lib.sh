@@ -22,3 +22,35 @@ err = re.search(r"Socket errors: (.*)", t)
 extra = ("+socket-errors:" + err.group(1).replace(" ", "")) if err else ""
 print(f"{rps:.0f} {p50:.2f} {p99:.2f} {bad.group(1) if bad else 0}{extra}")'
 }
+
+# CPU time so far, in milliseconds (user + system), of every process whose
+# name is one of the arguments (say idem postgres), or of the whole machine
+# with the argument ALL. Two readings around a load point give where that
+# point's CPU went: the machine's two cores are shared by the load
+# generator, the server and the database, so CPU per request, not latency,
+# decides throughput.
+cpu_ms() {
+  python3 - "$@" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK")
+names = set(sys.argv[1:])
+if names == {"ALL"}:
+    f = open("/proc/stat").readline().split()[1:]
+    # user nice system idle iowait irq softirq steal: busy = all but idle, iowait
+    busy = sum(int(x) for i, x in enumerate(f[:8]) if i not in (3, 4))
+    print(busy * 1000 // hz)
+    sys.exit()
+total = 0
+for pid in os.listdir("/proc"):
+    if not pid.isdigit():
+        continue
+    try:
+        s = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        continue
+    if s[s.index("(") + 1 : s.rindex(")")] in names:
+        f = s[s.rindex(")") + 2 :].split()
+        total += int(f[11]) + int(f[12])
+print(total * 1000 // hz)
+PY
+}

@@ -81,16 +81,22 @@ drained() {
   done
   echo "the relay did not drain its backlog in 5 minutes" >&2; exit 1
 }
+# -> "rps p99 non2xx"; and to $data/cpu, CPU µs per charge of the whole
+# machine, of idem (API and relay), of the receiver and of PostgreSQL.
 run() {
-  RUN="relay$1$$" wrk -t2 -c64 -d${secs}s --latency -s bench/wrk/charges.lua "http://127.0.0.1:$port" | wrk_summary | awk '{print $1, $3, $4}'
-
+  local a0 i0 r0 p0 out
+  a0=$(cpu_ms ALL); i0=$(cpu_ms idem); r0=$(cpu_ms relay_bench); p0=$(cpu_ms postgres)
+  out=$(RUN="relay$1$$" wrk -t2 -c64 -d${secs}s --latency -s bench/wrk/charges.lua "http://127.0.0.1:$port" | wrk_summary | awk '{print $1, $3, $4}')
+  python3 -c "n=${out%% *}*$secs; print(' '.join(f'{v*1000/n:.0f}' for v in ($(cpu_ms ALL)-$a0, $(cpu_ms idem)-$i0, $(cpu_ms relay_bench)-$r0, $(cpu_ms postgres)-$p0)))" >"$data/cpu"
+  echo "$out"
 }
-printf '%-9s %5s %14s %10s %12s %10s %8s\n' backend round relay_on_rps p99_ms relay_off_rps p99_ms ratio
-on() { start; drained; read -r on_rps on_p99 on_bad < <(run "on$r"); stop; }
-off() { start --no-relay; read -r off_rps off_p99 off_bad < <(run "off$r"); stop; }
+printf '%-9s %5s %14s %10s %12s %10s %8s   %s\n' backend round relay_on_rps p99_ms relay_off_rps p99_ms ratio \
+  "cpu µs/charge on (all idem receiver pg) | off"
+on() { start; drained; read -r on_rps on_p99 on_bad < <(run "on$r"); on_cpu=$(cat "$data/cpu"); stop; }
+off() { start --no-relay; read -r off_rps off_p99 off_bad < <(run "off$r"); off_cpu=$(cat "$data/cpu"); stop; }
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then on; off; else off; on; fi
-  printf '%-9s %5d %14.0f %10.2f %12.0f %10.2f %8.2f\n' "$backend" "$r" "$on_rps" "$on_p99" "$off_rps" "$off_p99" \
-    "$(python3 -c "print(round($on_rps/$off_rps, 2))")"
+  printf '%-9s %5d %14.0f %10.2f %12.0f %10.2f %8.2f   %s | %s\n' "$backend" "$r" "$on_rps" "$on_p99" "$off_rps" "$off_p99" \
+    "$(python3 -c "print(round($on_rps/$off_rps, 2))")" "$on_cpu" "$off_cpu"
   [ "$on_bad$off_bad" = "00" ] || echo "non-2xx answers: relay on $on_bad, off $off_bad" >&2
 done

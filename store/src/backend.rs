@@ -1005,6 +1005,57 @@ macro_rules! backend {
                 .map(|r| r.rows_affected())
         }
 
+        /// `pairs`: a JSON array of `{"o": outbox id, "e": endpoint id}`.
+        pub(crate) async fn webhook_fan_out(
+            c: &mut Conn,
+            tenant: &str,
+            pairs: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::WEBHOOK_FAN_OUT)
+                .bind(tenant)
+                .bind(pairs)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        /// `ids`: a JSON array of outbox ids.
+        pub(crate) async fn outbox_mark_sent_many(
+            c: &mut Conn,
+            tenant: &str,
+            ids: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::OUTBOX_MARK_SENT_MANY)
+                .bind(tenant)
+                .bind(ids)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        /// `claims`: a JSON array of `{"o", "e", "a"}` (outbox id, endpoint
+        /// id, attempt), all answered `status`.
+        pub(crate) async fn webhook_delivered_many(
+            c: &mut Conn,
+            tenant: &str,
+            claims: &str,
+            status: u16,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::WEBHOOK_DELIVERED_MANY)
+                .bind(tenant)
+                .bind(claims)
+                .bind(i32::from(status))
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
         pub(crate) async fn webhook_claim(
             c: &mut Conn,
             tenant: &str,

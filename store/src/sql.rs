@@ -837,6 +837,41 @@ set lease_until_ms = $4, attempts = attempts + 1, updated_ms = $3
 where tenant_id = $1 and outbox_id = any(array(select outbox_id from picked)) and endpoint_id = $2
 returning outbox_id, topic, payload, created_ms, attempts";
 
+    /// Fans a batch of outbox messages out in one statement: $2 is a JSON
+    /// array of `{"o": outbox id, "e": endpoint id}`, one per delivery, and
+    /// the topic and payload are copied from the message row. One statement
+    /// per batch, not two per message: on SQLite every statement inside
+    /// the fan-out's transaction held the write lock the API waits for.
+    pub const WEBHOOK_FAN_OUT: &str = "\
+insert into webhook_deliveries
+    (tenant_id, outbox_id, endpoint_id, topic, payload, created_ms, state, attempts,
+     next_attempt_ms, updated_ms)
+select $1, m.id, p.e, m.topic, m.payload, m.created_ms, 'pending', 0, $3, $3
+from outbox as m, jsonb_to_recordset(cast($2 as jsonb)) as p(o bigint, e text)
+where tenant_id = $1 and m.id = p.o
+on conflict (tenant_id, outbox_id, endpoint_id) do nothing";
+
+    /// Marks a batch of outbox messages sent ($2: a JSON array of ids).
+    pub const OUTBOX_MARK_SENT_MANY: &str = "\
+update outbox set sent_ms = $3
+where tenant_id = $1 and sent_ms is null
+    and id = any(array(select cast(jsonb_array_elements_text(cast($2 as jsonb)) as bigint)))";
+
+    /// Records a batch of 2xx outcomes that got one status ($3), each
+    /// under the attempt that claimed it, in one statement ($2: a JSON
+    /// array of `{"o": outbox id, "e": endpoint id, "a": attempt}`). The
+    /// `= any(array(…))` makes it probe the primary key per outbox id (as
+    /// an `in` subquery alone it may hash-join a scan of the table); the
+    /// row comparison then keeps only each claim's own attempt.
+    pub const WEBHOOK_DELIVERED_MANY: &str = "\
+update webhook_deliveries
+set state = 'delivered', lease_until_ms = null, last_status = $3, last_error = null,
+    updated_ms = $4
+where tenant_id = $1 and state = 'pending'
+    and outbox_id = any(array(select cast(x ->> 'o' as bigint) from jsonb_array_elements(cast($2 as jsonb)) as x))
+    and (outbox_id, endpoint_id, attempts) in (
+        select o, e, a from jsonb_to_recordset(cast($2 as jsonb)) as p(o bigint, e text, a int))";
+
     /// Pending messages for one relay. SKIP LOCKED lets several relays share
     /// the queue: each takes rows the others have not locked.
     pub const OUTBOX_FETCH: &str = "\
@@ -928,6 +963,38 @@ update webhook_deliveries
 set lease_until_ms = $4, attempts = attempts + 1, updated_ms = $3
 where tenant_id = $1 and endpoint_id = $2 and outbox_id in (select outbox_id from picked)
 returning outbox_id, topic, payload, created_ms, attempts";
+
+    /// Fans a batch of outbox messages out in one statement (see the
+    /// PostgreSQL one). The select has a where clause, as SQLite's upsert
+    /// after an insert-select needs to parse.
+    pub const WEBHOOK_FAN_OUT: &str = "\
+insert into webhook_deliveries
+    (tenant_id, outbox_id, endpoint_id, topic, payload, created_ms, state, attempts,
+     next_attempt_ms, updated_ms)
+select $1, m.id, p.e, m.topic, m.payload, m.created_ms, 'pending', 0, $3, $3
+from (select json_extract(value, '$.o') as o, json_extract(value, '$.e') as e
+      from json_each($2)) as p
+    -- CROSS JOIN keeps the batch as the outer loop: each message found by
+    -- its primary key, not the tenant's whole outbox scanned per pair.
+    cross join outbox as m
+where tenant_id = $1 and m.id = p.o
+on conflict (tenant_id, outbox_id, endpoint_id) do nothing";
+
+    /// Marks a batch of outbox messages sent ($2: a JSON array of ids).
+    pub const OUTBOX_MARK_SENT_MANY: &str = "\
+update outbox set sent_ms = $3
+where tenant_id = $1 and sent_ms is null and id in (select value from json_each($2))";
+
+    /// Records a batch of 2xx outcomes that got one status in one
+    /// statement (see the PostgreSQL one); the row-value `in` probes the
+    /// primary key.
+    pub const WEBHOOK_DELIVERED_MANY: &str = "\
+update webhook_deliveries
+set state = 'delivered', lease_until_ms = null, last_status = $3, last_error = null,
+    updated_ms = $4
+where tenant_id = $1 and state = 'pending' and (outbox_id, endpoint_id, attempts) in (
+    select json_extract(value, '$.o'), json_extract(value, '$.e'), json_extract(value, '$.a')
+    from json_each($2))";
 
     /// Pending messages for the relay. SQLite has no row locks; one writer at
     /// a time and at-least-once delivery make a second relay harmless.
@@ -1146,6 +1213,18 @@ pub const ALL: &[(&str, &str)] = {
         ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
         ("sqlite::OUTBOX_INSERT", sqlite::OUTBOX_INSERT),
         ("sqlite::OUTBOX_FETCH", sqlite::OUTBOX_FETCH),
+        ("pg::WEBHOOK_FAN_OUT", pg::WEBHOOK_FAN_OUT),
+        ("sqlite::WEBHOOK_FAN_OUT", sqlite::WEBHOOK_FAN_OUT),
+        ("pg::OUTBOX_MARK_SENT_MANY", pg::OUTBOX_MARK_SENT_MANY),
+        (
+            "sqlite::OUTBOX_MARK_SENT_MANY",
+            sqlite::OUTBOX_MARK_SENT_MANY,
+        ),
+        ("pg::WEBHOOK_DELIVERED_MANY", pg::WEBHOOK_DELIVERED_MANY),
+        (
+            "sqlite::WEBHOOK_DELIVERED_MANY",
+            sqlite::WEBHOOK_DELIVERED_MANY,
+        ),
         ("pg::INTENT_FACTS", pg::INTENT_FACTS),
         ("sqlite::INTENT_FACTS", sqlite::INTENT_FACTS),
     ]

@@ -72,6 +72,7 @@ idem_testkit::both!(
     sweep_marks_expired_leases_uncertain,
     every_replaced_attempt_is_kept_and_the_intent_found_by_key,
     an_alert_moves_once_and_announces_to_its_endpoint_only,
+    the_relay_fans_out_and_settles_a_batch_at_a_time,
     http_keys_replay_conflict_and_mismatch,
     consume_once_follows_the_transaction,
     outbox_commits_with_the_action,
@@ -1947,6 +1948,122 @@ async fn saved_comparisons_are_immutable_and_apart_from_scenarios(h: &H) {
     assert_eq!(
         s.comparison(&h.tenant("other"), &first.id).await.unwrap(),
         None
+    );
+}
+
+/// The relay's batch statements: a fan-out takes at most its limit of the
+/// oldest pending messages, makes one delivery per endpoint whose topics
+/// match (topic and payload copied), and marks exactly those sent; a
+/// batch of 2xx outcomes is written under each claim's attempt, and an
+/// outcome whose attempt no longer holds its delivery changes nothing.
+async fn the_relay_fans_out_and_settles_a_batch_at_a_time(h: &H) {
+    let endpoint = |id: &str, events: &str| WebhookEndpoint {
+        endpoint_id: id.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        events: events.into(),
+        secret: "c2VjcmV0".into(),
+        created_ms: T0,
+    };
+    let endpoints = [
+        endpoint("ep_all", "*"),
+        endpoint("ep_charges", "charge.created"),
+    ];
+    let mut s = h.store.session().await.unwrap();
+    for e in &endpoints {
+        s.add_webhook_endpoint(&h.tenant, e).await.unwrap();
+    }
+    let other = h.tenant("someone-else");
+    s.outbox_enqueue(&other, "charge.created", "{\"theirs\":1}")
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for (topic, payload) in [
+        ("charge.created", "{\"n\":1}"),
+        ("alert.firing", "{\"n\":2}"),
+        ("charge.created", "{\"n\":3}"),
+    ] {
+        ids.push(s.outbox_enqueue(&h.tenant, topic, payload).await.unwrap());
+    }
+    let mut tx = h.store.transaction().await.unwrap();
+    assert_eq!(
+        tx.webhook_fan_out(&h.tenant, &endpoints, 2).await.unwrap(),
+        2
+    );
+    tx.commit().await.unwrap();
+    let left = s.outbox_fetch(&h.tenant, 10).await.unwrap();
+    assert_eq!(
+        left.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [ids[2]],
+        "the two oldest were marked sent, the third was not"
+    );
+    let lease = Duration::from_secs(5);
+    let all = s
+        .webhook_claim(&h.tenant, "ep_all", lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        all.iter()
+            .map(|d| (
+                d.outbox_id,
+                d.topic.as_str(),
+                d.payload.as_str(),
+                d.attempts
+            ))
+            .collect::<Vec<_>>(),
+        [
+            (ids[0], "charge.created", "{\"n\":1}", 1),
+            (ids[1], "alert.firing", "{\"n\":2}", 1)
+        ]
+    );
+    let charges = s
+        .webhook_claim(&h.tenant, "ep_charges", lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        charges.iter().map(|d| d.outbox_id).collect::<Vec<_>>(),
+        [ids[0]],
+        "not the topic it did not ask for"
+    );
+    // The rest, and nothing of another tenant's.
+    let mut tx = h.store.transaction().await.unwrap();
+    assert_eq!(
+        tx.webhook_fan_out(&h.tenant, &endpoints, 2).await.unwrap(),
+        1
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(s.outbox_fetch(&other, 10).await.unwrap().len(), 1);
+    // Two outcomes under their claims, one under an attempt that is gone.
+    let mut stale = all[1].clone();
+    stale.attempts += 1;
+    let n = s
+        .webhook_delivered_many(
+            &h.tenant,
+            &[
+                ("ep_all", &all[0], 200),
+                ("ep_charges", &charges[0], 204),
+                ("ep_all", &stale, 200),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 2, "the stale attempt held nothing");
+    let counts = s.webhook_counts(&h.tenant).await.unwrap();
+    assert_eq!(
+        (counts.pending, counts.delivered),
+        (3, 2),
+        "ids[1] to ep_all still in its attempt; ids[2] to both, unclaimed"
+    );
+    assert_eq!(
+        s.webhook_delivered_many(&h.tenant, &[]).await.unwrap(),
+        0,
+        "an empty batch writes nothing"
+    );
+    // Written for its own tenant only.
+    assert_eq!(
+        s.webhook_delivered_many(&other, &[("ep_all", &all[1], 200)])
+            .await
+            .unwrap(),
+        0
     );
 }
 

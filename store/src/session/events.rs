@@ -118,11 +118,11 @@ impl Session {
 
     /// Marks messages sent; returns how many were still pending.
     pub async fn outbox_mark_sent(&mut self, tenant: &TenantId, ids: &[i64]) -> Result<u64, Error> {
-        let now = self.now();
-        let mut n = 0;
-        for id in ids {
-            n += on!(self.outbox_mark_sent(tenant.as_str(), *id, now))?;
+        if ids.is_empty() {
+            return Ok(0);
         }
-        Ok(n)
+        let now = self.now();
+        let ids = serde_json::Value::from(ids).to_string();
+        Ok(on!(self.outbox_mark_sent_many(tenant.as_str(), &ids, now))?)
     }
 }
