@@ -95,7 +95,7 @@ SQL
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export IDEM_TOKEN
 IDEM_TOKEN=$("$idem" tenant create "bench-writer-$$" --data-dir "$data" 2>/dev/null)
-admin=bench-admin-token
+admin=bench-admin-token-of-at-least-32-characters
 IDEM_ADMIN_TOKEN=$admin "$idem" serve --data-dir "$data" --addr "127.0.0.1:$port" >"$data/serve.log" 2>&1 &
 server=$!
 feeds=()

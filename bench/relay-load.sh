@@ -62,7 +62,7 @@ IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data")
 rport=$(free_port)
 "$bench" receive --addr "127.0.0.1:$rport" >"$data/receiver.out" 2>"$data/receiver.log" &
 receiver=$!
-"$idem" webhook add bench "http://127.0.0.1:$rport/hook" --events charge.created --data-dir "$data" >/dev/null 2>&1
+"$idem" webhook add bench "http://127.0.0.1:$rport/hook" --allow-private-webhooks --events charge.created --data-dir "$data" >/dev/null 2>&1
 
 port=$(free_port)
 start() {

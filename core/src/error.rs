@@ -50,6 +50,9 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// JSON that nests deeper than [`crate::json::MAX_DEPTH`].
+    #[error("{0}")]
+    TooDeep(crate::json::TooDeep),
     /// The payload is not a JSON object.
     #[error("the payload must be a JSON object: {0}")]
     Payload(String),

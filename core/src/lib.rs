@@ -13,6 +13,7 @@ pub mod cost;
 pub mod derive;
 mod error;
 pub mod ids;
+pub mod json;
 pub mod locale;
 pub mod money;
 pub mod normalize;

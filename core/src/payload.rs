@@ -44,8 +44,10 @@ impl FieldValue<'_> {
 
 impl<'a> Payload<'a> {
     /// Parses a JSON object. Fails with a message when the text is not JSON
-    /// or not an object.
+    /// or not an object, or nests deeper than [`crate::json::MAX_DEPTH`].
     pub fn from_json(text: &'a str) -> Result<Self, Error> {
+        crate::json::check_depth(text.as_bytes(), crate::json::MAX_DEPTH)
+            .map_err(Error::TooDeep)?;
         serde_json::from_str(text).map_err(|e| Error::Payload(e.to_string()))
     }
 

@@ -211,3 +211,86 @@ proptest! {
         }
     }
 }
+
+/// JSON of any shape and depth, as a hostile client sends it: nested arrays
+/// and objects whose fields may be the payload's own, strings with escapes
+/// and brackets, numbers of any spelling, and text that is not JSON at all.
+fn hostile_json() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null".to_owned()),
+        Just("true".to_owned()),
+        "-?[0-9]{1,30}(\\.[0-9]{0,30})?([eE][-+]?[0-9]{1,6})?",
+        "\"([^\"\\\\]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4}|[\\[\\]{}])*\"",
+    ];
+    let json = leaf.prop_recursive(48, 512, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec(
+                (
+                    prop_oneof![
+                        Just("referencia_intencao".to_owned()),
+                        Just("valor".to_owned()),
+                        Just("cliente_id".to_owned()),
+                        Just("chave_pix_destino".to_owned()),
+                        "[a-z]{1,8}",
+                    ],
+                    inner
+                ),
+                0..6
+            )
+            .prop_map(|v| format!(
+                "{{{}}}",
+                v.iter()
+                    .map(|(k, x)| format!("\"{k}\":{x}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+        ]
+    });
+    prop_oneof![
+        json,
+        // Past any recursion limit, well inside the 64 KiB body limit.
+        (1usize..30_000, any::<bool>()).prop_map(|(n, obj)| {
+            let (o, c) = if obj { ("{\"a\":", "}") } else { ("[", "]") };
+            format!(
+                "{{\"referencia_intencao\":{}1{}}}",
+                o.repeat(n),
+                c.repeat(n)
+            )
+        }),
+        // Unbalanced and not JSON.
+        "[\\[\\]{}\",:0-9a-z\\\\ ]{0,300}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// The payload parser and the normaliser (every rule of every action,
+    /// both rules versions) and the canonical writer return a value or an
+    /// error on any JSON, never panic or overflow the stack; past the depth
+    /// bound the error says so.
+    #[test]
+    fn the_normaliser_survives_any_json(text in hostile_json()) {
+        let catalog = Catalog::builtin();
+        let t = TenantId::try_from("acme").unwrap();
+        let d = deriver();
+        let deep = idem_core::json::check_depth(text.as_bytes(), idem_core::json::MAX_DEPTH).is_err();
+        let parsed = Payload::from_json(&text);
+        if deep {
+            prop_assert!(matches!(parsed, Err(idem_core::Error::TooDeep(_))), "{parsed:?}");
+        }
+        if let Ok(p) = parsed {
+            {
+                for spec in catalog.actions() {
+                    for v in [Some(RulesVersion::V1), Some(RulesVersion::V2), None] {
+                        if let Ok(derived) = d.derive(&catalog, &t, spec.action.as_str(), &p, v) {
+                            let canon = idem_core::derive::canonical_json(&t, spec.action.as_str(), derived.rules_version, &derived.normalized);
+                            prop_assert!(serde_json::from_str::<serde_json::Value>(&canon).is_ok());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

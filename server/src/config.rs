@@ -26,6 +26,22 @@ pub struct Config {
     pub alert_every: Duration,
     /// The token that opens the live monitor to every tenant.
     pub admin_token: Option<AdminToken>,
+    /// `Host` names answered besides loopback ones (`--allowed-host`); when
+    /// any is given, every other name is refused.
+    pub allowed_hosts: Vec<String>,
+    /// `/metrics` without the admin token even when one is set.
+    pub metrics_open: bool,
+    /// Mark the monitor's session cookie `Secure` always (`--cookie-secure`),
+    /// not only when a proxy says the visitor came over https.
+    pub cookie_secure: bool,
+    /// Anonymous saves (`POST /s`, `POST /c`) one client address may make
+    /// per ten minutes (0: unbounded).
+    pub saves_per_address: u32,
+    /// Anonymous saves per UTC day, all addresses together, per instance
+    /// (0: unbounded).
+    pub saves_per_day: u32,
+    /// Timeouts and the bound on client connections.
+    pub limits: crate::http::conn::ConnLimits,
     /// The action catalog.
     pub catalog: Catalog,
     /// The HMAC secret, or where to find it.
@@ -61,6 +77,12 @@ impl Config {
             purge_every: Duration::from_secs(300),
             alert_every: Duration::from_secs(5),
             admin_token: None,
+            allowed_hosts: Vec::new(),
+            metrics_open: false,
+            cookie_secure: false,
+            saves_per_address: 30,
+            saves_per_day: 2_000,
+            limits: crate::http::conn::ConnLimits::default(),
             catalog: Catalog::builtin(),
             secret: SecretSource::DataDir,
             demo: false,
@@ -77,6 +99,60 @@ pub fn sqlite_url(data_dir: &std::path::Path) -> String {
     format!("sqlite://{}", data_dir.join("idem.db").display())
 }
 
+/// The files of the embedded database that `private_data_dir` keeps to
+/// their owner (the write-ahead log and shared memory too: SQLite creates
+/// them with the database file's mode).
+const DATA_FILES: [&str; 4] = ["idem.db", "idem.db-wal", "idem.db-shm", "hmac.key"];
+
+/// Creates the data directory readable by its owner only (0700), and keeps
+/// the database's files, which hold webhook signing secrets and token
+/// hashes, at 0600: a new database file is created so before SQLite opens
+/// it, and existing ones are narrowed. A directory that already existed
+/// keeps its mode (it may be shared, `--data-dir .`); a warning says so
+/// when others can read it.
+pub fn private_data_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        } else if let Ok(m) = std::fs::metadata(dir) {
+            if m.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    "the data directory can be read by other users; its files are kept private, but `chmod 700` it"
+                );
+            }
+        }
+        let db = dir.join(DATA_FILES[0]);
+        if !db.exists() {
+            // SQLite would create it with the umask's mode (0644).
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&db);
+        }
+        for f in DATA_FILES {
+            let p = dir.join(f);
+            if let Ok(m) = std::fs::metadata(&p) {
+                if m.permissions().mode() & 0o077 != 0 {
+                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
+                        .map_err(|e| anyhow::anyhow!("cannot make {} private: {e}", p.display()))?;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    Ok(())
+}
+
 /// Where the HMAC secret comes from.
 #[derive(Debug, Clone)]
 pub enum SecretSource {
@@ -91,6 +167,9 @@ pub enum SecretSource {
     Given(Secret),
 }
 
+/// The fewest characters `idem serve` accepts in an admin token.
+pub const ADMIN_TOKEN_MIN: usize = 32;
+
 /// The admin token, compared by its SHA-256 digest and never printed.
 #[derive(Clone)]
 pub struct AdminToken([u8; 32]);
@@ -100,6 +179,12 @@ impl AdminToken {
     pub fn new(token: &str) -> Option<Self> {
         let t = token.trim();
         (!t.is_empty()).then(|| Self(Sha256::digest(t.as_bytes()).into()))
+    }
+
+    /// The token's SHA-256, lowercase hex: what an admin's monitor session
+    /// records, so a new admin token ends the old sessions.
+    pub fn digest_hex(&self) -> String {
+        hex::encode(self.0)
     }
 
     /// Whether `presented` is this token.
@@ -139,6 +224,9 @@ pub struct RelayConfig {
     pub per_endpoint: u32,
     /// The pause between rounds that found nothing to do.
     pub idle: Duration,
+    /// Deliver to loopback, private and link-local addresses too
+    /// (`--allow-private-webhooks`: tests and the embedded demo only).
+    pub allow_private: bool,
 }
 
 impl Default for RelayConfig {
@@ -151,6 +239,7 @@ impl Default for RelayConfig {
             concurrency: 32,
             per_endpoint: 8,
             idle: Duration::from_millis(200),
+            allow_private: false,
         }
     }
 }

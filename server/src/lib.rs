@@ -1,8 +1,8 @@
 //! idem-server: the `idem` command line, the HTTP server and the dashboard host.
 //!
 //! Layers, lowest first; a module never imports one above it:
-//! `config`, `secret`, `prices` and `telemetry` (plain values, the bundled
-//! model price table, helpers) → `http`
+//! `config`, `secret`, `prices`, `targets` and `telemetry` (plain values, the
+//! bundled model price table, helpers) → `http`
 //! (its leaves `state`, `error`, `extract`, `metrics`, then the areas, then
 //! the router) → `startup` (builds and runs the application) → `cli` (the
 //! commands; `main.rs` only dispatches to it).
@@ -20,4 +20,5 @@ pub mod prices;
 pub mod relay;
 pub mod secret;
 pub mod startup;
+pub mod targets;
 pub mod telemetry;

@@ -112,7 +112,14 @@ impl Relay {
             cfg.lease,
             cfg.timeout
         );
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder();
+        if !cfg.allow_private {
+            // Every name is resolved through the rule, at each connection.
+            http = http.dns_resolver(Arc::new(crate::targets::PublicOnly));
+        } else {
+            tracing::warn!("the relay delivers to private and loopback addresses (--allow-private-webhooks): a test and demo setting");
+        }
+        let http = http
             .timeout(cfg.timeout)
             .connect_timeout(cfg.timeout)
             // A receiver's redirect is not followed: the endpoint is the URL
@@ -258,6 +265,17 @@ impl Relay {
                 error: "the endpoint's signing secret is not base64".into(),
                 retry_at_ms: None,
             },
+            // A literal address bypasses the resolver: checked here.
+            Some(_) if !self.cfg.allow_private && literal_refused(&endpoint.url).is_some() => {
+                DeliveryOutcome::Failed {
+                    status: None,
+                    error: format!(
+                        "the endpoint's address is {}: webhooks go to public addresses only",
+                        literal_refused(&endpoint.url).unwrap_or_default()
+                    ),
+                    retry_at_ms: self.retry_at(d, now),
+                }
+            }
             Some(sig) => {
                 let sent = self
                     .http
@@ -454,6 +472,14 @@ pub fn signature(secret_b64: &str, id: &str, timestamp: i64, body: &[u8]) -> Opt
 }
 
 /// A transport error in a line, without the request body.
+/// Why an endpoint URL whose host is an address literal may not be posted
+/// to, if it may not.
+fn literal_refused(url: &str) -> Option<&'static str> {
+    let u = reqwest::Url::parse(url).ok()?;
+    let host = u.host_str()?.trim_start_matches('[').trim_end_matches(']');
+    crate::targets::refused(host.parse().ok()?)
+}
+
 fn describe(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"

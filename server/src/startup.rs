@@ -5,6 +5,7 @@
 
 use crate::config::{Config, SecretSource};
 use crate::http::assets::AssetTable;
+use crate::http::guard::HostRule;
 use crate::http::metrics::Metrics;
 use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
 use idem_core::KeyDeriver;
@@ -23,6 +24,7 @@ pub struct Application {
     purge_every: Duration,
     alert_every: Duration,
     relay: Option<crate::relay::Relay>,
+    limits: crate::http::conn::ConnLimits,
 }
 
 impl Application {
@@ -98,16 +100,26 @@ impl Application {
             metrics: Arc::new(Metrics::new()),
             demo: config.demo,
             conformance_fixture: config.conformance_fixture,
+            saves: crate::http::guard::SaveLimits::new(
+                config.saves_per_address,
+                config.saves_per_day,
+            ),
         });
         // The access rule follows the configured address (an unspecified
         // 0.0.0.0 is not loopback even when the port is picked later).
-        let access = LiveAccess::for_addr(config.addr, config.admin_token);
+        let access = LiveAccess {
+            metrics_open: config.metrics_open,
+            cookie_secure: config.cookie_secure,
+            ..LiveAccess::for_addr(config.addr, config.admin_token)
+        };
+        let hosts = Arc::new(HostRule::new(access.open, &config.allowed_hosts));
         let (leptos_options, assets) = site(addr);
         let state = AppState {
             leptos_options,
             assets,
             live: LiveState::new(api.clone(), access),
             api,
+            hosts,
         };
         let relay = match config.relay {
             Some(cfg) => {
@@ -124,6 +136,7 @@ impl Application {
             purge_every: config.purge_every,
             alert_every: config.alert_every,
             relay,
+            limits: config.limits,
         })
     }
 
@@ -160,7 +173,8 @@ impl Application {
             (tokio::spawn(r.run(std::future::pending())), store)
         });
         tracing::info!(backend = ?store.backend(), "listening on http://{}", self.addr);
-        let served = crate::http::serve(self.listener, crate::http::router(self.state)).await;
+        let served =
+            crate::http::serve(self.listener, crate::http::router(self.state), self.limits).await;
         maintenance.abort();
         alerts.abort();
         if let Some((task, store)) = relay {

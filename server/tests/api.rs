@@ -971,7 +971,7 @@ async fn a_5xx_rolls_back_the_handlers_writes_and_releases_the_key(s: &Srv) {
         .with_state(s.state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/charge", listener.local_addr().unwrap());
-    tokio::spawn(serve(listener, app));
+    tokio::spawn(serve(listener, app, Default::default()));
     let send = || {
         s.http
             .post(&url)

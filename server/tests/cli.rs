@@ -34,6 +34,13 @@ fn idem(args: &[&str], stdin: &str, secret: Option<&str>) -> Output {
     out
 }
 
+/// Registers `name` in `data`'s database (commands that name a tenant
+/// refuse one that is not registered).
+fn register(data: &str, name: &str) {
+    let out = idem(&["tenant", "create", name, "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
@@ -519,6 +526,15 @@ async fn retention_and_purge_from_the_command_line() {
     let data = dir.path().to_str().unwrap();
     let out = idem(&["migrate", "--data-dir", data], "", None);
     assert!(out.status.success(), "{}", stderr(&out));
+    // A tenant that is not registered is refused, naming it.
+    let unknown = idem(&["retention", "acme", "--data-dir", data], "", None);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no tenant \"acme\""),
+        "{}",
+        stderr(&unknown)
+    );
+    register(data, "acme");
 
     // Defaults, then a change, as one JSON object each.
     let out = idem(&["retention", "acme", "--data-dir", data], "", None);
@@ -648,6 +664,7 @@ async fn stats_rebuild_from_the_command_line() {
     };
     let store = Store::connect(&url, options.clone()).await.unwrap();
     assert_eq!(totals(store).await, (0, 0, 0));
+    register(data, "acme");
 
     let out = idem(
         &["stats", "rebuild", "--tenant", "acme", "--data-dir", data],
@@ -704,6 +721,8 @@ async fn stats_rebuild_from_the_command_line() {
 fn webhook_endpoints_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
+    register(data, "acme");
+    register(data, "globex");
     let out = idem(
         &[
             "webhook",
@@ -762,6 +781,33 @@ fn webhook_endpoints_from_the_command_line() {
         (vec!["add", "", "http://x.example/h"], "tenant"),
         (vec!["remove", "acme", "ep_0000000000000000"], "no endpoint"),
         (vec!["remove", "globex", &id], "no endpoint"),
+        (
+            vec!["add", "nobody", "https://x.example/h"],
+            "no tenant \"nobody\"",
+        ),
+        (vec!["list", "nobody"], "no tenant \"nobody\""),
+        // Where a webhook would reach inside: loopback, the metadata
+        // service, a private network, IPv4 inside IPv6.
+        (
+            vec!["add", "acme", "http://127.0.0.1:9/h"],
+            "public addresses only",
+        ),
+        (
+            vec!["add", "acme", "http://169.254.169.254/latest"],
+            "public addresses only",
+        ),
+        (
+            vec!["add", "acme", "http://10.1.2.3/h"],
+            "public addresses only",
+        ),
+        (
+            vec!["add", "acme", "http://[::ffff:127.0.0.1]/h"],
+            "public addresses only",
+        ),
+        (
+            vec!["add", "acme", "http://localhost:9/h"],
+            "public addresses only",
+        ),
     ] {
         let mut a = vec!["webhook"];
         a.extend(args.iter());
@@ -794,12 +840,14 @@ fn webhook_endpoints_from_the_command_line() {
 fn alerts_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
+    register(data, "acme");
     let out = idem(
         &[
             "webhook",
             "add",
             "acme",
             "http://127.0.0.1:9/hook",
+            "--allow-private-webhooks",
             "--data-dir",
             data,
         ],

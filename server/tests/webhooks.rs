@@ -126,6 +126,8 @@ fn relay_config() -> RelayConfig {
         timeout: Duration::from_millis(1_000),
         retry_base: Duration::from_secs(1),
         idle: Duration::from_millis(20),
+        // The test receivers listen on 127.0.0.1.
+        allow_private: true,
         ..RelayConfig::default()
     }
 }

@@ -9,6 +9,25 @@ use crate::model::{
 };
 use crate::stats::{Cell, Counts, Granularity};
 
+/// A tenant's registration.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct TenantRow {
+    pub name: String,
+    pub created_ms: i64,
+    pub disabled_ms: Option<i64>,
+}
+
+/// A tenant as `idem tenant list` shows it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct TenantListRow {
+    pub tenant_id: String,
+    pub name: String,
+    pub created_ms: i64,
+    pub disabled_ms: Option<i64>,
+    pub tokens: i64,
+    pub newest_token_ms: Option<i64>,
+}
+
 /// The frozen intent columns.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct IntentRow {
@@ -1369,13 +1388,123 @@ macro_rules! backend {
                 .await
         }
 
-        pub(crate) async fn find_token(c: &mut Conn, tenant: &str, hash: &str) -> R<bool> {
+        /// `None`: no live token; `Some(disabled_ms)`: live, and whether
+        /// (since when) its tenant is disabled.
+        pub(crate) async fn find_token(
+            c: &mut Conn,
+            tenant: &str,
+            hash: &str,
+            now: Millis,
+        ) -> R<Option<Option<i64>>> {
             sqlx::query::<$db>(q::FIND_TOKEN)
                 .bind(tenant)
                 .bind(hash)
+                .bind(now)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| r.try_get::<Option<i64>, _>("disabled_ms"))
+                .transpose()
+        }
+
+        pub(crate) async fn revoke_other_tokens(
+            c: &mut Conn,
+            tenant: &str,
+            keep: &str,
+            at: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::REVOKE_OTHER_TOKENS)
+                .bind(tenant)
+                .bind(keep)
+                .bind(at)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn set_tenant_disabled(
+            c: &mut Conn,
+            tenant: &str,
+            at: Option<Millis>,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::SET_TENANT_DISABLED)
+                .bind(tenant)
+                .bind(at)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn tenant_info(c: &mut Conn, tenant: &str) -> R<Option<TenantRow>> {
+            sqlx::query_as::<$db, TenantRow>(q::TENANT_INFO)
+                .bind(tenant)
                 .fetch_optional(&mut *c)
                 .await
-                .map(|r| r.is_some())
+        }
+
+        pub(crate) async fn tenant_list(c: &mut Conn, now: Millis) -> R<Vec<TenantListRow>> {
+            sqlx::query_as::<$db, TenantListRow>(crate::sql::TENANT_LIST)
+                .bind(now)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        pub(crate) async fn insert_session(
+            c: &mut Conn,
+            tenant: &str,
+            session_hash: &str,
+            token_hash: &str,
+            now: Millis,
+            expires: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::INSERT_SESSION)
+                .bind(tenant)
+                .bind(session_hash)
+                .bind(token_hash)
+                .bind(now)
+                .bind(expires)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn find_session(
+            c: &mut Conn,
+            tenant: &str,
+            session_hash: &str,
+            now: Millis,
+        ) -> R<Option<String>> {
+            sqlx::query::<$db>(q::FIND_SESSION)
+                .bind(tenant)
+                .bind(session_hash)
+                .bind(now)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| r.try_get::<String, _>("token_hash"))
+                .transpose()
+        }
+
+        pub(crate) async fn end_session(
+            c: &mut Conn,
+            tenant: &str,
+            session_hash: &str,
+            now: Millis,
+        ) -> R<u64> {
+            sqlx::query::<$db>(q::END_SESSION)
+                .bind(tenant)
+                .bind(session_hash)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        pub(crate) async fn purge_sessions(c: &mut Conn, tenant: &str, before: Millis) -> R<u64> {
+            sqlx::query::<$db>(q::PURGE_SESSIONS)
+                .bind(tenant)
+                .bind(before)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
         }
 
         pub(crate) async fn admin_totals(

@@ -23,7 +23,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use maintenance::PurgeReport;
 pub use model::*;
 pub use session::Session;
-pub use tenants::ApiToken;
+pub use tenants::{token_hash, ApiToken, SessionId, SessionOwner, TenantInfo};
 
 use idem_core::{Catalog, IdempotencyKey, KeyDeriver, Payload, TenantId};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -69,6 +69,9 @@ pub enum Error {
     /// A tenant of that id exists already.
     #[error("tenant {0} already exists")]
     TenantExists(String),
+    /// The token is live but its tenant is disabled (`idem tenant disable`).
+    #[error("tenant {0} is disabled")]
+    TenantDisabled(String),
     /// A saved scenario's or comparison's id already names other content.
     #[error("saved id {0} already names another saved scenario or comparison")]
     ScenarioIdTaken(String),
@@ -112,6 +115,22 @@ impl Error {
                 | Error::TenantExists(_)
                 | Error::ScenarioIdTaken(_)
         )
+    }
+
+    /// Whether the database refused text it cannot hold: PostgreSQL keeps
+    /// no NUL character in `text` (SQLSTATE 22021) nor one its encoding
+    /// lacks (22P05). The input is at fault, not the database: a 422 at
+    /// the API, never a "retry later".
+    pub fn is_unstorable_text(&self) -> bool {
+        let db = match self {
+            Error::Database(sqlx::Error::Database(d)) => d,
+            Error::Shared(e) => match e.as_ref() {
+                sqlx::Error::Database(d) => d,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        matches!(db.code().as_deref(), Some("22021" | "22P05"))
     }
 }
 

@@ -38,6 +38,8 @@ pub struct PurgeReport {
     /// attempt started before the retention cutoff, kept with their intents
     /// until they are settled.
     pub unresolved_kept: u64,
+    /// Monitor login sessions that had ended (expired or logged out).
+    pub live_sessions: u64,
     /// Batches (statements) run.
     pub batches: u64,
 }
@@ -81,6 +83,12 @@ impl Store {
             purge_tenant(&mut s, &tenant, &r, now, batch, &mut report).await?;
             report.unresolved_kept +=
                 on!(s.count_unresolved_past(tenant.as_str(), now - r.action_ms))?;
+        }
+        // Ended sessions are of no use to anyone: gone at once. Few rows per
+        // scope (a login each), so one statement per scope.
+        for scope in on!(s.tenants_in(crate::sql::SESSION_TENANTS))? {
+            report.live_sessions += on!(s.purge_sessions(&scope, now))?;
+            report.batches += 1;
         }
         tracing::info!(?report, "purge finished");
         Ok(report)

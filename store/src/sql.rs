@@ -620,10 +620,49 @@ values ($1, $2, $3)";
 insert into api_tokens (tenant_id, token_hash, created_ms)
 values ($1, $2, $3)";
 
-    /// Whether a token hash is live for the tenant the token names.
+    /// Whether a token hash is live for the tenant the token names at $3
+    /// (a rotated token's `revoked_ms` may lie ahead, its grace), and when
+    /// the tenant was disabled, if it was.
     pub const FIND_TOKEN: &str = "\
-select created_ms from api_tokens
-where tenant_id = $1 and token_hash = $2 and revoked_ms is null";
+select (select disabled_ms from tenants where tenant_id = $1) as disabled_ms
+from api_tokens
+where tenant_id = $1 and token_hash = $2 and (revoked_ms is null or revoked_ms > $3)";
+
+    /// Ends every token of a tenant but one at $3 (now, or after a grace);
+    /// one that already ends sooner keeps its end.
+    pub const REVOKE_OTHER_TOKENS: &str = "\
+update api_tokens set revoked_ms = $3
+where tenant_id = $1 and token_hash <> $2 and (revoked_ms is null or revoked_ms > $3)";
+
+    /// Disables a tenant at $2, or enables it again with null.
+    pub const SET_TENANT_DISABLED: &str = "\
+update tenants set disabled_ms = $2
+where tenant_id = $1";
+
+    /// One tenant's registration, for commands that name a tenant.
+    pub const TENANT_INFO: &str = "\
+select name, created_ms, disabled_ms from tenants
+where tenant_id = $1";
+
+    /// Opens a monitor login session (only the id's hash is kept).
+    pub const INSERT_SESSION: &str = "\
+insert into live_sessions (tenant_id, session_hash, token_hash, created_ms, expires_ms)
+values ($1, $2, $3, $4, $5)";
+
+    /// A session that is open at $3: the hash of the token it came from.
+    pub const FIND_SESSION: &str = "\
+select token_hash from live_sessions
+where tenant_id = $1 and session_hash = $2 and revoked_ms is null and expires_ms > $3";
+
+    /// Ends a session (logout).
+    pub const END_SESSION: &str = "\
+update live_sessions set revoked_ms = $3
+where tenant_id = $1 and session_hash = $2 and revoked_ms is null";
+
+    /// Removes a tenant's sessions that ended before $2 (the purge).
+    pub const PURGE_SESSIONS: &str = "\
+delete from live_sessions
+where tenant_id = $1 and (expires_ms < $2 or revoked_ms < $2)";
 
     /// Writes one executed demo charge into its ledger.
     pub const INSERT_DEMO_CHARGE: &str = "\
@@ -763,6 +802,20 @@ pub const TENANTS_IN_TABLES: [&str; 8] = [
     tenants_sql!("stats_rollup"),
     tenants_sql!("webhook_deliveries"),
 ];
+
+/// Admin: every tenant with its live tokens at $1, for `idem tenant list`
+/// (never a token: counts and the newest one's creation only).
+pub const TENANT_LIST: &str = "\
+select t.tenant_id, t.name, t.created_ms, t.disabled_ms,
+    (select count(*) from api_tokens k
+     where k.tenant_id = t.tenant_id and (k.revoked_ms is null or k.revoked_ms > $1)) as tokens,
+    (select max(k.created_ms) from api_tokens k
+     where k.tenant_id = t.tenant_id and (k.revoked_ms is null or k.revoked_ms > $1)) as newest_token_ms
+from tenants t
+order by t.tenant_id";
+
+/// Admin: the tenants with monitor sessions (the purge visits them).
+pub const SESSION_TENANTS: &str = tenants_sql!("live_sessions");
 
 /// Admin: the tenants with webhook endpoints (the relay visits them).
 pub const WEBHOOK_TENANTS: &str = tenants_sql!("webhook_endpoints");
@@ -1037,6 +1090,8 @@ pub fn admin_statements() -> impl Iterator<Item = &'static str> {
     [
         shared::ADMIN_TOTALS,
         LIST_TENANTS,
+        TENANT_LIST,
+        SESSION_TENANTS,
         ADMIN_UNRESOLVED,
         JOURNAL_TENANTS,
         WEBHOOK_TENANTS,
@@ -1192,6 +1247,15 @@ pub const ALL: &[(&str, &str)] = {
         ("INSERT_TENANT", INSERT_TENANT),
         ("INSERT_TOKEN", INSERT_TOKEN),
         ("FIND_TOKEN", FIND_TOKEN),
+        ("REVOKE_OTHER_TOKENS", REVOKE_OTHER_TOKENS),
+        ("SET_TENANT_DISABLED", SET_TENANT_DISABLED),
+        ("TENANT_INFO", TENANT_INFO),
+        ("INSERT_SESSION", INSERT_SESSION),
+        ("FIND_SESSION", FIND_SESSION),
+        ("END_SESSION", END_SESSION),
+        ("PURGE_SESSIONS", PURGE_SESSIONS),
+        ("TENANT_LIST", TENANT_LIST),
+        ("SESSION_TENANTS", SESSION_TENANTS),
         ("INSERT_DEMO_CHARGE", INSERT_DEMO_CHARGE),
         ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
         ("LIST_DEMO_CHARGES", LIST_DEMO_CHARGES),

@@ -11,11 +11,12 @@ use idem_core::TenantId;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-/// How long a verified token is trusted without asking the database again.
-/// Every API call authenticates; without this each would pay one more
-/// round trip. Tokens are never revoked yet; when they are, revocation takes
-/// effect within this long.
-pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(30);
+/// How long a verified token (or monitor session) is trusted without asking
+/// the database again: every API call authenticates, and at a thousand
+/// calls a second this saves all but one round trip a second per token. It
+/// is also the bound on revocation: a rotated, expired or disabled token,
+/// on every instance, is refused at most this long after the change.
+pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(1);
 /// Verified tokens remembered at most.
 const TOKEN_CACHE_CAP: usize = 10_000;
 
@@ -67,11 +68,7 @@ impl Store {
     /// hash). A tenant that already exists is a [`Error::Conflict`].
     #[tracing::instrument(skip(self))]
     pub async fn create_tenant(&self, tenant: &TenantId, name: &str) -> Result<ApiToken, Error> {
-        let token = ApiToken(format!(
-            "idem_{}_{}",
-            hex::encode(tenant.as_str()),
-            hex::encode(rand::random::<[u8; 32]>())
-        ));
+        let token = new_token(tenant);
         let now = self.now_ms();
         let mut tx = self.transaction().await?;
         let t = tenant.as_str();
@@ -87,22 +84,255 @@ impl Store {
     }
 
     /// The tenant a live token belongs to. Anything else (malformed,
-    /// unknown, revoked) is [`Error::NotFound`], with no hint of which.
+    /// unknown, revoked, past its grace) is [`Error::NotFound`], with no
+    /// hint of which; a live token of a disabled tenant is
+    /// [`Error::TenantDisabled`].
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn authenticate(&self, token: &str) -> Result<TenantId, Error> {
         let tenant = tenant_of(token).ok_or(Error::NotFound)?;
-        let h = hash(token);
+        self.authenticate_hash(tenant, hash(token)).await
+    }
+
+    async fn authenticate_hash(&self, tenant: TenantId, h: String) -> Result<TenantId, Error> {
         if let Some(t) = self.inner.tokens.get(&h) {
             return Ok(t);
         }
         let mut s = self.session().await?;
-        if on!(s.find_token(tenant.as_str(), &h))? {
-            self.inner.tokens.put(vec![(h, tenant.clone())]);
-            Ok(tenant)
-        } else {
-            Err(Error::NotFound)
+        match on!(s.find_token(tenant.as_str(), &h, self.now_ms()))? {
+            Some(None) => {
+                self.inner.tokens.put(vec![(h, tenant.clone())]);
+                Ok(tenant)
+            }
+            Some(Some(_)) => Err(Error::TenantDisabled(tenant.to_string())),
+            None => Err(Error::NotFound),
         }
     }
+
+    /// A new token for `tenant`, and the end of every other one `grace`
+    /// from now (at once with zero). The new token is shown once, like
+    /// the first.
+    #[tracing::instrument(skip(self))]
+    pub async fn rotate_token(
+        &self,
+        tenant: &TenantId,
+        grace: Duration,
+    ) -> Result<ApiToken, Error> {
+        let token = new_token(tenant);
+        let now = self.now_ms();
+        let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+        let mut tx = self.transaction().await?;
+        let t = tenant.as_str();
+        if on!(tx.tenant_info(t))?.is_none() {
+            return Err(Error::NotFound);
+        }
+        let h = hash(token.expose());
+        on!(tx.insert_token(t, &h, now))?;
+        on!(tx.revoke_other_tokens(t, &h, now.saturating_add(grace_ms)))?;
+        tx.commit().await?;
+        Ok(token)
+    }
+
+    /// Disables `tenant` (every token refused, its data kept) or enables it
+    /// again. [`Error::NotFound`] when there is no such tenant.
+    #[tracing::instrument(skip(self))]
+    pub async fn set_tenant_disabled(
+        &self,
+        tenant: &TenantId,
+        disabled: bool,
+    ) -> Result<(), Error> {
+        let mut s = self.session().await?;
+        let at = disabled.then(|| self.now_ms());
+        match on!(s.set_tenant_disabled(tenant.as_str(), at))? {
+            0 => Err(Error::NotFound),
+            _ => Ok(()),
+        }
+    }
+
+    /// One tenant's registration; [`Error::NotFound`] when there is none.
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn tenant_info(&self, tenant: &TenantId) -> Result<TenantInfo, Error> {
+        let mut s = self.session().await?;
+        let row = on!(s.tenant_info(tenant.as_str()))?.ok_or(Error::NotFound)?;
+        Ok(TenantInfo {
+            tenant: tenant.clone(),
+            name: row.name,
+            created_ms: row.created_ms,
+            disabled_ms: row.disabled_ms,
+            tokens: 0,
+            newest_token_ms: None,
+        })
+    }
+
+    /// Every tenant with its live tokens' count and the newest one's
+    /// creation (an admin read; no token or hash leaves the store).
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn tenant_list(&self) -> Result<Vec<TenantInfo>, Error> {
+        let mut s = self.session().await?;
+        let rows = on!(s.tenant_list(self.now_ms()))?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(TenantInfo {
+                    tenant: TenantId::try_from(r.tenant_id)
+                        .map_err(|e| Error::Corrupt(e.to_string()))?,
+                    name: r.name,
+                    created_ms: r.created_ms,
+                    disabled_ms: r.disabled_ms,
+                    tokens: r.tokens,
+                    newest_token_ms: r.newest_token_ms,
+                })
+            })
+            .collect()
+    }
+
+    /// Opens a monitor login session for `owner`, valid for `ttl`; returns
+    /// the id for the cookie (only its hash is stored).
+    #[tracing::instrument(skip_all)]
+    pub async fn open_live_session(
+        &self,
+        owner: &SessionOwner,
+        ttl: Duration,
+    ) -> Result<SessionId, Error> {
+        let (scope, token_hash) = owner.row();
+        let id = SessionId(format!(
+            "{}.{}",
+            hex::encode(scope),
+            hex::encode(rand::random::<[u8; 32]>())
+        ));
+        let now = self.now_ms();
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        let mut s = self.session().await?;
+        on!(s.insert_session(
+            scope,
+            &hash(id.expose()),
+            token_hash,
+            now,
+            now.saturating_add(ttl_ms)
+        ))?;
+        Ok(id)
+    }
+
+    /// Who an open session speaks for: the admin (with the digest of the
+    /// admin token it was opened with, for the caller to compare with the
+    /// current one), or a tenant whose token is still live. Anything else
+    /// is [`Error::NotFound`]; a disabled tenant is
+    /// [`Error::TenantDisabled`].
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn live_session(&self, id: &str) -> Result<SessionOwner, Error> {
+        let scope = session_scope(id).ok_or(Error::NotFound)?;
+        let h = hash(id);
+        let token_hash = {
+            let mut s = self.session().await?;
+            on!(s.find_session(&scope, &h, self.now_ms()))?.ok_or(Error::NotFound)?
+        };
+        if scope == ADMIN_SCOPE {
+            return Ok(SessionOwner::Admin {
+                token_digest: token_hash,
+            });
+        }
+        let tenant = TenantId::try_from(scope).map_err(|_| Error::NotFound)?;
+        let tenant = self.authenticate_hash(tenant, token_hash.clone()).await?;
+        Ok(SessionOwner::Tenant { tenant, token_hash })
+    }
+
+    /// Ends a session (logout); an unknown or ended one is no error.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn end_live_session(&self, id: &str) -> Result<(), Error> {
+        let Some(scope) = session_scope(id) else {
+            return Ok(());
+        };
+        let mut s = self.session().await?;
+        on!(s.end_session(&scope, &hash(id), self.now_ms()))?;
+        Ok(())
+    }
+}
+
+/// The scope the admin's sessions are kept under: a tenant name no tenant
+/// can take (names starting with `_` are reserved).
+const ADMIN_SCOPE: &str = "_admin";
+
+/// A token's hash as the store keeps it, for a caller that must name a
+/// token without keeping it ([`SessionOwner::Tenant`]).
+pub fn token_hash(token: &str) -> String {
+    hash(token)
+}
+
+fn new_token(tenant: &TenantId) -> ApiToken {
+    ApiToken(format!(
+        "idem_{}_{}",
+        hex::encode(tenant.as_str()),
+        hex::encode(rand::random::<[u8; 32]>())
+    ))
+}
+
+/// The scope a session id names, or None when it is not shaped like one.
+fn session_scope(id: &str) -> Option<String> {
+    let (scope_hex, secret) = id.split_once('.')?;
+    if secret.len() != 64
+        || !secret.bytes().all(|b| b.is_ascii_hexdigit())
+        || scope_hex.len() > 1024
+    {
+        return None;
+    }
+    String::from_utf8(hex::decode(scope_hex).ok()?).ok()
+}
+
+/// Who a monitor session speaks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionOwner {
+    /// The admin; the SHA-256 (hex) of the admin token it was opened with.
+    Admin {
+        /// The admin token's digest, lowercase hex.
+        token_digest: String,
+    },
+    /// A tenant, through one of its tokens.
+    Tenant {
+        /// The tenant.
+        tenant: TenantId,
+        /// The hash of the token the session was opened with.
+        token_hash: String,
+    },
+}
+
+impl SessionOwner {
+    fn row(&self) -> (&str, &str) {
+        match self {
+            SessionOwner::Admin { token_digest } => (ADMIN_SCOPE, token_digest),
+            SessionOwner::Tenant { tenant, token_hash } => (tenant.as_str(), token_hash),
+        }
+    }
+}
+
+/// A session id, for the cookie only. `Debug` never prints it.
+pub struct SessionId(String);
+
+impl SessionId {
+    /// The id, to set in the cookie.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionId([redacted])")
+    }
+}
+
+/// A tenant as the admin commands show it: never a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantInfo {
+    /// The tenant id.
+    pub tenant: TenantId,
+    /// The name it was registered under.
+    pub name: String,
+    /// When it was registered.
+    pub created_ms: i64,
+    /// When it was disabled, if it is.
+    pub disabled_ms: Option<i64>,
+    /// Its live tokens (in [`Store::tenant_list`] only).
+    pub tokens: i64,
+    /// When its newest live token was created (in [`Store::tenant_list`]).
+    pub newest_token_ms: Option<i64>,
 }
 
 #[cfg(test)]

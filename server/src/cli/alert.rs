@@ -1,7 +1,7 @@
 //! `idem alert add|list|remove`: a tenant's alerts, which `idem serve`
 //! evaluates (crate::alerts). Admin commands, like `idem webhook`.
 
-use super::admin::admin_store as store;
+use super::admin::tenant_store;
 use super::args::{AlertAddArgs, AlertRemoveArgs, WebhookListArgs};
 use crate::alerts::Metric;
 use idem_store::Alert;
@@ -37,7 +37,7 @@ pub(crate) async fn add(args: AlertAddArgs) -> anyhow::Result<()> {
     if !(1..=MAX_WINDOW_MS).contains(&window_ms) {
         return Err(usage("--window: from 1ms to 30d".into()));
     }
-    let store = store(&args.db).await?;
+    let store = tenant_store(&args.db, &args.tenant).await?;
     let alert = Alert {
         alert_id: format!("al_{}", hex::encode(rand::random::<[u8; 8]>())),
         metric: args.metric.clone(),
@@ -71,7 +71,7 @@ pub(crate) async fn add(args: AlertAddArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn list(args: WebhookListArgs) -> anyhow::Result<()> {
-    let store = store(&args.db).await?;
+    let store = tenant_store(&args.db, &args.tenant).await?;
     let alerts = async { store.session().await?.alerts(&args.tenant).await }.await;
     store.close().await;
     for a in alerts? {
@@ -81,7 +81,7 @@ pub(crate) async fn list(args: WebhookListArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn remove(args: AlertRemoveArgs) -> anyhow::Result<()> {
-    let store = store(&args.db).await?;
+    let store = tenant_store(&args.db, &args.tenant).await?;
     let removed = async {
         store
             .session()

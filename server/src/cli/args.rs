@@ -144,6 +144,11 @@ pub struct WebhookAddArgs {
     /// Topics to deliver, comma-separated (default: every topic).
     #[arg(long)]
     pub events: Option<String>,
+    /// Accept a URL that points at a loopback, private, link-local or
+    /// metadata address (tests and the embedded demo; the relay must run
+    /// with the same flag to deliver there).
+    #[arg(long)]
+    pub allow_private_webhooks: bool,
     /// Database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -238,6 +243,53 @@ pub fn parse_day_ms(s: &str) -> Result<i64, String> {
 pub(crate) enum TenantCommand {
     /// Register a tenant and print its API token, once (only its hash is kept).
     Create(TenantCreateArgs),
+    /// Print a new token for a tenant (alone on stdout, once); its other
+    /// tokens stop working after the grace (default: at once).
+    RotateToken(TenantRotateArgs),
+    /// Refuse every token of a tenant (401, problem type tenant-disabled);
+    /// its data stays and the admin still sees its unsettled actions.
+    Disable(TenantNameArgs),
+    /// Let a disabled tenant's live tokens work again.
+    Enable(TenantNameArgs),
+    /// List tenants: name, created, live tokens (count, newest), disabled.
+    /// Never a token.
+    List(TenantListArgs),
+}
+
+/// `idem tenant rotate-token` options.
+#[derive(Debug, Clone, Args)]
+pub struct TenantRotateArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub name: idem_core::TenantId,
+    /// How long the previous tokens keep working (e.g. 10m; at most 3650d).
+    #[arg(long, value_parser = parse_duration)]
+    pub grace: Option<std::time::Duration>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem tenant disable|enable` options.
+#[derive(Debug, Clone, Args)]
+pub struct TenantNameArgs {
+    /// The tenant.
+    #[arg(value_parser = parse_tenant)]
+    pub name: idem_core::TenantId,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `idem tenant list` options.
+#[derive(Debug, Clone, Args)]
+pub struct TenantListArgs {
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// `idem tenant create` options.
@@ -282,7 +334,13 @@ pub struct RetentionArgs {
     pub db: DbArgs,
 }
 
-/// Parses `90s`, `30m`, `24h` or `7d` into milliseconds.
+/// The longest duration any option takes: ten years (3650d). Retention and
+/// lease arithmetic add a duration to the current instant; past this the
+/// sum could overflow, and nothing needs longer.
+pub const MAX_DURATION_MS: i64 = 3_650 * 86_400_000;
+
+/// Parses `90s`, `30m`, `24h` or `7d` into milliseconds, at most
+/// [`MAX_DURATION_MS`].
 pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -298,9 +356,9 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
         _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
     };
     match n.checked_mul(unit_ms) {
-        Some(ms) if ms > 0 => Ok(ms),
+        Some(ms) if ms > 0 && ms <= MAX_DURATION_MS => Ok(ms),
         _ => Err(format!(
-            "{s:?}: must be positive and at most a few million years"
+            "{s:?}: must be positive and at most 3650d (ten years)"
         )),
     }
 }
@@ -334,6 +392,44 @@ pub struct ServeArgs {
     /// elsewhere. Prefer the environment variable: arguments show in `ps`.
     #[arg(long, env = "IDEM_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// A `Host` name to answer besides localhost and loopback addresses
+    /// (repeatable; `IDEM_ALLOWED_HOSTS` takes a comma-separated list), for
+    /// a deployment behind a proxy. Once any is given, requests naming
+    /// another host get 421.
+    #[arg(
+        long = "allowed-host",
+        env = "IDEM_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub allowed_hosts: Vec<String>,
+    /// How long a client has to send a request's headers (also how long a
+    /// kept-alive connection may wait for its next request), e.g. 10s.
+    #[arg(long, env = "IDEM_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: std::time::Duration,
+    /// A connection that moves no byte either way for this long is closed,
+    /// mid-request included, e.g. 60s.
+    #[arg(long, env = "IDEM_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: std::time::Duration,
+    /// Client connections served at once; more wait to be accepted.
+    #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Saved links (`POST /s`, `POST /c`) one client address may create per
+    /// ten minutes; past it, 429 with Retry-After (0: unbounded).
+    #[arg(long, env = "IDEM_SAVES_PER_ADDRESS", default_value_t = 30)]
+    pub saves_per_address: u32,
+    /// Saved links this instance creates per UTC day, every address
+    /// together; past it, 429 until midnight UTC (0: unbounded).
+    #[arg(long, env = "IDEM_SAVES_PER_DAY", default_value_t = 2_000)]
+    pub saves_per_day: u32,
+    /// Mark the monitor's session cookie `Secure` on every sign-in (it is
+    /// when a proxy says the visitor came over https: X-Forwarded-Proto).
+    #[arg(long, env = "IDEM_COOKIE_SECURE")]
+    pub cookie_secure: bool,
+    /// Let `/metrics` answer without the admin token when one is set (for a
+    /// scraper that cannot send `Authorization: Bearer`).
+    #[arg(long, env = "IDEM_METRICS_OPEN")]
+    pub metrics_open: bool,
     /// A file holding the HMAC secret (instead of IDEMPOTENCY_HMAC_KEY).
     /// On PostgreSQL one of the two is required.
     #[arg(long, env = "IDEM_HMAC_KEY_FILE", value_name = "FILE")]
@@ -378,7 +474,26 @@ impl ServeArgs {
             data_dir: self.db.data_dir,
             purge_every: self.purge_every,
             alert_every: self.alert_every,
-            admin_token: self.admin_token.as_deref().and_then(AdminToken::new),
+            admin_token: match self.admin_token.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(t) if t.chars().count() < crate::config::ADMIN_TOKEN_MIN => anyhow::bail!(
+                    "the admin token (--admin-token, IDEM_ADMIN_TOKEN) must have at least {} \
+                     characters: it opens every tenant's monitor, and a short one is guessed. \
+                     Generate one with `openssl rand -hex 32`",
+                    crate::config::ADMIN_TOKEN_MIN
+                ),
+                Some(t) => AdminToken::new(t),
+            },
+            allowed_hosts: self.allowed_hosts,
+            metrics_open: self.metrics_open,
+            cookie_secure: self.cookie_secure,
+            saves_per_address: self.saves_per_address,
+            saves_per_day: self.saves_per_day,
+            limits: crate::http::conn::ConnLimits {
+                header_timeout: self.header_timeout,
+                idle_timeout: self.idle_timeout,
+                max_connections: self.max_connections as usize,
+            },
             catalog: self.catalog.load()?,
             secret: self
                 .hmac_key_file
@@ -389,7 +504,11 @@ impl ServeArgs {
             relay: if self.no_relay {
                 None
             } else {
-                Some(self.relay.config()?)
+                let mut relay = self.relay.config()?;
+                // The demo's webhook receivers listen on this machine; the
+                // relay says so when it starts (a demo setting only).
+                relay.allow_private |= self.demo;
+                Some(relay)
             },
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })

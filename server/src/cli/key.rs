@@ -93,6 +93,8 @@ fn derive_line(
     if line.trim().is_empty() {
         return Err("empty line".into());
     }
+    idem_core::json::check_depth(line.as_bytes(), idem_core::json::MAX_DEPTH)
+        .map_err(|e| e.to_string())?;
     let parsed: Line<'_> = serde_json::from_str(line)
         .map_err(|e| format!("not a JSON line with tenant, action and payload: {e}"))?;
     let tenant = match last_tenant {

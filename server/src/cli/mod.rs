@@ -39,9 +39,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Migrate(args) => run_async(admin::migrate(args)),
         Command::Purge(args) => run_async(admin::purge(args)),
         Command::Retention(args) => run_async(admin::retention(args)),
-        Command::Tenant {
-            command: TenantCommand::Create(args),
-        } => run_async(admin::tenant_create(args)),
+        Command::Tenant { command } => match command {
+            TenantCommand::Create(args) => run_async(admin::tenant_create(args)),
+            TenantCommand::RotateToken(args) => run_async(admin::tenant_rotate(args)),
+            TenantCommand::Disable(args) => run_async(admin::tenant_disable(args, true)),
+            TenantCommand::Enable(args) => run_async(admin::tenant_disable(args, false)),
+            TenantCommand::List(args) => run_async(admin::tenant_list(args)),
+        },
         Command::Stats {
             command: StatsCommand::Rebuild(args),
         } => run_async(admin::stats_rebuild(args)),

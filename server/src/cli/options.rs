@@ -45,9 +45,7 @@ impl DbArgs {
         match &self.database_url {
             Some(u) => Ok(u.clone()),
             None => {
-                std::fs::create_dir_all(&self.data_dir).map_err(|e| {
-                    anyhow::anyhow!("cannot create {}: {e}", self.data_dir.display())
-                })?;
+                crate::config::private_data_dir(&self.data_dir)?;
                 Ok(crate::config::sqlite_url(&self.data_dir))
             }
         }
@@ -71,6 +69,11 @@ pub struct RelayArgs {
     /// Deliveries in flight at once, all endpoints together.
     #[arg(long, env = "IDEM_RELAY_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub relay_concurrency: u64,
+    /// Deliver webhooks to loopback, private, link-local and metadata
+    /// addresses too. For tests and the embedded demo, whose receivers
+    /// listen on 127.0.0.1; never in production.
+    #[arg(long, env = "IDEM_ALLOW_PRIVATE_WEBHOOKS")]
+    pub allow_private_webhooks: bool,
 }
 
 impl RelayArgs {
@@ -88,6 +91,7 @@ impl RelayArgs {
             timeout: ms(self.relay_timeout_ms),
             retry_base: ms(self.relay_retry_base_ms),
             concurrency: usize::try_from(self.relay_concurrency).unwrap_or(32),
+            allow_private: self.allow_private_webhooks,
             ..crate::relay::RelayConfig::default()
         })
     }

@@ -2,7 +2,7 @@
 //! relay delivers to, and the relay on its own. Admin commands: whoever can
 //! run them can reach the database; no API route adds an endpoint.
 
-use super::admin::admin_store as store;
+use super::admin::{admin_store as store, tenant_store};
 use super::args::{RelayCmdArgs, WebhookAddArgs, WebhookListArgs, WebhookRemoveArgs};
 use base64::Engine as _;
 use idem_store::WebhookEndpoint;
@@ -33,6 +33,17 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
 
 pub(crate) async fn add(args: WebhookAddArgs) -> anyhow::Result<()> {
     let url = check_url(&args.url).map_err(super::Usage)?;
+    if !args.allow_private_webhooks {
+        let resolved = crate::targets::check_url_target(&url)
+            .await
+            .map_err(super::Usage)?;
+        if !resolved {
+            eprintln!(
+                "note: {} does not resolve from here now; the relay resolves it at every delivery and refuses private addresses then",
+                url.host_str().unwrap_or_default()
+            );
+        }
+    }
     let events = match args.events.as_deref().map(str::trim) {
         None | Some("*") => "*".to_owned(),
         Some(list) => {
@@ -50,7 +61,7 @@ pub(crate) async fn add(args: WebhookAddArgs) -> anyhow::Result<()> {
         "whsec_{}",
         base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 24]>())
     );
-    let store = store(&args.db).await?;
+    let store = tenant_store(&args.db, &args.tenant).await?;
     let endpoint = WebhookEndpoint {
         endpoint_id: format!("ep_{}", hex::encode(rand::random::<[u8; 8]>())),
         url: url.to_string(),
@@ -85,7 +96,7 @@ pub(crate) async fn add(args: WebhookAddArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn list(args: WebhookListArgs) -> anyhow::Result<()> {
-    let store = store(&args.db).await?;
+    let store = tenant_store(&args.db, &args.tenant).await?;
     let endpoints = async { store.session().await?.webhook_endpoints(&args.tenant).await }.await;
     store.close().await;
     for e in endpoints? {
@@ -95,7 +106,7 @@ pub(crate) async fn list(args: WebhookListArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn remove(args: WebhookRemoveArgs) -> anyhow::Result<()> {
-    let store = store(&args.db).await?;
+    let store = tenant_store(&args.db, &args.tenant).await?;
     let removed = async {
         store
             .session()

@@ -6,13 +6,14 @@
 //! without JavaScript.
 
 use super::error::plain_text as refuse;
+use super::error::ApiError;
 use super::extract::request_locale;
 use super::state::ApiState;
 use app::i18n::{field_label, RequestLocale};
 use app::pages::PageComparison;
 use app::{PageScenarios, SavedView};
 use axum::extract::{Query, State};
-use axum::http::{header, request::Parts, HeaderValue, StatusCode};
+use axum::http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use idem_core::locale::Locale;
@@ -45,6 +46,11 @@ fn locale_cookie(l: Locale) -> HeaderValue {
 pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
     move || {
         if let Some(parts) = use_context::<Parts>() {
+            // The hydration script carries the nonce the response's
+            // Content-Security-Policy names (`guard::security_headers`).
+            if let Some(n) = parts.extensions.get::<super::guard::CspNonce>() {
+                provide_context(leptos::nonce::Nonce::from_value(n.0.as_str()));
+            }
             let (locale, asked) = request_locale(&parts);
             provide_context(RequestLocale(locale));
             if asked {
@@ -282,8 +288,13 @@ pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedVie
 #[tracing::instrument(level = "info", skip(api, form))]
 pub async fn save_comparison(
     State(api): State<ApiState>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response {
+    if let Err(refused) = may_save(&api, &headers, &ext, "save comparison") {
+        return refused.into_response();
+    }
     let field = |k: &str| {
         form.iter()
             .rev()
@@ -336,7 +347,15 @@ pub struct SaveForm {
 /// is derived from the scenario and name, so saving twice lands on the same
 /// link, and a saved scenario never changes.
 #[tracing::instrument(level = "info", skip(api, form))]
-pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Response {
+pub async fn save(
+    State(api): State<ApiState>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    Form(form): Form<SaveForm>,
+) -> Response {
+    if let Err(refused) = may_save(&api, &headers, &ext, "save scenario") {
+        return refused.into_response();
+    }
     let scenario = match Scenario::from_query(form.q.split('&').filter_map(|kv| kv.split_once('=')))
     {
         Ok(s) => s,
@@ -363,6 +382,22 @@ pub async fn save(State(api): State<ApiState>, Form(form): Form<SaveForm>) -> Re
     }
     .await;
     saved_link(saved.map(|v| format!("/s/{}", v.id)), "scenario")
+}
+
+/// Whether an anonymous save may go on: posted from this site's pages (a
+/// page elsewhere must not fill the table in a visitor's name), within
+/// the per-address and daily bounds. The refusal is the answer to send.
+fn may_save(
+    api: &ApiState,
+    headers: &HeaderMap,
+    ext: &axum::http::Extensions,
+    form: &str,
+) -> Result<(), ApiError> {
+    if !super::guard::same_origin(headers) {
+        return Err(super::guard::cross_site(form));
+    }
+    api.saves
+        .take(super::conn::client_addr(ext), api.store.now_ms())
 }
 
 /// A saved link's name, trimmed: at most [`MAX_NAME_CHARS`] characters and
@@ -480,7 +515,12 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
     let mut w = csv::WriterBuilder::new()
         .delimiter(if pt { b';' } else { b',' })
         .from_writer(Vec::new());
-    let mut write = |r: [&str; 6]| w.write_record(r).map_err(|e| e.to_string());
+    // A model name or a rate date comes from the link: every cell is
+    // written as data (`sheet::cell`), numbers left as numbers.
+    let mut write = |r: [&str; 6]| {
+        w.write_record(super::sheet::record(r))
+            .map_err(|e| e.to_string())
+    };
     write(["section", "key", "label", "value", "formatted", "unit"])?;
     let label = |pt_text: &'static str, en: &'static str| if pt { pt_text } else { en };
     let i = &s.inputs;

@@ -91,6 +91,18 @@ impl ApiError {
         e
     }
 
+    /// 401: the token is live but its tenant is disabled.
+    pub fn tenant_disabled() -> Self {
+        let mut e = Self::new(
+            StatusCode::UNAUTHORIZED,
+            "urn:idem:problem:tenant-disabled",
+            "This tenant is disabled",
+        )
+        .detail("an administrator disabled this tenant (`idem tenant disable`); its data is kept, and `idem tenant enable` lets its tokens work again");
+        e.0.challenge = Some(r#"Bearer realm="idem", error="invalid_token""#);
+        e
+    }
+
     /// The body cannot be read: 400 (syntax), 413 (too large), 415 (not
     /// JSON) or 422 (wrong shape).
     pub fn body(status: StatusCode, detail: impl Into<String>) -> Self {
@@ -116,6 +128,94 @@ impl ApiError {
             "The request is malformed",
         )
         .detail(detail)
+    }
+
+    /// 429: a limit per client address or per day was reached.
+    pub fn too_many(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "urn:idem:problem:rate-limited",
+            "Too many requests",
+        )
+        .detail(detail)
+    }
+
+    /// 431: too many or too large request headers.
+    pub fn headers_too_large(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "urn:idem:problem:headers-too-large",
+            "The request headers are too large",
+        )
+        .detail(detail)
+    }
+
+    /// The problem document for a status the framework answered before any
+    /// handler ran (no route, wrong method, body too large, ...).
+    pub fn from_status(status: StatusCode) -> Self {
+        let (kind, title, detail) = match status.as_u16() {
+            404 => (
+                "urn:idem:problem:no-route",
+                "No such route",
+                "no /v1 route has this path; see /v1/openapi.json",
+            ),
+            405 => (
+                "urn:idem:problem:method-not-allowed",
+                "Method not allowed",
+                "this route does not take this method; the Allow header lists those it takes",
+            ),
+            411 => (
+                "urn:idem:problem:length-required",
+                "Length required",
+                "send the body with a Content-Length",
+            ),
+            413 => (
+                "urn:idem:problem:body-too-large",
+                "The request body is too large",
+                "the API reads bodies of at most 64 KiB",
+            ),
+            415 => (
+                "urn:idem:problem:unsupported-media-type",
+                "Unsupported media type",
+                "send the body as JSON with Content-Type: application/json",
+            ),
+            431 => (
+                "urn:idem:problem:headers-too-large",
+                "The request headers are too large",
+                "send fewer or smaller headers",
+            ),
+            s if s >= 500 => (
+                "urn:idem:problem:internal",
+                "Internal error; it was logged",
+                "",
+            ),
+            _ => (
+                "urn:idem:problem:bad-request",
+                "The request is malformed",
+                "",
+            ),
+        };
+        let e = Self::new(status, kind, title);
+        if detail.is_empty() {
+            e
+        } else {
+            e.detail(detail)
+        }
+    }
+
+    /// 421: the request names a host this server does not answer for.
+    pub fn misdirected(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "urn:idem:problem:misdirected",
+            "This server does not answer for that host",
+        )
+        .detail(detail)
+    }
+
+    /// 403 with a specific problem type.
+    pub fn forbidden(kind: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, kind, "Forbidden").detail(detail)
     }
 
     /// 404: nothing under that name for this tenant.
@@ -162,6 +262,17 @@ impl ApiError {
     /// 422 with a specific problem type.
     pub fn unprocessable_as(kind: &'static str, title: &'static str, detail: &str) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, kind, title).detail(detail)
+    }
+
+    /// 422: JSON that nests deeper than idem reads; names the limit.
+    pub fn too_deep(e: idem_core::json::TooDeep) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "urn:idem:problem:too-deep",
+            "The JSON nests too deeply",
+        )
+        .detail(e.to_string())
+        .extra(serde_json::json!({ "max_depth": e.limit }))
     }
 
     /// 503: the store is unreachable or failed; the cause was logged.
@@ -231,6 +342,12 @@ impl From<idem_store::Error> for ApiError {
         match e {
             E::Invalid(m) => ApiError::unprocessable(m),
             E::NotFound => ApiError::not_found("no such record for this tenant"),
+            E::TenantDisabled(_) => ApiError::tenant_disabled(),
+            e if e.is_unstorable_text() => ApiError::unprocessable_as(
+                "urn:idem:problem:unstorable-text",
+                "The request holds text the database cannot store",
+                "a value holds a NUL character (\\u0000) or one the database's encoding lacks; remove it",
+            ),
             e if e.is_conflict() => ApiError::conflict(
                 "urn:idem:problem:conflict",
                 "Conflicting state",

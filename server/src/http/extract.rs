@@ -74,10 +74,108 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     }
 }
 
-/// `Json` whose rejections are problem documents that say what to fix.
-#[derive(FromRequest)]
-#[from_request(via(Json), rejection(ApiError))]
+/// `Json` whose rejections are problem documents that say what to fix, and
+/// which measures the body's nesting before any parser sees it (422 past
+/// [`idem_core::json::MAX_DEPTH`]): a field held as raw JSON is skipped by
+/// serde_json without its recursion limit, and walked recursively later.
 pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::body(
+                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Expected request with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::body(e.status(), e.body_text()))?;
+        idem_core::json::check_depth(&bytes, idem_core::json::MAX_DEPTH)
+            .map_err(ApiError::too_deep)?;
+        let value = Json::<T>::from_bytes(&bytes)
+            .map(|Json(v)| ApiJson(v))
+            .map_err(ApiError::from)?;
+        if let Some(field) = nul_field(&bytes) {
+            return Err(ApiError::unprocessable_as(
+                "urn:idem:problem:unstorable-text",
+                "The request holds text the database cannot store",
+                &format!(
+                    "{field} holds a NUL character (\\u0000), which idem cannot store; remove it"
+                ),
+            ));
+        }
+        Ok(value)
+    }
+}
+
+/// Where a JSON body holds a NUL character (only written `\u0000` in
+/// valid JSON): `field \`payload.referencia\``, or `a field name` when a
+/// name holds it. One scan of the bytes; the body is walked only when the
+/// escape is there (its depth is already bounded).
+fn nul_field(bytes: &[u8]) -> Option<String> {
+    let has = bytes
+        .windows(6)
+        .any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].eq_ignore_ascii_case(b"0000"));
+    if !has {
+        return None;
+    }
+    fn walk(v: &serde_json::Value, path: &mut Vec<String>) -> Option<String> {
+        match v {
+            serde_json::Value::String(s) if s.contains('\0') => Some(if path.is_empty() {
+                "the body".to_owned()
+            } else {
+                format!("field `{}`", path.join("."))
+            }),
+            serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(i, x)| {
+                path.push(i.to_string());
+                let r = walk(x, path);
+                path.pop();
+                r
+            }),
+            serde_json::Value::Object(m) => m.iter().find_map(|(k, x)| {
+                if k.contains('\0') {
+                    return Some("a field name".to_owned());
+                }
+                path.push(k.clone());
+                let r = walk(x, path);
+                path.pop();
+                r
+            }),
+            _ => None,
+        }
+    }
+    // An escaped backslash followed by `u0000` is no NUL: the walk decides.
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    walk(&v, &mut Vec::new())
+}
+
+/// Whether the request says its body is JSON (`application/json` or an
+/// `application/*+json` type), as axum's own `Json` requires.
+pub(crate) fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let Some(subtype) = essence.strip_prefix("application/") else {
+        return false;
+    };
+    subtype == "json" || subtype.ends_with("+json")
+}
 
 /// `Path` whose rejections are problem documents.
 #[derive(FromRequestParts)]

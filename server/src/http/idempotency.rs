@@ -207,11 +207,16 @@ pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
     h.update(b"\n");
     h.update(path_and_query.as_bytes());
     h.update(b"\n");
-    let canon = std::str::from_utf8(body).ok().and_then(|text| {
-        let raw = serde_json::from_str::<&RawValue>(text).ok()?;
-        let mut out = Vec::with_capacity(body.len());
-        canonical(raw, &mut out).then_some(out)
-    });
+    // The canonical walk recurses once per level: a body nested deeper
+    // than idem reads is hashed as its bytes (the layer refuses it anyway).
+    let canon = std::str::from_utf8(body)
+        .ok()
+        .filter(|_| idem_core::json::check_depth(body, idem_core::json::MAX_DEPTH).is_ok())
+        .and_then(|text| {
+            let raw = serde_json::from_str::<&RawValue>(text).ok()?;
+            let mut out = Vec::with_capacity(body.len());
+            canonical(raw, &mut out).then_some(out)
+        });
     match canon {
         Some(out) => h.update(&out),
         None => h.update(body),
@@ -363,6 +368,13 @@ where
     let key = client_key(req.headers())?;
     let (parts, body) = req.into_parts();
     let body = read_body(body).await?;
+    // A JSON body too deep for the handler's parser is refused here, with
+    // the limit named, before anything is stored (other bodies are hashed
+    // as bytes past the limit: see `fingerprint`).
+    if super::extract::json_content_type(&parts.headers) {
+        idem_core::json::check_depth(&body, idem_core::json::MAX_DEPTH)
+            .map_err(ApiError::too_deep)?;
+    }
     let method = parts.method.as_str().to_owned();
     let path = parts
         .uri

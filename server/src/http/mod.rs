@@ -1,7 +1,7 @@
 //! The HTTP side: [`router`] builds the application's routes from one
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
-//! Layers, lowest first: `state`, `error`, `extract`, `assets` and `metrics` are
+//! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `assets` and `metrics` are
 //! leaves that import no other module here; the areas (`v1`, `demo`,
 //! `idempotency`, `openapi`, `dashboard`, `charts`, `live`, `prices`) import
 //! only leaves (and
@@ -9,23 +9,26 @@
 
 pub mod assets;
 pub mod charts;
+pub mod conn;
 pub mod dashboard;
 pub mod demo;
 pub mod error;
 pub mod extract;
 pub mod fixture;
+pub mod guard;
 pub mod idempotency;
 pub mod live;
 pub mod metrics;
 pub mod openapi;
 pub mod prices;
+pub mod sheet;
 pub mod state;
 pub mod v1;
 
 use app::{shell, App};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::middleware::from_fn_with_state;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use axum::Router;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -53,7 +56,13 @@ pub fn router(state: AppState) -> Router {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(serve_metrics))
+        .route(
+            "/metrics",
+            get(serve_metrics).route_layer(from_fn_with_state(
+                state.live.access.clone(),
+                metrics_access,
+            )),
+        )
         .merge(v1::router(&state.api))
         // The document describes the areas, so the router serves it, not v1.
         .route("/v1/openapi.json", get(openapi::serve))
@@ -68,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .route("/live/fragment", get(live::fragment))
         .route("/live/events", get(live::events))
         .route("/live/login", post(live::login))
+        .route("/live/logout", post(live::logout))
         .route(
             "/live/actions/{key}/reconcile",
             post(live::action::reconcile),
@@ -94,9 +104,17 @@ pub fn router(state: AppState) -> Router {
     } else {
         app
     };
+    let hosts = state.hosts.clone();
     app.merge(pages)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)
+        // Inside the request id (so a refusal carries one): the headers every
+        // response wears, then the Host rule, then one Authorization.
+        .layer(from_fn(guard::v1_problems))
+        .layer(from_fn(guard::one_authorization))
+        .layer(from_fn(guard::bound_headers))
+        .layer(from_fn_with_state(hosts, guard::check_host))
+        .layer(from_fn(guard::security_headers))
         // Outermost first: an id for every request (the client's, or a new
         // one), echoed in the response, and a span carrying it. Failures are
         // logged where they happen, once, so the trace layer logs none.
@@ -112,6 +130,26 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(metrics::MintRequestId))
+        .layer(from_fn(guard::bound_request_id))
+}
+
+/// `/metrics` is the admin's where an admin token is set (unless
+/// `--metrics-open`): the counters name every tenant.
+async fn metrics_access(
+    State(access): State<std::sync::Arc<state::LiveAccess>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if let (Some(admin), false) = (&access.admin, access.metrics_open) {
+        let ok = extract::bearer(req.headers()).is_ok_and(|t| admin.matches(t));
+        if !ok {
+            return error::ApiError::unauthorized(req.headers().contains_key(axum::http::header::AUTHORIZATION))
+                .detail("/metrics needs the admin token (Authorization: Bearer <admin token>) while one is set; start with --metrics-open to let any scraper read it")
+                .into_response();
+        }
+    }
+    next.run(req).await
 }
 
 async fn readyz(State(api): State<ApiState>) -> (StatusCode, &'static str) {
@@ -124,11 +162,13 @@ async fn readyz(State(api): State<ApiState>) -> (StatusCode, &'static str) {
     }
 }
 
-/// Serves `router` on `listener` until Ctrl-C or SIGTERM.
-pub async fn serve(listener: TcpListener, router: Router) -> anyhow::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown())
-        .await?;
+/// Serves `router` on `listener` within `limits` until Ctrl-C or SIGTERM.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: conn::ConnLimits,
+) -> anyhow::Result<()> {
+    conn::serve(listener, router, limits, shutdown()).await?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The application state: one [`AppState`] for the router, with the parts
 //! each area takes through axum's `FromRef`. A leaf: it imports only the
-//! configuration, the metrics registry, the site's files and the live
-//! monitor's data.
+//! configuration, the metrics registry, the site's files, the guard's
+//! host rule and the live monitor's data.
 
 use super::assets::AssetTable;
 use super::live::data::LiveData;
@@ -31,6 +31,8 @@ pub struct AppState {
     pub assets: AssetTable,
     /// The live monitor: the API's handles plus who may look.
     pub live: LiveState,
+    /// Which `Host` names are answered (see `guard`).
+    pub hosts: Arc<super::guard::HostRule>,
 }
 
 /// What the API needs, behind one reference count. The `/v1` routes hold
@@ -57,6 +59,8 @@ pub struct ApiParts {
     /// Whether the conformance fixture is mounted
     /// (`idem serve --conformance-fixture`).
     pub conformance_fixture: bool,
+    /// The bounds on anonymous saves (`POST /s`, `POST /c`).
+    pub saves: super::guard::SaveLimits,
 }
 
 impl ApiState {
@@ -85,6 +89,12 @@ impl FromRef<AppState> for Arc<Metrics> {
     }
 }
 
+/// Refused sign-ins an address may make per [`LOGIN_WINDOW`] before it
+/// gets 429: a person mistyping never gets there, a guesser stops at 10.
+pub const LOGIN_FAILURES: u32 = 10;
+/// See [`LOGIN_FAILURES`].
+pub const LOGIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Who may see the monitor.
 #[derive(Debug, Clone, Default)]
 pub struct LiveAccess {
@@ -92,15 +102,29 @@ pub struct LiveAccess {
     pub open: bool,
     /// The admin token, when configured.
     pub admin: Option<AdminToken>,
+    /// `/metrics` answers without the admin token even when one is set
+    /// (`--metrics-open`).
+    pub metrics_open: bool,
+    /// The session cookie is `Secure` whatever the request says
+    /// (`--cookie-secure`).
+    pub cookie_secure: bool,
 }
 
 impl LiveAccess {
+    /// Whether a request without a token sees every tenant: the monitor is
+    /// open and no proxy says the visitor is elsewhere.
+    pub fn open_to(&self, headers: &axum::http::HeaderMap) -> bool {
+        self.open && !super::guard::forwarded(headers)
+    }
+
     /// The rule for a server bound to `addr`: open on loopback unless an
     /// admin token is configured.
     pub fn for_addr(addr: std::net::SocketAddr, admin: Option<AdminToken>) -> Self {
         Self {
             open: addr.ip().is_loopback() && admin.is_none(),
             admin,
+            metrics_open: false,
+            cookie_secure: false,
         }
     }
 }
@@ -114,6 +138,8 @@ pub struct LiveState {
     /// Who may look.
     pub access: Arc<LiveAccess>,
     pub(crate) cache: Arc<Mutex<SharedReads>>,
+    /// Refused sign-ins per client address.
+    pub login_failures: Arc<super::guard::Limiter>,
 }
 
 /// Recent reads by scope and window, with when they were made.
@@ -126,6 +152,7 @@ impl LiveState {
             api,
             access: Arc::new(access),
             cache: Arc::default(),
+            login_failures: Arc::new(super::guard::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
         }
     }
 }

@@ -390,6 +390,8 @@ fn spawn_relay(db: &Db) -> anyhow::Result<Child> {
     Ok(idem()
         .args([
             "relay",
+            // The test receiver listens on 127.0.0.1.
+            "--allow-private-webhooks",
             "--relay-lease-ms",
             "1500",
             "--relay-timeout-ms",
@@ -424,6 +426,8 @@ async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
             &url,
             "--events",
             "charge.created",
+            // The test receiver listens on 127.0.0.1.
+            "--allow-private-webhooks",
         ])
         .arg("--data-dir")
         .arg(&db.data_dir)

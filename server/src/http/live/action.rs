@@ -117,7 +117,15 @@ pub async fn page(
             let now = state.api.store.now_ms();
             (
                 StatusCode::OK,
-                detail_html(&f, &key, &state.api.catalog, now, notice, l),
+                detail_html(
+                    &f,
+                    &key,
+                    &state.api.catalog,
+                    now,
+                    notice,
+                    super::csrf_token(headers).as_deref(),
+                    l,
+                ),
             )
         }
         Ok(None) => (StatusCode::NOT_FOUND, not_found(key.as_str(), l)),
@@ -228,7 +236,8 @@ fn notice_html(notice: Option<&str>, l: Locale) -> Markup {
         None => return html! {},
         Some("reconciled") => (true, tr(l, "Resultado registrado: a ação está reconciliada.", "Outcome recorded: the action is reconciled.")),
         Some("stale") => (false, tr(l, "Nada foi registrado: outra tentativa assumiu ou resolveu a ação depois que esta página abriu. Veja o estado abaixo.", "Nothing was recorded: another attempt took over or settled the action after this page opened. See its state below.")),
-        Some("response") => (false, tr(l, "Nada foi registrado: «concluída» precisa da resposta do provedor em JSON válido (até 32 KiB).", "Nothing was recorded: «completed» needs the provider's response as valid JSON (up to 32 KiB).")),
+        Some("response") => (false, tr(l, "Nada foi registrado: «concluída» precisa da resposta do provedor em JSON válido (até 32 KiB e 64 níveis de aninhamento).", "Nothing was recorded: «completed» needs the provider's response as valid JSON (up to 32 KiB and 64 levels of nesting).")),
+        Some("retryable") => (false, tr(l, "Nada foi registrado: «pode ser repetida» aceita só true ou false.", "Nothing was recorded: «may be retried» takes only true or false.")),
         Some("error") => (false, tr(l, "Nada foi registrado: «falhou» precisa do erro que o provedor informou (até 32 KiB).", "Nothing was recorded: «failed» needs the error the provider reported (up to 32 KiB).")),
         Some("outcome") => (false, tr(l, "Nada foi registrado: escolha o que o provedor disse que aconteceu.", "Nothing was recorded: choose what the provider says happened.")),
         Some(_) => (false, tr(l, "Nada foi registrado.", "Nothing was recorded.")),
@@ -244,6 +253,7 @@ fn detail_html(
     catalog: &idem_core::Catalog,
     now: i64,
     notice: Option<&str>,
+    csrf: Option<&str>,
     l: Locale,
 ) -> String {
     let a = &f.action;
@@ -330,7 +340,7 @@ fn detail_html(
         }
         (PreEscaped(app::markup::SCROLL_CLOSE))
         @if unknown {
-            (reconcile_form(key, f.tenant.as_str(), a.token, l))
+            (reconcile_form(key, f.tenant.as_str(), a.token, csrf, l))
         }
         script src="/live.js" defer {}
     }
@@ -344,7 +354,13 @@ fn pretty(json: &str) -> String {
         .unwrap_or_else(|_| json.to_owned())
 }
 
-fn reconcile_form(key: &IdempotencyKey, tenant: &str, token: i64, l: Locale) -> Markup {
+fn reconcile_form(
+    key: &IdempotencyKey,
+    tenant: &str,
+    token: i64,
+    csrf: Option<&str>,
+    l: Locale,
+) -> Markup {
     html! {
         section id="reconcile" class="reconcile" {
             h2 { (tr(l, "Reconciliar", "Reconcile")) }
@@ -353,6 +369,7 @@ fn reconcile_form(key: &IdempotencyKey, tenant: &str, token: i64, l: Locale) -> 
                 "Ask the provider (by the reference, or by the key it received as Idempotency-Key) and record what happened. The record holds only for the current attempt: if another takes over first, nothing is written.")) }
             form method="post" action={ "/live/actions/" (key.as_str()) "/reconcile" } id="reconcile-form" {
                 input type="hidden" name="token" value=(token);
+                @if let Some(c) = csrf { input type="hidden" name="csrf" value=(c); }
                 input type="hidden" name="tenant" value=(tenant);
                 input type="hidden" name="lang" value=(l.tag());
                 fieldset {
@@ -394,30 +411,9 @@ pub struct ReconcileForm {
     /// The page's language.
     #[serde(default)]
     pub lang: String,
-}
-
-/// Whether a form post comes from this site: browsers send `Sec-Fetch-Site`
-/// and `Origin` on a cross-site post, and a page elsewhere must not settle
-/// an action with the viewer's cookie (it is SameSite=Strict too, and the
-/// open loopback monitor has no cookie at all).
-fn same_site(headers: &HeaderMap) -> bool {
-    if headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == "cross-site" || v == "same-site")
-    {
-        return false;
-    }
-    match (
-        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
-        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
-    ) {
-        (Some(origin), Some(host)) => origin
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest.trim_end_matches('/') == host),
-        (Some(_), None) => false,
-        (None, _) => true,
-    }
+    /// The login session's form token (see `csrf_token`).
+    #[serde(default)]
+    pub csrf: Option<String>,
 }
 
 /// `POST /live/actions/{key}/reconcile`: the page's form. Records the
@@ -430,11 +426,9 @@ pub async fn reconcile(
     Path(raw): Path<String>,
     Form(form): Form<ReconcileForm>,
 ) -> Result<Response, ApiError> {
-    if !same_site(&headers) {
-        return Err(ApiError::body(
-            StatusCode::FORBIDDEN,
-            "the reconcile form is accepted only from this site's own pages",
-        ));
+    if !crate::http::guard::same_origin(&headers) || !super::csrf_ok(&headers, form.csrf.as_deref())
+    {
+        return Err(crate::http::guard::cross_site("reconcile"));
     }
     let v = authorized(&state, &headers).await?;
     let key = IdempotencyKey::try_from(raw.as_str())
@@ -461,8 +455,12 @@ pub async fn reconcile(
     let outcome = match form.outcome.as_str() {
         "completed" => {
             let r = form.response.trim();
+            let shallow =
+                idem_core::json::check_depth(r.as_bytes(), idem_core::json::MAX_DEPTH).is_ok();
             match serde_json::from_str::<Box<serde_json::value::RawValue>>(r) {
-                Ok(raw) if r.len() <= MAX_STORED => Outcome::Completed(raw.get().to_owned()),
+                Ok(raw) if r.len() <= MAX_STORED && shallow => {
+                    Outcome::Completed(raw.get().to_owned())
+                }
                 _ => return Ok(back("response")),
             }
         }
@@ -471,9 +469,16 @@ pub async fn reconcile(
             if e.is_empty() || e.len() > MAX_STORED {
                 return Ok(back("error"));
             }
+            // A checkbox sends its value only when ticked; a script may send
+            // `false`. Anything else is refused, never read as a yes.
+            let retryable = match form.retryable.as_deref().map(str::trim) {
+                None | Some("" | "false" | "off" | "0") => false,
+                Some("true" | "on" | "1") => true,
+                Some(_) => return Ok(back("retryable")),
+            };
             Outcome::Failed {
                 error: e.to_owned(),
-                retryable: form.retryable.is_some(),
+                retryable,
             }
         }
         _ => return Ok(back("outcome")),
@@ -597,7 +602,9 @@ pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, 
             .amount
             .map(|a| format_decimal(a, l, 2, 2))
             .unwrap_or_default();
-        w.write_record([
+        // Every cell through `sheet::cell`: references, customers and
+        // tenant names are whatever the recording service sent.
+        w.write_record(crate::http::sheet::record([
             u.tenant.as_str(),
             &u.key,
             &u.action,
@@ -609,7 +616,7 @@ pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, 
             &u.lease_until_ms.map(iso_utc).unwrap_or_default(),
             &(u.age_ms / 1000).to_string(),
             &u.attempts.to_string(),
-        ])?;
+        ]))?;
     }
     let text = w.into_inner().map_err(|e| e.into_error())?;
     // Excel in Portuguese reads UTF-8 only after a byte-order mark.
@@ -662,22 +669,20 @@ mod tests {
     }
 
     #[test]
-    fn a_cross_site_post_is_refused() {
-        let mut h = HeaderMap::new();
-        assert!(same_site(&h), "a post without Origin (curl, old browsers)");
-        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:3000"));
-        h.insert(
-            header::ORIGIN,
-            HeaderValue::from_static("http://127.0.0.1:3000"),
-        );
-        assert!(same_site(&h));
-        h.insert(
-            header::ORIGIN,
-            HeaderValue::from_static("https://evil.example"),
-        );
-        assert!(!same_site(&h));
-        let mut h = HeaderMap::new();
-        h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
-        assert!(!same_site(&h));
+    fn formulas_in_the_csv_are_text_and_numbers_stay_numbers() {
+        let mut u = row();
+        u.reference = Some("=HYPERLINK(\"http://x\")".into());
+        u.customer = Some("@SUM(A1)".into());
+        u.tenant = "+loja".into();
+        u.amount = Some(rust_decimal::Decimal::new(-5, 0));
+        let en = String::from_utf8(uncertain_csv_text(&[u], Locale::EnUs).unwrap()).unwrap();
+        let mut r = csv::Reader::from_reader(en.as_bytes());
+        let head = r.headers().unwrap().clone();
+        let rec = r.records().next().unwrap().unwrap();
+        let get = |k: &str| rec.get(head.iter().position(|h| h == k).unwrap()).unwrap();
+        assert_eq!(get("reference"), "'=HYPERLINK(\"http://x\")");
+        assert_eq!(get("customer"), "'@SUM(A1)");
+        assert_eq!(get("tenant"), "'+loja");
+        assert_eq!(get("amount"), "-5");
     }
 }

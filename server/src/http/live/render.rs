@@ -763,6 +763,18 @@ pub fn locked_html(l: Locale) -> String {
     .into_string()
 }
 
+/// The sign-out button of a signed-in visitor (`POST /live/logout`).
+pub fn logout_html(csrf: &str, l: Locale) -> String {
+    html! {
+        form class="live-logout" method="post" action="/live/logout" {
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="lang" value=(l.tag());
+            button type="submit" { (tr(l, "Sair", "Sign out")) }
+        }
+    }
+    .into_string()
+}
+
 /// The sign-in form of `/live` (a token: admin, or a tenant's API token).
 pub fn login_html(l: Locale, failed: bool) -> String {
     html! {
