@@ -845,6 +845,7 @@ fn ShareBar(
     let locale = expect_context::<Prefs>().locale;
     let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
     let copied = RwSignal::new(None::<bool>);
+    let form_token = crate::form_token();
     let copy = move |_| {
         #[cfg(feature = "hydrate")]
         crate::browser::copy_location(copied);
@@ -875,6 +876,7 @@ fn ShareBar(
                 })}
             </span>
             <form class="save" method="post" action="/s">
+                <input type="hidden" name=crate::FORM_FIELD value=form_token/>
                 <input type="hidden" name="q" value=move || q().unwrap_or_default()/>
                 <input type="hidden" name="lang" value=move || locale.get().tag()/>
                 <label for="save-name"><T pt="Nome (opcional)" en="Name (optional)"/></label>

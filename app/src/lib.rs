@@ -40,6 +40,24 @@ use serde::{Deserialize, Serialize};
 pub use calculator::Calculator;
 pub use i18n::RequestLocale;
 
+/// The cookie that carries an anonymous visitor's form token.
+pub const FORM_COOKIE: &str = "idem_form";
+/// The form field that carries it back.
+pub const FORM_FIELD: &str = "form_token";
+
+/// The form token of this visit (double-submit: the same value in the
+/// `idem_form` cookie and in each anonymous form), which the server
+/// provides while it renders. A page elsewhere can post to `/s` but cannot
+/// read the cookie to copy it. The browser never needs the value: the
+/// server-rendered field keeps it through hydration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FormToken(pub String);
+
+/// The form token to render, empty when there is none (in the browser).
+pub fn form_token() -> String {
+    use_context::<FormToken>().map(|t| t.0).unwrap_or_default()
+}
+
 /// A saved scenario as the pages show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedView {

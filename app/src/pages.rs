@@ -653,6 +653,12 @@ fn compare_html(
 #[cfg(feature = "ssr")]
 fn save_form(out: &mut String, refs: &[Ref], l: Locale) {
     out.push_str("<form class=\"compare-save\" method=\"post\" action=\"/c\">");
+    let _ = write!(
+        out,
+        "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+        crate::FORM_FIELD,
+        esc(&crate::form_token())
+    );
     for r in refs {
         if let Ref::Saved(v) | Ref::Query(v) = r {
             let _ = write!(

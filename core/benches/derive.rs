@@ -109,6 +109,28 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // The nesting bound every client JSON passes before it is parsed: on
+    // the reference payloads (what a request carries), and on a body at the
+    // API's 64 KiB limit, to set beside a request's cost.
+    let mut g = c.benchmark_group("json_depth");
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("reference_payloads", |b| {
+        b.iter(|| {
+            for (_, _, p) in &cases {
+                black_box(idem_core::json::check_depth(black_box(p.get().as_bytes()), 64).is_ok());
+            }
+        })
+    });
+    let big = format!(
+        "[{}]",
+        vec![r#"{"referencia_intencao":"FAT-1","valor":"42321.83"}"#; 1300].join(",")
+    );
+    g.throughput(Throughput::Bytes(big.len() as u64));
+    g.bench_function("a_64_kib_body", |b| {
+        b.iter(|| black_box(idem_core::json::check_depth(black_box(big.as_bytes()), 64).is_ok()))
+    });
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -1267,3 +1267,82 @@ proptest::proptest! {
         proptest::prop_assert_eq!(f.len(), 64);
     }
 }
+
+/// Every JSON and catalog the CLI reads is bounded too: a deep payload on
+/// `key derive`, a deep `--batch` line (the other lines still answer), a
+/// deep catalog. Each is refused with a message, never a crash.
+#[test]
+fn the_cli_refuses_deep_input_and_keeps_going() {
+    use std::io::Write;
+    let run = |args: &[&str], stdin: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(args)
+            .env("IDEMPOTENCY_HMAC_KEY", "cli-secret")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        c.wait_with_output().unwrap()
+    };
+    let deep = format!(r#"{{"referencia_intencao": {}}}"#, nested(50_000));
+    let out = run(
+        &[
+            "key",
+            "derive",
+            "--tenant",
+            "acme",
+            "--action",
+            "pix.cobranca",
+        ],
+        &deep,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("64 levels"),
+        "{out:?}"
+    );
+    let good = r#"{"tenant":"acme","action":"pix.cobranca","payload":{"cliente_id":"c","valor":"1.00","chave_pix_destino":"a@b.com","referencia_intencao":"R"}}"#;
+    let batch = format!(
+        "{good}\n{{\"tenant\":\"acme\",\"action\":\"pix.cobranca\",\"payload\":{deep}}}\n{good}\n"
+    );
+    let out = run(&["key", "derive", "--batch"], &batch);
+    assert_eq!(out.status.code(), Some(1), "one line failed");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0].len(), 64);
+    assert!(
+        lines[1].starts_with("error:") && lines[1].contains("64 levels"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2], lines[0]);
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("deep.toml");
+    std::fs::write(
+        &catalog,
+        format!("[actions.\"a.b\"]\nx = {}\n", nested(20_000)),
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "key",
+            "derive",
+            "--tenant",
+            "acme",
+            "--action",
+            "a.b",
+            "--catalog",
+            catalog.to_str().unwrap(),
+        ],
+        "{}",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("catalog rejected"),
+        "{out:?}"
+    );
+}

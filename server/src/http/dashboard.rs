@@ -51,6 +51,9 @@ pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
             if let Some(n) = parts.extensions.get::<super::guard::CspNonce>() {
                 provide_context(leptos::nonce::Nonce::from_value(n.0.as_str()));
             }
+            if let Some(t) = parts.extensions.get::<app::FormToken>() {
+                provide_context(t.clone());
+            }
             let (locale, asked) = request_locale(&parts);
             provide_context(RequestLocale(locale));
             if asked {
@@ -292,7 +295,12 @@ pub async fn save_comparison(
     ext: axum::http::Extensions,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response {
-    if let Err(refused) = may_save(&api, &headers, &ext, "save comparison") {
+    let sent = form
+        .iter()
+        .rev()
+        .find(|(k, _)| k == app::FORM_FIELD)
+        .map(|(_, v)| v.as_str());
+    if let Err(refused) = may_save(&api, &headers, &ext, sent, "save comparison") {
         return refused.into_response();
     }
     let field = |k: &str| {
@@ -341,6 +349,9 @@ pub struct SaveForm {
     /// An optional name.
     #[serde(default)]
     name: String,
+    /// The visit's form token (see `guard::form_token_ok`).
+    #[serde(default)]
+    form_token: Option<String>,
 }
 
 /// `POST /s`: saves the scenario and answers 303 to its short link. The id
@@ -353,7 +364,13 @@ pub async fn save(
     ext: axum::http::Extensions,
     Form(form): Form<SaveForm>,
 ) -> Response {
-    if let Err(refused) = may_save(&api, &headers, &ext, "save scenario") {
+    if let Err(refused) = may_save(
+        &api,
+        &headers,
+        &ext,
+        form.form_token.as_deref(),
+        "save scenario",
+    ) {
         return refused.into_response();
     }
     let scenario = match Scenario::from_query(form.q.split('&').filter_map(|kv| kv.split_once('=')))
@@ -391,9 +408,10 @@ fn may_save(
     api: &ApiState,
     headers: &HeaderMap,
     ext: &axum::http::Extensions,
+    form_token: Option<&str>,
     form: &str,
 ) -> Result<(), ApiError> {
-    if !super::guard::same_origin(headers) {
+    if !super::guard::same_origin(headers) || !super::guard::form_token_ok(headers, form_token) {
         return Err(super::guard::cross_site(form));
     }
     api.saves

@@ -1,7 +1,8 @@
 //! The trust boundary's checks that every route shares: which `Host` an
 //! open server answers, whether a form post comes from this site, and the
 //! headers every response carries (a Content-Security-Policy with a fresh
-//! nonce on every page). A leaf: it imports only the error type.
+//! nonce on every page), and the anonymous forms' token. A leaf: it imports
+//! only the error type and the extractors' cookie reader.
 //!
 //! Why a Host check: a server on a loopback address with no admin token
 //! opens the monitor to whoever can reach it, on the theory that only this
@@ -388,6 +389,15 @@ pub fn csp(nonce: &str) -> String {
 pub async fn security_headers(mut req: Request, next: Next) -> Response {
     let nonce = new_nonce();
     req.extensions_mut().insert(CspNonce(nonce.clone()));
+    // The visit's form token: the cookie's, or a new one the response sets
+    // (on a page, where the forms that carry it are rendered).
+    let (token, minted) = match super::extract::cookie(req.headers(), app::FORM_COOKIE)
+        .filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        Some(t) => (t, false),
+        None => (new_form_token(), true),
+    };
+    req.extensions_mut().insert(app::FormToken(token.clone()));
     let mut res = next.run(req).await;
     let h = res.headers_mut();
     h.insert(
@@ -407,8 +417,39 @@ pub async fn security_headers(mut req: Request, next: Next) -> Response {
             h.insert(header::CONTENT_SECURITY_POLICY, v);
         }
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        if minted {
+            let cookie = format!(
+                "{}={token}; Path=/; HttpOnly; SameSite=Strict",
+                app::FORM_COOKIE
+            );
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                h.append(header::SET_COOKIE, v);
+            }
+        }
     }
     res
+}
+
+/// 128 random bits, hex.
+fn new_form_token() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
+/// Whether an anonymous form (`/s`, `/c`, `/live/login`) carries the
+/// visit's form token: a browser that has the `idem_form` cookie must send
+/// the same value in the form (a page elsewhere cannot read the cookie).
+/// A post with no cookie is no browser visit of this site's (curl, a
+/// script): the Origin check decides alone.
+pub fn form_token_ok(headers: &HeaderMap, sent: Option<&str>) -> bool {
+    match super::extract::cookie(headers, app::FORM_COOKIE) {
+        None => true,
+        Some(expected) => sent.is_some_and(|s| constant_time_eq(s.as_bytes(), expected.as_bytes())),
+    }
+}
+
+/// Equal bytes, in time that depends on the length only.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// 128 random bits, base64url.

@@ -27,6 +27,63 @@ impl Modify for Bearer {
     }
 }
 
+/// The answers every `/v1` operation may give before or around its own:
+/// added to each operation that does not document the status itself, so
+/// the document says what the trust boundary answers.
+struct CommonProblems;
+
+impl Modify for CommonProblems {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder};
+        let common: [(&str, &str); 9] = [
+            ("400", "Malformed: a header, path or query parameter (two Authorization headers, for one), or JSON syntax"),
+            ("401", "Missing or invalid token (`urn:idem:problem:unauthorized`), or a token of a disabled tenant (`urn:idem:problem:tenant-disabled`)"),
+            ("405", "The route does not take this method (`Allow` lists those it takes)"),
+            ("413", "The body is over 64 KiB"),
+            ("415", "The body is not `application/json`"),
+            ("421", "The request names a host this server does not answer for: an open monitor (loopback, no admin token) answers localhost and loopback addresses only, plus `--allowed-host` names"),
+            ("422", "The body cannot be honoured; JSON nested more than 64 levels is `urn:idem:problem:too-deep` (with `max_depth`), text with a NUL character `urn:idem:problem:unstorable-text`"),
+            ("431", "More than 100 headers or 32 KiB of them"),
+            ("503", "The store is unavailable; retry after `Retry-After`"),
+        ];
+        for item in api.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for (code, text) in common {
+                    op.responses
+                        .responses
+                        .entry(code.to_owned())
+                        .or_insert_with(|| {
+                            RefOr::T(
+                                ResponseBuilder::new()
+                                    .description(text)
+                                    .content(
+                                        "application/problem+json",
+                                        ContentBuilder::new()
+                                            .schema(Some(RefOr::Ref(
+                                                utoipa::openapi::Ref::from_schema_name(
+                                                    "ProblemDoc",
+                                                ),
+                                            )))
+                                            .build(),
+                                    )
+                                    .build(),
+                            )
+                        });
+                }
+            }
+        }
+    }
+}
+
 /// The `/v1` API.
 #[derive(OpenApi)]
 #[openapi(
@@ -35,7 +92,10 @@ impl Modify for Bearer {
         description = "Intents, idempotent actions, Idempotency-Key replay and event deduplication, per tenant.\n\n\
 Idempotency-Key records (the demo provider's route) are kept 24 hours by default (the tenant's HTTP retention, \
 `idem retention TENANT --http-keys`); after that a key may be reused. \
-Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413 past it).",
+Errors are RFC 9457 problem documents, the framework's own included (no route 404, wrong method 405, \
+body over 64 KiB 413, not JSON 415, too many headers 431). JSON bodies nest at most 64 levels (422 \
+`urn:idem:problem:too-deep` past it). A token that was rotated, expired or disabled is refused within one second \
+on every instance.",
     ),
     paths(
         super::v1::keys::derive_key,
@@ -53,7 +113,7 @@ Errors are RFC 9457 problem documents. Request bodies are limited to 64 KiB (413
         super::demo::create_charge,
         super::demo::count,
     ),
-    modifiers(&Bearer),
+    modifiers(&Bearer, &CommonProblems),
 )]
 pub struct ApiDoc;
 

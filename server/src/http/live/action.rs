@@ -94,6 +94,7 @@ pub async fn page(
     headers: &HeaderMap,
     raw_key: &str,
     pairs: &[(String, String)],
+    form_token: &str,
     l: Locale,
 ) -> (StatusCode, String) {
     let tenant = last(pairs, "tenant");
@@ -103,7 +104,7 @@ pub async fn page(
         Ok(None) => {
             return (
                 StatusCode::UNAUTHORIZED,
-                super::render::login_html(l, false),
+                super::render::login_html(l, false, form_token),
             )
         }
         Err(e) => return (e.status(), unavailable(l)),

@@ -127,14 +127,10 @@ pub fn csrf_token(headers: &HeaderMap) -> Option<String> {
 pub fn csrf_ok(headers: &HeaderMap, sent: Option<&str>) -> bool {
     match csrf_token(headers) {
         None => true,
-        Some(expected) => sent.is_some_and(|s| {
-            // Constant time: the comparison says nothing of how much matched.
-            s.len() == expected.len()
-                && s.bytes()
-                    .zip(expected.bytes())
-                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                    == 0
-        }),
+        // Constant time: the comparison says nothing of how much matched.
+        Some(expected) => {
+            sent.is_some_and(|s| super::guard::constant_time_eq(s.as_bytes(), expected.as_bytes()))
+        }
     }
 }
 
@@ -691,6 +687,8 @@ pub struct LoginForm {
     token: String,
     #[serde(default)]
     lang: Option<String>,
+    #[serde(default)]
+    form_token: Option<String>,
 }
 
 /// How long a monitor session lasts.
@@ -711,7 +709,9 @@ pub async fn login(
         .as_deref()
         .and_then(Locale::from_tag)
         .unwrap_or_default();
-    if !super::guard::same_origin(&headers) {
+    if !super::guard::same_origin(&headers)
+        || !super::guard::form_token_ok(&headers, form.form_token.as_deref())
+    {
         return super::guard::cross_site("login").into_response();
     }
     let client = super::conn::client_addr(&ext);
@@ -820,7 +820,12 @@ pub async fn live_markup(
             .map(|q| q.0)
             .unwrap_or_default();
         let l = super::extract::request_locale_of(req.uri(), req.headers());
-        let (status, html) = action::page(&state, req.headers(), raw, &pairs, l).await;
+        let form_token = req
+            .extensions()
+            .get::<app::FormToken>()
+            .map(|t| t.0.clone())
+            .unwrap_or_default();
+        let (status, html) = action::page(&state, req.headers(), raw, &pairs, &form_token, l).await;
         req.extensions_mut().insert(LiveMarkup { html });
         let mut res = next.run(req).await;
         if status != StatusCode::OK && res.status() == StatusCode::OK {
@@ -912,7 +917,14 @@ pub async fn live_markup(
                 status = StatusCode::UNAUTHORIZED;
             }
             let numbers = if page {
-                render::login_html(l, login_failed)
+                render::login_html(
+                    l,
+                    login_failed,
+                    &req.extensions()
+                        .get::<app::FormToken>()
+                        .map(|t| t.0.clone())
+                        .unwrap_or_default(),
+                )
             } else {
                 render::locked_html(l)
             };

@@ -776,7 +776,7 @@ pub fn logout_html(csrf: &str, l: Locale) -> String {
 }
 
 /// The sign-in form of `/live` (a token: admin, or a tenant's API token).
-pub fn login_html(l: Locale, failed: bool) -> String {
+pub fn login_html(l: Locale, failed: bool, form_token: &str) -> String {
     html! {
         @if failed {
             p class="field-error" role="alert" {
@@ -789,6 +789,7 @@ pub fn login_html(l: Locale, failed: bool) -> String {
                 "This server is not loopback-only: the monitor asks for a token. The admin token shows every tenant; a tenant's API token shows only its own.")) }
             label { (tr(l, "Token", "Token")) " " input type="password" name="token" autocomplete="current-password" required; }
             input type="hidden" name="lang" value=(l.tag());
+            input type="hidden" name=(app::FORM_FIELD) value=(form_token);
             button type="submit" { (tr(l, "Entrar", "Sign in")) }
         }
     }
