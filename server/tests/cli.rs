@@ -1048,3 +1048,102 @@ fn serve_on_postgres_without_a_shared_secret_refuses_to_start() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("empty.key"), "{}", stderr(&o));
 }
+
+/// `idem tenant rotate-token|disable|enable|list`, as an operator runs
+/// them: the new token alone on stdout, the old one refused after the
+/// grace, a disabled tenant's token refused with the problem type that
+/// says so, the list never showing a token, an unknown tenant exit 2.
+#[tokio::test(flavor = "multi_thread")]
+async fn tenant_tokens_have_a_lifecycle_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let out = idem(&["tenant", "create", "acme", "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = stdout(&out).trim().to_owned();
+    let out = idem(
+        &[
+            "tenant",
+            "rotate-token",
+            "acme",
+            "--grace",
+            "10m",
+            "--data-dir",
+            data,
+        ],
+        "",
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let second = stdout(&out);
+    assert_eq!(second.lines().count(), 1, "the token alone on stdout");
+    let second = second.trim().to_owned();
+    assert!(second.starts_with("idem_") && second != first);
+    assert!(stderr(&out).contains("600s"), "{}", stderr(&out));
+
+    let url = format!("sqlite://{data}/idem.db");
+    let store = idem_store::Store::connect(&url, idem_store::Options::admin())
+        .await
+        .unwrap();
+    assert!(store.authenticate(&first).await.is_ok(), "within the grace");
+    assert!(store.authenticate(&second).await.is_ok());
+
+    let list = idem(&["tenant", "list", "--json", "--data-dir", data], "", None);
+    assert!(list.status.success(), "{}", stderr(&list));
+    let text = stdout(&list);
+    assert!(
+        !text.contains(&first[20..]) && !text.contains(&second[20..]),
+        "never a token"
+    );
+    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(row["tenant"], "acme");
+    assert_eq!(row["tokens"], 2, "{row}");
+    assert_eq!(row["disabled"], false);
+    assert!(row["created_utc"].as_str().unwrap().ends_with('Z'));
+
+    let out = idem(
+        &["tenant", "rotate-token", "acme", "--data-dir", data],
+        "",
+        None,
+    );
+    assert!(out.status.success());
+    let third = stdout(&out).trim().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    for old in [&first, &second] {
+        assert!(
+            matches!(
+                store.authenticate(old).await,
+                Err(idem_store::Error::NotFound)
+            ),
+            "a rotation without grace ends every other token"
+        );
+    }
+    assert!(store.authenticate(&third).await.is_ok());
+
+    let out = idem(&["tenant", "disable", "acme", "--data-dir", data], "", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert!(matches!(
+        store.authenticate(&third).await,
+        Err(idem_store::Error::TenantDisabled(_))
+    ));
+    let list = idem(&["tenant", "list", "--data-dir", data], "", None);
+    assert!(stdout(&list).contains("DISABLED"), "{}", stdout(&list));
+    let out = idem(&["tenant", "enable", "acme", "--data-dir", data], "", None);
+    assert!(out.status.success());
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert!(store.authenticate(&third).await.is_ok());
+    store.close().await;
+
+    for args in [
+        vec!["tenant", "rotate-token", "nobody"],
+        vec!["tenant", "disable", "nobody"],
+        vec!["tenant", "enable", "nobody"],
+        vec!["tenant", "create", "_dashboard"],
+        vec!["tenant", "rotate-token", "acme", "--grace", "106751991167d"],
+    ] {
+        let mut a = args.clone();
+        a.extend(["--data-dir", data]);
+        let bad = idem(&a, "", None);
+        assert_eq!(bad.status.code(), Some(2), "{args:?}: {}", stderr(&bad));
+    }
+}

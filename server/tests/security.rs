@@ -71,6 +71,20 @@ fn http() -> reqwest::Client {
         .unwrap()
 }
 
+/// A demo charge of R$ 1,00 under `key`; its status.
+async fn charge(base: &str, token: &str, key: &str) -> u16 {
+    http()
+        .post(format!("{base}/v1/demo/charges"))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .json(&json!({"amount_cents": 100, "currency": "BRL", "customer": "c"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 fn nested(depth: usize) -> String {
     format!("{}{}", "[".repeat(depth), "]".repeat(depth))
 }
@@ -215,15 +229,7 @@ async fn a_depth_bomb_is_a_422_and_the_server_keeps_serving(db: &Db) {
         .await
         .unwrap();
     assert!(n["count"].as_i64().unwrap() <= 1, "{n}");
-    let res = c
-        .post(format!("{}/v1/demo/charges", srv.base))
-        .bearer_auth(&token)
-        .header("idempotency-key", "after-the-bombs")
-        .json(&json!({"amount_cents": 100, "currency": "BRL", "customer": "c"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 201);
+    assert_eq!(charge(&srv.base, &token, "after-the-bombs").await, 201);
     assert!(srv.alive());
     store.close().await;
 }
@@ -652,6 +658,20 @@ async fn the_reconcile_form_stores_retryable_false_as_false(db: &Db) {
             .send()
     };
     let (k, t) = &keys[0];
+    // A browser that carries the visit's cookie must send its form token.
+    let forged = c
+        .post(format!("{}/live/actions/{k}/reconcile", s.base))
+        .header("cookie", format!("idem_form={}", "ab".repeat(16)))
+        .form(&[
+            ("token", t.to_string().as_str()),
+            ("outcome", "failed"),
+            ("error", "x"),
+            ("tenant", "acme"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 403);
     let res = post(k, *t, "maybe").await.unwrap();
     assert!(res.headers()["location"]
         .to_str()
@@ -1157,15 +1177,7 @@ async fn the_relay_refuses_a_private_address_at_delivery() {
     }
     drop(sess);
     // A charge through the demo provider writes an outbox message.
-    let res = http()
-        .post(format!("{}/v1/demo/charges", s.base))
-        .bearer_auth(&token)
-        .header("idempotency-key", "k1")
-        .json(&json!({"amount_cents": 100, "currency": "BRL", "customer": "c"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 201);
+    assert_eq!(charge(&s.base, &token, "k1").await, 201);
     let t0 = Instant::now();
     loop {
         let m = reqwest::get(format!("{}/metrics", s.base))

@@ -52,6 +52,9 @@ impl Default for ConnLimits {
     }
 }
 
+/// How long requests in flight may take to finish once shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// Headers hyper parses at most. Above [`super::guard::MAX_HEADERS`], so a
 /// `/v1` client that sends a few too many gets the API's 431 problem
 /// document rather than hyper's bare one.
@@ -122,8 +125,17 @@ pub async fn serve(
     }
     drop(listener);
     // Requests in flight finish; new ones on kept-alive connections are
-    // refused (hyper sends `connection: close`).
-    graceful.shutdown().await;
+    // refused (hyper sends `connection: close`). A feed (server-sent
+    // events) never finishes by itself: past the grace, what is left is
+    // dropped.
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!(
+            "connections still open {SHUTDOWN_GRACE:?} after shutdown began; closing them"
+        );
+    }
     Ok(())
 }
 

@@ -1,11 +1,11 @@
 //! The HTTP side: [`router`] builds the application's routes from one
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
-//! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `assets` and `metrics` are
-//! leaves that import no other module here; the areas (`v1`, `demo`,
-//! `idempotency`, `openapi`, `dashboard`, `charts`, `live`, `prices`) import
-//! only leaves (and
-//! `idempotency`, which `demo` wears); this module merges the areas.
+//! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `guard`,
+//! `conn`, `assets` and `metrics` are leaves that import no area; the areas
+//! (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`, `charts`, `live`,
+//! `prices`) import only leaves (and `idempotency`, which `demo` wears);
+//! this module merges the areas.
 
 pub mod assets;
 pub mod charts;

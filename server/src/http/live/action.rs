@@ -124,7 +124,10 @@ pub async fn page(
                     &state.api.catalog,
                     now,
                     notice,
-                    super::csrf_token(headers).as_deref(),
+                    &FormTokens {
+                        session: super::csrf_token(headers),
+                        visit: form_token.to_owned(),
+                    },
                     l,
                 ),
             )
@@ -254,7 +257,7 @@ fn detail_html(
     catalog: &idem_core::Catalog,
     now: i64,
     notice: Option<&str>,
-    csrf: Option<&str>,
+    tokens: &FormTokens,
     l: Locale,
 ) -> String {
     let a = &f.action;
@@ -341,7 +344,7 @@ fn detail_html(
         }
         (PreEscaped(app::markup::SCROLL_CLOSE))
         @if unknown {
-            (reconcile_form(key, f.tenant.as_str(), a.token, csrf, l))
+            (reconcile_form(key, f.tenant.as_str(), a.token, tokens, l))
         }
         script src="/live.js" defer {}
     }
@@ -359,7 +362,7 @@ fn reconcile_form(
     key: &IdempotencyKey,
     tenant: &str,
     token: i64,
-    csrf: Option<&str>,
+    tokens: &FormTokens,
     l: Locale,
 ) -> Markup {
     html! {
@@ -370,7 +373,8 @@ fn reconcile_form(
                 "Ask the provider (by the reference, or by the key it received as Idempotency-Key) and record what happened. The record holds only for the current attempt: if another takes over first, nothing is written.")) }
             form method="post" action={ "/live/actions/" (key.as_str()) "/reconcile" } id="reconcile-form" {
                 input type="hidden" name="token" value=(token);
-                @if let Some(c) = csrf { input type="hidden" name="csrf" value=(c); }
+                @if let Some(c) = &tokens.session { input type="hidden" name="csrf" value=(c); }
+                input type="hidden" name=(app::FORM_FIELD) value=(tokens.visit);
                 input type="hidden" name="tenant" value=(tenant);
                 input type="hidden" name="lang" value=(l.tag());
                 fieldset {
@@ -387,6 +391,13 @@ fn reconcile_form(
             }
         }
     }
+}
+
+/// The form tokens a page's reconcile form carries: the login session's
+/// (when the visitor signed in) and the visit's (always).
+struct FormTokens {
+    session: Option<String>,
+    visit: String,
 }
 
 /// The reconcile form's fields.
@@ -415,6 +426,9 @@ pub struct ReconcileForm {
     /// The login session's form token (see `csrf_token`).
     #[serde(default)]
     pub csrf: Option<String>,
+    /// The visit's form token (see `guard::form_token_ok`).
+    #[serde(default)]
+    pub form_token: Option<String>,
 }
 
 /// `POST /live/actions/{key}/reconcile`: the page's form. Records the
@@ -427,7 +441,9 @@ pub async fn reconcile(
     Path(raw): Path<String>,
     Form(form): Form<ReconcileForm>,
 ) -> Result<Response, ApiError> {
-    if !crate::http::guard::same_origin(&headers) || !super::csrf_ok(&headers, form.csrf.as_deref())
+    if !crate::http::guard::same_origin(&headers)
+        || !super::csrf_ok(&headers, form.csrf.as_deref())
+        || !crate::http::guard::form_token_ok(&headers, form.form_token.as_deref())
     {
         return Err(crate::http::guard::cross_site("reconcile"));
     }
