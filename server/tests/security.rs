@@ -1028,7 +1028,7 @@ async fn every_v1_error_is_a_problem_document() {
             "urn:idem:problem:bad-body",
         ),
         (
-            (0..120).fold(
+            (0..80).fold(
                 c.get(format!("{}/v1/stats", s.base)).bearer_auth(&token),
                 |r, i| r.header(format!("x-h{i}"), "1"),
             ),

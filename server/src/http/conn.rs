@@ -55,11 +55,6 @@ impl Default for ConnLimits {
 /// How long requests in flight may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Headers hyper parses at most. Above [`super::guard::MAX_HEADERS`], so a
-/// `/v1` client that sends a few too many gets the API's 431 problem
-/// document rather than hyper's bare one.
-const HYPER_MAX_HEADERS: usize = 200;
-
 /// Serves `router` on `listener` within `limits` until `shutdown`
 /// resolves, then lets the requests in flight finish.
 pub async fn serve(
@@ -72,8 +67,7 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .max_headers(HYPER_MAX_HEADERS);
+        .header_read_timeout(limits.header_timeout);
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));

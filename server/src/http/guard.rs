@@ -14,7 +14,7 @@
 
 use super::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
@@ -54,9 +54,8 @@ impl HostRule {
         if !self.enforce {
             return true;
         }
-        let name = host_name(host).to_ascii_lowercase();
-        let name = name.trim_end_matches('.');
-        is_loopback_name(name) || self.allowed.iter().any(|a| a == name)
+        let name = host_name(host).trim_end_matches('.');
+        is_loopback_name(name) || self.allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
     }
 }
 
@@ -75,8 +74,10 @@ fn host_name(host: &str) -> &str {
 /// `localhost` (and its subdomains, which resolvers keep on loopback), or a
 /// loopback address literal.
 fn is_loopback_name(name: &str) -> bool {
-    name == "localhost"
-        || name.ends_with(".localhost")
+    let b = name.as_bytes();
+    const SUFFIX: &[u8] = b".localhost";
+    name.eq_ignore_ascii_case("localhost")
+        || (b.len() > SUFFIX.len() && b[b.len() - SUFFIX.len()..].eq_ignore_ascii_case(SUFFIX))
         || name
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
@@ -98,40 +99,54 @@ pub fn forwarded(headers: &HeaderMap) -> bool {
     headers.contains_key(header::FORWARDED) || headers.contains_key("x-forwarded-for")
 }
 
-/// Middleware: answers 421 when the `Host` is not one the rule allows, and
-/// 403 when a proxy forwarded a request without credentials to an open
-/// monitor. The probes (`/healthz`, `/readyz`) answer whatever the name:
-/// load balancers call them by address.
-pub async fn check_host(State(rule): State<Arc<HostRule>>, req: Request, next: Next) -> Response {
+/// Why the boundary refuses a request before any route sees it, if it
+/// does: 421 for a `Host` the rule does not allow, 403 for a forwarded
+/// request without credentials to an open monitor, 431 past the header
+/// bounds, 400 for two `Authorization` headers. The probes (`/healthz`,
+/// `/readyz`) answer whatever the name: load balancers call them by
+/// address.
+fn refusal(rule: &HostRule, req: &Request) -> Option<ApiError> {
+    let h = req.headers();
     let path = req.uri().path();
     if rule.open_monitor
         && (path == "/live" || path.starts_with("/live/"))
-        && forwarded(req.headers())
-        && !credentials(req.headers())
+        && forwarded(h)
+        && !credentials(h)
     {
-        return ApiError::forbidden(
+        return Some(ApiError::forbidden(
             "urn:idem:problem:open-monitor-forwarded",
             "this monitor is open to visitors on this machine only (loopback, no admin token), \
              and this request came through a proxy (Forwarded or X-Forwarded-For), so its \
              visitor may be anyone: start idem serve with an admin token (IDEM_ADMIN_TOKEN) to \
              serve the monitor behind a proxy",
-        )
-        .into_response();
+        ));
     }
     if rule.enforce && !matches!(path, "/healthz" | "/readyz") {
-        let host = request_host(&req).unwrap_or_default();
+        let host = request_host(req).unwrap_or_default();
         if !rule.allows(&host) {
-            return ApiError::misdirected(format!(
+            return Some(ApiError::misdirected(format!(
                 "this server answers only requests addressed to localhost or a loopback address \
                  (it runs with an open monitor), and this one was addressed to {:?}; a page that \
                  re-points its own name at this machine must not read it. Behind a proxy, set an \
                  admin token and name the public host with --allowed-host",
                 host_name(&host)
-            ))
-            .into_response();
+            )));
         }
     }
-    next.run(req).await
+    let bytes: usize = h.iter().map(|(n, v)| n.as_str().len() + v.len() + 4).sum();
+    if h.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return Some(ApiError::headers_too_large(format!(
+            "send at most {MAX_HEADERS} headers and {MAX_HEADER_BYTES} bytes of them; this request had {} headers and {bytes} bytes",
+            h.len()
+        )));
+    }
+    if h.get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
+        // Which one a proxy, a cache and idem each read would differ.
+        return Some(ApiError::bad_request(
+            "send one Authorization header, not several",
+        ));
+    }
+    None
 }
 
 /// Whether the request presents a token or a monitor session (which then
@@ -382,23 +397,52 @@ pub fn csp(nonce: &str) -> String {
     )
 }
 
-/// Middleware: a nonce for the page in the request's extensions, and on the
-/// way out `X-Content-Type-Options: nosniff` and `Referrer-Policy:
+/// Middleware, the trust boundary in one pass: [`refusal`]'s checks on the
+/// way in; for a page (a `GET` outside `/v1`), a fresh script nonce and the
+/// visit's form token in the request's extensions; on the way out, a `/v1`
+/// error the framework answered turned into a problem document, and the
+/// headers: `X-Content-Type-Options: nosniff` and `Referrer-Policy:
 /// same-origin` on every response (scenario links carry contract figures
-/// in their query), plus the policy and `X-Frame-Options: DENY` on HTML.
-pub async fn security_headers(mut req: Request, next: Next) -> Response {
-    let nonce = new_nonce();
-    req.extensions_mut().insert(CspNonce(nonce.clone()));
-    // The visit's form token: the cookie's, or a new one the response sets
-    // (on a page, where the forms that carry it are rendered).
-    let (token, minted) = match super::extract::cookie(req.headers(), app::FORM_COOKIE)
-        .filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
-    {
-        Some(t) => (t, false),
-        None => (new_form_token(), true),
-    };
-    req.extensions_mut().insert(app::FormToken(token.clone()));
-    let mut res = next.run(req).await;
+/// in their query), the policy, `X-Frame-Options: DENY` and a new form
+/// token's cookie on HTML. One layer rather than one per rule: each layer
+/// boxes a future per request.
+pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next: Next) -> Response {
+    if let Some(refused) = refusal(&rule, &req) {
+        return with_headers(refused.into_response(), None);
+    }
+    let path = req.uri().path();
+    let api = path == "/v1" || path.starts_with("/v1/");
+    let page = (!api && matches!(*req.method(), Method::GET | Method::HEAD)).then(|| {
+        let nonce = new_nonce();
+        // The visit's form token: the cookie's, or a new one the response
+        // sets (on a page, where the forms that carry it are rendered).
+        let (token, minted) = match super::extract::cookie(req.headers(), app::FORM_COOKIE)
+            .filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            Some(t) => (t, false),
+            None => (new_form_token(), true),
+        };
+        req.extensions_mut().insert(CspNonce(nonce.clone()));
+        req.extensions_mut().insert(app::FormToken(token.clone()));
+        Page {
+            nonce,
+            token,
+            minted,
+        }
+    });
+    let res = next.run(req).await;
+    let res = if api { problem_document(res) } else { res };
+    with_headers(res, page)
+}
+
+/// What a page's response needs from its request.
+struct Page {
+    nonce: String,
+    token: String,
+    minted: bool,
+}
+
+fn with_headers(mut res: Response, page: Option<Page>) -> Response {
     let h = res.headers_mut();
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -410,17 +454,20 @@ pub async fn security_headers(mut req: Request, next: Next) -> Response {
     );
     let html = h
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/html"));
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
     if html {
+        // An HTML answer to anything but a page's GET has no inline script
+        // to allow: a nonce nobody carries.
+        let nonce = page.as_ref().map_or_else(new_nonce, |p| p.nonce.clone());
         if let Ok(v) = HeaderValue::from_str(&csp(&nonce)) {
             h.insert(header::CONTENT_SECURITY_POLICY, v);
         }
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        if minted {
+        if let Some(p) = page.filter(|p| p.minted) {
             let cookie = format!(
-                "{}={token}; Path=/; HttpOnly; SameSite=Strict",
-                app::FORM_COOKIE
+                "{}={}; Path=/; HttpOnly; SameSite=Strict",
+                app::FORM_COOKIE,
+                p.token
             );
             if let Ok(v) = HeaderValue::from_str(&cookie) {
                 h.append(header::SET_COOKIE, v);
@@ -428,6 +475,32 @@ pub async fn security_headers(mut req: Request, next: Next) -> Response {
         }
     }
     res
+}
+
+/// A `/v1` error the framework answered before a handler ran (no such
+/// route, a method the route lacks, a body over the limit) as a problem
+/// document, keeping its status and the headers that go with it (`Allow`
+/// on a 405). The handlers' own errors are problem documents already.
+fn problem_document(res: Response) -> Response {
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let problem = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+    if problem {
+        return res;
+    }
+    let (parts, _) = res.into_parts();
+    let mut out = ApiError::from_status(status).into_response();
+    for name in [header::ALLOW, header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
 }
 
 /// 128 random bits, hex.
@@ -487,62 +560,13 @@ pub async fn bound_request_id(mut req: Request, next: Next) -> Response {
 }
 
 /// Headers a request may carry at most, and their total size: past either,
-/// a `/v1` client gets a 431 problem document (hyper's own limits, further
-/// out, answer a bare 431).
-pub const MAX_HEADERS: usize = 100;
+/// a `/v1` client gets a 431 problem document. Below hyper's own limit of
+/// 100 headers (past which hyper answers a bare 431 before any route runs),
+/// so a client that sends a few too many learns why; raising hyper's limit
+/// instead costs a heap allocation for every request's header table.
+pub const MAX_HEADERS: usize = 64;
 /// See [`MAX_HEADERS`].
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
-
-/// Middleware: 431 past [`MAX_HEADERS`] or [`MAX_HEADER_BYTES`].
-pub async fn bound_headers(req: Request, next: Next) -> Response {
-    let h = req.headers();
-    let bytes: usize = h.iter().map(|(n, v)| n.as_str().len() + v.len() + 4).sum();
-    if h.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
-        return ApiError::headers_too_large(format!(
-            "send at most {MAX_HEADERS} headers and {MAX_HEADER_BYTES} bytes of them; this request had {} headers and {bytes} bytes",
-            h.len()
-        ))
-        .into_response();
-    }
-    next.run(req).await
-}
-
-/// Middleware: every error a `/v1` route answers is a problem document.
-/// The handlers' own are already; this catches what the framework answers
-/// before a handler runs (no such route, a method the route lacks, a body
-/// over the limit), keeping its status and headers (`Allow` on a 405).
-pub async fn v1_problems(req: Request, next: Next) -> Response {
-    let api = req.uri().path() == "/v1" || req.uri().path().starts_with("/v1/");
-    let res = next.run(req).await;
-    let status = res.status();
-    if !api || !(status.is_client_error() || status.is_server_error()) {
-        return res;
-    }
-    let problem = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
-    if problem {
-        return res;
-    }
-    let (parts, _) = res.into_parts();
-    let mut out = ApiError::from_status(status).into_response();
-    for name in [header::ALLOW, header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
-        if let Some(v) = parts.headers.get(&name) {
-            out.headers_mut().insert(name, v.clone());
-        }
-    }
-    out
-}
-
-/// 400 when a request carries two `Authorization` headers: which one a
-/// proxy, a cache and idem each read would differ.
-pub async fn one_authorization(req: Request, next: Next) -> Response {
-    if req.headers().get_all(header::AUTHORIZATION).iter().count() > 1 {
-        return ApiError::bad_request("send one Authorization header, not several").into_response();
-    }
-    next.run(req).await
-}
 
 #[cfg(test)]
 mod tests {

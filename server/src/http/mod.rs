@@ -108,13 +108,9 @@ pub fn router(state: AppState) -> Router {
     app.merge(pages)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state)
-        // Inside the request id (so a refusal carries one): the headers every
-        // response wears, then the Host rule, then one Authorization.
-        .layer(from_fn(guard::v1_problems))
-        .layer(from_fn(guard::one_authorization))
-        .layer(from_fn(guard::bound_headers))
-        .layer(from_fn_with_state(hosts, guard::check_host))
-        .layer(from_fn(guard::security_headers))
+        // Inside the request id (so a refusal carries one): the trust
+        // boundary's checks and the headers every response wears.
+        .layer(from_fn_with_state(hosts, guard::boundary))
         // Outermost first: an id for every request (the client's, or a new
         // one), echoed in the response, and a span carrying it. Failures are
         // logged where they happen, once, so the trace layer logs none.

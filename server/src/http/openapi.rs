@@ -43,7 +43,7 @@ impl Modify for CommonProblems {
             ("415", "The body is not `application/json`"),
             ("421", "The request names a host this server does not answer for: an open monitor (loopback, no admin token) answers localhost and loopback addresses only, plus `--allowed-host` names"),
             ("422", "The body cannot be honoured; JSON nested more than 64 levels is `urn:idem:problem:too-deep` (with `max_depth`), text with a NUL character `urn:idem:problem:unstorable-text`"),
-            ("431", "More than 100 headers or 32 KiB of them"),
+            ("431", "More than 64 headers or 32 KiB of them"),
             ("503", "The store is unavailable; retry after `Retry-After`"),
         ];
         for item in api.paths.paths.values_mut() {
