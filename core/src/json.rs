@@ -3,10 +3,10 @@
 //! serde_json's own parser stops at 128 levels, but its `RawValue` skips a
 //! value with a loop of its own and no limit, and idem's recursive walks
 //! (the request fingerprint's canonical form, payload fields) then recurse
-//! once per level: 8,000 levels in 16 KB overflowed a worker thread's stack
-//! and aborted the process. [`check_depth`] measures the nesting with a
-//! counter, never recursion, so it is safe on any input, and every reader
-//! of client JSON calls it before anything recursive sees the text.
+//! once per level: 8,000 levels fit in 16 KB and overflow a worker thread's
+//! stack, which aborts the process. [`check_depth`] measures the nesting
+//! with a counter, never recursion, so it is safe on any input, and every
+//! reader of client JSON calls it before anything recursive sees the text.
 
 /// The deepest nesting of arrays and objects idem accepts from a client.
 /// Intent payloads are flat objects and API bodies nest two or three

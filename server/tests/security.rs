@@ -164,10 +164,12 @@ async fn child_serve(db: &Db, extra: &[&str]) -> ChildServer {
     c
 }
 
-/// 8,000 levels of JSON in 16 KB aborted the server through a guarded
-/// route (the fingerprint's canonical walk) and the unauthenticated
-/// conformance fixture. Now each such body is a 422 that names the limit,
-/// nothing is stored, and the same process answers the next request.
+/// 8,000 levels of JSON fit in 16 KB, and a recursive walk of them (the
+/// fingerprint's canonical form, behind a guarded route or the
+/// unauthenticated conformance fixture) overflows a worker's stack, which
+/// aborts the process for every tenant. Each such body must be a 422 that
+/// names the limit, with nothing stored, and the same process must answer
+/// the next request.
 async fn a_depth_bomb_is_a_422_and_the_server_keeps_serving(db: &Db) {
     let mut srv = child_serve(db, &["--demo", "--conformance-fixture"]).await;
     let store = common::store(&db.url).await;
@@ -234,9 +236,9 @@ async fn a_depth_bomb_is_a_422_and_the_server_keeps_serving(db: &Db) {
     store.close().await;
 }
 
-/// PostgreSQL's text holds no NUL: a reference with one answered 503 with
-/// `Retry-After: 1`, so a client retried for ever. Now it is a 422 naming
-/// the field, on both backends, and nothing is recorded.
+/// PostgreSQL's text holds no NUL. Answered as "unavailable" (503 with
+/// `Retry-After: 1`), a client would retry for ever: it must be a 422
+/// naming the field, on both backends, with nothing recorded.
 async fn a_nul_byte_is_a_422_naming_the_field(db: &Db) {
     let s = serve(db, |_| {}).await;
     let token = tenant(&s.store, "acme").await;
@@ -611,7 +613,7 @@ async fn the_uncertain_csv_reads_as_data_in_a_spreadsheet(db: &Db) {
 }
 
 /// The reconcile form's checkbox posts `retryable=false` from a script:
-/// that is stored false (it was stored true), and a value that is neither
+/// that is stored false, and a value that is neither
 /// is refused, not read as a yes.
 async fn the_reconcile_form_stores_retryable_false_as_false(db: &Db) {
     let s = serve(db, |_| {}).await;
@@ -1127,7 +1129,7 @@ async fn metrics_need_the_admin_token_when_one_is_set() {
             .status()
             .as_u16(),
         200,
-        "no admin token: open, as before"
+        "no admin token: open"
     );
 }
 

@@ -3,9 +3,9 @@
 //! moves no bytes, and a bound on connections open at once. A leaf: it
 //! knows sockets and hyper, not the routes.
 //!
-//! axum's own `serve` sets no timer, so hyper's header timeout never ran:
-//! 400 connections sending one header byte at a time held their sockets
-//! for as long as they liked. Here hyper gets tokio's timer and the limit,
+//! axum's own `serve` sets no timer, so hyper's header timeout would never
+//! run, and a client sending one header byte at a time could hold its
+//! socket for as long as it liked. Here hyper gets tokio's timer and the limit,
 //! a watchdog closes a connection that stays silent both ways (a body sent
 //! a byte a minute is as much an attack as slow headers), and the accept
 //! loop waits for a free slot instead of opening a task per socket without
