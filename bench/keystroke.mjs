@@ -1,11 +1,11 @@
 // Time from a keystroke to updated results in the calculator, in Chromium
 // with the CPU throttled 4x (a mid-range phone), and the wasm's bytes on
-// the wire. Issue 18's goals: under 300 ms and under 200 KB.
+// the wire. The goals: under 300 ms and under 200 KB.
 //
 //   node bench/keystroke.mjs [base URL, default http://127.0.0.1:3000] [keystrokes, default 30]
 //
-// Needs a server on the release build (`cargo leptos build --release`, then
-// scripts/serve) and end2end's node_modules (scripts/setup --browser). Each
+// Needs a server on the release build (scripts/serve builds and starts one)
+// and end2end's node_modules (scripts/setup --browser). Each
 // keystroke types one character into the duplicate rate and waits until the
 // monthly waste shows the new value; the figure is the time from the key
 // event to that paint-ready DOM change, measured inside the page.

@@ -13,7 +13,7 @@
 # cargo build --release -p idem-server` there).
 #
 # It also prints the release wasm's size, raw and gzipped (budget: 1 MB and
-# 300 KB), when `cargo leptos build --release` has produced it.
+# 300 KB), when scripts/build-site has produced it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}

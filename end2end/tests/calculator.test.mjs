@@ -62,7 +62,7 @@ test('the build travels under its digest, brotli-compressed once, and the next v
   }
   assert.equal(head.enc, 'br');
   assert.equal(head.cache, 'public, max-age=31536000, immutable');
-  // A first visit's wasm on the wire: under 200 KB (issue 18). Counted raw,
+  // A first visit's wasm on the wire: under 200 KB (the wasm budget). Counted raw,
   // as the bytes arrive (fetch would decompress them).
   const onTheWire = await new Promise((resolve, reject) => {
     const u = new URL(`${BASE_URL}${links.wasm}`);

@@ -1,4 +1,4 @@
-// The pages as people use them (issue 18): on a phone (360 and 390 px wide)
+// The pages as people use them: on a phone (360 and 390 px wide)
 // and on a desktop, in Portuguese and English — no page wider than the
 // screen, tables that scroll in their own box with a hint, the header's
 // links in reach, the headline in view, an A4 estimate, and axe clean.

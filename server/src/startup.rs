@@ -211,7 +211,7 @@ fn site(addr: SocketAddr) -> (LeptosOptions, AssetTable) {
     let output = options.output_name.to_string();
     // Under `cargo leptos watch` the files change while the server runs (a
     // front-end change rebuilds the wasm without a restart): they are read
-    // from disk on each request, by the static file handler, as before.
+    // from disk on each request, by the static file handler.
     if std::env::var("LEPTOS_WATCH").is_ok_and(|w| w == "true") {
         return (options, AssetTable::default());
     }

@@ -235,6 +235,7 @@ idem_testkit::both!(
     retention_keeps_an_uncertain_action,
     a_second_secret_on_the_same_database_refuses_to_start,
     the_conformance_fixture_grades_the_layer,
+    the_readmes_worker_charges_once,
 );
 
 fn cobranca(valor: &str) -> Value {
@@ -1768,4 +1769,50 @@ async fn the_conformance_fixture_grades_the_layer(s: &Srv) {
         .unwrap();
     assert_eq!(unguarded.status(), 201);
     assert_eq!(s.echo_rows().await, before + 1);
+}
+
+/// The README's tour: `examples/shell/charge-once.sh`, run three times as a
+/// redelivering queue would, charges the customer once and answers the
+/// later runs from the stored response. The README shows the script's body
+/// word for word, so what a newcomer copies is what runs here.
+async fn the_readmes_worker_charges_once(s: &Srv) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let script = format!("{root}/examples/shell/charge-once.sh");
+    let mut outputs = Vec::new();
+    for _ in 0..3 {
+        let out = tokio::process::Command::new("bash")
+            .arg(&script)
+            .env("IDEM_URL", &s.base)
+            .env("TOKEN", &s.a)
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push(stdout);
+    }
+    assert!(outputs[0].starts_with("charged: {"), "{}", outputs[0]);
+    let charge = outputs[0].trim_start_matches("charged: ").trim();
+    let charge: Value = serde_json::from_str(charge).unwrap();
+    assert!(charge["charge_id"].is_string(), "{charge}");
+    for later in &outputs[1..] {
+        let stored = later.trim_start_matches("already charged: ").trim();
+        assert!(later.starts_with("already charged: "), "{later}");
+        assert_eq!(serde_json::from_str::<Value>(stored).unwrap(), charge);
+    }
+    assert_eq!(s.charges(&s.a).await, 1);
+
+    // The README's block is the script from `api() {` on, unchanged.
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let source = std::fs::read_to_string(&script).unwrap();
+    let from = readme.find("<!-- charge-once -->\n```bash\n").unwrap();
+    let block = &readme[from..];
+    let block = &block[block.find("api() {").unwrap()..];
+    let block = &block[..block.find("```").unwrap()];
+    let body = &source[source.find("api() {").unwrap()..];
+    assert_eq!(block, body, "README.md's worker differs from {script}");
 }

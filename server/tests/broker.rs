@@ -267,34 +267,32 @@ fn the_worker_refuses_to_start_without_the_simulator() {
     );
 }
 
-/// The README shows idem's consumer as the pattern to copy: it must be the
-/// code the simulator runs, not a copy that drifted.
+/// The manual shows idem's consumer as the pattern to copy: its chapter
+/// includes the simulator's own code by anchor (mdBook's `{{#include}}`),
+/// never a copy that can drift, and the anchor encloses the whole method.
 #[test]
-fn the_readme_shows_the_reference_consumer_the_simulator_runs() {
+fn the_manual_includes_the_reference_consumer_the_simulator_runs() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let between = |text: &str, begin: &str, end: &str, indent: &str| -> String {
-        let from = text.find(begin).unwrap() + begin.len();
-        let to = from + text[from..].find(end).unwrap();
-        text[from..to]
-            .lines()
-            .map(str::trim_end)
-            .filter(|l| !l.is_empty())
-            .map(|l| l.strip_prefix(indent).unwrap_or(l))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let source = std::fs::read_to_string(format!("{root}/server/src/cli/sim_worker.rs")).unwrap();
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
-    // The method sits in an impl block, one indent deeper than the README.
-    let code = between(
-        &source,
-        "// README:begin reference-consumer\n",
-        "    // README:end",
-        "    ",
+    let chapter = std::fs::read_to_string(format!("{root}/docs/book/src/simulate.md")).unwrap();
+    assert!(
+        chapter.contains("{{#include ../../../server/src/cli/sim_worker.rs:reference-consumer}}"),
+        "the simulate chapter no longer includes the reference consumer"
     );
-    let shown = between(&readme, "<!-- reference-consumer -->\n```rust\n", "```", "");
+    let source = std::fs::read_to_string(format!("{root}/server/src/cli/sim_worker.rs")).unwrap();
+    let from = source
+        .find("// ANCHOR: reference-consumer\n")
+        .expect("the anchor's start");
+    let to = source
+        .find("// ANCHOR_END: reference-consumer")
+        .expect("the anchor's end");
+    let shown = &source[from..to];
+    assert!(
+        shown.contains("async fn idem("),
+        "the anchor no longer holds Worker::idem: {shown}"
+    );
     assert_eq!(
-        shown, code,
-        "README's reference consumer differs from sim_worker.rs"
+        shown.matches('{').count(),
+        shown.matches('}').count(),
+        "the anchor cuts the method short"
     );
 }

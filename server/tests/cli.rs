@@ -833,7 +833,7 @@ fn webhook_endpoints_from_the_command_line() {
     assert_eq!(stdout(&list), "");
 }
 
-/// `idem alert add|list|remove`, as the issue writes it: the alert names
+/// `idem alert add|list|remove`, as an operator writes it: the alert names
 /// one of the tenant's endpoints; bad input exits 2 naming the option and
 /// writes nothing.
 #[test]

@@ -19,12 +19,12 @@
 //! third of its throughput (11k/s down to 7k/s at 64 connections). Each
 //! turn's hand-off to the next task then left the file idle between
 //! statements. Those statements still wait in SQLite's busy handler when a
-//! transaction holds the lock, as before.
+//! transaction holds the lock.
 //!
 //! The gate does not replace SQLite's lock. SQLite's lock still decides, so
 //! a write that does not take a turn, or a write from another process (the
 //! CLI, a second server on the same file), is still correct. It just waits
-//! in the busy handler as before.
+//! in the busy handler.
 //!
 //! The turn is taken after the connection so a turn holder never waits for
 //! the pool. A writer that already holds the turn and waits for it again

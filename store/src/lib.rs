@@ -5,6 +5,59 @@
 //! if" live here: [`Session::record_intent`] is one upsert whose conflict
 //! target is the intent's primary key, [`Session::begin_action`] one upsert
 //! on the action's, and every statement is scoped to one tenant.
+//!
+//! # A charge that runs once
+//!
+//! A worker that may see the same message twice records the intent first,
+//! claims the action under the key derived from the frozen payload, acts,
+//! and records the outcome. A redelivery then finds the outcome instead of
+//! acting again:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use idem_core::{ActionType, Catalog, KeyDeriver, Payload, Secret, TenantId};
+//! use idem_store::{Begin, Options, Store};
+//! use std::{sync::Arc, time::Duration};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+//! // Every service that derives keys shares this secret.
+//! let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"the shared secret".to_vec())?));
+//! let store = Store::connect(&url, Options::new(Arc::new(Catalog::builtin()), deriver)).await?;
+//! store.migrate().await?;
+//!
+//! let tenant = TenantId::try_from("acme")?;
+//! let action = ActionType::try_from("pix.cobranca")?;
+//! let message = r#"{"cliente_id": "c-1", "valor": "180.00",
+//!     "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}"#;
+//!
+//! for delivery in 1..=2 {
+//!     // 1. Record the intent before acting: the first delivery freezes it.
+//!     let intent = store.record_intent(&tenant, action.as_str(), &Payload::from_json(message)?).await?;
+//!     assert_eq!(intent.inserted, delivery == 1);
+//!
+//!     // 2. Claim the side effect under the frozen intent's key.
+//!     match store.begin_action(&tenant, &action, &intent.key, Duration::from_secs(30)).await? {
+//!         Begin::Claimed { token, .. } => {
+//!             // 3. Call the provider with `intent.key` as its idempotency key...
+//!             let receipt = r#"{"charge_id": "ch_1"}"#;
+//!             // ...and record what it answered, under the claim's fencing token.
+//!             store.session().await?.complete(&tenant, &intent.key, token, receipt).await?;
+//!         }
+//!         // The redelivery: the stored answer, byte for byte, and no second charge.
+//!         Begin::Completed { response } => assert_eq!(response, r#"{"charge_id": "ch_1"}"#),
+//!         other => panic!("not expected here: {other:?}"),
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The other outcomes of a claim are in [`Begin`]: another worker holds the
+//! lease ([`Begin::InFlight`]), the action failed for good
+//! ([`Begin::Failed`]), or an attempt started and its outcome is unknown
+//! ([`Begin::Uncertain`]), settled with [`Session::reconcile`].
 
 mod backend;
 mod batch;
@@ -299,6 +352,24 @@ impl Store {
     /// `?synchronous=full`: NORMAL survives a crash of idem, and a power cut
     /// may lose the last commits but never corrupts the file; FULL makes
     /// every commit durable at several times the cost.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use idem_core::{Catalog, KeyDeriver, Secret};
+    /// use idem_store::{Backend, Options, Store};
+    /// use std::sync::Arc;
+    ///
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("idem.db");
+    /// let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"the shared secret".to_vec())?));
+    /// let options = Options::new(Arc::new(Catalog::builtin()), deriver);
+    /// let store = Store::connect(&format!("sqlite://{}", path.display()), options).await?;
+    /// store.migrate().await?;
+    /// assert_eq!(store.backend(), Backend::Sqlite);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[tracing::instrument(skip_all, fields(backend))]
     pub async fn connect(url: &str, options: Options) -> Result<Self, Error> {
         let (db, target) = if url.starts_with("sqlite:") {
@@ -450,6 +521,39 @@ impl Store {
 
     /// Records a delivery of an intent (see [`Session::record_intent`]),
     /// through the intent writer: concurrent calls are coalesced.
+    ///
+    /// The first delivery freezes the normalized payload and its key; a
+    /// redelivery counts itself and gets the frozen ones back, whatever it
+    /// carried:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use idem_core::{Catalog, KeyDeriver, Secret};
+    /// # use idem_store::{Options, Store};
+    /// # use std::sync::Arc;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    /// # let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"the shared secret".to_vec())?));
+    /// # let store = Store::connect(&url, Options::new(Arc::new(Catalog::builtin()), deriver)).await?;
+    /// # store.migrate().await?;
+    /// use idem_core::{Payload, TenantId};
+    ///
+    /// let tenant = TenantId::try_from("acme")?;
+    /// let first = r#"{"cliente_id": "c-1", "valor": "180.00",
+    ///     "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}"#;
+    /// // The model re-extracted the amount differently on the redelivery.
+    /// let again = first.replace("180.00", "18000");
+    ///
+    /// let a = store.record_intent(&tenant, "pix.cobranca", &Payload::from_json(first)?).await?;
+    /// let b = store.record_intent(&tenant, "pix.cobranca", &Payload::from_json(&again)?).await?;
+    /// assert!(a.inserted && !b.inserted);
+    /// assert_eq!(a.key, b.key); // the frozen intent's key
+    /// assert!(b.diverged); // said, not stored
+    /// assert_eq!(b.deliveries, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn record_intent(
         &self,
         tenant: &TenantId,
@@ -469,6 +573,42 @@ impl Store {
     }
 
     /// Claims an action (see [`Session::begin_action`]).
+    ///
+    /// One claim at a time: while its lease runs, another caller is told
+    /// to come back later.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use idem_core::{Catalog, KeyDeriver, Secret};
+    /// # use idem_store::{Options, Store};
+    /// # use std::sync::Arc;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    /// # let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"the shared secret".to_vec())?));
+    /// # let store = Store::connect(&url, Options::new(Arc::new(Catalog::builtin()), deriver)).await?;
+    /// # store.migrate().await?;
+    /// use idem_core::{ActionType, IdempotencyKey, TenantId};
+    /// use idem_store::Begin;
+    /// use std::time::Duration;
+    ///
+    /// let tenant = TenantId::try_from("acme")?;
+    /// let action = ActionType::try_from("pix.cobranca")?;
+    /// let key = IdempotencyKey::try_from("7".repeat(64))?;
+    /// let lease = Duration::from_secs(30);
+    ///
+    /// let Begin::Claimed { token, attempt, .. } = store.begin_action(&tenant, &action, &key, lease).await? else {
+    ///     panic!("the first claim is granted");
+    /// };
+    /// assert_eq!((token, attempt), (1, 1));
+    /// // A second worker, while the first one's lease runs:
+    /// assert!(matches!(
+    ///     store.begin_action(&tenant, &action, &key, lease).await?,
+    ///     Begin::InFlight { .. }
+    /// ));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn begin_action(
         &self,
         tenant: &TenantId,

@@ -5,8 +5,8 @@
 //! acknowledges. At each of four kill points it may ask the simulator to
 //! SIGKILL it (see [`super::broker`] for the line protocol).
 //!
-//! Idem's strategy ([`Worker::idem`]) is the reference consumer the README
-//! shows: claim the message as an event, record the intent (or read the
+//! Idem's strategy ([`Worker::idem`]) is the reference consumer the manual
+//! shows (its "Simulate and the broker" chapter includes this code): claim the message as an event, record the intent (or read the
 //! frozen one), charge with the intent's key, complete the event, ack.
 //! `examples/python/idem_worker.py` is the same consumer in Python.
 
@@ -235,7 +235,7 @@ impl Worker {
         }
     }
 
-    // README:begin reference-consumer
+    // ANCHOR: reference-consumer
     /// idem's consumer: claim the message, record the intent (or read the
     /// frozen one), charge with the intent's key, complete, acknowledge.
     async fn idem(&self, m: &Message, redelivered: bool) -> Step {
@@ -284,7 +284,7 @@ impl Worker {
             }
         }
     }
-    // README:end
+    // ANCHOR_END: reference-consumer
 
     /// The intent's key and frozen amount and destination: read it, or
     /// call the model and record it.

@@ -224,7 +224,7 @@ impl Db {
     }
 }
 
-/// The drift reproduction (issue 16): 200 intents, each delivered twice,
+/// The statistics' drift under SIGKILL: 200 intents, each delivered twice,
 /// the server SIGKILLed right after the last answer and restarted. The
 /// statistics must then say what the intent tables say: 200 intents, 400
 /// deliveries, 100% redelivered (counts committed with their writes; they
@@ -407,7 +407,7 @@ fn spawn_relay(db: &Db) -> anyhow::Result<Child> {
         .spawn()?)
 }
 
-/// The relay under SIGKILL (issue 16): `idem serve --demo --no-relay` takes
+/// The relay under SIGKILL: `idem serve --demo --no-relay` takes
 /// 500 charges while `idem relay`, beside it, is SIGKILLed three times at
 /// random moments and restarted. A receiver verifying every signature must
 /// then have every `charge.created` at least once: exactly 500 distinct

@@ -155,6 +155,35 @@ impl Session {
 
     /// Records success under the fencing token `token`. A stale token is
     /// refused with [`Error::Conflict`] and changes nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use idem_core::{Catalog, KeyDeriver, Secret};
+    /// # use idem_store::{Options, Store};
+    /// # use std::sync::Arc;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    /// # let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"the shared secret".to_vec())?));
+    /// # let store = Store::connect(&url, Options::new(Arc::new(Catalog::builtin()), deriver)).await?;
+    /// # store.migrate().await?;
+    /// use idem_core::{ActionType, IdempotencyKey, TenantId};
+    /// use idem_store::Begin;
+    /// use std::time::Duration;
+    ///
+    /// let (tenant, action) = (TenantId::try_from("acme")?, ActionType::try_from("pix.cobranca")?);
+    /// let key = IdempotencyKey::try_from("7".repeat(64))?;
+    /// let Begin::Claimed { token, .. } = store.begin_action(&tenant, &action, &key, Duration::from_secs(30)).await? else {
+    ///     panic!("the first claim is granted");
+    /// };
+    /// let mut session = store.session().await?;
+    /// session.complete(&tenant, &key, token, r#"{"charge_id": "ch_1"}"#).await?;
+    /// // A token from an older claim records nothing.
+    /// assert!(session.complete(&tenant, &key, token - 1, "{}").await.is_err());
+    /// assert_eq!(session.action(&tenant, &key).await?.response.as_deref(), Some(r#"{"charge_id": "ch_1"}"#));
+    /// # Ok(())
+    /// # }
+    /// ```
     #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
     pub async fn complete(
         &mut self,
@@ -193,6 +222,50 @@ impl Session {
 
     /// Records an outcome learned from the provider after an uncertain
     /// attempt (marked as reconciled), under the token the uncertain claim gave.
+    ///
+    /// An attempt whose lease ran out without an outcome is uncertain, never
+    /// completed: the next claim says so, and whoever asked the provider
+    /// records its answer here.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use idem_core::{Catalog, KeyDeriver, Secret};
+    /// # use idem_store::{Options, Store};
+    /// # use std::sync::Arc;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+    /// # let deriver = Arc::new(KeyDeriver::new(&Secret::new(b"the shared secret".to_vec())?));
+    /// use idem_core::{ActionType, IdempotencyKey, TenantId};
+    /// use idem_store::{Begin, ManualClock, Outcome};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let options = Options { clock: Arc::new(clock.clone()), ..Options::new(Arc::new(Catalog::builtin()), deriver) };
+    /// let store = Store::connect(&url, options).await?;
+    /// store.migrate().await?;
+    /// let (tenant, action) = (TenantId::try_from("acme")?, ActionType::try_from("pix.cobranca")?);
+    /// let key = IdempotencyKey::try_from("7".repeat(64))?;
+    /// let lease = Duration::from_secs(30);
+    ///
+    /// // A worker claims the charge, calls the provider, and dies.
+    /// store.begin_action(&tenant, &action, &key, lease).await?;
+    /// clock.advance(Duration::from_secs(31));
+    ///
+    /// // The next claim learns the outcome is unknown, and holds the action.
+    /// let Begin::Uncertain { token, .. } = store.begin_action(&tenant, &action, &key, lease).await? else {
+    ///     panic!("a lease that ran out is uncertain");
+    /// };
+    /// // The provider says the charge went through: record it.
+    /// let receipt = Outcome::Completed(r#"{"charge_id": "ch_1"}"#.to_owned());
+    /// store.session().await?.reconcile(&tenant, &key, token, &receipt).await?;
+    /// assert!(matches!(
+    ///     store.begin_action(&tenant, &action, &key, lease).await?,
+    ///     Begin::Completed { .. }
+    /// ));
+    /// # Ok(())
+    /// # }
+    /// ```
     #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
     pub async fn reconcile(
         &mut self,
