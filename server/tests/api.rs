@@ -1798,7 +1798,13 @@ async fn the_readmes_worker_charges_once(s: &Srv) {
     assert!(outputs[0].starts_with("charged: {"), "{}", outputs[0]);
     let charge = outputs[0].trim_start_matches("charged: ").trim();
     let charge: Value = serde_json::from_str(charge).unwrap();
-    assert!(charge["charge_id"].is_string(), "{charge}");
+    assert!(
+        charge["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("ch_")),
+        "{charge}"
+    );
+    assert_eq!(charge["amount_cents"], 18000);
     for later in &outputs[1..] {
         let stored = later.trim_start_matches("already charged: ").trim();
         assert!(later.starts_with("already charged: "), "{later}");
