@@ -116,19 +116,63 @@ impl fmt::Debug for ActionType {
 mod tests {
     use super::*;
 
+    /// The rule a refusal names, so a refusal for another rule fails.
+    fn refusal(e: Error) -> String {
+        match e {
+            Error::Tenant(why) | Error::ActionType(why) => why,
+            other => panic!("not an identifier refusal: {other:?}"),
+        }
+    }
+
     #[test]
     fn tenant_ids_are_checked() {
-        assert!(TenantId::try_from("loja-do-zé").is_ok());
-        assert!(TenantId::try_from("").is_err());
-        assert!(TenantId::try_from(" acme").is_err());
-        assert!(TenantId::try_from("a\nb").is_err());
-        assert!(TenantId::try_from("x".repeat(129)).is_err());
+        assert_eq!(
+            TenantId::try_from("loja-do-zé").unwrap().as_str(),
+            "loja-do-zé"
+        );
+        let refused = |s: &str| refusal(TenantId::try_from(s).unwrap_err());
+        assert_eq!(refused(""), "tenant id must not be empty");
+        assert_eq!(
+            refused(" acme"),
+            "tenant id must not start or end with whitespace"
+        );
+        assert_eq!(
+            refused("acme "),
+            "tenant id must not start or end with whitespace"
+        );
+        assert_eq!(
+            refused("a\nb"),
+            "tenant id must not contain control characters"
+        );
+        assert_eq!(
+            refused(&"x".repeat(129)),
+            "tenant id must be at most 128 characters"
+        );
+        assert!(
+            TenantId::try_from("x".repeat(128)).is_ok(),
+            "128 is the limit, not past it"
+        );
+        assert!(matches!(
+            TenantId::try_from(String::new()),
+            Err(Error::Tenant(_))
+        ));
     }
 
     #[test]
     fn action_types_are_checked() {
-        assert!(ActionType::try_from("pix.cobranca").is_ok());
-        assert!(ActionType::try_from("Pix.Cobranca").is_err());
-        assert!(ActionType::try_from("pix cobranca").is_err());
+        assert_eq!(
+            ActionType::try_from("pix.cobranca").unwrap().as_str(),
+            "pix.cobranca"
+        );
+        let refused = |s: &str| refusal(ActionType::try_from(s).unwrap_err());
+        assert_eq!(
+            refused("Pix.Cobranca"),
+            "`Pix.Cobranca` may only hold lowercase ASCII letters, digits, `.`, `_` and `-`"
+        );
+        assert_eq!(
+            refused("pix cobranca"),
+            "`pix cobranca` may only hold lowercase ASCII letters, digits, `.`, `_` and `-`"
+        );
+        assert_eq!(refused(""), "action type must not be empty");
     }
 }

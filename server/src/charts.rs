@@ -980,9 +980,20 @@ mod tests {
             Format::parse(Some("png"), Some("800")),
             Ok(Format::Png(800))
         );
-        assert!(Format::parse(Some("png"), Some("99999")).is_err());
-        assert!(Format::parse(Some("png"), Some("-1")).is_err());
-        assert!(Format::parse(Some("gif"), None).is_err());
-        assert!(Format::parse(Some("svg"), Some("800")).is_err());
+        // Each refusal says which rule the address broke.
+        let refused = |format, width| Format::parse(format, width).unwrap_err();
+        assert_eq!(
+            refused(Some("png"), Some("99999")),
+            "width=99999: a PNG is 320 to 2560 pixels wide"
+        );
+        assert_eq!(
+            refused(Some("png"), Some("-1")),
+            "width=\"-1\" is not a whole number of pixels"
+        );
+        assert_eq!(refused(Some("gif"), None), "format=\"gif\": use svg or png");
+        assert_eq!(
+            refused(Some("svg"), Some("800")),
+            "width applies to format=png only"
+        );
     }
 }

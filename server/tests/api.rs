@@ -1368,16 +1368,21 @@ async fn dashboard_saves_shows_compares_and_exports_scenarios(s: &Srv) {
         .unwrap()
         .contains("Cenário não encontrado"));
 
-    // Bad saves are refused with a reason, never a 5xx.
-    for (q, name) in [
-        ("v=1&d=150", ""),
-        ("v=9", ""),
-        ("d=x", ""),
-        ("v=1", "\u{7}bell"),
+    // Bad saves are refused with the rule they broke, never a 5xx.
+    for (q, name, reason) in [
+        ("v=1&d=150", "", "the scenario cannot be saved: d: "),
+        ("v=9", "", "scenario link version `9` is not supported"),
+        ("d=x", "", "the scenario cannot be saved: d: "),
+        (
+            "v=1",
+            "\u{7}bell",
+            "the name must be at most 80 characters, without control characters",
+        ),
     ] {
         let res = save(q, name).await.unwrap();
         assert_eq!(res.status(), 422, "{q} {name:?}");
-        assert!(!res.text().await.unwrap().is_empty());
+        let body = res.text().await.unwrap();
+        assert!(body.contains(reason), "{q} {name:?}: {body}");
     }
 
     // Compare: a saved id and a link, with the delta against the first.
