@@ -13,7 +13,6 @@ use idem_store::stats::Granularity;
 use idem_store::{Alert, AlertEvaluation, Store};
 use rust_decimal::Decimal;
 use std::str::FromStr;
-use std::time::Duration;
 
 /// The numbers an alert can watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,19 +156,6 @@ pub async fn evaluate(store: &Store) -> Result<usize, idem_store::Error> {
         }
     }
     Ok(announced)
-}
-
-/// Evaluates every `every` until the task is dropped; a failed evaluation
-/// is logged and the next one tries again.
-pub async fn run(store: Store, every: Duration) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if let Err(e) = evaluate(&store).await {
-            tracing::warn!(error = %crate::http::error::chain(&e), "alert evaluation failed");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::http::guard::HostRule;
 use crate::http::metrics::Metrics;
 use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
 use idem_core::KeyDeriver;
-use idem_store::{Options, Store};
+use idem_store::{Chore, Options, Store};
 use leptos::config::LeptosOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -165,7 +165,11 @@ impl Application {
             self.state.api.metrics.clone(),
             self.purge_every,
         ));
-        let alerts = tokio::spawn(crate::alerts::run(store.clone(), self.alert_every));
+        let alerts = tokio::spawn(evaluate_alerts(
+            store.clone(),
+            self.state.api.metrics.clone(),
+            self.alert_every,
+        ));
         // Deliveries in flight at shutdown are dropped with the task: their
         // leases run out and the next relay sends them again.
         let relay = self.relay.map(|r| {
@@ -275,11 +279,53 @@ async fn maintain(store: Store, metrics: Arc<Metrics>, every: Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        if !leads(&store, &metrics, Chore::Purge, every).await {
+            continue;
+        }
         match store.purge(1000).await {
             Ok(report) => metrics.count_purge(&report),
             Err(e) => {
                 tracing::warn!(error = %crate::http::error::chain(&e), "periodic purge failed; it runs again next period")
             }
+        }
+    }
+}
+
+/// Evaluates the alerts every `every` while this instance leads them.
+async fn evaluate_alerts(store: Store, metrics: Arc<Metrics>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if !leads(&store, &metrics, Chore::Alerts, every).await {
+            continue;
+        }
+        if let Err(e) = crate::alerts::evaluate(&store).await {
+            tracing::warn!(error = %crate::http::error::chain(&e), "alert evaluation failed");
+        }
+    }
+}
+
+/// Whether this instance runs `chore` this period: it takes or renews the
+/// chore's lease for two periods and a second, so a leader renews it well
+/// before it runs out and, when the leader dies, another instance takes
+/// over within that time. A lease that cannot be taken (the database is
+/// down) skips the run; the next period tries again.
+async fn leads(store: &Store, metrics: &Metrics, chore: Chore, every: Duration) -> bool {
+    let lease = i64::try_from(every.as_millis().saturating_mul(2)).unwrap_or(i64::MAX / 2) + 1000;
+    match store.lead(chore, lease).await {
+        Ok(Some(_)) => {
+            metrics.count_chore(chore, "led");
+            true
+        }
+        Ok(None) => {
+            metrics.count_chore(chore, "skipped");
+            false
+        }
+        Err(e) => {
+            metrics.count_chore(chore, "failed");
+            tracing::warn!(chore = chore.as_str(), error = %crate::http::error::chain(&e), "the chore's lease could not be taken; it runs again next period");
+            false
         }
     }
 }

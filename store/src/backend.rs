@@ -1507,6 +1507,24 @@ macro_rules! backend {
                 .map(|r| r.rows_affected())
         }
 
+        pub(crate) async fn take_chore_lease(
+            c: &mut Conn,
+            tenant: &str,
+            chore: &str,
+            holder: &str,
+            now: Millis,
+            until: Millis,
+        ) -> R<Option<i64>> {
+            sqlx::query_scalar::<$db, i64>(q::TAKE_CHORE_LEASE)
+                .bind(tenant)
+                .bind(chore)
+                .bind(holder)
+                .bind(now)
+                .bind(until)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
         pub(crate) async fn admin_totals(
             c: &mut Conn,
             g: Granularity,

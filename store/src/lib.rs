@@ -73,7 +73,7 @@ pub mod stats;
 mod tenants;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use maintenance::PurgeReport;
+pub use maintenance::{Chore, PurgeReport};
 pub use model::*;
 pub use session::Session;
 pub use tenants::{token_hash, ApiToken, SessionId, SessionOwner, TenantInfo};
@@ -284,6 +284,10 @@ pub(crate) struct Inner {
     pub(crate) facts: facts::FactsCache,
     /// SQLite's writers in arrival order (unused on PostgreSQL).
     pub(crate) gate: gate::WriteGate,
+    /// This process among a deployment's instances, as chore leases name
+    /// their holder: the host, the pid and a random part, so a restarted
+    /// process on a reused pid is a new holder.
+    pub(crate) instance: String,
 }
 
 /// Whether a statement failed because its table does not exist (yet).
@@ -430,6 +434,7 @@ impl Store {
                 tokens: tenants::token_cache(),
                 facts: facts::FactsCache::new(),
                 gate,
+                instance: maintenance::instance_name(),
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {
@@ -450,6 +455,15 @@ impl Store {
                 tick.tick().await;
                 let Some(inner) = weak.upgrade() else { break };
                 let store = Store { inner };
+                // One instance of a deployment folds at a time; any other
+                // folds only before it reads the rollups. A lease that
+                // cannot be read (a database between connect and migrate,
+                // or down) does not stop the fold, which is safe to run
+                // twice.
+                let lease = i64::try_from(every.as_millis() * 2).unwrap_or(i64::MAX) + 1000;
+                if let Ok(None) = store.lead(maintenance::Chore::StatsFold, lease).await {
+                    continue;
+                }
                 if let Err(e) = store.flush_stats().await {
                     tracing::warn!(error = %e, "statistics fold failed; the journal keeps the counts for the next one");
                 }
@@ -473,6 +487,12 @@ impl Store {
     /// The store's clock reading.
     pub fn now_ms(&self) -> Millis {
         self.inner.clock.now_ms()
+    }
+
+    /// This process's name among a deployment's instances (the holder its
+    /// chore leases name).
+    pub fn instance(&self) -> &str {
+        &self.inner.instance
     }
 
     /// Applies the backend's migrations (`migrations/sqlite` or `migrations/postgres`).

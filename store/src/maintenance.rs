@@ -44,7 +44,66 @@ pub struct PurgeReport {
     pub batches: u64,
 }
 
+/// A periodic chore that one instance of a deployment runs at a time
+/// ([`Store::lead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Chore {
+    /// The purge and lease sweep.
+    Purge,
+    /// The alerts' evaluation.
+    Alerts,
+    /// The statistics journal's fold into the rollups.
+    StatsFold,
+}
+
+impl Chore {
+    /// Every chore.
+    pub const ALL: [Chore; 3] = [Chore::Purge, Chore::Alerts, Chore::StatsFold];
+
+    /// The chore's name, as its lease row and the metrics name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Chore::Purge => "purge",
+            Chore::Alerts => "alerts",
+            Chore::StatsFold => "stats_fold",
+        }
+    }
+}
+
+/// A name for this process among a deployment's instances.
+pub(crate) fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default();
+    let host = if host.is_empty() { "host".to_owned() } else { host };
+    format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>())
+}
+
 impl Store {
+    /// Takes or renews this instance's lease on `chore` for `for_ms`
+    /// milliseconds. `Some(fence)` when this instance holds it now (the
+    /// fence grows each time the lease changes holder), `None` when another
+    /// instance's lease is still running: that instance does the chore, and
+    /// this one skips it. When the holder dies, the next instance to try
+    /// after the lease runs out takes it over.
+    ///
+    /// A lease is not a lock: a holder cut off from the database past its
+    /// lease can still finish a run while another instance starts one. The
+    /// chores are written to be safe to run twice; the lease is what keeps
+    /// N instances from doing the work N times.
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn lead(&self, chore: Chore, for_ms: Millis) -> Result<Option<i64>, Error> {
+        let now = self.now_ms();
+        let mut s = self.session().await?;
+        Ok(on!(s.take_chore_lease(
+            crate::tenants::ADMIN_SCOPE,
+            chore.as_str(),
+            &self.inner.instance,
+            now,
+            now + for_ms.max(1)
+        ))?)
+    }
+
     /// Marks claims whose lease ran out as uncertain, then removes expired
     /// rows of every tenant in batches of `batch` rows, each batch its own
     /// short statement so no lock is held for long. Unsettled actions and

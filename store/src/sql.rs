@@ -664,6 +664,21 @@ where tenant_id = $1 and session_hash = $2 and revoked_ms is null";
 delete from live_sessions
 where tenant_id = $1 and (expires_ms < $2 or revoked_ms < $2)";
 
+    /// Takes or renews a chore's lease ($2) for holder $3 until $5; $4 is
+    /// now. The update applies only when the holder already holds it or
+    /// its lease ran out, so of several instances trying at once one gets a
+    /// row back and the others none. The fence grows when the holder
+    /// changes, never on a renewal.
+    pub const TAKE_CHORE_LEASE: &str = "\
+insert into chore_leases as c (tenant_id, chore, holder, fence, until_ms)
+values ($1, $2, $3, 1, $5)
+on conflict (tenant_id, chore) do update set
+    fence = case when c.holder = excluded.holder then c.fence else c.fence + 1 end,
+    holder = excluded.holder,
+    until_ms = excluded.until_ms
+where c.holder = excluded.holder or c.until_ms <= $4
+returning fence";
+
     /// Writes one executed demo charge into its ledger.
     pub const INSERT_DEMO_CHARGE: &str = "\
 insert into demo_charges (tenant_id, charge_id, amount_cents, currency, customer, created_ms)
@@ -1254,6 +1269,7 @@ pub const ALL: &[(&str, &str)] = {
         ("FIND_SESSION", FIND_SESSION),
         ("END_SESSION", END_SESSION),
         ("PURGE_SESSIONS", PURGE_SESSIONS),
+        ("TAKE_CHORE_LEASE", TAKE_CHORE_LEASE),
         ("TENANT_LIST", TENANT_LIST),
         ("SESSION_TENANTS", SESSION_TENANTS),
         ("INSERT_DEMO_CHARGE", INSERT_DEMO_CHARGE),

@@ -248,7 +248,7 @@ impl Store {
 
 /// The scope the admin's sessions are kept under: a tenant name no tenant
 /// can take (names starting with `_` are reserved).
-const ADMIN_SCOPE: &str = "_admin";
+pub(crate) const ADMIN_SCOPE: &str = "_admin";
 
 /// A token's hash as the store keeps it, for a caller that must name a
 /// token without keeping it ([`SessionOwner::Tenant`]).

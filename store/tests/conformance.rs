@@ -83,6 +83,7 @@ idem_testkit::both!(
     statistics_count_what_happened,
     counts_survive_a_process_that_never_flushed,
     two_processes_fold_each_count_once,
+    one_instance_leads_a_chore_until_its_lease_runs_out,
     rebuild_recounts_the_rollups_from_the_tables,
     sixty_four_concurrent_records_make_one_row,
     a_caller_that_goes_away_never_fails_the_others,
@@ -1461,6 +1462,48 @@ async fn two_processes_fold_each_count_once(h: &H) {
         (250, 300, 50)
     );
     other.close().await;
+}
+
+/// Of several instances on one database, one holds a chore's lease at a
+/// time: it renews it (same fence), the others are refused while it runs,
+/// and once it runs out exactly one of many racing instances takes it over,
+/// with the next fence. Chores are leased apart from one another.
+async fn one_instance_leads_a_chore_until_its_lease_runs_out(h: &H) {
+    let mut others = Vec::new();
+    for _ in 0..4 {
+        others.push(Store::connect(&h.db.url, options(&h.clock)).await.unwrap());
+    }
+    assert_ne!(h.store.instance(), others[0].instance());
+    assert_eq!(h.store.lead(Chore::Purge, 3_000).await.unwrap(), Some(1));
+    for o in &others {
+        assert_eq!(o.lead(Chore::Purge, 3_000).await.unwrap(), None);
+    }
+    h.clock.advance(Duration::from_millis(2_000));
+    // A renewal keeps the fence and pushes the lease on.
+    assert_eq!(h.store.lead(Chore::Purge, 3_000).await.unwrap(), Some(1));
+    h.clock.advance(Duration::from_millis(2_000));
+    assert_eq!(others[0].lead(Chore::Purge, 3_000).await.unwrap(), None);
+    // Another chore is its own lease.
+    assert_eq!(others[1].lead(Chore::Alerts, 3_000).await.unwrap(), Some(1));
+    // The holder stops renewing; when its lease has run out, four
+    // instances race for it and one wins.
+    h.clock.advance(Duration::from_millis(1_000));
+    let racers: Vec<_> = others
+        .iter()
+        .map(|o| {
+            let o = o.clone();
+            tokio::spawn(async move { o.lead(Chore::Purge, 3_000).await.unwrap() })
+        })
+        .collect();
+    let mut won = Vec::new();
+    for r in racers {
+        won.extend(r.await.unwrap());
+    }
+    assert_eq!(won, [2], "one taker, with the next fence");
+    assert_eq!(h.store.lead(Chore::Purge, 3_000).await.unwrap(), None);
+    for o in others {
+        o.close().await;
+    }
 }
 
 /// `idem stats rebuild` recounts what the tables can tell (here after the

@@ -27,6 +27,16 @@ pub struct RequestLabels {
     pub status: u16,
 }
 
+/// Labels of the chore counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ChoreLabels {
+    /// `purge` or `alerts`.
+    pub chore: &'static str,
+    /// `led` (this instance held the chore's lease and ran it), `skipped`
+    /// (another instance held it) or `failed` (the lease could not be read).
+    pub outcome: &'static str,
+}
+
 /// Labels naming a table.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TableLabels {
@@ -69,6 +79,8 @@ pub struct Metrics {
     pub oldest_unresolved: Gauge,
     /// Webhook deliveries now (every tenant), by state.
     pub webhooks: Family<StateLabels, Gauge>,
+    /// Periodic chore runs of this instance, by chore and outcome.
+    pub chores: Family<ChoreLabels, Counter>,
     /// Age of the oldest webhook message still waiting (pending or retrying).
     pub oldest_webhook: Gauge,
 }
@@ -171,6 +183,22 @@ impl Metrics {
             "Age of the oldest outbox message still waiting for delivery (pending or retrying)",
             oldest_webhook.clone(),
         );
+        let chores = Family::<ChoreLabels, Counter>::default();
+        registry.register(
+            "chore_runs",
+            "Periodic chore runs of this instance: led (it held the chore's lease and ran it), skipped (another instance holds it) or failed (the lease could not be taken)",
+            chores.clone(),
+        );
+        for chore in [idem_store::Chore::Purge, idem_store::Chore::Alerts] {
+            for outcome in ["led", "skipped", "failed"] {
+                chores
+                    .get_or_create(&ChoreLabels {
+                        chore: chore.as_str(),
+                        outcome,
+                    })
+                    .inc_by(0);
+            }
+        }
         // Every table's series exists from the start, at zero.
         for (table, _) in Self::purged_tables(&PurgeReport::default()) {
             purged.get_or_create(&TableLabels { table }).inc_by(0);
@@ -190,7 +218,18 @@ impl Metrics {
             oldest_unresolved,
             webhooks,
             oldest_webhook,
+            chores,
         }
+    }
+
+    /// Counts one periodic chore run's outcome.
+    pub fn count_chore(&self, chore: idem_store::Chore, outcome: &'static str) {
+        self.chores
+            .get_or_create(&ChoreLabels {
+                chore: chore.as_str(),
+                outcome,
+            })
+            .inc();
     }
 
     /// Sets the webhook gauges from the database's numbers.
