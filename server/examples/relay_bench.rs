@@ -107,9 +107,14 @@ async fn throughput(args: &[String]) {
         concurrency: usize::try_from(per_endpoint).unwrap(),
         ..RelayConfig::default()
     };
-    let relay_store = idem_server::relay::store(&url, Arc::new(idem_store::SystemClock), &cfg)
-        .await
-        .unwrap();
+    let relay_store = idem_server::relay::store(
+        &url,
+        Arc::new(idem_store::SystemClock),
+        &cfg,
+        Default::default(),
+    )
+    .await
+    .unwrap();
     let relay = Relay::new(relay_store, cfg).unwrap();
     let started = Instant::now();
     let task = tokio::spawn(relay.run(std::future::pending()));

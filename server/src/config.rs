@@ -18,6 +18,8 @@ pub struct Config {
     pub addr: SocketAddr,
     /// `sqlite://…` or `postgres://…`.
     pub database_url: String,
+    /// How long the database may keep a caller waiting.
+    pub db_timeouts: DbTimeouts,
     /// Where the embedded database lives and a generated secret is kept.
     pub data_dir: PathBuf,
     /// How often expired rows are purged and expired leases swept.
@@ -73,6 +75,7 @@ impl Config {
         Self {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             database_url: sqlite_url(&data_dir),
+            db_timeouts: DbTimeouts::default(),
             data_dir,
             purge_every: Duration::from_secs(300),
             alert_every: Duration::from_secs(5),
@@ -91,6 +94,34 @@ impl Config {
             relay: Some(RelayConfig::default()),
             clock: Arc::new(SystemClock),
         }
+    }
+}
+
+/// How long the database may keep a caller waiting (`--db-acquire-timeout`,
+/// `--db-statement-timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbTimeouts {
+    /// Waiting for a pooled connection, opening a new one included.
+    pub acquire: Duration,
+    /// PostgreSQL's `statement_timeout` (`None`: no limit).
+    pub statement: Option<Duration>,
+}
+
+impl Default for DbTimeouts {
+    fn default() -> Self {
+        Self {
+            acquire: Duration::from_secs(5),
+            statement: Some(Duration::from_secs(15)),
+        }
+    }
+}
+
+impl DbTimeouts {
+    /// Sets these timeouts on a store's options.
+    pub fn apply(self, mut options: idem_store::Options) -> idem_store::Options {
+        options.acquire_timeout = self.acquire;
+        options.statement_timeout = self.statement;
+        options
     }
 }
 

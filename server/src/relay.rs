@@ -81,10 +81,11 @@ pub async fn store(
     url: &str,
     clock: Arc<dyn idem_store::Clock>,
     cfg: &RelayConfig,
+    timeouts: crate::config::DbTimeouts,
 ) -> Result<Store, idem_store::Error> {
     Store::connect(
         url,
-        idem_store::Options {
+        timeouts.apply(idem_store::Options {
             clock,
             async_commit: true,
             stats: false,
@@ -92,7 +93,7 @@ pub async fn store(
             coalesce: false,
             max_connections: u32::try_from(cfg.concurrency / 2 + 2).unwrap_or(16),
             ..idem_store::Options::admin()
-        },
+        }),
     )
     .await
 }

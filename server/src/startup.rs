@@ -57,7 +57,9 @@ impl Application {
         };
         let catalog = Arc::new(config.catalog);
         let deriver = Arc::new(KeyDeriver::new(&secret));
-        let mut options = Options::new(catalog.clone(), deriver.clone());
+        let mut options = config
+            .db_timeouts
+            .apply(Options::new(catalog.clone(), deriver.clone()));
         options.clock = config.clock.clone();
         let store = Store::connect(&config.database_url, options).await?;
         store.migrate().await?;
@@ -112,7 +114,10 @@ impl Application {
             cookie_secure: config.cookie_secure,
             ..LiveAccess::for_addr(config.addr, config.admin_token)
         };
-        let hosts = Arc::new(HostRule::new(access.open, &config.allowed_hosts));
+        let hosts = Arc::new(HostRule {
+            deadline: Some(config.limits.request_timeout).filter(|d| !d.is_zero()),
+            ..HostRule::new(access.open, &config.allowed_hosts)
+        });
         let (leptos_options, assets) = site(addr);
         let state = AppState {
             leptos_options,
@@ -123,8 +128,13 @@ impl Application {
         };
         let relay = match config.relay {
             Some(cfg) => {
-                let store =
-                    crate::relay::store(&config.database_url, config.clock.clone(), &cfg).await?;
+                let store = crate::relay::store(
+                    &config.database_url,
+                    config.clock.clone(),
+                    &cfg,
+                    config.db_timeouts,
+                )
+                .await?;
                 Some(crate::relay::Relay::new(store, cfg)?)
             }
             None => None,

@@ -236,6 +236,7 @@ async fn connect(target: &Target) -> Result<Conn, sqlx::Error> {
 }
 
 fn fail_all(jobs: impl IntoIterator<Item = Job>, e: sqlx::Error) {
+    crate::faults::observe(&e);
     let e = Arc::new(e);
     tracing::error!(error = %e, "intent write failed");
     for j in jobs {
@@ -297,10 +298,14 @@ fn job_write(j: &Job) -> IntentWrite<'_> {
 
 /// Errors after which the connection cannot be trusted.
 fn is_fatal(e: &sqlx::Error) -> bool {
-    !matches!(
-        e,
-        sqlx::Error::Database(_) | sqlx::Error::RowNotFound | sqlx::Error::ColumnDecode { .. }
-    )
+    // A refusal that names the connection (a standby's read-only answer, a
+    // session the server ended) is fatal too: the writer reconnects, and
+    // the router sends it to the new primary.
+    crate::faults::is_connection_fault(e)
+        || !matches!(
+            e,
+            sqlx::Error::Database(_) | sqlx::Error::RowNotFound | sqlx::Error::ColumnDecode { .. }
+        )
 }
 
 /// Postgres: one statement per tenant and round. Returns false when the

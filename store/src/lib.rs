@@ -64,6 +64,7 @@ mod batch;
 mod clock;
 mod expiring;
 mod facts;
+mod faults;
 mod gate;
 mod maintenance;
 mod model;
@@ -143,7 +144,12 @@ pub enum Error {
     Corrupt(String),
     /// The database failed or could not be reached.
     #[error("database error")]
-    Database(#[from] sqlx::Error),
+    Database(#[source] sqlx::Error),
+    /// The connection failed while a commit was on its way: the database
+    /// may or may not have made the transaction durable. Never "not done":
+    /// the caller retries with the same key, which cannot act twice.
+    #[error("the outcome of the commit is unknown")]
+    OutcomeUnknown(#[source] sqlx::Error),
     /// A coalesced write failed; every caller in it gets the same error.
     #[error("database error")]
     Shared(#[source] Arc<sqlx::Error>),
@@ -189,6 +195,41 @@ impl Error {
 
 /// The reserved tenant deployment-wide rows live under.
 const DEPLOYMENT_TENANT: &str = "_deployment";
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        faults::observe(&e);
+        Error::Database(e)
+    }
+}
+
+impl Error {
+    /// The error of a commit (or of a statement that commits by itself):
+    /// a failed connection leaves its outcome unknown, while a refusal by
+    /// the database (a constraint, a read-only standby) means it did not
+    /// happen.
+    pub(crate) fn from_commit(e: sqlx::Error) -> Self {
+        faults::observe(&e);
+        match e {
+            sqlx::Error::Database(_) => Error::Database(e),
+            e if faults::is_connection_fault(&e) => Error::OutcomeUnknown(e),
+            e => Error::Database(e),
+        }
+    }
+
+    /// Whether the operation may have taken effect although it failed
+    /// ([`Error::OutcomeUnknown`], or a coalesced write whose connection
+    /// failed mid-statement).
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Error::OutcomeUnknown(_) => true,
+            Error::Shared(e) => {
+                !matches!(e.as_ref(), sqlx::Error::Database(_)) && faults::is_connection_fault(e)
+            }
+            _ => false,
+        }
+    }
+}
 
 impl From<idem_core::Error> for Error {
     fn from(e: idem_core::Error) -> Self {
@@ -236,6 +277,14 @@ pub struct Options {
     pub coalesce: bool,
     /// Largest connection pool.
     pub max_connections: u32,
+    /// How long a caller waits for a pooled connection, opening a new one
+    /// included (sqlx connects inside the acquire): this is also the
+    /// connect timeout, so a database host that vanished cannot hold a
+    /// request longer.
+    pub acquire_timeout: Duration,
+    /// PostgreSQL: the server ends any statement running longer
+    /// (`statement_timeout`; `None`: no limit).
+    pub statement_timeout: Option<Duration>,
     /// PostgreSQL: commit without waiting for the WAL flush
     /// (`synchronous_commit=off`). Only for a writer whose lost commits are
     /// redone, never a loss: the outbox relay, whose database crash can only
@@ -264,6 +313,8 @@ impl Options {
             flush_every: Some(Duration::from_millis(500)),
             coalesce: true,
             max_connections: 32,
+            acquire_timeout: Duration::from_secs(5),
+            statement_timeout: Some(Duration::from_secs(30)),
             async_commit: false,
         }
     }
@@ -288,6 +339,27 @@ pub(crate) struct Inner {
     /// their holder: the host, the pid and a random part, so a restarted
     /// process on a reused pid is a new holder.
     pub(crate) instance: String,
+}
+
+/// Commits without waiting for the WAL flush on this connection, unless the
+/// server replicates synchronously (`synchronous_standby_names` set, as
+/// Patroni's synchronous mode does): there an unflushed commit is also one
+/// the standby may not have, and a failover would lose it. The relay, the
+/// one writer that asks, can afford to send a message again but not to
+/// undo the cluster's promise that an acknowledged commit survives a
+/// failover, so on such a server it commits synchronously like the rest.
+async fn relaxed_commit(c: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    let (names,): (String,) = sqlx::query_as("select current_setting('synchronous_standby_names')")
+        .fetch_one(&mut *c)
+        .await?;
+    if names.trim().is_empty() {
+        sqlx::query("set synchronous_commit = off")
+            .execute(&mut *c)
+            .await?;
+    } else {
+        tracing::debug!("synchronous replication is on: this connection commits synchronously");
+    }
+    Ok(())
 }
 
 /// Whether a statement failed because its table does not exist (yet).
@@ -396,16 +468,30 @@ impl Store {
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             tracing::Span::current().record("backend", "postgres");
             let mut opts = PgConnectOptions::from_str(url)?;
-            if options.async_commit {
-                opts = opts.options([("synchronous_commit", "off")]);
+            if let Some(t) = options.statement_timeout.filter(|t| !t.is_zero()) {
+                opts = opts.options([("statement_timeout", t.as_millis().to_string())]);
             }
+            let async_commit = options.async_commit;
             let pool = PgPoolOptions::new()
                 .max_connections(options.max_connections.max(1))
                 // No ping round trip before every call: a dead connection
                 // fails its statement, the caller gets an error (never a
                 // wrong answer) and the pool replaces it.
                 .test_before_acquire(false)
-                .acquire_timeout(Duration::from_secs(5))
+                .acquire_timeout(options.acquire_timeout)
+                // After a failover, connections opened before the fault may
+                // reach a standby or a server that ended them: retired.
+                .before_acquire(|_, meta| {
+                    Box::pin(async move { Ok(!faults::opened_before_last_fault(meta.age)) })
+                })
+                .after_connect(move |c, _| {
+                    Box::pin(async move {
+                        if async_commit {
+                            relaxed_commit(c).await?;
+                        }
+                        Ok(())
+                    })
+                })
                 .connect_with(opts.clone())
                 .await?;
             // The intent writer's statement is planned once per connection:

@@ -75,8 +75,16 @@ pub(crate) fn instance_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_default();
-    let host = if host.is_empty() { "host".to_owned() } else { host };
-    format!("{host}:{}:{:08x}", std::process::id(), rand::random::<u32>())
+    let host = if host.is_empty() {
+        "host".to_owned()
+    } else {
+        host
+    };
+    format!(
+        "{host}:{}:{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }
 
 impl Store {

@@ -10,7 +10,8 @@ use super::options::DbArgs;
 
 /// Opens and migrates the store for admin work (no key secret needed).
 pub(crate) async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {
-    let store = idem_store::Store::connect(&db.url()?, idem_store::Options::admin()).await?;
+    let options = db.timeouts().apply(idem_store::Options::admin());
+    let store = idem_store::Store::connect(&db.url()?, options).await?;
     store.migrate().await?;
     Ok(store)
 }

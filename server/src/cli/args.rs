@@ -411,6 +411,11 @@ pub struct ServeArgs {
     /// mid-request included, e.g. 60s.
     #[arg(long, env = "IDEM_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: std::time::Duration,
+    /// How long one request may take before it is answered 503 with its
+    /// outcome unknown, e.g. 30s (0: no limit). The bound that holds when
+    /// the database host vanishes without a reset.
+    #[arg(long, env = "IDEM_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
@@ -471,6 +476,7 @@ impl ServeArgs {
         Ok(Config {
             addr,
             database_url: self.db.url()?,
+            db_timeouts: self.db.timeouts(),
             data_dir: self.db.data_dir,
             purge_every: self.purge_every,
             alert_every: self.alert_every,
@@ -493,6 +499,7 @@ impl ServeArgs {
                 header_timeout: self.header_timeout,
                 idle_timeout: self.idle_timeout,
                 max_connections: self.max_connections as usize,
+                request_timeout: self.request_timeout,
             },
             catalog: self.catalog.load()?,
             secret: self
@@ -515,6 +522,6 @@ impl ServeArgs {
     }
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration_ms(s).map(|ms| std::time::Duration::from_millis(ms.unsigned_abs()))
 }

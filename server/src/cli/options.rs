@@ -37,9 +37,25 @@ pub struct DbArgs {
     /// `sqlite://…` or `postgres://…`; default: SQLite at DATA_DIR/idem.db.
     #[arg(long, env = "DATABASE_URL")]
     pub database_url: Option<String>,
+    /// How long a caller waits for a database connection, opening a new
+    /// one included (so also the connect timeout), e.g. 5s.
+    #[arg(long, env = "IDEM_DB_ACQUIRE_TIMEOUT", default_value = "5s", value_parser = super::args::parse_duration)]
+    pub db_acquire_timeout: std::time::Duration,
+    /// PostgreSQL: the server ends a statement running longer, e.g. 15s
+    /// (0: no limit, for a long `idem stats rebuild` or migration).
+    #[arg(long, env = "IDEM_DB_STATEMENT_TIMEOUT", default_value = "15s", value_parser = super::args::parse_duration)]
+    pub db_statement_timeout: std::time::Duration,
 }
 
 impl DbArgs {
+    /// The database timeouts these options set.
+    pub fn timeouts(&self) -> crate::config::DbTimeouts {
+        crate::config::DbTimeouts {
+            acquire: self.db_acquire_timeout,
+            statement: Some(self.db_statement_timeout).filter(|t| !t.is_zero()),
+        }
+    }
+
     /// The URL to connect to, creating the data directory for SQLite.
     pub fn url(&self) -> anyhow::Result<String> {
         match &self.database_url {

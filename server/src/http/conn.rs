@@ -40,6 +40,11 @@ pub struct ConnLimits {
     /// Connections served at once; further ones wait in the kernel's
     /// accept queue until one closes.
     pub max_connections: usize,
+    /// How long one request may take, from its headers to its response's
+    /// head, before the client gets 503 with the outcome unknown: the
+    /// bound that holds when a database host vanishes without a reset
+    /// (no keepalive in sqlx: a statement's socket would wait forever).
+    pub request_timeout: Duration,
 }
 
 impl Default for ConnLimits {
@@ -48,6 +53,7 @@ impl Default for ConnLimits {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
+            request_timeout: Duration::from_secs(30),
         }
     }
 }

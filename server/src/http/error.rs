@@ -285,6 +285,35 @@ impl ApiError {
         .retry_after(1)
     }
 
+    /// 503: the database connection failed while the request's write was
+    /// being committed, so it may have taken effect. A retry with the same
+    /// key (or the same intent) finds what was done, and cannot act twice.
+    pub fn outcome_unknown() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "urn:idem:problem:outcome-unknown",
+            "The outcome is unknown: the database connection failed while this write was being committed",
+        )
+        .detail("it may or may not have been recorded; retry the same request (same Idempotency-Key, same intent), which finds what was done and never acts twice")
+        .retry_after(1)
+    }
+
+    /// 503: the request ran past the server's limit (`--request-timeout`),
+    /// typically waiting on a database host that stopped answering. What
+    /// it wrote may or may not have been committed.
+    pub fn timed_out(limit: std::time::Duration) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "urn:idem:problem:timeout",
+            "The request took longer than the server allows; its outcome is unknown",
+        )
+        .detail(format!(
+            "no answer within {} ms; retry the same request (same Idempotency-Key, same intent), which finds what was done and never acts twice",
+            limit.as_millis()
+        ))
+        .retry_after(1)
+    }
+
     /// 500: a bug on our side; the cause was logged.
     pub fn internal() -> Self {
         Self::new(
@@ -356,6 +385,10 @@ impl From<idem_store::Error> for ApiError {
             E::Corrupt(_) => {
                 tracing::error!(error = %chain(&e), "stored data is corrupt");
                 ApiError::internal()
+            }
+            e if e.is_outcome_unknown() => {
+                tracing::error!(error = %chain(&e), "commit outcome unknown");
+                ApiError::outcome_unknown()
             }
             E::Url(_) | E::Migrate(_) => {
                 tracing::error!(error = %chain(&e), "store misconfigured");

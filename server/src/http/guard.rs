@@ -30,6 +30,9 @@ pub struct HostRule {
     /// The monitor is open to loopback visitors (then a forwarded request
     /// to it, which is no loopback visitor, is refused).
     pub open_monitor: bool,
+    /// How long a request may take before it is answered 503 with its
+    /// outcome unknown (`--request-timeout`; `None`: no bound).
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl HostRule {
@@ -45,6 +48,7 @@ impl HostRule {
             enforce: open || !allowed.is_empty(),
             allowed,
             open_monitor: open,
+            deadline: None,
         }
     }
 
@@ -430,7 +434,19 @@ pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next:
             minted,
         }
     });
-    let res = next.run(req).await;
+    let res = match rule.deadline {
+        None => next.run(req).await,
+        Some(limit) => match tokio::time::timeout(limit, next.run(req)).await {
+            Ok(res) => res,
+            Err(_) => {
+                tracing::error!(
+                    limit_ms = limit.as_millis() as u64,
+                    "request timed out (--request-timeout); its outcome is unknown"
+                );
+                super::error::ApiError::timed_out(limit).into_response()
+            }
+        },
+    };
     let res = if api { problem_document(res) } else { res };
     with_headers(res, page)
 }

@@ -152,13 +152,13 @@ impl Session {
     /// a SQLite transaction's write turn goes with it, whatever the outcome.
     async fn end_implicit(&mut self, commit: bool) -> Result<(), Error> {
         let ended = match std::mem::replace(&mut self.inner, Inner::Idle) {
-            Inner::SqliteTx(t, _turn) if commit => t.commit().await,
-            Inner::SqliteTx(t, _turn) => t.rollback().await,
-            Inner::PgTx(t) if commit => t.commit().await,
-            Inner::PgTx(t) => t.rollback().await,
+            Inner::SqliteTx(t, _turn) if commit => t.commit().await.map_err(Error::from_commit),
+            Inner::SqliteTx(t, _turn) => t.rollback().await.map_err(Error::from),
+            Inner::PgTx(t) if commit => t.commit().await.map_err(Error::from_commit),
+            Inner::PgTx(t) => t.rollback().await.map_err(Error::from),
             _ => Ok(()),
         };
-        Ok(ended?)
+        ended
     }
 
     /// Appends the pending counts to the statistics journal.
@@ -204,8 +204,8 @@ impl Session {
             self.journal().await?;
         }
         match self.inner {
-            Inner::SqliteTx(t, _turn) => t.commit().await?,
-            Inner::PgTx(t) => t.commit().await?,
+            Inner::SqliteTx(t, _turn) => t.commit().await.map_err(Error::from_commit)?,
+            Inner::PgTx(t) => t.commit().await.map_err(Error::from_commit)?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
         Ok(())
