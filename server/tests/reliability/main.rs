@@ -17,12 +17,15 @@
 //! `IDEM_RELIABILITY_SECS` (default 12) is the load time of each run,
 //! `IDEM_RELIABILITY_KILLS` (default 5) the kills in it, and
 //! `IDEM_RELIABILITY_SEED` the seed of every random choice, and
-//! `IDEM_RELIABILITY_RUNS` (default `sqlite,disk,postgres`) the runs.
+//! `IDEM_RELIABILITY_RUNS` (default `sqlite,disk,postgres,cluster,instances`)
+//! the runs. The last two (the failover drills and several instances on a
+//! replicated PostgreSQL, in `cluster.rs`) need root and `IDEM_TEST_HA=1`.
 //! `IDEM_RELIABILITY_RESTART_POSTGRES=1` (set by `.ci/run`) restarts the
 //! PostgreSQL cluster itself under load; without it the suite only ends
 //! every connection to the test database.
 
 mod client;
+mod cluster;
 
 use anyhow::{anyhow, bail, ensure, Context};
 use rand::rngs::StdRng;
@@ -104,8 +107,8 @@ async fn suite() -> anyhow::Result<()> {
         "reliability: seed {} (IDEM_RELIABILITY_SEED), {} s of load and {} kills per run",
         s.seed, s.secs, s.kills
     );
-    let runs =
-        std::env::var("IDEM_RELIABILITY_RUNS").unwrap_or_else(|_| "sqlite,disk,postgres".into());
+    let runs = std::env::var("IDEM_RELIABILITY_RUNS")
+        .unwrap_or_else(|_| "sqlite,disk,postgres,cluster,instances".into());
     let runs: Vec<&str> = runs.split(',').collect();
     let dir = tempfile::tempdir()?;
     let result = runs_in(&s, &runs, dir.path()).await;
@@ -150,6 +153,13 @@ async fn runs_in(s: &Settings, runs: &[&str], dir: &Path) -> anyhow::Result<()> 
             result?;
         }
         Err(_) => println!("!! IDEM_TEST_POSTGRES_URL is not set: the PostgreSQL run is SKIPPED"),
+    }
+    let parts = cluster::Parts {
+        drills: runs.contains(&"cluster"),
+        instances: runs.contains(&"instances"),
+    };
+    if parts.drills || parts.instances {
+        cluster::cluster_run(s, dir, parts).await?;
     }
     Ok(())
 }
