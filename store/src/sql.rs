@@ -1370,6 +1370,83 @@ mod tests {
         }
     }
 
+    /// The stored tables, read off the migrations of both backends.
+    fn stored_tables() -> std::collections::BTreeSet<String> {
+        let mut tables = std::collections::BTreeSet::new();
+        for dir in ["sqlite", "postgres"] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../migrations")
+                .join(dir);
+            for f in std::fs::read_dir(dir).unwrap() {
+                let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+                let flat = text.to_lowercase();
+                for part in flat.split("create table ").skip(1) {
+                    let name: String = part
+                        .trim_start_matches("if not exists ")
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    tables.insert(name);
+                }
+            }
+        }
+        tables
+    }
+
+    /// Each reference to a stored table in a statement (`from T`, `join T`,
+    /// `update T`, `insert into T`, `delete from T`).
+    fn table_refs<'a>(flat: &str, tables: &'a std::collections::BTreeSet<String>) -> Vec<&'a str> {
+        let words: Vec<&str> = flat.split([' ', '(', ')', ',']).collect();
+        let mut refs = Vec::new();
+        for w in words.windows(2) {
+            if matches!(w[0], "from" | "join" | "update" | "into") {
+                if let Some(t) = tables.get(w[1]) {
+                    refs.push(t.as_str());
+                }
+            }
+        }
+        refs
+    }
+
+    /// What a sharded PostgreSQL (Citus, every table distributed by
+    /// `tenant_id`) needs to route a statement to one shard: every stored
+    /// table it touches is pinned to the one tenant `$1`, by a `where
+    /// tenant_id = $1` of its own or, for an insert, by writing `$1` as the
+    /// tenant (and conflicting on a key that leads with it). So a statement
+    /// pins at least as many times as it names stored tables (an insert of
+    /// rows selected from a pinned table counts its `select tenant_id`), and a join of
+    /// two stored tables never happens on anything but one tenant's rows.
+    /// The admin statements, which span tenants, are listed and excepted:
+    /// docs/DEPLOY.md says what each would become.
+    #[test]
+    fn every_tenant_statement_routes_to_one_shard() {
+        let tables = stored_tables();
+        assert!(tables.contains("intents") && tables.contains("chore_leases"));
+        let admin: Vec<&str> = admin_statements().collect();
+        let mut checked = 0;
+        for (name, sql) in ALL {
+            if admin.contains(sql) {
+                continue;
+            }
+            let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            let refs = table_refs(&flat, &tables);
+            assert!(!refs.is_empty(), "{name} touches no stored table:\n{sql}");
+            // An insert of rows selected from a pinned table keeps their
+            // tenant (`select tenant_id, ...`): on their shard too.
+            let pins = flat.matches("tenant_id = $1").count()
+                + flat.matches("values ($1,").count()
+                + flat.matches("select $1,").count()
+                + flat.matches("select tenant_id,").count();
+            assert!(
+                pins >= refs.len(),
+                "{name} names {} stored tables ({refs:?}) but pins the tenant {pins} times:\n{sql}",
+                refs.len()
+            );
+            checked += 1;
+        }
+        assert!(checked >= 100, "only {checked} statements checked");
+    }
+
     #[test]
     fn the_unsettled_index_has_the_queries_condition() {
         // SQLite uses a partial index only for a query whose condition
