@@ -1147,3 +1147,48 @@ async fn tenant_tokens_have_a_lifecycle_on_the_command_line() {
         assert_eq!(bad.status.code(), Some(2), "{args:?}: {}", stderr(&bad));
     }
 }
+
+/// The database timeouts are flags of every command that opens the
+/// database: `0` turns the statement timeout off (a long purge or rebuild),
+/// and a timeout without a unit is refused, exit 2, naming the flag.
+#[test]
+fn database_timeouts_are_flags_of_every_database_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let ok = idem(
+        &[
+            "purge",
+            "--data-dir",
+            data,
+            "--db-acquire-timeout",
+            "2s",
+            "--db-statement-timeout",
+            "0",
+        ],
+        "",
+        None,
+    );
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let purged: serde_json::Value = serde_json::from_str(&stdout(&ok)).unwrap();
+    assert_eq!(purged["tenants"], 0, "{purged}");
+    let bad = idem(
+        &["purge", "--data-dir", data, "--db-statement-timeout", "15"],
+        "",
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("--db-statement-timeout")
+            && stderr(&bad).contains("the unit must be s, m, h or d"),
+        "{}",
+        stderr(&bad)
+    );
+    let help = idem(&["serve", "--help"], "", None);
+    for flag in [
+        "--request-timeout",
+        "--db-acquire-timeout",
+        "--db-statement-timeout",
+    ] {
+        assert!(stdout(&help).contains(flag), "serve --help lacks {flag}");
+    }
+}

@@ -1,7 +1,9 @@
 //! The command line's types (clap). They stop here: [`ServeArgs::into_config`]
 //! turns them into the plain [`Config`] the rest of the server takes.
 
-use super::options::{CatalogArgs, DbArgs, RelayArgs};
+use super::options::{
+    parse_duration, parse_duration_ms, parse_timeout, CatalogArgs, DbArgs, RelayArgs,
+};
 use crate::config::{AdminToken, Config, SecretSource};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -334,35 +336,6 @@ pub struct RetentionArgs {
     pub db: DbArgs,
 }
 
-/// The longest duration any option takes: ten years (3650d). Retention and
-/// lease arithmetic add a duration to the current instant; past this the
-/// sum could overflow, and nothing needs longer.
-pub const MAX_DURATION_MS: i64 = 3_650 * 86_400_000;
-
-/// Parses `90s`, `30m`, `24h` or `7d` into milliseconds, at most
-/// [`MAX_DURATION_MS`].
-pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: i64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: expected a whole number and a unit (s, m, h, d), e.g. 7d"))?;
-    let unit_ms = match unit {
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
-    };
-    match n.checked_mul(unit_ms) {
-        Some(ms) if ms > 0 && ms <= MAX_DURATION_MS => Ok(ms),
-        _ => Err(format!(
-            "{s:?}: must be positive and at most 3650d (ten years)"
-        )),
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeyCommand {
     /// Read a payload (or, with --batch, JSON lines) on stdin and print keys.
@@ -414,7 +387,7 @@ pub struct ServeArgs {
     /// How long one request may take before it is answered 503 with its
     /// outcome unknown, e.g. 30s (0: no limit). The bound that holds when
     /// the database host vanishes without a reset.
-    #[arg(long, env = "IDEM_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, env = "IDEM_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
     pub request_timeout: std::time::Duration,
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -520,8 +493,4 @@ impl ServeArgs {
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })
     }
-}
-
-pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    parse_duration_ms(s).map(|ms| std::time::Duration::from_millis(ms.unsigned_abs()))
 }

@@ -39,11 +39,11 @@ pub struct DbArgs {
     pub database_url: Option<String>,
     /// How long a caller waits for a database connection, opening a new
     /// one included (so also the connect timeout), e.g. 5s.
-    #[arg(long, env = "IDEM_DB_ACQUIRE_TIMEOUT", default_value = "5s", value_parser = super::args::parse_duration)]
+    #[arg(long, env = "IDEM_DB_ACQUIRE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
     pub db_acquire_timeout: std::time::Duration,
     /// PostgreSQL: the server ends a statement running longer, e.g. 15s
     /// (0: no limit, for a long `idem stats rebuild` or migration).
-    #[arg(long, env = "IDEM_DB_STATEMENT_TIMEOUT", default_value = "15s", value_parser = super::args::parse_duration)]
+    #[arg(long, env = "IDEM_DB_STATEMENT_TIMEOUT", default_value = "15s", value_parser = parse_timeout)]
     pub db_statement_timeout: std::time::Duration,
 }
 
@@ -110,5 +110,68 @@ impl RelayArgs {
             allow_private: self.allow_private_webhooks,
             ..crate::relay::RelayConfig::default()
         })
+    }
+}
+
+/// The longest duration any option takes: ten years (3650d). Retention and
+/// lease arithmetic add a duration to the current instant; past this the
+/// sum could overflow, and nothing needs longer.
+pub const MAX_DURATION_MS: i64 = 3_650 * 86_400_000;
+
+/// Parses `90s`, `30m`, `24h` or `7d` into milliseconds, at most
+/// [`MAX_DURATION_MS`].
+pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a whole number and a unit (s, m, h, d), e.g. 7d"))?;
+    let unit_ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
+    };
+    match n.checked_mul(unit_ms) {
+        Some(ms) if ms > 0 && ms <= MAX_DURATION_MS => Ok(ms),
+        _ => Err(format!(
+            "{s:?}: must be positive and at most 3650d (ten years)"
+        )),
+    }
+}
+
+/// [`parse_duration_ms`] as a duration.
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_ms(s).map(|ms| std::time::Duration::from_millis(ms.unsigned_abs()))
+}
+
+/// A timeout: a duration as [`parse_duration`] reads it, or `0` for none
+/// (returned as zero, which the caller reads as "no limit").
+pub(crate) fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    if s.trim() == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    parse_duration(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_timeout_is_a_duration_or_zero_for_none() {
+        assert_eq!(parse_timeout("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_timeout("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(
+            parse_timeout("0s"),
+            Err("\"0s\": must be positive and at most 3650d (ten years)".to_owned())
+        );
+        assert_eq!(
+            parse_timeout("15"),
+            Err("\"15\": the unit must be s, m, h or d".to_owned())
+        );
     }
 }
