@@ -398,53 +398,6 @@ async fn drills_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A receiver that keeps every verified delivery: (webhook-id, type, data).
-async fn hook_receiver() -> anyhow::Result<(String, Arc<Mutex<Hooks>>)> {
-    let out = Arc::new(Mutex::new(Hooks::default()));
-    let state = out.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(
-            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                let state = state.clone();
-                async move {
-                    let h = |n: &str| {
-                        headers
-                            .get(n)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("")
-                            .to_owned()
-                    };
-                    let (id, ts) = (h("webhook-id"), h("webhook-timestamp"));
-                    let mut r = state.lock().unwrap_or_else(|p| p.into_inner());
-                    let want = idem_testkit::webhook_signature(&r.secret, &id, &ts, &body);
-                    if h("webhook-signature") != want {
-                        r.bad += 1;
-                        return axum::http::StatusCode::UNAUTHORIZED;
-                    }
-                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let kind = v["type"].as_str().unwrap_or("").to_owned();
-                    r.got.push((id, kind, v["data"].clone()));
-                    axum::http::StatusCode::NO_CONTENT
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/hook", listener.local_addr()?);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    Ok((url, out))
-}
-
-#[derive(Default)]
-struct Hooks {
-    secret: Vec<u8>,
-    got: Vec<(String, String, Value)>,
-    bad: usize,
-}
-
 fn cli(db: &Db, args: &[&str]) -> anyhow::Result<String> {
     let out = idem()
         .args(args)
@@ -459,16 +412,6 @@ fn cli(db: &Db, args: &[&str]) -> anyhow::Result<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(String::from_utf8(out.stdout)?)
-}
-
-fn whsec(added: &str) -> anyhow::Result<Vec<u8>> {
-    use base64::Engine as _;
-    let v: Value = serde_json::from_str(added)?;
-    let s = v["secret"].as_str().unwrap_or("");
-    Ok(base64::engine::general_purpose::STANDARD.decode(
-        s.strip_prefix("whsec_")
-            .context("the secret starts with whsec_")?,
-    )?)
 }
 
 /// HAProxy in HTTP mode in front of the instances, health-checked on
@@ -551,7 +494,7 @@ async fn instances(s: &Settings, db: &Db) -> anyhow::Result<()> {
 async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
     println!("\n== two instances on the cluster behind HAProxy (HTTP), one SIGKILLed under load");
     let tokens = tenants(db)?;
-    let (url, hooks) = hook_receiver().await?;
+    let (url, hooks) = receiver().await?;
     let added = cli(
         db,
         &[
@@ -564,13 +507,13 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
             "--allow-private-webhooks",
         ],
     )?;
-    hooks.lock().unwrap_or_else(|p| p.into_inner()).secret = whsec(&added)?;
+    seen(&hooks).secret = whsec(&serde_json::from_str(&added)?)?;
     // The alert: on a tenant of its own, where nothing but the drill's one
     // action is ever uncertain (the clients abandon some of theirs), with
     // an endpoint and a receiver of its own.
     const ALERTS: &str = "rel-alerts";
     let alert_token = cli(db, &["tenant", "create", ALERTS])?.trim().to_owned();
-    let (alert_url, alert_hooks) = hook_receiver().await?;
+    let (alert_url, alert_hooks) = receiver().await?;
     let added = cli(
         db,
         &[
@@ -583,7 +526,7 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
             "--allow-private-webhooks",
         ],
     )?;
-    alert_hooks.lock().unwrap_or_else(|p| p.into_inner()).secret = whsec(&added)?;
+    seen(&alert_hooks).secret = whsec(&serde_json::from_str(&added)?)?;
     let endpoint = serde_json::from_str::<Value>(&added)?["endpoint_id"]
         .as_str()
         .unwrap_or("")
@@ -715,7 +658,7 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
         "   instance b took the purge over ({} runs in 6 s)",
         after - before
     );
-    let fired = |h: &Hooks, kind: &str| {
+    let fired = |h: &Received, kind: &str| {
         h.got
             .iter()
             .filter(|(_, k, _)| k == kind)
@@ -724,12 +667,7 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
             .len()
     };
     let deadline = Instant::now() + Duration::from_secs(20);
-    while fired(
-        &alert_hooks.lock().unwrap_or_else(|p| p.into_inner()),
-        "alert.firing",
-    ) == 0
-        && Instant::now() < deadline
-    {
+    while fired(&seen(&alert_hooks), "alert.firing") == 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // The on-call engineer takes the uncertain action over and records
@@ -759,22 +697,17 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
     a.start().await?;
     println!("   instance a restarted");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while fired(
-        &alert_hooks.lock().unwrap_or_else(|p| p.into_inner()),
-        "alert.resolved",
-    ) == 0
-        && Instant::now() < deadline
-    {
+    while fired(&seen(&alert_hooks), "alert.resolved") == 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     {
-        let h = alert_hooks.lock().unwrap_or_else(|p| p.into_inner());
+        let h = seen(&alert_hooks);
         let (f, r) = (fired(&h, "alert.firing"), fired(&h, "alert.resolved"));
         ensure!(
-            (f, r, h.bad) == (1, 1, 0),
+            (f, r, h.bad_signatures) == (1, 1, 0),
             "the alert fired {f} times and resolved {r} times ({} unverified deliveries); once each",
-            h.bad
+            h.bad_signatures
         );
     }
     println!("   the alert fired once and resolved once");
@@ -813,7 +746,7 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
         .await?;
     let charges = ledger["count"].as_u64().context("the ledger's count")? as usize;
     let deadline = Instant::now() + Duration::from_secs(60);
-    let by_id = |h: &Hooks| {
+    let by_id = |h: &Received| {
         let mut m: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
         for (id, kind, data) in &h.got {
             if kind == "charge.created" {
@@ -824,20 +757,22 @@ async fn instances_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
         }
         m
     };
-    while by_id(&hooks.lock().unwrap_or_else(|p| p.into_inner())).len() < charges
-        && Instant::now() < deadline
-    {
+    while by_id(&seen(&hooks)).len() < charges && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     {
-        let h = hooks.lock().unwrap_or_else(|p| p.into_inner());
+        let h = seen(&hooks);
         let ids = by_id(&h);
         let deliveries = h
             .got
             .iter()
             .filter(|(_, k, _)| k == "charge.created")
             .count();
-        ensure!(h.bad == 0, "{} deliveries failed verification", h.bad);
+        ensure!(
+            h.bad_signatures == 0,
+            "{} deliveries failed verification",
+            h.bad_signatures
+        );
         ensure!(
             ids.len() == charges,
             "{} distinct webhook-ids for {charges} charges",

@@ -333,13 +333,13 @@ async fn drift_run(db: Db) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What the relay run's receiver saw.
+/// What a test receiver saw.
 #[derive(Default)]
 struct Received {
     /// The signing secret, once `idem webhook add` printed it.
     secret: Vec<u8>,
-    /// (webhook-id, charge id) of every verified delivery, duplicates kept.
-    got: Vec<(String, String)>,
+    /// (webhook-id, type, data) of every verified delivery, duplicates kept.
+    got: Vec<(String, String, Value)>,
     bad_signatures: usize,
 }
 
@@ -351,7 +351,7 @@ fn seen(s: &Seen) -> std::sync::MutexGuard<'_, Received> {
 
 /// A Standard Webhooks receiver on 127.0.0.1: verifies each signature with
 /// the secret (HMAC-SHA256 of `id.timestamp.body`, computed here, not by
-/// idem's code) and keeps the charge id of each `charge.created`.
+/// idem's code) and keeps every verified delivery.
 async fn receiver() -> anyhow::Result<(String, Seen)> {
     let out: Seen = Seen::default();
     let state = out.clone();
@@ -371,13 +371,13 @@ async fn receiver() -> anyhow::Result<(String, Seen)> {
                     let (id, ts) = (h("webhook-id"), h("webhook-timestamp"));
                     let mut r = seen(&state);
                     let want = idem_testkit::webhook_signature(&r.secret, &id, &ts, &body);
-                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    if h("webhook-signature") != want || v["type"] != "charge.created" {
+                    if h("webhook-signature") != want {
                         r.bad_signatures += 1;
                         return axum::http::StatusCode::UNAUTHORIZED;
                     }
-                    let charge = v["data"]["charge_id"].as_str().unwrap_or("").to_owned();
-                    r.got.push((id, charge));
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let kind = v["type"].as_str().unwrap_or("").to_owned();
+                    r.got.push((id, kind, v["data"].clone()));
                     axum::http::StatusCode::NO_CONTENT
                 }
             },
@@ -389,6 +389,16 @@ async fn receiver() -> anyhow::Result<(String, Seen)> {
         let _ = axum::serve(listener, app).await;
     });
     Ok((url, out))
+}
+
+/// The signing secret of `idem webhook add`'s output (`whsec_<base64>`).
+fn whsec(added: &Value) -> anyhow::Result<Vec<u8>> {
+    use base64::Engine as _;
+    let s = added["secret"].as_str().unwrap_or("");
+    Ok(base64::engine::general_purpose::STANDARD.decode(
+        s.strip_prefix("whsec_")
+            .context("the secret starts with whsec_")?,
+    )?)
 }
 
 /// `idem relay` on the run's database, logging beside the server.
@@ -449,14 +459,7 @@ async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
     let added: Value = serde_json::from_slice(&out.stdout)?;
-    seen(&got).secret = {
-        use base64::Engine as _;
-        let s = added["secret"].as_str().unwrap_or("");
-        base64::engine::general_purpose::STANDARD.decode(
-            s.strip_prefix("whsec_")
-                .context("the secret starts with whsec_")?,
-        )?
-    };
+    seen(&got).secret = whsec(&added)?;
     let mut server = Server::new(db.clone())?;
     server.extra = vec!["--no-relay"];
     server.start().await?;
@@ -507,7 +510,7 @@ async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
     let distinct = |g: &Received| {
         g.got
             .iter()
-            .map(|(id, _)| id.clone())
+            .map(|(id, _, _)| id.clone())
             .collect::<std::collections::BTreeSet<_>>()
             .len()
     };
@@ -526,7 +529,15 @@ async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
     server.stop()?;
     let g = seen(&got);
     let ids = distinct(&g);
-    let charges: std::collections::BTreeSet<&str> = g.got.iter().map(|(_, c)| c.as_str()).collect();
+    let charges: std::collections::BTreeSet<&str> = g
+        .got
+        .iter()
+        .map(|(_, _, data)| data["charge_id"].as_str().unwrap_or(""))
+        .collect();
+    ensure!(
+        g.got.iter().all(|(_, kind, _)| kind == "charge.created"),
+        "the relay sent a topic the endpoint did not ask for"
+    );
     println!(
         "reliability: relay ({}): {CHARGES} charges, relay SIGKILLed {kills} times: {} deliveries, {ids} distinct webhook-ids, {} redelivered after a kill, {} bad signatures",
         db.backend(),
