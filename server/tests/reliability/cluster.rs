@@ -398,22 +398,6 @@ async fn drills_inner(s: &Settings, db: &Db) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn cli(db: &Db, args: &[&str]) -> anyhow::Result<String> {
-    let out = idem()
-        .args(args)
-        .arg("--data-dir")
-        .arg(&db.data_dir)
-        .args(["--database-url", &db.url])
-        .output()?;
-    ensure!(
-        out.status.success(),
-        "idem {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8(out.stdout)?)
-}
-
 /// HAProxy in HTTP mode in front of the instances, health-checked on
 /// `/readyz`. A connection refused by a dead instance is retried on the
 /// other (the request never reached it); nothing else is retried.

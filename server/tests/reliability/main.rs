@@ -438,8 +438,9 @@ async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
     let mut rng = StdRng::seed_from_u64(s.seed ^ 0x7e1a);
     let token = tenants(&db)?.remove(0);
     let (url, got) = receiver().await?;
-    let out = idem()
-        .args([
+    let added: Value = serde_json::from_str(&cli(
+        &db,
+        &[
             "webhook",
             "add",
             TENANTS[0],
@@ -448,17 +449,8 @@ async fn relay_run(s: &Settings, db: Db) -> anyhow::Result<()> {
             "charge.created",
             // The test receiver listens on 127.0.0.1.
             "--allow-private-webhooks",
-        ])
-        .arg("--data-dir")
-        .arg(&db.data_dir)
-        .args(["--database-url", &db.url])
-        .output()?;
-    ensure!(
-        out.status.success(),
-        "idem webhook add: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let added: Value = serde_json::from_slice(&out.stdout)?;
+        ],
+    )?)?;
     seen(&got).secret = whsec(&added)?;
     let mut server = Server::new(db.clone())?;
     server.extra = vec!["--no-relay"];
@@ -570,23 +562,28 @@ fn idem() -> Command {
     c
 }
 
+/// Runs `idem ARGS` on the run's database; its standard output.
+fn cli(db: &Db, args: &[&str]) -> anyhow::Result<String> {
+    let out = idem()
+        .args(args)
+        .arg("--data-dir")
+        .arg(&db.data_dir)
+        .args(["--database-url", &db.url])
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "idem {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
+}
+
 /// Creates the run's tenants with the CLI; returns their tokens.
 fn tenants(db: &Db) -> anyhow::Result<Vec<String>> {
     TENANTS
         .iter()
-        .map(|name| {
-            let out = idem()
-                .args(["tenant", "create", name, "--data-dir"])
-                .arg(&db.data_dir)
-                .args(["--database-url", &db.url])
-                .output()?;
-            ensure!(
-                out.status.success(),
-                "idem tenant create {name}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Ok(String::from_utf8(out.stdout)?.trim().to_owned())
-        })
+        .map(|name| Ok(cli(db, &["tenant", "create", name])?.trim().to_owned()))
         .collect()
 }
 
