@@ -80,14 +80,22 @@ pub(super) struct Parts {
     pub instances: bool,
 }
 
-pub(super) async fn cluster_run(s: &Settings, dir: &Path, with: Parts) -> anyhow::Result<()> {
+pub(super) async fn cluster_run(
+    s: &Settings,
+    dir: &Path,
+    with: Parts,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
     let allowed = std::env::var("IDEM_TEST_HA").as_deref() == Ok("1");
     if !allowed || !is_root() {
-        println!(
-            "!! the failover drills and the multi-instance run are IGNORED: they need root and \
-             IDEM_TEST_HA=1 (.ci/run sets both), which let scripts/ha-cluster start a Patroni \
-             cluster here"
-        );
+        let why = "needs root and IDEM_TEST_HA=1 (.ci/run sets both where scripts/ha-cluster \
+                   can install and start a Patroni cluster)";
+        if with.drills {
+            tally.ignored("cluster", why);
+        }
+        if with.instances {
+            tally.ignored("instances", why);
+        }
         return Ok(());
     }
     println!("\n== PostgreSQL cluster (Patroni, etcd, HAProxy): starting");
@@ -100,7 +108,7 @@ pub(super) async fn cluster_run(s: &Settings, dir: &Path, with: Parts) -> anyhow
     );
     let db = Db::postgres(&url, dir.join("cluster")).await?;
     let result = if with.drills {
-        drills(s, &db).await
+        drills(s, &db).await.map(|()| tally.ran("cluster"))
     } else {
         Ok(())
     };
@@ -110,7 +118,7 @@ pub(super) async fn cluster_run(s: &Settings, dir: &Path, with: Parts) -> anyhow
             let db = Db::postgres(&url, dir.join("instances")).await?;
             let r = instances(s, &db).await;
             db.drop_schema().await;
-            r
+            r.map(|()| tally.ran("instances"))
         }
         other => other,
     };

@@ -122,18 +122,55 @@ async fn suite() -> anyhow::Result<()> {
     result
 }
 
+/// What each run came to, printed at the end in the test harness's words,
+/// so a run that could not run here shows as ignored, never as passed.
+#[derive(Default)]
+struct Tally(Vec<(&'static str, Option<String>)>);
+
+impl Tally {
+    fn ran(&mut self, name: &'static str) {
+        self.0.push((name, None));
+    }
+
+    fn ignored(&mut self, name: &'static str, why: &str) {
+        println!("!! the {name} run is IGNORED: {why}");
+        self.0.push((name, Some(why.to_owned())));
+    }
+
+    fn print(&self, started: Instant) {
+        println!();
+        for (name, why) in &self.0 {
+            match why {
+                None => println!("test reliability::{name} ... ok"),
+                Some(why) => println!("test reliability::{name} ... ignored, {why}"),
+            }
+        }
+        let ignored = self.0.iter().filter(|(_, w)| w.is_some()).count();
+        println!(
+            "\ntest result: ok. {} passed; 0 failed; {ignored} ignored; 0 measured; 0 filtered out; finished in {:.2}s\n",
+            self.0.len() - ignored,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
 async fn runs_in(s: &Settings, runs: &[&str], dir: &Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut tally = Tally::default();
     if runs.contains(&"sqlite") {
         drift_run(Db::sqlite(dir.join("drift"))?).await?;
         relay_run(s, Db::sqlite(dir.join("relay"))?).await?;
         kill_run(s, Db::sqlite(dir.join("kill"))?).await?;
+        tally.ran("sqlite");
     }
     if !runs.contains(&"disk") {
     } else if is_root() {
         disk_run(s, dir).await?;
+        tally.ran("disk");
     } else {
-        println!(
-            "!! not root: the SQLite disk-full and read-only run (it mounts a tmpfs) is SKIPPED"
+        tally.ignored(
+            "disk",
+            "not root: the SQLite disk-full and read-only run mounts a tmpfs",
         );
     }
     match std::env::var("IDEM_TEST_POSTGRES_URL") {
@@ -151,16 +188,21 @@ async fn runs_in(s: &Settings, runs: &[&str], dir: &Path) -> anyhow::Result<()> 
             let result = kill_run(s, db.clone()).await;
             db.drop_schema().await;
             result?;
+            tally.ran("postgres");
         }
-        Err(_) => println!("!! IDEM_TEST_POSTGRES_URL is not set: the PostgreSQL run is SKIPPED"),
+        Err(_) => tally.ignored(
+            "postgres",
+            "IDEM_TEST_POSTGRES_URL is not set (.ci/run sets it)",
+        ),
     }
     let parts = cluster::Parts {
         drills: runs.contains(&"cluster"),
         instances: runs.contains(&"instances"),
     };
     if parts.drills || parts.instances {
-        cluster::cluster_run(s, dir, parts).await?;
+        cluster::cluster_run(s, dir, parts, &mut tally).await?;
     }
+    tally.print(started);
     Ok(())
 }
 
