@@ -87,6 +87,17 @@ pub enum Error {
         /// A hint, starting with ": " when present.
         hint: String,
     },
+    /// A number two locales read differently (`45.000`: 45000 in pt-BR, 45
+    /// in en-US), given where no locale says which.
+    #[error("`{input}` reads {pt_br} in pt-BR but {en_us} in en-US")]
+    AmbiguousNumber {
+        /// What was typed.
+        input: String,
+        /// The pt-BR reading (or why pt-BR cannot read it).
+        pt_br: String,
+        /// The en-US reading (or why en-US cannot read it).
+        en_us: String,
+    },
 }
 
 /// Why an amount was refused.

@@ -282,9 +282,88 @@ pub fn parse_decimal_any(input: &str) -> Result<Decimal, Error> {
     parse_decimal(s, locale)
 }
 
+/// Reads a number given where no page says which locale it is in (a
+/// command-line flag). With `locale`, as that locale reads it. Without one,
+/// a form the two locales read differently is refused with both readings:
+/// one kind of mark only, each mark followed by exactly three digits, after
+/// a first group of one to three digits not starting with 0 (`45.000`,
+/// `1.234`, `1,500`, `1.234.567`; pt-BR reads the mark as a thousands
+/// separator, en-US as the decimal point or not at all). Any other form is
+/// read as [`parse_decimal_any`] reads it (`45000`, `0,015`, `1,20`,
+/// `1.5`, `1.234,56`).
+pub fn parse_decimal_flag(input: &str, locale: Option<Locale>) -> Result<Decimal, Error> {
+    if let Some(l) = locale {
+        return parse_decimal(input, l);
+    }
+    let body = input.trim().trim_start_matches('-');
+    let marks: Vec<char> = body.chars().filter(|c| matches!(c, '.' | ',')).collect();
+    let one_kind = marks.first().filter(|m| marks.iter().all(|c| c == *m));
+    if let Some(&mark) = one_kind {
+        if body.chars().all(|c| c.is_ascii_digit() || c == mark) && valid_grouping(body, mark) {
+            let reading = |l: Locale| match parse_decimal(input, l) {
+                Ok(d) => d.normalize().to_string(),
+                Err(_) => "no number".to_owned(),
+            };
+            return Err(Error::AmbiguousNumber {
+                input: input.to_owned(),
+                pt_br: reading(Locale::PtBr),
+                en_us: reading(Locale::EnUs),
+            });
+        }
+    }
+    parse_decimal_any(input)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flag_number_two_locales_read_apart_needs_a_locale() {
+        for (text, pt, en) in [
+            ("45.000", "45000", "45"),
+            ("12.000", "12000", "12"),
+            ("1.234", "1234", "1.234"),
+            ("1,500", "1.5", "1500"),
+            ("1.234.567", "1234567", "no number"),
+        ] {
+            assert_eq!(
+                parse_decimal_flag(text, None).unwrap_err().to_string(),
+                format!("`{text}` reads {pt} in pt-BR but {en} in en-US"),
+            );
+        }
+        assert_eq!(
+            parse_decimal_flag("45.000", Some(Locale::PtBr)).unwrap(),
+            Decimal::from(45_000)
+        );
+        assert_eq!(
+            parse_decimal_flag("45.000", Some(Locale::EnUs)).unwrap(),
+            Decimal::from(45)
+        );
+        assert_eq!(
+            parse_decimal_flag("1.234.567", Some(Locale::PtBr)).unwrap(),
+            Decimal::from(1_234_567)
+        );
+        assert!(parse_decimal_flag("1.234.567", Some(Locale::EnUs)).is_err());
+        // Forms only one reading fits keep working without a locale.
+        for (text, want) in [
+            ("45000", "45000"),
+            ("0,015", "0.015"),
+            ("0.075", "0.075"),
+            ("1,20", "1.2"),
+            ("1.5", "1.5"),
+            ("1.234,56", "1234.56"),
+            ("1,234.56", "1234.56"),
+            ("5,33", "5.33"),
+            ("3", "3"),
+        ] {
+            assert_eq!(
+                parse_decimal_flag(text, None).unwrap(),
+                Decimal::from_str(want).unwrap(),
+                "{text}"
+            );
+        }
+    }
 
     fn d(s: &str) -> Decimal {
         Decimal::from_str(s).unwrap()

@@ -62,6 +62,18 @@ impl Application {
             .apply(Options::new(catalog.clone(), deriver.clone()));
         options.clock = config.clock.clone();
         let store = Store::connect(&config.database_url, options).await?;
+        // Which file the embedded database is, so an operator can tell it
+        // from the one a CLI command run elsewhere opened (a PostgreSQL URL
+        // may hold a password: never logged).
+        if let Some(path) = config
+            .database_url
+            .strip_prefix("sqlite://")
+            .map(|p| p.split('?').next().unwrap_or(p))
+        {
+            let path = std::path::Path::new(path);
+            let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+            tracing::info!(database = %shown.display(), "opened the embedded database");
+        }
         store.migrate().await?;
         match store.check_secret().await {
             Ok(()) => {}

@@ -1192,3 +1192,131 @@ fn database_timeouts_are_flags_of_every_database_command() {
         assert!(stdout(&help).contains(flag), "serve --help lacks {flag}");
     }
 }
+
+/// `45.000` is 45000 to a Brazilian and 45 to an English reader: without
+/// `--locale` the CLI refuses it, exit 2, naming the flag and both readings;
+/// with `--locale` it reads it that way and prints the table in that
+/// locale. Forms only one reading fits (`0,015`, `2,40`) need no locale.
+#[test]
+fn cost_refuses_a_number_two_locales_read_apart_unless_told_the_locale() {
+    // By hand: 12 × 0,015 + 0,6 × 0,075 = R$ 0,225 per call; 2,5% of
+    // 45.000 conversations = 1.125 duplicates × 0,225 = R$ 253,125 wasted
+    // per month; ⌈253,125 / 2,40⌉ = ⌈105,47⌉ = 106 to break even.
+    let contract = |conversations: &str, tokens_in: &str, extra: &[&str]| {
+        let mut args = vec![
+            "cost",
+            "--conversations",
+            conversations,
+            "--tokens-in",
+            tokens_in,
+            "--tokens-out",
+            "600",
+            "--price-in",
+            "0,015",
+            "--price-out",
+            "0,075",
+            "--ticket",
+            "2,40",
+            "--duplicate-rate",
+            "2,5",
+        ];
+        args.extend_from_slice(extra);
+        idem(&args, "", None)
+    };
+    let o = contract("45.000", "12000", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: --conversations: `45.000` reads 45000 in pt-BR but 45 in en-US: say which with --locale pt-BR or --locale en"
+    );
+    let o = contract("45000", "12.000", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--tokens-in: `12.000` reads 12000 in pt-BR but 12 in en-US"),
+        "{}",
+        stderr(&o)
+    );
+    let o = contract("1.234.567", "12000", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("reads 1234567 in pt-BR but no number in en-US"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = contract("45.000", "12.000", &["--locale", "pt-BR", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["cost_per_call"], "0.225");
+    assert_eq!(v["duplicated_conversations"], "1125");
+    assert_eq!(v["monthly_token_waste"], "253.125");
+    assert_eq!(v["break_even_conversations"], "106");
+    // The same contract without any ambiguous form needs no locale.
+    let plain = contract("45000", "12000", &["--json"]);
+    assert_eq!(stdout(&plain), stdout(&o));
+
+    // In English, 45,000 is forty-five thousand and the table is English.
+    let o = idem(
+        &[
+            "cost",
+            "--locale",
+            "en",
+            "--conversations",
+            "45,000",
+            "--tokens-in",
+            "12,000",
+            "--tokens-out",
+            "600",
+            "--price-in",
+            "0.015",
+            "--price-out",
+            "0.075",
+            "--ticket",
+            "2.40",
+            "--duplicate-rate",
+            "2.5",
+        ],
+        "",
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(
+        table.contains("Tokens wasted per month           R$253.13"),
+        "{table}"
+    );
+    assert!(table.contains("1,125 (2.50% of 45,000)"), "{table}");
+    let o = contract("45000", "12000", &["--locale", "xx"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--locale"), "{}", stderr(&o));
+}
+
+/// Every command that opens the embedded database says which file it
+/// opened, and one that has just created it says so: the same command run
+/// in another directory opens another database, whose tokens the running
+/// server has never seen.
+#[test]
+fn commands_on_the_embedded_database_say_which_file_they_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let db = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join("data/idem.db");
+    let created = idem(&["tenant", "create", "acme", "--data-dir", data], "", None);
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert!(
+        stderr(&created).contains(&format!("idem: created a new database at {}", db.display())),
+        "{}",
+        stderr(&created)
+    );
+    let listed = idem(&["tenant", "list", "--data-dir", data], "", None);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(
+        stderr(&listed).contains(&format!("idem: database {}", db.display()))
+            && !stderr(&listed).contains("created"),
+        "{}",
+        stderr(&listed)
+    );
+    assert!(stdout(&listed).starts_with("acme\t"), "{}", stdout(&listed));
+}

@@ -11,8 +11,29 @@ use super::options::DbArgs;
 /// Opens and migrates the store for admin work (no key secret needed).
 pub(crate) async fn admin_store(db: &DbArgs) -> anyhow::Result<idem_store::Store> {
     let options = db.timeouts().apply(idem_store::Options::admin());
+    // The embedded database is a file under --data-dir, relative to where
+    // the command runs: the same command in another directory opens (and
+    // creates) another database, whose tokens the running server rejects.
+    // So it says which file it opened, and when it has just created it.
+    let embedded = db
+        .database_url
+        .is_none()
+        .then(|| db.data_dir.join("idem.db"));
+    let existed = embedded.as_ref().is_some_and(|p| p.exists());
     let store = idem_store::Store::connect(&db.url()?, options).await?;
     store.migrate().await?;
+    if let Some(path) = embedded {
+        let shown = std::fs::canonicalize(&path).unwrap_or(path);
+        if existed {
+            eprintln!("idem: database {}", shown.display());
+        } else {
+            eprintln!(
+                "idem: created a new database at {}: a server started with another --data-dir \
+                 (or in another directory) uses its own, and does not know what this command writes here",
+                shown.display()
+            );
+        }
+    }
     Ok(store)
 }
 

@@ -3,7 +3,7 @@
 use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit, RiskInputs};
 use idem_core::locale::{
     currency_in_text, format_count, format_decimal, format_money, format_pct, format_unit_cost,
-    parse_decimal_any, Currency, Locale,
+    parse_decimal_flag, Currency, Locale,
 };
 use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
 use rust_decimal::Decimal;
@@ -83,19 +83,33 @@ pub struct CostArgs {
     /// Percentage of duplicated charges that become a consumer claim (CDC art. 42).
     #[arg(long, requires = "money_share")]
     claim_rate: Option<String>,
+    /// How to read the numbers given (`45.000` is 45000 in pt-BR, 45 in
+    /// en) and how to print the table: pt-BR or en. Without it, a number
+    /// the two read differently is refused, naming both readings.
+    #[arg(long, value_parser = parse_locale)]
+    locale: Option<Locale>,
     /// Print one JSON object of exact decimal strings.
     #[arg(long)]
     json: bool,
 }
 
-fn num(flag: &'static str, text: &str) -> Result<Decimal, String> {
+fn parse_locale(s: &str) -> Result<Locale, String> {
+    Locale::from_tag(s).ok_or_else(|| format!("`{s}` is not pt-BR or en"))
+}
+
+fn num(flag: &'static str, text: &str, locale: Option<Locale>) -> Result<Decimal, String> {
     if let Some(c) = currency_in_text(text) {
         return Err(format!(
             "--{flag}: `{text}` carries a currency symbol ({}); give the number alone and the currency with --price-currency or --revenue-currency",
             c.code()
         ));
     }
-    parse_decimal_any(text.trim().trim_end_matches('%')).map_err(|e| format!("--{flag}: {e}"))
+    parse_decimal_flag(text.trim().trim_end_matches('%'), locale).map_err(|e| match e {
+        idem_core::Error::AmbiguousNumber { .. } => {
+            format!("--{flag}: {e}: say which with --locale pt-BR or --locale en")
+        }
+        e => format!("--{flag}: {e}"),
+    })
 }
 
 fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
@@ -103,37 +117,42 @@ fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
 }
 
 fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
+    let l = a.locale;
     let risk = match (&a.money_share, &a.avg_charge, &a.ops_cost, &a.claim_rate) {
         (Some(m), Some(avg), Some(ops), Some(claim)) => Some(RiskInputs {
-            money_share_pct: num("money-share", m)?,
-            avg_charge: num("avg-charge", avg)?,
-            ops_cost: num("ops-cost", ops)?,
-            claim_rate_pct: num("claim-rate", claim)?,
+            money_share_pct: num("money-share", m, l)?,
+            avg_charge: num("avg-charge", avg, l)?,
+            ops_cost: num("ops-cost", ops, l)?,
+            claim_rate_pct: num("claim-rate", claim, l)?,
         }),
         _ => None,
     };
     let zero = || "0".to_owned();
     let mut s = Scenario {
         inputs: CostInputs {
-            conversations: num("conversations", &a.conversations)?,
-            tokens_in: num("tokens-in", &a.tokens_in)?,
-            tokens_out: num("tokens-out", &a.tokens_out)?,
-            price_in: num("price-in", &a.price_in.clone().unwrap_or_else(zero))?,
-            price_out: num("price-out", &a.price_out.clone().unwrap_or_else(zero))?,
+            conversations: num("conversations", &a.conversations, l)?,
+            tokens_in: num("tokens-in", &a.tokens_in, l)?,
+            tokens_out: num("tokens-out", &a.tokens_out, l)?,
+            price_in: num("price-in", &a.price_in.clone().unwrap_or_else(zero), l)?,
+            price_out: num("price-out", &a.price_out.clone().unwrap_or_else(zero), l)?,
             price_unit: a
                 .price_unit
                 .parse::<PriceUnit>()
                 .map_err(|e| format!("--{e}"))?,
-            ticket: num("ticket", &a.ticket)?,
-            duplicate_rate_pct: num("duplicate-rate", &a.duplicate_rate)?,
+            ticket: num("ticket", &a.ticket, l)?,
+            duplicate_rate_pct: num("duplicate-rate", &a.duplicate_rate, l)?,
             risk,
             price_currency: currency("price-currency", &a.price_currency)?,
             revenue_currency: currency("revenue-currency", &a.revenue_currency)?,
-            fx: a.fx.as_deref().map(|t| num("fx", t)).transpose()?,
-            cached_share_pct: num("cached-share", &a.cached_share)?,
-            price_cached: num("price-cached", &a.price_cached.clone().unwrap_or_else(zero))?,
-            calls_per_conversation: num("calls", &a.calls)?,
-            dup_cache_share_pct: num("dup-cache-share", &a.dup_cache_share)?,
+            fx: a.fx.as_deref().map(|t| num("fx", t, l)).transpose()?,
+            cached_share_pct: num("cached-share", &a.cached_share, l)?,
+            price_cached: num(
+                "price-cached",
+                &a.price_cached.clone().unwrap_or_else(zero),
+                l,
+            )?,
+            calls_per_conversation: num("calls", &a.calls, l)?,
+            dup_cache_share_pct: num("dup-cache-share", &a.dup_cache_share, l)?,
         },
         ..Scenario::default()
     };
@@ -158,16 +177,29 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
             }
         })?;
         m.fill(&mut s, table.date);
-        note = Some(format!(
-            "Preços de {} ({}) na tabela genai-prices de {}: US$ {} entrada, US$ {} entrada em cache, US$ {} saída por 1M tokens{}",
-            m.id,
-            m.name,
-            table.date,
-            m.input,
-            m.cached_or_input(),
-            m.output,
-            if m.tiered { " (faixa base; prompts longos custam mais)" } else { "" }
-        ));
+        note = Some(if l == Some(Locale::EnUs) {
+            format!(
+                "Prices of {} ({}) from the genai-prices table of {}: US$ {} input, US$ {} cached input, US$ {} output per 1M tokens{}",
+                m.id,
+                m.name,
+                table.date,
+                m.input,
+                m.cached_or_input(),
+                m.output,
+                if m.tiered { " (base tier; long prompts cost more)" } else { "" }
+            )
+        } else {
+            format!(
+                "Preços de {} ({}) na tabela genai-prices de {}: US$ {} entrada, US$ {} entrada em cache, US$ {} saída por 1M tokens{}",
+                m.id,
+                m.name,
+                table.date,
+                m.input,
+                m.cached_or_input(),
+                m.output,
+                if m.tiered { " (faixa base; prompts longos custam mais)" } else { "" }
+            )
+        });
     }
     if s.inputs.price_currency == s.inputs.revenue_currency {
         if a.fx.is_some() {
@@ -229,9 +261,10 @@ fn flag_of(f: Field) -> &'static str {
     }
 }
 
-fn table(s: &Scenario, o: &CostOutputs) -> String {
+/// The results as a table, labelled and formatted in `l`.
+fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
     let i = &s.inputs;
-    let l = Locale::PtBr;
+    let t = |pt: &'static str, en: &'static str| if l == Locale::PtBr { pt } else { en };
     let cur = i.revenue_currency;
     let m = |d: Decimal| format_money(d, l, cur);
     let n = |d: Decimal| format_count(d, l);
@@ -239,7 +272,7 @@ fn table(s: &Scenario, o: &CostOutputs) -> String {
     if i.price_currency != cur {
         let fx = i.fx.unwrap_or_default();
         rows.push((
-            "Câmbio",
+            t("Câmbio", "Exchange rate"),
             format!(
                 "{} 1 = {} {}{}",
                 i.price_currency.symbol(l),
@@ -247,60 +280,103 @@ fn table(s: &Scenario, o: &CostOutputs) -> String {
                 format_decimal(fx, l, 2, 8),
                 s.fx_date
                     .as_deref()
-                    .map(|d| format!(" em {d}"))
+                    .map(|d| format!(" {} {d}", t("em", "on")))
                     .unwrap_or_default()
             ),
         ));
     }
     rows.push((
-        "Custo por chamada",
+        t("Custo por chamada", "Cost per call"),
         format_unit_cost(o.cost_per_call, l, cur),
     ));
     if o.cost_per_duplicate_call != o.cost_per_call {
         rows.push((
-            "Custo da chamada repetida",
+            t("Custo da chamada repetida", "Cost of a repeated call"),
             format_unit_cost(o.cost_per_duplicate_call, l, cur),
         ));
     }
     rows.extend([
-        ("Receita do mês", m(o.monthly_revenue)),
-        ("Gasto útil com o modelo por mês", m(o.monthly_useful_spend)),
+        (t("Receita do mês", "Monthly revenue"), m(o.monthly_revenue)),
         (
-            "Conversas duplicadas",
+            t(
+                "Gasto útil com o modelo por mês",
+                "Useful model spend per month",
+            ),
+            m(o.monthly_useful_spend),
+        ),
+        (
+            t("Conversas duplicadas", "Duplicated conversations"),
             format!(
-                "{} ({} de {})",
+                "{} ({} {} {})",
                 n(o.duplicated_conversations),
                 format_pct(i.duplicate_rate_pct, l),
+                t("de", "of"),
                 n(i.conversations)
             ),
         ),
-        ("Token queimado por mês", m(o.monthly_token_waste)),
         (
-            "Parcela da receita",
+            t("Token queimado por mês", "Tokens wasted per month"),
+            m(o.monthly_token_waste),
+        ),
+        (
+            t("Parcela da receita", "Share of revenue"),
             o.waste_share_of_revenue_pct
                 .map_or("—".into(), |p| format_pct(p, l)),
         ),
-        ("Token queimado por ano", m(o.annual_token_waste)),
         (
-            "Conversas a mais para empatar",
+            t("Token queimado por ano", "Tokens wasted per year"),
+            m(o.annual_token_waste),
+        ),
+        (
+            t(
+                "Conversas a mais para empatar",
+                "Conversations more to break even",
+            ),
             o.break_even_conversations.map_or("—".into(), n),
         ),
     ]);
     if let Some(r) = &o.risk {
         rows.extend([
-            ("Cobranças duplicadas por mês", n(r.duplicated_charges)),
             (
-                "Valor cobrado em dobro por mês",
+                t(
+                    "Cobranças duplicadas por mês",
+                    "Duplicated charges per month",
+                ),
+                n(r.duplicated_charges),
+            ),
+            (
+                t(
+                    "Valor cobrado em dobro por mês",
+                    "Amount charged twice per month",
+                ),
                 m(r.monthly_duplicated_amount),
             ),
-            ("Custo operacional por mês", m(r.monthly_ops_cost)),
             (
-                "Exposição a reclamações (estimativa, CDC art. 42)",
+                t("Custo operacional por mês", "Operational cost per month"),
+                m(r.monthly_ops_cost),
+            ),
+            (
+                t(
+                    "Exposição a reclamações (estimativa, CDC art. 42)",
+                    "Claim exposure (estimate, CDC art. 42)",
+                ),
                 m(r.monthly_claim_exposure),
             ),
-            ("Risco financeiro por mês", m(r.monthly_total_risk)),
-            ("Risco financeiro por ano", m(r.annual_total_risk)),
-            ("Custo total das duplicatas por ano", m(r.annual_total_cost)),
+            (
+                t("Risco financeiro por mês", "Financial risk per month"),
+                m(r.monthly_total_risk),
+            ),
+            (
+                t("Risco financeiro por ano", "Financial risk per year"),
+                m(r.annual_total_risk),
+            ),
+            (
+                t(
+                    "Custo total das duplicatas por ano",
+                    "Total cost of duplicates per year",
+                ),
+                m(r.annual_total_cost),
+            ),
         ]);
     }
     let width = rows
@@ -313,10 +389,12 @@ fn table(s: &Scenario, o: &CostOutputs) -> String {
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
         .collect();
     if let Some(r) = &i.risk {
-        out.push_str(&format!(
-            "\nA exposição a reclamações é uma estimativa, não parecer jurídico: supõe que {} das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único); o resultado real depende de decisão judicial.\n",
-            format_pct(r.claim_rate_pct, l)
-        ));
+        let pct = format_pct(r.claim_rate_pct, l);
+        out.push_str(&if l == Locale::PtBr {
+            format!("\nA exposição a reclamações é uma estimativa, não parecer jurídico: supõe que {pct} das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único); o resultado real depende de decisão judicial.\n")
+        } else {
+            format!("\nThe claim exposure is an estimate, not legal advice: it assumes {pct} of the charges made twice become a claim and that each is refunded in double (CDC art. 42, sole paragraph); the real outcome depends on a court.\n")
+        });
     }
     out
 }
@@ -353,7 +431,7 @@ pub fn run(a: &CostArgs) -> ExitCode {
                 if let Some(n) = note {
                     println!("{n}\n");
                 }
-                print!("{}", table(&s, &o));
+                print!("{}", table(&s, &o, a.locale.unwrap_or(Locale::PtBr)));
             }
             ExitCode::SUCCESS
         }
