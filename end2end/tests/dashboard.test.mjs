@@ -290,8 +290,8 @@ test('CSV export downloads the inputs and outputs in the page\'s dialect', async
   assert.ok(csv.startsWith('\ufeff'), 'UTF-8 byte-order mark');
   const lines = csv.slice(1).trim().split('\n');
   assert.equal(lines[0], 'section;key;label;value;formatted;unit');
-  assert.ok(lines.includes('input;d;Conversas que repetem a chamada;0.5;0,5;%'), csv);
-  assert.ok(lines.includes('output;monthly_token_waste;Token queimado por mês;24.75;R$ 24,75;BRL'), csv);
+  assert.ok(lines.includes('input;d;Conversas que repetem a chamada;0,5;0,5;%'), csv);
+  assert.ok(lines.includes('output;monthly_token_waste;Token queimado por mês;24,75;R$ 24,75;BRL'), csv);
   assert.ok(lines.includes('output;break_even_conversations;Conversas a mais para empatar;21;21;conversas/mês'), csv);
   // Python's csv module reads it with the documented dialect.
   const py = `
@@ -300,7 +300,7 @@ with open(sys.argv[1], encoding="utf-8-sig", newline="") as f:
     rows = list(csv.reader(f, delimiter=";"))
 assert all(len(r) == 6 for r in rows), rows
 waste = [r for r in rows if r[1] == "monthly_token_waste"][0]
-assert waste[3] == "24.75" and waste[4] == "R$ 24,75", waste
+assert waste[3] == "24,75" and waste[4] == "R$ 24,75", waste
 print("ok")
 `;
   assert.equal(execFileSync('python3', ['-c', py, path]).toString().trim(), 'ok');

@@ -562,6 +562,8 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
             Field::Ticket | Field::AvgCharge | Field::OpsCost => rc,
             _ => "%",
         };
+        let exact = exact.to_string();
+        let exact = super::sheet::exact_number(&exact, pt);
         write(["input", f.key(), field_label(f, l), &exact, &shown, unit])?;
     }
     let unit = match i.price_unit {
@@ -622,7 +624,8 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
     }
     let rows = app::calculator::rows(s, &outputs, l);
     for r in &rows {
-        write(["output", r.key, r.label, &r.exact, &r.value, r.unit])?;
+        let exact = super::sheet::exact_number(&r.exact, pt);
+        write(["output", r.key, r.label, &exact, &r.value, r.unit])?;
     }
     // Caveats travel with the numbers they qualify (the claim exposure's).
     for r in &rows {
@@ -653,12 +656,12 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("input;pi;Preço dos tokens de entrada;0.015;0,015;BRL/1k tokens\n"),
+            text.contains("input;pi;Preço dos tokens de entrada;0,015;0,015;BRL/1k tokens\n"),
             "{text}"
         );
         assert!(
             text.contains(
-                "output;monthly_token_waste;Token queimado por mês;148.5;R$ 148,50;BRL\n"
+                "output;monthly_token_waste;Token queimado por mês;148,5;R$ 148,50;BRL\n"
             ),
             "{text}"
         );
@@ -686,6 +689,62 @@ mod tests {
             ),
             "{en}"
         );
+    }
+
+    /// Each dialect's exact column, read as a spreadsheet of its locale
+    /// reads numbers (pt-BR: decimal comma; en: decimal point; neither
+    /// groups), gives back every exact value, inputs and outputs.
+    #[test]
+    fn a_spreadsheet_of_each_locale_reads_the_exact_values() {
+        use rust_decimal::Decimal;
+        use std::str::FromStr;
+        let d = |v: &str| Decimal::from_str(v).unwrap();
+        let mut s = Scenario::default();
+        let i = &mut s.inputs;
+        (i.conversations, i.tokens_in, i.tokens_out) = (d("45000"), d("12000"), d("900"));
+        (i.cached_share_pct, i.calls_per_conversation) = (d("25"), d("1.7"));
+        (i.price_in, i.price_cached, i.price_out) = (d("2.5"), d("0.25"), d("10"));
+        i.price_unit = idem_core::cost::PriceUnit::PerMillion;
+        i.price_currency = idem_core::locale::Currency::Eur;
+        i.fx = Some(d("6.1"));
+        (i.ticket, i.duplicate_rate_pct) = (d("2.4"), d("2.5"));
+        i.risk = Some(idem_core::cost::RiskInputs {
+            money_share_pct: d("40"),
+            avg_charge: d("89.9"),
+            ops_cost: d("12.5"),
+            claim_rate_pct: d("3"),
+        });
+        let outputs = s.compute().unwrap();
+        for (l, delimiter) in [(Locale::PtBr, b';'), (Locale::EnUs, b',')] {
+            let text = csv_of(&s, l).unwrap();
+            let mut r = csv::ReaderBuilder::new()
+                .delimiter(delimiter)
+                .from_reader(text.trim_start_matches('\u{feff}').as_bytes());
+            let cells: std::collections::HashMap<String, String> = r
+                .records()
+                .map(|rec| rec.unwrap())
+                .filter(|rec| &rec[0] != "note")
+                .map(|rec| (rec[1].to_owned(), rec[3].to_owned()))
+                .collect();
+            let read = |key: &str| {
+                let cell = &cells[key];
+                assert!(
+                    !cell.contains(if l == Locale::PtBr { '.' } else { ',' }),
+                    "{key}: {cell}"
+                );
+                idem_core::locale::parse_decimal(cell, l).unwrap()
+            };
+            for f in Field::ALL {
+                if let Some(v) = f.get(&s) {
+                    assert_eq!(read(f.key()), v, "{} in {l:?}", f.key());
+                }
+            }
+            for row in app::calculator::rows(&s, &outputs, l) {
+                if let Ok(want) = Decimal::from_str(&row.exact) {
+                    assert_eq!(read(row.key), want, "{} in {l:?}", row.key);
+                }
+            }
+        }
     }
 
     #[test]

@@ -37,6 +37,26 @@ fn is_number(text: &str) -> bool {
             .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b','))
 }
 
+/// An exact number as a spreadsheet of `locale` reads it: a pt-BR sheet
+/// takes the decimal comma and reads `0.075` as seventy-five, so there the
+/// point becomes a comma (`0,075`, `148,5`); no group separator either way
+/// (`90006`), which a sheet would read as a decimal mark in the other
+/// locale. Text that is not a plain exact number (a date, a unit, a model
+/// name) is returned as it is.
+pub fn exact_number(text: &str, pt_br: bool) -> Cow<'_, str> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let plain = !digits.is_empty()
+        && digits.matches('.').count() <= 1
+        && digits.bytes().all(|c| c.is_ascii_digit() || c == b'.')
+        && digits.as_bytes()[0].is_ascii_digit()
+        && digits.as_bytes()[digits.len() - 1].is_ascii_digit();
+    if pt_br && plain && digits.contains('.') {
+        Cow::Owned(text.replace('.', ","))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// One cell as `csv::Writer::write_record` takes it.
 pub struct Cell<'a>(Cow<'a, str>);
 

@@ -615,6 +615,7 @@ pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, 
     ])?;
     for u in list {
         let amount = u.amount.map(|a| a.to_string()).unwrap_or_default();
+        let amount = crate::http::sheet::exact_number(&amount, pt);
         let shown = u
             .amount
             .map(|a| format_decimal(a, l, 2, 2))
@@ -676,7 +677,12 @@ mod tests {
         let rec = r.records().next().unwrap().unwrap();
         let get = |k: &str| rec.get(head.iter().position(|h| h == k).unwrap()).unwrap();
         assert_eq!(get("reference"), "FAT-1; \"x\"");
-        assert_eq!(get("amount"), "6577.89");
+        // The exact column with the decimal comma a pt-BR sheet reads.
+        assert_eq!(get("amount"), "6577,89");
+        assert_eq!(
+            idem_core::locale::parse_decimal(get("amount"), Locale::PtBr).unwrap(),
+            rust_decimal::Decimal::new(657_789, 2)
+        );
         assert_eq!(get("amount_formatted"), "6.577,89");
         assert_eq!(get("started_utc"), "2026-11-30T12:05:09Z");
         assert_eq!(get("age_s"), "90");
