@@ -233,6 +233,7 @@ idem_testkit::both!(
     corrupt_stored_data_is_a_500_not_a_503,
     safe_methods_and_exact_numbers_in_the_key_layer,
     retention_keeps_an_uncertain_action,
+    a_lease_that_ran_out_is_uncertain_on_every_surface_at_once,
     a_second_secret_on_the_same_database_refuses_to_start,
     the_conformance_fixture_grades_the_layer,
     the_readmes_worker_charges_once,
@@ -1566,6 +1567,58 @@ async fn safe_methods_and_exact_numbers_in_the_key_layer(s: &Srv) {
 /// The retention reproduction through HTTP: action retention 1 s, a claim
 /// with a 1 s lease, 2 s later a purge. `GET` still shows the action, now
 /// uncertain, and the next `begin` answers 202 instead of a fresh claim.
+/// "Uncertain now" has one definition: a claim whose lease ran out is
+/// uncertain from that moment on `/metrics`, `/live/data.json` and
+/// `/v1/stats` alike, before any sweep has marked it (the server's own
+/// purge runs every five minutes; `totals.actions_uncertain`, which counts
+/// recorded transitions, is still 0).
+async fn a_lease_that_ran_out_is_uncertain_on_every_surface_at_once(s: &Srv) {
+    let key = "f".repeat(64);
+    assert_eq!(begin(s, &key, 1_000).await.status(), 201);
+    let surfaces = || async {
+        let metrics = s
+            .http
+            .get(s.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let gauge = |state: &str| {
+            let series = format!("idem_actions_unresolved{{state=\"{state}\"}} ");
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(&series)?.parse::<i64>().ok())
+                .unwrap_or_else(|| panic!("{series} is not in /metrics"))
+        };
+        let live: Value = s
+            .get(&s.a, "/live/data.json?window=1h")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let stats: Value = s.get(&s.a, "/v1/stats").await.json().await.unwrap();
+        (
+            (gauge("started"), gauge("uncertain")),
+            (live["in_flight"].as_i64(), live["uncertain"].as_i64()),
+            stats["uncertain_now"].as_i64(),
+            stats["totals"]["actions_uncertain"].as_i64(),
+        )
+    };
+    // The lease runs: in flight everywhere, uncertain nowhere.
+    assert_eq!(
+        surfaces().await,
+        ((1, 0), (Some(1), Some(0)), Some(0), Some(0))
+    );
+    s.clock.advance(Duration::from_secs(2));
+    // Ran out: uncertain everywhere at once; no sweep has recorded it.
+    assert_eq!(
+        surfaces().await,
+        ((0, 1), (Some(0), Some(1)), Some(1), Some(0))
+    );
+}
+
 async fn retention_keeps_an_uncertain_action(s: &Srv) {
     let acme = TenantId::try_from("acme").unwrap();
     let mut session = s.store.session().await.unwrap();

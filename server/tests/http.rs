@@ -300,7 +300,7 @@ async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
         csv.contains("input;pc;Moeda dos preços;USD;USD;\n"),
         "{csv}"
     );
-    assert!(csv.contains("input;px;Câmbio;5.33;5,33;BRL/USD\n"), "{csv}");
+    assert!(csv.contains("input;px;Câmbio;5,33;5,33;BRL/USD\n"), "{csv}");
     assert!(
         csv.contains("input;pi;Preço dos tokens de entrada;3;3,00;USD/1M tokens\n"),
         "{csv}"

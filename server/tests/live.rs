@@ -746,7 +746,7 @@ async fn the_work_queue_shows_the_intent_and_reconciles_from_the_page(db: &Db) {
     };
     assert_eq!(col("key"), key);
     assert_eq!(col("reference"), "FAT-9; \"q\"");
-    assert_eq!(col("amount"), "6577.89");
+    assert_eq!(col("amount"), "6577,89");
     assert_eq!(col("amount_formatted"), "6.577,89");
     assert_eq!(col("attempts"), "2");
     let json: Value =

@@ -708,8 +708,12 @@ macro_rules! backend {
         }
 
         /// Admin: unsettled actions by state: (state, count, oldest start).
-        pub(crate) async fn admin_unresolved(c: &mut Conn) -> R<Vec<(String, i64, Option<i64>)>> {
+        pub(crate) async fn admin_unresolved(
+            c: &mut Conn,
+            now: Millis,
+        ) -> R<Vec<(String, i64, Option<i64>)>> {
             sqlx::query_as::<$db, (String, i64, Option<i64>)>(crate::sql::ADMIN_UNRESOLVED)
+                .bind(now)
                 .fetch_all(&mut *c)
                 .await
         }

@@ -916,11 +916,13 @@ impl Store {
     }
 
     /// Admin: unsettled actions of every tenant, by state (what retention
-    /// keeps until someone settles or reconciles them).
+    /// keeps until someone settles or reconciles them). A started action
+    /// whose lease has run out is `uncertain` here, as everywhere.
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn unresolved_actions(&self) -> Result<Vec<UnresolvedActions>, Error> {
+        let now = self.now_ms();
         let mut s = self.session().await?;
-        let rows = session::on!(s.admin_unresolved())?;
+        let rows = session::on!(s.admin_unresolved(now))?;
         Ok(rows
             .into_iter()
             .map(|(state, count, oldest_started_ms)| UnresolvedActions {

@@ -1088,10 +1088,14 @@ where tenant_id = $1
 
 /// Admin: unsettled actions of every tenant by state, with the oldest
 /// attempt's start (the `/metrics` gauges; one scan of the actions table,
-/// made only when Prometheus scrapes).
+/// made only when Prometheus scrapes). A started action whose lease ran out
+/// by $1 counts as uncertain, as the monitor, the alerts and `/v1/stats`
+/// count it: its outcome is unknown from that moment, sweep or no sweep.
 pub const ADMIN_UNRESOLVED: &str = concat!(
     "\
-select case when state = 'failed' then 'failed_retryable' else state end as state,
+select case when state = 'failed' then 'failed_retryable'
+    when state = 'started' and lease_until_ms <= $1 then 'uncertain'
+    else state end as state,
     count(*) as n, min(started_ms) as oldest_ms
 from actions
 where ",

@@ -239,8 +239,15 @@ pub async fn snapshot(
             .collect::<Vec<_>>()
             .join(",")
     );
+    // Fresh while both clocks say so: the wall clock (identical refreshes
+    // within half a second share a read) and the store's, which decides
+    // when a lease runs out (a store clock moved forward, as tests move it,
+    // makes the shared read stale at once).
+    let share_ms = i64::try_from(SHARE_FOR.as_millis()).unwrap_or(i64::MAX);
+    let store_now = state.api.store.now_ms();
     if let Some((at, data)) = lock(&state.cache).get(&cache_key) {
-        if at.elapsed() < SHARE_FOR {
+        let age_ms = store_now - data.generated_ms;
+        if at.elapsed() < SHARE_FOR && (0..share_ms).contains(&age_ms) {
             return Ok(data.clone());
         }
     }

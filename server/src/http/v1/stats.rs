@@ -58,5 +58,28 @@ pub async fn stats(
         )));
     }
     let report = state.store.stats(&tenant, g, from, to).await?;
-    Ok(Json(report).into_response())
+    let now = state.store.now_ms();
+    let live = state
+        .store
+        .session()
+        .await?
+        .live_actions(&tenant, now, 0)
+        .await?;
+    Ok(Json(StatsResponse {
+        report,
+        uncertain_now: live.uncertain,
+    })
+    .into_response())
+}
+
+/// The report and what is uncertain now.
+#[derive(serde::Serialize)]
+struct StatsResponse {
+    #[serde(flatten)]
+    report: idem_store::stats::Report,
+    /// Actions whose outcome is unknown now, whatever the range: marked
+    /// uncertain, or started with a lease that has run out. The one
+    /// definition `/live`, the alerts and `/metrics` use;
+    /// `totals.actions_uncertain` counts transitions once recorded.
+    uncertain_now: i64,
 }
