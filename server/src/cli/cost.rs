@@ -177,29 +177,34 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
             }
         })?;
         m.fill(&mut s, table.date);
-        note = Some(if l == Some(Locale::EnUs) {
-            format!(
-                "Prices of {} ({}) from the genai-prices table of {}: US$ {} input, US$ {} cached input, US$ {} output per 1M tokens{}",
-                m.id,
-                m.name,
-                table.date,
-                m.input,
-                m.cached_or_input(),
-                m.output,
-                if m.tiered { " (base tier; long prompts cost more)" } else { "" }
-            )
-        } else {
-            format!(
-                "Preços de {} ({}) na tabela genai-prices de {}: US$ {} entrada, US$ {} entrada em cache, US$ {} saída por 1M tokens{}",
-                m.id,
-                m.name,
-                table.date,
-                m.input,
-                m.cached_or_input(),
-                m.output,
-                if m.tiered { " (faixa base; prompts longos custam mais)" } else { "" }
-            )
-        });
+        // The words in the output's language; the figures are the table's.
+        let en = l == Some(Locale::EnUs);
+        let w = |pt: &'static str, english: &'static str| if en { english } else { pt };
+        note = Some(format!(
+            "{} {} ({}) {} {}: US$ {} {}, US$ {} {}, US$ {} {}{}",
+            w("Preços de", "Prices of"),
+            m.id,
+            m.name,
+            w(
+                "na tabela genai-prices de",
+                "from the genai-prices table of"
+            ),
+            table.date,
+            m.input,
+            w("entrada", "input"),
+            m.cached_or_input(),
+            w("entrada em cache", "cached input"),
+            m.output,
+            w("saída por 1M tokens", "output per 1M tokens"),
+            if m.tiered {
+                w(
+                    " (faixa base; prompts longos custam mais)",
+                    " (base tier; long prompts cost more)",
+                )
+            } else {
+                ""
+            }
+        ));
     }
     if s.inputs.price_currency == s.inputs.revenue_currency {
         if a.fx.is_some() {
