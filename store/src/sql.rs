@@ -192,7 +192,11 @@ returning action";
     /// claim's action type comes back, so its count lands on it.
     pub const SWEEP_EXPIRED_LEASES: &str = "\
 update actions set state = 'uncertain', swept_ms = $2, updated_ms = $2
-where tenant_id = $1 and idem_key in (
+-- The subquery reads a snapshot; on PostgreSQL a row another transaction
+-- completed or claimed after it is re-checked against this outer where
+-- alone, so the outer where repeats the conditions: an outcome committed
+-- while the sweep ran stays.
+where tenant_id = $1 and state = 'started' and lease_until_ms <= $2 and idem_key in (
     select idem_key from actions
     where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
     limit $3)
@@ -300,7 +304,9 @@ on conflict (tenant_id) do update set
     pub const PURGE_INTENTS: &str = concat!(
         "\
 delete from intents
-where tenant_id = $1 and (reference, action) in (
+-- The outer where repeats the row's own condition (see SWEEP_EXPIRED_LEASES):
+-- an intent delivered again while the purge ran stays.
+where tenant_id = $1 and last_seen_ms < $2 and (reference, action) in (
     select reference, action from intents
     where tenant_id = $1 and last_seen_ms < $2
         and not exists (
@@ -339,7 +345,8 @@ where tenant_id = $1 and (idem_key, attempt) in (
     pub const PURGE_ACTIONS: &str = concat!(
         "\
 delete from actions
-where tenant_id = $1 and idem_key in (
+-- The outer where repeats the row's own condition (see SWEEP_EXPIRED_LEASES).
+where tenant_id = $1 and updated_ms < $2 and idem_key in (
     select idem_key from actions
     where tenant_id = $1 and updated_ms < $2 and not ",
         // Not unsettled: settled (completed, failed for good, reconciled).
@@ -361,7 +368,10 @@ where tenant_id = $1 and started_ms < $2 and ",
     /// Purges expired HTTP key records.
     pub const PURGE_HTTP_KEYS: &str = "\
 delete from http_keys
-where tenant_id = $1 and client_key in (
+-- The outer where repeats the row's own condition (see SWEEP_EXPIRED_LEASES):
+-- a record a new request took again while the purge ran is that request's
+-- lock, and stays.
+where tenant_id = $1 and expires_at_ms <= $2 and client_key in (
     select client_key from http_keys
     where tenant_id = $1 and expires_at_ms <= $2
     limit $3)";
@@ -369,7 +379,8 @@ where tenant_id = $1 and client_key in (
     /// Purges consumed-event marks older than the cutoff.
     pub const PURGE_CONSUMED_EVENTS: &str = "\
 delete from consumed_events
-where tenant_id = $1 and (source, event_id) in (
+-- The outer where repeats the row's own condition (see SWEEP_EXPIRED_LEASES).
+where tenant_id = $1 and seen_ms < $2 and (source, event_id) in (
     select source, event_id from consumed_events
     where tenant_id = $1 and seen_ms < $2
     limit $3)";
@@ -378,7 +389,8 @@ where tenant_id = $1 and (source, event_id) in (
     /// purged.
     pub const PURGE_OUTBOX: &str = "\
 delete from outbox
-where tenant_id = $1 and id in (
+-- The outer where repeats the row's own condition (see SWEEP_EXPIRED_LEASES).
+where tenant_id = $1 and sent_ms < $2 and id in (
     select id from outbox
     where tenant_id = $1 and sent_ms is not null and sent_ms < $2
     limit $3)";
@@ -585,7 +597,9 @@ group by state, last_status is not null or last_error is not null";
     /// before the cutoff; pending ones are never purged.
     pub const PURGE_WEBHOOK_DELIVERIES: &str = "\
 delete from webhook_deliveries
-where tenant_id = $1 and (outbox_id, endpoint_id) in (
+-- The outer where repeats the row's own condition (see SWEEP_EXPIRED_LEASES):
+-- a delivery sent again while the purge ran stays.
+where tenant_id = $1 and state <> 'pending' and updated_ms < $2 and (outbox_id, endpoint_id) in (
     select outbox_id, endpoint_id from webhook_deliveries
     where tenant_id = $1 and state <> 'pending' and updated_ms < $2
     limit $3)";
@@ -1322,7 +1336,13 @@ mod tests {
     /// for an insert, writes `$1` into tenant_id and conflicts on a key
     /// that starts with it.
     fn scoped(sql: &str) -> bool {
-        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Comments are prose: only the statement's own words count.
+        let code: String = sql
+            .lines()
+            .map(|l| l.split("--").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let flat = code.split_whitespace().collect::<Vec<_>>().join(" ");
         // A DO UPDATE ... WHERE tests the one conflicting row, which the
         // conflict target already pinned to the tenant.
         let head = flat.split(" on conflict ").next().unwrap_or_default();

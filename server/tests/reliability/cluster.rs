@@ -123,13 +123,37 @@ pub(super) async fn cluster_run(
         other => other,
     };
     if result.is_err() {
-        let _ = Command::new("cp")
-            .arg("-r")
-            .arg(ha_dir())
-            .arg(dir.join("ha-cluster"))
-            .status();
+        keep_cluster_logs(&dir.join("ha-cluster"));
     }
     result
+}
+
+/// Keeps the cluster's logs and configuration with the run's files. Not
+/// its data directories: the members are still running, and their files
+/// come and go under a copy.
+fn keep_cluster_logs(to: &Path) {
+    let from = ha_dir();
+    let mut dirs = vec![from.clone()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            if p.is_dir() {
+                if name != "data" && name != "etcd" {
+                    dirs.push(p);
+                }
+            } else if let Ok(rel) = p.strip_prefix(&from) {
+                let target = to.join(rel);
+                if let Some(parent) = target.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                let _ = std::fs::copy(&p, &target);
+            }
+        }
+    }
 }
 
 /// One sample of the probe: did a direct write to the cluster succeed, and
