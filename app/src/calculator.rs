@@ -17,7 +17,8 @@ use idem_core::locale::{
 };
 use idem_core::locale::{Currency, Locale};
 use idem_core::scenario::{
-    depends_on, is_iso_date, is_model_id, parse_canonical, Choices, Field, Kind, Problem, Scenario,
+    depends_on, is_iso_date, is_model_id, parse_canonical, read_date, read_dropped_rate, Choices,
+    Field, Kind, Problem, Scenario,
 };
 use leptos::prelude::*;
 use rust_decimal::Decimal;
@@ -72,6 +73,23 @@ pub struct Form {
     /// The price-table model the prices came from, and the table's date;
     /// cleared when a price is edited by hand.
     pub model: RwSignal<Option<(String, Option<String>)>>,
+    /// The rate a change of currency dropped, kept to say so (and to give
+    /// it back if the reader returns to its pair); never in a figure.
+    pub fx_dropped: RwSignal<Option<DroppedRate>>,
+}
+
+/// An exchange rate dropped because the currencies it was quoted for
+/// changed: a rate belongs to its two currencies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedRate {
+    /// The price currency the rate was for.
+    pub from: Currency,
+    /// The revenue currency the rate was in.
+    pub to: Currency,
+    /// The rate as it was typed (or as the link carried it).
+    pub rate: String,
+    /// Its date, as typed.
+    pub date: String,
 }
 
 impl Form {
@@ -85,6 +103,7 @@ impl Form {
             revenue_currency: RwSignal::new(s.inputs.revenue_currency),
             fx_date: RwSignal::new(s.fx_date.clone().unwrap_or_default()),
             model: RwSignal::new(s.model.clone().map(|m| (m, s.model_date.clone()))),
+            fx_dropped: RwSignal::new(None),
         }
     }
 
@@ -93,6 +112,24 @@ impl Form {
     /// (`t=1`), and links that do not read, are kept as written so each
     /// field can say what is wrong with it.
     pub fn from_query(pairs: &[(String, String)], l: Locale) -> Form {
+        let form = Form::from_query_fields(pairs, l);
+        let get = |key: &str| pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
+        // The rate the model picker dropped (`pxd=EUR:6.1`), to say so.
+        if let Some((from, rate)) = get("pxd").and_then(|v| read_dropped_rate(v)) {
+            let to = form.revenue_currency.get_untracked();
+            if from != form.price_currency.get_untracked() && from != to {
+                form.fx_dropped.set(Some(DroppedRate {
+                    from,
+                    to,
+                    rate: display_text(Field::Fx, rate, l),
+                    date: String::new(),
+                }));
+            }
+        }
+        form
+    }
+
+    fn from_query_fields(pairs: &[(String, String)], l: Locale) -> Form {
         let typed = pairs.iter().any(|(k, _)| k == TYPED_KEY);
         if !typed {
             if let Ok(s) = Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -121,7 +158,7 @@ impl Form {
             form.revenue_currency.set(c);
         }
         if let Some(d) = get("pd") {
-            form.fx_date.set(d.clone());
+            form.fx_date.set(read_date(d).unwrap_or_else(|| d.clone()));
         }
         if let Some(m) = get("m").filter(|m| is_model_id(m)) {
             let date = get("md").filter(|d| is_iso_date(d)).cloned();
@@ -207,19 +244,69 @@ impl Form {
                 out.push((f, e));
             }
         }
-        let date = self.fx_date.get();
-        if !date.is_empty() && !is_iso_date(&date) {
-            out.push((
-                Field::Fx,
-                tr(
-                    l,
-                    "data inválida: use AAAA-MM-DD",
-                    "invalid date: use YYYY-MM-DD",
-                )
-                .to_owned(),
-            ));
-        }
         out
+    }
+
+    /// What is wrong with the rate's date, if anything. A date only labels
+    /// the rate: a bad one is said under its field and blocks no figure.
+    pub fn date_problem(&self, l: Locale) -> Option<String> {
+        let date = self.fx_date.get();
+        (!date.is_empty() && !is_iso_date(&date)).then(|| {
+            tr(
+                l,
+                "data inválida: use dd/mm/aaaa, como 01/12/2026",
+                "invalid date: use dd/mm/yyyy, as in 01/12/2026",
+            )
+            .to_owned()
+        })
+    }
+
+    /// Sets the price currency (`price`) or the revenue currency. A typed
+    /// rate belongs to the pair it was typed for: a new pair drops it (kept
+    /// aside to say so), and returning to that pair gives it back.
+    pub fn set_currency(&self, price: bool, c: Currency) {
+        let pair = || {
+            (
+                self.price_currency.get_untracked(),
+                self.revenue_currency.get_untracked(),
+            )
+        };
+        let before = pair();
+        if price {
+            self.price_currency.set(c);
+        } else {
+            self.revenue_currency.set(c);
+        }
+        let after = pair();
+        if before == after {
+            return;
+        }
+        let fx = self.text(Field::Fx);
+        let current =
+            (before.0 != before.1 && !fx.get_untracked().trim().is_empty()).then(|| DroppedRate {
+                from: before.0,
+                to: before.1,
+                rate: fx.get_untracked(),
+                date: self.fx_date.get_untracked(),
+            });
+        let back = self
+            .fx_dropped
+            .get_untracked()
+            .filter(|d| (d.from, d.to) == after);
+        match &back {
+            Some(d) => {
+                fx.set(d.rate.clone());
+                self.fx_date.set(d.date.clone());
+            }
+            None if current.is_some() => {
+                fx.set(String::new());
+                self.fx_date.set(String::new());
+            }
+            None => {}
+        }
+        if current.is_some() || back.is_some() {
+            self.fx_dropped.set(current);
+        }
     }
 
     /// The scenario with every refused field replaced by a stand-in, and
@@ -256,6 +343,7 @@ impl Form {
         self.revenue_currency.set(Currency::Brl);
         self.fx_date.set(String::new());
         self.model.set(None);
+        self.fx_dropped.set(None);
     }
 
     /// Rewrites every readable field from one locale's notation to
@@ -265,6 +353,12 @@ impl Form {
             let t = self.text(f);
             if let Ok(v) = parse_decimal(&t.get_untracked(), from) {
                 t.set(display_text(f, v, to));
+            }
+        }
+        if let Some(mut d) = self.fx_dropped.get_untracked() {
+            if let Ok(v) = parse_decimal(&d.rate, from) {
+                d.rate = display_text(Field::Fx, v, to);
+                self.fx_dropped.set(Some(d));
             }
         }
     }
@@ -399,9 +493,12 @@ pub fn Calculator(
         Some(o) if blocked.is_empty() => crate::charts::charts_html(s, o, locale.get_untracked()),
         _ => String::new(),
     }));
-    // Hydration keeps the server's markup (it never rewrites inner HTML).
+    // Hydration keeps the server's markup (it never rewrites inner HTML),
+    // and an update rewrites it only when the text differs from the last
+    // one set: starting from a text no update sets, the first one (the
+    // empty text of a refused field included) always reaches the page.
     #[cfg(not(feature = "ssr"))]
-    let charts = RwSignal::new(String::new());
+    let charts = RwSignal::new("<!-- the server's figures -->".to_owned());
     #[cfg(feature = "hydrate")]
     {
         let timer = StoredValue::new(None::<leptos::leptos_dom::helpers::TimeoutHandle>);
@@ -422,12 +519,15 @@ pub fn Calculator(
                     .map(|q| format!("/charts/figures?{q}&lang={}", l.tag()))
                     .unwrap_or_default();
                 latest.set_value(url.clone());
+                // A refused field takes the charts away at once, with the
+                // results: a chart of the previous numbers would read as
+                // the current ones.
+                if url.is_empty() {
+                    charts.set(String::new());
+                    return;
+                }
                 let handle = leptos::leptos_dom::helpers::set_timeout_with_handle(
                     move || {
-                        if url.is_empty() {
-                            charts.set(String::new());
-                            return;
-                        }
                         leptos::task::spawn_local(async move {
                             // A slower answer for an older scenario is dropped.
                             if let Some(html) = crate::browser::fetch_text(&url).await {
@@ -500,6 +600,29 @@ pub fn Calculator(
             form.revenue_currency.get().symbol(l),
         )
     };
+    // Why the rate field is empty after a change of currency.
+    let dropped_note = move || {
+        let l = locale.get();
+        let d = form.fx_dropped.get()?;
+        let (pc, rc) = (form.price_currency.get(), form.revenue_currency.get());
+        if !form.text(Field::Fx).get().trim().is_empty() || (d.from, d.to) == (pc, rc) {
+            return None;
+        }
+        Some(format!(
+            "{} {} 1 = {} {} {} {}→{}; {} {} 1 {} {}.",
+            tr(l, "A taxa", "The rate"),
+            d.from.symbol(l),
+            d.to.symbol(l),
+            d.rate,
+            tr(l, "foi descartada: era do par", "was dropped: it was for"),
+            d.from.code(),
+            d.to.code(),
+            tr(l, "informe quanto vale", "enter what"),
+            pc.symbol(l),
+            tr(l, "em", "is worth in"),
+            rc.symbol(l),
+        ))
+    };
     let price_suffix =
         Signal::derive(move || format!("{} {}", sym(form.price_currency.get()), unit_label()));
     let revenue_suffix = Signal::derive(move || sym(form.revenue_currency.get()));
@@ -515,7 +638,8 @@ pub fn Calculator(
         view! {
             <select id=id name=name
                 on:change=move |ev| {
-                    signal.set(Currency::from_code(&event_target_value(&ev)).unwrap_or_default());
+                    let c = Currency::from_code(&event_target_value(&ev)).unwrap_or_default();
+                    form.set_currency(name == "pc", c);
                     if name == "pc" {
                         form.model.set(None);
                     }
@@ -636,11 +760,15 @@ pub fn Calculator(
                 {field(Field::Ticket, revenue_suffix)}
                 <Show when=needs_rate>
                     <NumberField form field=Field::Fx suffix=revenue_suffix label=Signal::derive(rate_label)/>
+                    <p class="field-error" id="fx-dropped" role="status" hidden=move || dropped_note().is_none()>{dropped_note}</p>
                     <div class="field">
                         <label for="in-pd"><T pt="Data do câmbio" en="Exchange rate date"/></label>
                         <input id="in-pd" name="pd" type="date" value=form.fx_date.get_untracked()
                             prop:value=move || form.fx_date.get()
+                            aria-invalid=move || form.date_problem(locale.get()).is_some().then_some("true")
+                            aria-describedby="err-pd"
                             on:input=move |ev| form.fx_date.set(event_target_value(&ev))/>
+                        <p class="field-error" id="err-pd" hidden=move || form.date_problem(locale.get()).is_none()>{move || form.date_problem(locale.get())}</p>
                     </div>
                 </Show>
             </fieldset>
@@ -712,7 +840,12 @@ fn notices_html(initial: &[(String, String)]) -> String {
         }
         let typed = initial.iter().any(|(k, _)| k == TYPED_KEY);
         if let (Err(e), false) = (&read, typed) {
-            if !matches!(e, idem_core::scenario::QueryError::Fields(_)) {
+            // Refused fields, and a rate's date, are said under the field.
+            if !matches!(
+                e,
+                idem_core::scenario::QueryError::Fields(_)
+                    | idem_core::scenario::QueryError::Date(_)
+            ) {
                 let why = |l| {
                     format!(
                         "{}: {}",
@@ -984,8 +1117,8 @@ pub fn claim_caveat(claim_rate_pct: Decimal, l: Locale) -> String {
         format_pct(claim_rate_pct, l),
         tr(
             l,
-            "das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único), sem engano justificável reconhecido; o resultado real depende de decisão judicial.",
-            "of the double charges become a claim and that each is refunded in double (Brazil's consumer code, CDC art. 42, sole paragraph), with no justifiable error recognised; the real outcome depends on a court's judgement."
+            "das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único), sem engano justificável reconhecido: 2 × o valor cobrado a mais, menos o 1 × que o estorno devolveria de todo modo, é o custo líquido contado aqui, (2 − 1) × o valor; o resultado real depende de decisão judicial.",
+            "of the double charges become a claim and that each is refunded in double (Brazil's consumer code, CDC art. 42, sole paragraph), with no justifiable error recognised: 2 × the amount overcharged, less the 1 × a refund would return anyway, is the net extra cost counted here, (2 − 1) × the amount; the real outcome depends on a court's judgement."
         )
     )
 }
@@ -1219,8 +1352,10 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                         "Claim exposure per month (estimate, CDC art. 42)",
                     ),
                     r.monthly_claim_exposure,
+                    // The double refund less the refund owed anyway: the
+                    // ×2 is where the law puts it, and the formula says so.
                     format!(
-                        "{} × {}",
+                        "(2 − 1) × {} × {}",
                         m(r.monthly_duplicated_amount),
                         format_pct(ri.claim_rate_pct, l)
                     ),
@@ -1371,5 +1506,77 @@ mod tests {
         };
         let s = Scenario::from_query([("v", "2"), ("d", "0.5")]).unwrap_or_default();
         assert_eq!(scenario_href(&s, Some(&v), Locale::PtBr), "/s/0123456789ab");
+    }
+
+    fn query(q: &str) -> Vec<(String, String)> {
+        q.split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_rate_belongs_to_its_two_currencies() {
+        let _owner = Owner::new();
+        let l = Locale::PtBr;
+        let form = Form::from_query(&query("v=2&c=45000&pc=EUR&px=6.1&pd=2026-12-01"), l);
+        assert_eq!(form.text(Field::Fx).get_untracked(), "6,1");
+        // Prices now in dollars: the euro's rate is gone, never reused.
+        form.set_currency(true, Currency::Usd);
+        assert_eq!(form.text(Field::Fx).get_untracked(), "");
+        assert_eq!(form.fx_date.get_untracked(), "");
+        assert_eq!(
+            form.read(Field::Fx, l),
+            Err(problem_text(Problem::RateRequired, l).to_owned())
+        );
+        assert!(form.lenient(l).1.contains(&Field::Fx), "every figure waits");
+        let d = form.fx_dropped.get_untracked().unwrap();
+        assert_eq!(
+            (d.from, d.to, d.rate.as_str()),
+            (Currency::Eur, Currency::Brl, "6,1")
+        );
+        // Back to euros: the rate typed for them comes back.
+        form.set_currency(true, Currency::Eur);
+        assert_eq!(form.text(Field::Fx).get_untracked(), "6,1");
+        assert_eq!(form.fx_date.get_untracked(), "2026-12-01");
+        // Revenue in euros too: no rate is needed; back to reais, the rate returns.
+        form.set_currency(false, Currency::Eur);
+        assert_eq!(form.text(Field::Fx).get_untracked(), "");
+        form.set_currency(false, Currency::Brl);
+        assert_eq!(form.text(Field::Fx).get_untracked(), "6,1");
+    }
+
+    #[test]
+    fn the_model_pickers_dropped_rate_is_said_not_used() {
+        let _owner = Owner::new();
+        let l = Locale::EnUs;
+        let form = Form::from_query(
+            &query("v=2&c=45000&pc=USD&u=1m&pi=0.15&po=0.6&pxd=EUR:6.1"),
+            l,
+        );
+        assert_eq!(form.text(Field::Fx).get_untracked(), "");
+        let d = form.fx_dropped.get_untracked().unwrap();
+        assert_eq!(
+            (d.from, d.to, d.rate.as_str()),
+            (Currency::Eur, Currency::Brl, "6.1")
+        );
+        assert!(form.lenient(l).1.contains(&Field::Fx));
+    }
+
+    #[test]
+    fn a_brazilian_date_in_a_link_is_read_and_a_bad_one_blocks_nothing() {
+        let _owner = Owner::new();
+        let l = Locale::PtBr;
+        let form = Form::from_query(&query("v=2&pc=USD&px=5.33&pd=01/12/2026"), l);
+        assert_eq!(form.fx_date.get_untracked(), "2026-12-01");
+        assert_eq!(form.date_problem(l), None);
+        let form = Form::from_query(&query("v=2&pc=USD&px=5.33&pd=31/02/2026"), l);
+        assert!(form.date_problem(l).unwrap().contains("dd/mm/aaaa"));
+        assert_eq!(
+            form.lenient(l).1,
+            Vec::<Field>::new(),
+            "no figure waits on a date"
+        );
+        assert_eq!(form.text(Field::Fx).get_untracked(), "5,33");
     }
 }

@@ -324,7 +324,7 @@ pub fn is_link_key(key: &str) -> bool {
     Field::from_key(key).is_some()
         || matches!(
             key,
-            "v" | "t" | "lang" | "u" | "cur" | "fx" | "pc" | "rc" | "pd" | "m" | "md"
+            "v" | "t" | "lang" | "u" | "cur" | "fx" | "pc" | "rc" | "pd" | "pxd" | "m" | "md"
         )
 }
 
@@ -335,6 +335,34 @@ pub fn is_model_id(s: &str) -> bool {
         && s.len() <= 160
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._:/@+~-".contains(&b))
+}
+
+/// A date as a link may carry it: `YYYY-MM-DD`, or the Brazilian
+/// `dd/mm/aaaa` a person types (`1/12/2026` too), read as the ISO date
+/// it names; `None` when it names no day.
+pub fn read_date(s: &str) -> Option<String> {
+    let s = s.trim();
+    if is_iso_date(s) {
+        return Some(s.to_owned());
+    }
+    let mut parts = s.split('/');
+    let (d, m, y) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |t: &str, n: std::ops::RangeInclusive<usize>| {
+        n.contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit())
+    };
+    if parts.next().is_some() || !digits(d, 1..=2) || !digits(m, 1..=2) || !digits(y, 4..=4) {
+        return None;
+    }
+    let iso = format!("{y}-{m:0>2}-{d:0>2}");
+    is_iso_date(&iso).then_some(iso)
+}
+
+/// A rate a link dropped because the price currency changed under it
+/// (`pxd=EUR:6.1`: the rate was for one euro): the currency it was quoted
+/// for and the rate, for the page to say what it dropped. Never a figure.
+pub fn read_dropped_rate(v: &str) -> Option<(Currency, Decimal)> {
+    let (code, rate) = v.split_once(':')?;
+    Some((Currency::from_code(code)?, parse_canonical(rate)?))
 }
 
 /// Whether text is a calendar date written `YYYY-MM-DD`.
@@ -529,11 +557,11 @@ impl Scenario {
                 "m" if is_model_id(v) => model = Some(v.to_owned()),
                 "m" => return Err(QueryError::Model(v.to_owned())),
                 "md" if v.is_empty() => model_date = None,
-                "md" if is_iso_date(v) => model_date = Some(v.to_owned()),
-                "md" => return Err(QueryError::Date(v.to_owned())),
+                "md" => {
+                    model_date = Some(read_date(v).ok_or_else(|| QueryError::Date(v.to_owned()))?)
+                }
                 "pd" if v.is_empty() => fx_date = None,
-                "pd" if is_iso_date(v) => fx_date = Some(v.to_owned()),
-                "pd" => return Err(QueryError::Date(v.to_owned())),
+                "pd" => fx_date = Some(read_date(v).ok_or_else(|| QueryError::Date(v.to_owned()))?),
                 _ => {
                     if let Some(f) = Field::from_key(k) {
                         let slot = values.iter_mut().find(|(g, _)| *g == f);
@@ -1147,6 +1175,40 @@ mod tests {
         ] {
             assert!(!is_iso_date(bad), "{bad}");
         }
+        // The Brazilian form a person types reads as the day it names;
+        // the American order and impossible days do not.
+        assert_eq!(read_date("01/12/2026").as_deref(), Some("2026-12-01"));
+        assert_eq!(read_date("1/2/2024").as_deref(), Some("2024-02-01"));
+        assert_eq!(read_date("29/02/2024").as_deref(), Some("2024-02-29"));
+        assert_eq!(read_date("2026-11-30").as_deref(), Some("2026-11-30"));
+        for bad in [
+            "12/31/2026",
+            "29/02/2025",
+            "01/12/26",
+            "1/12/2026/1",
+            "01-12-2026",
+            "",
+        ] {
+            assert_eq!(read_date(bad), None, "{bad}");
+        }
+        let pairs = [
+            ("v", "2"),
+            ("pc", "USD"),
+            ("px", "5.33"),
+            ("pd", "30/11/2026"),
+        ];
+        let s = Scenario::from_query(pairs).unwrap();
+        assert_eq!(s.fx_date.as_deref(), Some("2026-11-30"));
+        assert!(
+            s.to_query().contains("pd=2026-11-30"),
+            "a link writes the ISO form"
+        );
+        assert_eq!(
+            read_dropped_rate("EUR:6.1"),
+            Some((Currency::Eur, d("6.1")))
+        );
+        assert_eq!(read_dropped_rate("XYZ:6.1"), None);
+        assert_eq!(read_dropped_rate("EUR:6,1"), None);
         assert!(is_model_id("openai/gpt-4.1-mini"));
         assert!(is_model_id("aws/amazon.nova-pro-v1:0"));
         assert!(!is_model_id("a b"));

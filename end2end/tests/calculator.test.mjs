@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS, closeBrowser } from './helpers.mjs';
+import { launch, openPage, openAt, hydrated, text, waitOut, BASE_URL, ARTIFACTS, closeBrowser } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -292,5 +292,68 @@ test('the model picker fills the prices and the link keeps them, with and withou
     assert.equal(await text(p, 'cost_per_call'), 'R$ 0,1759');
     assert.match(await p.locator('#model-note').innerText(), /claude-3-5-sonnet/);
     await c.close();
+  }
+});
+
+// The contract of a finance lead: euro prices, revenue in reais at € 1 =
+// R$ 6,10. On a desktop and on a 360 px phone.
+for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 }]) {
+  test(`a rate belongs to its two currencies, and refused means refused on the charts too (${viewport.width} px)`, async () => {
+    const { context, page, errors } = await openAt(browser, '/?v=2&c=45000&tk=2.4&pc=EUR&px=6.1&pd=2026-12-01', viewport);
+    await hydrated(page);
+    assert.equal(await page.inputValue('#in-px'), '6,1');
+    await page.waitForSelector('section.charts img');
+    // Prices now in dollars: the euro's rate is dropped, and the page says
+    // so and asks for the dollar's; no figure is computed at 6,1.
+    await page.selectOption('#in-pc', 'USD');
+    assert.equal(await page.inputValue('#in-px'), '');
+    assert.equal(await page.inputValue('#in-pd'), '');
+    assert.equal(await page.locator('#fx-dropped').innerText(),
+      'A taxa € 1 = R$ 6,1 foi descartada: era do par EUR→BRL; informe quanto vale US$ 1 em R$.');
+    assert.match(await page.locator('.field:has(#in-px) .field-error').innerText(), /informe o câmbio/);
+    await waitOut(page, 'monthly_token_waste', '—');
+    // The charts step aside with the results, at once.
+    await page.waitForFunction(() => !document.querySelector('section.charts img'));
+    assert.ok(await page.locator('#charts-blocked').isVisible());
+    // Back to euros: the rate typed for them comes back, and the charts.
+    await page.selectOption('#in-pc', 'EUR');
+    assert.equal(await page.inputValue('#in-px'), '6,1');
+    await page.waitForSelector('section.charts img');
+    assert.ok(await page.locator('#fx-dropped').isHidden());
+    // A model from the price table has dollar prices: the link it gives
+    // drops the euro's rate and says which one it dropped.
+    await Promise.all([page.waitForURL(/\/prices\?/), page.click('#model-picker')]);
+    await page.fill('#model-q', 'openai gpt-4o-mini');
+    await Promise.all([page.waitForURL(/q=/), page.press('#model-q', 'Enter')]);
+    const use = page.locator('tr[data-model="openai/gpt-4o-mini"] a.use-model').first();
+    await Promise.all([page.waitForURL(/m=openai/), use.click()]);
+    await hydrated(page);
+    assert.match(page.url(), /pxd=EUR:6\.1/);
+    assert.doesNotMatch(page.url(), /px=/);
+    assert.equal(await page.inputValue('#in-px'), '');
+    assert.match(await page.locator('#fx-dropped').innerText(), /€ 1 = R\$ 6,1 foi descartada/);
+    assert.equal(await text(page, 'monthly_token_waste'), '—');
+    await page.screenshot({ path: `${ARTIFACTS}/calculator-rate-dropped-${viewport.width}.png`, fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
+
+test('a link with a Brazilian date reads it, and a bad date blanks nothing', async () => {
+  // (8,000 × 0,015 + 600 × 0,075) / 1k × 5,33 = R$ 0,87945 a call.
+  const { context, page, errors } = await openPage(browser, '/?v=2&pc=USD&px=5.33&pd=01/12/2026');
+  await hydrated(page);
+  assert.equal(await page.inputValue('#in-pd'), '2026-12-01');
+  assert.equal(await text(page, 'cost_per_call'), 'R$ 0,8795');
+  assert.equal(await page.locator('#link-error').count(), 0);
+  await context.close();
+  for (const [lang, want] of [['', /data inválida: use dd\/mm\/aaaa/], ['&lang=en-US', /invalid date: use dd\/mm\/yyyy/]]) {
+    const bad = await openPage(browser, `/?v=2&pc=USD&px=5.33&pd=31/02/2026${lang}`);
+    await hydrated(bad.page);
+    assert.match(await bad.page.locator('#err-pd').innerText(), want);
+    assert.match(await text(bad.page, 'cost_per_call'), /0,8795|0\.8795/);
+    assert.equal(await bad.page.locator('#link-error').count(), 0);
+    assert.deepEqual(bad.errors, []);
+    await bad.context.close();
   }
 });

@@ -221,6 +221,22 @@ fn cost_takes_prices_from_the_model_table() {
     // (8,000 × 3 + 600 × 15) / 1M × 5.33
     assert_eq!(v["cost_per_call"], "0.17589");
     assert_eq!(v["model"], "anthropic/claude-3-5-sonnet");
+    // The rate is for the pair the command names: the table's dollar
+    // against the revenue's real, and the output says so.
+    assert_eq!(
+        v["exchange"],
+        serde_json::json!({ "from": "USD", "to": "BRL", "rate": "5.33" })
+    );
+    let table_args: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let o = idem(&table_args, "", None);
+    assert!(stdout(&o).contains("US$ 1 = R$ 5,33"), "{}", stdout(&o));
+    // A price currency other than the table's cannot be named with it:
+    // a euro rate never prices dollars.
+    let mut euro = table_args.clone();
+    euro.extend(["--price-currency", "EUR"]);
+    let o = idem(&euro, "", None);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("--price-currency"), "{}", stderr(&o));
     // An unknown model names the flag and suggests near ids.
     let bad: Vec<&str> = args
         .iter()

@@ -49,7 +49,9 @@ pub struct CostArgs {
     revenue_currency: String,
     /// Exchange rate, the Brazilian way: one unit of the price currency in
     /// the revenue currency (US$ 1 = R$ 5,33 is `--fx 5,33`). Required when
-    /// the two currencies differ.
+    /// the two currencies differ. It is for the pair the command names:
+    /// --price-currency, or with --model the table's US$, against
+    /// --revenue-currency.
     #[arg(long)]
     fx: Option<String>,
     /// The day the exchange rate was quoted (YYYY-MM-DD), printed with it.
@@ -394,12 +396,11 @@ fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
         .collect();
     if let Some(r) = &i.risk {
-        let pct = format_pct(r.claim_rate_pct, l);
-        out.push_str(&if l == Locale::PtBr {
-            format!("\nA exposição a reclamações é uma estimativa, não parecer jurídico: supõe que {pct} das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único); o resultado real depende de decisão judicial.\n")
-        } else {
-            format!("\nThe claim exposure is an estimate, not legal advice: it assumes {pct} of the charges made twice become a claim and that each is refunded in double (CDC art. 42, sole paragraph); the real outcome depends on a court.\n")
-        });
+        // The page's words, so the caveat says the same everywhere.
+        out.push_str(&format!(
+            "\n{}\n",
+            app::calculator::claim_caveat(r.claim_rate_pct, l)
+        ));
     }
     out
 }
@@ -426,6 +427,22 @@ pub fn run(a: &CostArgs) -> ExitCode {
                 };
                 if let Some(obj) = v.as_object_mut() {
                     obj.insert("currency".into(), s.inputs.revenue_currency.code().into());
+                    // The pair the rate was applied to, so a script sees
+                    // which rate its numbers rest on.
+                    if let Some(fx) = s
+                        .inputs
+                        .fx
+                        .filter(|_| s.inputs.price_currency != s.inputs.revenue_currency)
+                    {
+                        obj.insert(
+                            "exchange".into(),
+                            serde_json::json!({
+                                "from": s.inputs.price_currency.code(),
+                                "to": s.inputs.revenue_currency.code(),
+                                "rate": fx.normalize().to_string(),
+                            }),
+                        );
+                    }
                     obj.insert("link".into(), format!("/?{}", s.to_query()).into());
                     if let Some(m) = &s.model {
                         obj.insert("model".into(), m.as_str().into());

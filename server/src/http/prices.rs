@@ -12,7 +12,7 @@ use axum::extract::{Query, State};
 use axum::http::{header, request::Parts};
 use axum::response::{Html, IntoResponse, Response};
 use idem_core::locale::{format_decimal, Locale};
-use idem_core::scenario::{is_iso_date, parse_canonical, Field, Scenario};
+use idem_core::scenario::Scenario;
 use leptos::config::LeptosOptions;
 use std::fmt::Write;
 
@@ -28,27 +28,25 @@ pub fn use_href(back: &str, m: &ModelPrice, date: &str, l: Locale) -> String {
         .filter_map(|kv| kv.split_once('='))
         .collect();
     let mut s = Scenario::from_query(pairs.iter().copied()).unwrap_or_default();
+    let before = (s.inputs.price_currency, s.inputs.revenue_currency);
+    let rate = s.inputs.fx;
     m.fill(&mut s, date);
-    // A rate the reader typed while prices were still in reais was dropped
-    // from `back` (it meant nothing then); it means something now.
-    let raw = |k: &str| {
-        pairs
-            .iter()
-            .rev()
-            .find(|(key, _)| *key == k)
-            .map(|(_, v)| *v)
-    };
-    if s.inputs.fx.is_none() && s.inputs.price_currency != s.inputs.revenue_currency {
-        s.inputs.fx = raw("px")
-            .and_then(parse_canonical)
-            .and_then(|fx| Field::Fx.check_typed(fx).ok());
-        s.fx_date = raw("pd").filter(|d| is_iso_date(d)).map(str::to_owned);
+    // A rate belongs to the two currencies it was quoted for: when the
+    // model's prices are in another currency, the rate goes, and the link
+    // says which one went so the calculator can ask for the new pair's.
+    let mut dropped = String::new();
+    if (s.inputs.price_currency, s.inputs.revenue_currency) != before {
+        s.inputs.fx = None;
+        s.fx_date = None;
+        if let Some(r) = rate {
+            dropped = format!("&pxd={}:{}", before.0.code(), r.normalize());
+        }
     }
     let lang = match l {
         Locale::PtBr => "",
         Locale::EnUs => "&lang=en-US",
     };
-    format!("/?{}{lang}", s.to_query())
+    format!("/?{}{dropped}{lang}", s.to_query())
 }
 
 /// The page.
@@ -174,7 +172,7 @@ mod tests {
             .get("anthropic/claude-3-5-sonnet")
             .unwrap_or_else(|| unreachable!());
         let href = use_href(
-            "v=2&c=1000&px=5.33&pd=2026-11-30",
+            "v=2&c=1000&pc=USD&px=5.33&pd=2026-11-30",
             m,
             "2026-12-01",
             Locale::PtBr,
@@ -185,5 +183,36 @@ mod tests {
         );
         // A v1 link, or none, starts from what it means.
         assert!(use_href("", m, "2026-12-01", Locale::EnUs).ends_with("&lang=en-US"));
+    }
+
+    #[test]
+    fn a_rate_for_another_pair_is_dropped_and_named() {
+        let t = table();
+        let m = t
+            .get("openai/gpt-4o-mini")
+            .unwrap_or_else(|| unreachable!());
+        // A euro rate never becomes a dollar rate.
+        let href = use_href(
+            "v=2&c=45000&pc=EUR&px=6.1&pd=2026-12-01",
+            m,
+            "2026-12-01",
+            Locale::PtBr,
+        );
+        assert!(!href.contains("px=") && !href.contains("pd="), "{href}");
+        assert!(
+            href.contains("pc=USD") && href.contains("&pxd=EUR:6.1"),
+            "{href}"
+        );
+        let pairs: Vec<(&str, &str)> = href[2..]
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .collect();
+        assert!(
+            Scenario::from_query(pairs).is_err(),
+            "the link asks for the dollar's rate: {href}"
+        );
+        // Prices in reais had no rate to keep.
+        let href = use_href("v=2&c=1000", m, "2026-12-01", Locale::PtBr);
+        assert!(!href.contains("px") && !href.contains("pxd"), "{href}");
     }
 }
