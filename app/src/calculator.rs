@@ -1133,8 +1133,20 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
     let price = |d: Decimal| format_price(d, l, i.price_currency);
     let money_in = |d: Decimal| format_price(d, l, cur);
     let n = |d: Decimal| format_count(d, l);
+    // An operand as the computation used it, so a formula multiplies out
+    // by hand: every decimal up to ten (a call's R$ 0,196725, a month's
+    // R$ 267,6375); past ten, rounded and marked ≈ (the value's tooltip
+    // has every digit).
+    let approx = |d: Decimal, shown: String| {
+        if d.normalize().scale() <= 10 {
+            shown
+        } else {
+            format!("≈ {shown}")
+        }
+    };
+    let op = |d: Decimal| approx(d, format_price(d, l, cur));
     // A count inside a formula keeps its decimals (an expected 900,03).
-    let exact_n = |d: Decimal| format_decimal(d, l, 0, 4);
+    let exact_n = |d: Decimal| approx(d, format_decimal(d, l, 0, 10));
     let pc = |d: Decimal| format!("{}%", format_decimal(d, l, 0, 6));
     let c = idem_core::scenario::canonical;
     let conv = match i.conversion() {
@@ -1223,7 +1235,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
             "monthly_useful_spend",
             tr(l, "Gasto útil com o modelo por mês", "Useful model spend per month"),
             o.monthly_useful_spend,
-            format!("{}{calls} × {}", n(i.conversations), unit_cost(o.cost_per_call)),
+            format!("{}{calls} × {}", n(i.conversations), op(o.cost_per_call)),
         ),
         Row {
             key: "duplicated_conversations",
@@ -1245,7 +1257,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
             format!(
                 "{} × {}",
                 exact_n(o.duplicated_conversations),
-                unit_cost(o.cost_per_duplicate_call)
+                op(o.cost_per_duplicate_call)
             ),
         ),
         Row {
@@ -1258,8 +1270,8 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
             formula: match o.waste_share_of_revenue_pct {
                 Some(_) => format!(
                     "{} / {}",
-                    m(o.monthly_token_waste),
-                    m(o.monthly_revenue)
+                    op(o.monthly_token_waste),
+                    op(o.monthly_revenue)
                 ),
                 None => tr(
                     l,
@@ -1276,7 +1288,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
             "annual_token_waste",
             tr(l, "Token queimado por ano", "Tokens burnt per year"),
             o.annual_token_waste,
-            format!("12 × {}", m(o.monthly_token_waste)),
+            format!("12 × {}", op(o.monthly_token_waste)),
         ),
         Row {
             key: "break_even_conversations",
@@ -1286,7 +1298,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 .map(n)
                 .unwrap_or_else(|| "—".into()),
             formula: match o.break_even_conversations {
-                Some(_) => format!("⌈{} / {}⌉", m(o.monthly_token_waste), money_in(i.ticket)),
+                Some(_) => format!("⌈{} / {}⌉", op(o.monthly_token_waste), money_in(i.ticket)),
                 None => tr(
                     l,
                     "receita por conversa zero: nenhuma quantidade de conversas cobre o desperdício",
@@ -1297,6 +1309,50 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
             exact: o.break_even_conversations.map(c).unwrap_or_default(),
             unit: tr(l, "conversas/mês", "conversations/month"),
             note: None,
+        },
+        Row {
+            key: "break_even_conversations_on_margin",
+            label: tr(
+                l,
+                "Conversas a mais para empatar na margem",
+                "Extra conversations to break even on margin",
+            ),
+            value: o
+                .break_even_conversations_on_margin
+                .map(n)
+                .unwrap_or_else(|| "—".into()),
+            formula: match o.break_even_conversations_on_margin {
+                Some(_) => format!(
+                    "⌈{} / ({} − {}{})⌉",
+                    op(o.monthly_token_waste),
+                    money_in(i.ticket),
+                    if i.calls_per_conversation == Decimal::ONE {
+                        String::new()
+                    } else {
+                        format!("{} × ", format_decimal(i.calls_per_conversation, l, 0, 4))
+                    },
+                    op(o.cost_per_call)
+                ),
+                None => tr(
+                    l,
+                    "cada conversa custa em chamadas o que traz ou mais: nenhuma quantidade de conversas cobre o desperdício na margem",
+                    "each conversation costs in calls as much as it brings or more: no number of conversations covers the waste on margin",
+                )
+                .into(),
+            },
+            exact: o
+                .break_even_conversations_on_margin
+                .map(c)
+                .unwrap_or_default(),
+            unit: tr(l, "conversas/mês", "conversations/month"),
+            note: Some(
+                tr(
+                    l,
+                    "Na margem: cada conversa a mais traz a receita por conversa, mas também custa as próprias chamadas ao modelo.",
+                    "On margin: each extra conversation brings its revenue, but also costs its own model calls.",
+                )
+                .to_owned(),
+            ),
         },
     ]);
     if let (Some(r), Some(ri)) = (&o.risk, &i.risk) {
@@ -1356,7 +1412,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                     // ×2 is where the law puts it, and the formula says so.
                     format!(
                         "(2 − 1) × {} × {}",
-                        m(r.monthly_duplicated_amount),
+                        op(r.monthly_duplicated_amount),
                         format_pct(ri.claim_rate_pct, l)
                     ),
                 )
@@ -1371,9 +1427,9 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 r.monthly_total_cost,
                 format!(
                     "{} + {} + {}",
-                    m(o.monthly_token_waste),
-                    m(r.monthly_ops_cost),
-                    m(r.monthly_claim_exposure)
+                    op(o.monthly_token_waste),
+                    op(r.monthly_ops_cost),
+                    op(r.monthly_claim_exposure)
                 ),
             ),
             money_row(
@@ -1384,7 +1440,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                     "Total cost of duplicates per year",
                 ),
                 r.annual_total_cost,
-                format!("12 × {}", m(r.monthly_total_cost)),
+                format!("12 × {}", op(r.monthly_total_cost)),
             ),
         ]);
     }
@@ -1455,7 +1511,11 @@ fn Results(scenario: Scenario, outputs: CostOutputs, blocked: Vec<Field>) -> imp
                         } else {
                             ("—".to_owned(), format!("{}: {}", tr(l, "aguarda o campo", "waiting for"), blockers.join(", ")))
                         };
-                        let title = (blockers.is_empty() && !r.exact.is_empty()).then(|| format!("{}: {}", tr(l, "valor exato", "exact value"), r.exact));
+                        // Every digit, in the page's notation (a point
+                        // in "90.006" reads as thousands in Portuguese).
+                        let title = parse_canonical(&r.exact)
+                            .filter(|_| blockers.is_empty())
+                            .map(|d| format!("{}: {}", tr(l, "valor exato", "exact value"), format_decimal(d, l, 0, 28)));
                         view! {
                             <div class="output" data-key=r.key data-blocked=(!blockers.is_empty()).then_some("true")>
                                 <dt>{r.label}</dt>

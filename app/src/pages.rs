@@ -772,7 +772,10 @@ fn delta_text(
         ""
     };
     let abs = match key {
-        "duplicated_conversations" | "break_even_conversations" | "duplicated_charges" => {
+        "duplicated_conversations"
+        | "break_even_conversations"
+        | "break_even_conversations_on_margin"
+        | "duplicated_charges" => {
             format!("{sign}{}", format_count(d, l))
         }
         "waste_share_of_revenue_pct" => {

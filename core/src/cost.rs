@@ -230,6 +230,12 @@ pub struct CostOutputs {
     /// The fewest whole conversations whose revenue covers the monthly waste;
     /// `None` when the ticket is zero and there is waste to cover.
     pub break_even_conversations: Option<Decimal>,
+    /// The fewest whole conversations whose margin covers the monthly
+    /// waste: each extra conversation brings its ticket but also costs its
+    /// own model calls (`calls × cost_per_call`), so it covers
+    /// `ticket − calls × cost_per_call`. `None` when that margin is zero or
+    /// less and there is waste to cover.
+    pub break_even_conversations_on_margin: Option<Decimal>,
     /// The financial block, when risk inputs were given. Serialized flat
     /// beside the other outputs (what `idem cost --json` prints), and
     /// absent without risk inputs.
@@ -404,6 +410,25 @@ pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
                 .round_dp_with_strategy(0, RoundingStrategy::ToPositiveInfinity),
         )
     };
+    let own_calls = mul(
+        i.calls_per_conversation,
+        cost_per_call,
+        "calls-per-conversation",
+    )?;
+    let margin = i
+        .ticket
+        .checked_sub(own_calls)
+        .ok_or_else(|| overflow("ticket"))?;
+    let break_even_on_margin = if waste.is_zero() {
+        Some(Decimal::ZERO)
+    } else if margin <= Decimal::ZERO {
+        None
+    } else {
+        Some(
+            div(waste, margin, "break-even")?
+                .round_dp_with_strategy(0, RoundingStrategy::ToPositiveInfinity),
+        )
+    };
     let risk = match &i.risk {
         None => None,
         Some(r) => {
@@ -443,6 +468,7 @@ pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
         waste_share_of_revenue_pct: share.map(|s| s.normalize()),
         annual_token_waste: money(annual),
         break_even_conversations: break_even.map(|b| b.normalize()),
+        break_even_conversations_on_margin: break_even_on_margin.map(|b| b.normalize()),
         risk,
     })
 }
@@ -467,6 +493,9 @@ mod tests {
         assert_eq!(o.waste_share_of_revenue_pct.unwrap().to_string(), "0.4125");
         assert_eq!(o.annual_token_waste.to_string(), "1782.00");
         assert_eq!(o.break_even_conversations.unwrap().to_string(), "124");
+        // On margin: each conversation brings R$ 1,20 and costs its call,
+        // R$ 0,165: ⌈148,50 / 1,035⌉ = ⌈143,478…⌉ = 144.
+        assert_eq!(o.break_even_conversations_on_margin, Some(d("144")));
         assert_eq!(o.monthly_useful_spend.to_string(), "4950.00");
     }
 
@@ -609,5 +638,23 @@ mod tests {
         i.conversations = Decimal::MAX;
         i.tokens_in = Decimal::from(1_000_000_000u64);
         assert!(compute(&i).is_err());
+    }
+
+    #[test]
+    fn break_even_on_margin_counts_each_conversations_own_calls() {
+        // Two calls a conversation at R$ 0,165: R$ 1,20 − R$ 0,33 = R$ 0,87
+        // of margin; the waste doubles nothing (one repeated call each):
+        // ⌈148,50 / 0,87⌉ = ⌈170,68…⌉ = 171.
+        let mut i = CostInputs::reference();
+        i.calls_per_conversation = d("2");
+        let o = compute(&i).unwrap();
+        assert_eq!(o.monthly_token_waste, d("148.50"));
+        assert_eq!(o.break_even_conversations_on_margin, Some(d("171")));
+        // A conversation that costs more in calls than it brings never
+        // breaks even on margin, though it does on revenue.
+        i.calls_per_conversation = d("8");
+        let o = compute(&i).unwrap();
+        assert_eq!(o.break_even_conversations, Some(d("124")));
+        assert_eq!(o.break_even_conversations_on_margin, None);
     }
 }

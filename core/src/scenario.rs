@@ -561,7 +561,9 @@ impl Scenario {
                     model_date = Some(read_date(v).ok_or_else(|| QueryError::Date(v.to_owned()))?)
                 }
                 "pd" if v.is_empty() => fx_date = None,
-                "pd" => fx_date = Some(read_date(v).ok_or_else(|| QueryError::Date(v.to_owned()))?),
+                // Said only when a rate applies: a rate's date without a
+                // rate labels nothing.
+                "pd" => fx_date = Some(read_date(v).ok_or_else(|| v.to_owned())),
                 _ => {
                     if let Some(f) = Field::from_key(k) {
                         let slot = values.iter_mut().find(|(g, _)| *g == f);
@@ -585,7 +587,10 @@ impl Scenario {
             Ok(mut s) if problems.is_empty() => {
                 s.model_date = model_date.filter(|_| model.is_some());
                 s.model = model;
-                s.fx_date = fx_date.filter(|_| s.inputs.fx.is_some());
+                s.fx_date = match fx_date.filter(|_| s.inputs.fx.is_some()) {
+                    Some(Err(bad)) => return Err(QueryError::Date(bad)),
+                    date => date.and_then(Result::ok),
+                };
                 Ok(s)
             }
             Ok(_) => Err(QueryError::Fields(Problems(problems))),
@@ -817,6 +822,7 @@ pub fn depends_on(output: &str) -> Vec<Field> {
         "duplicated_conversations" => &[&dups],
         "monthly_token_waste" | "annual_token_waste" => &[&dup_call, &dups],
         "waste_share_of_revenue_pct" | "break_even_conversations" => &[&dup_call, &dups, &[Ticket]],
+        "break_even_conversations_on_margin" => &[&dup_call, &call, &dups, &[Ticket, Calls]],
         "duplicated_charges" => &[&dups, &[MoneyShare]],
         "monthly_duplicated_amount" => &[&dups, &[MoneyShare, AvgCharge]],
         "monthly_ops_cost" => &[&dups, &[MoneyShare, OpsCost]],
@@ -1117,7 +1123,12 @@ mod tests {
         assert!(matches!(q("v=2&pc=JPY"), Err(QueryError::Currency(_))));
         assert!(matches!(q("v=1&cur=JPY"), Err(QueryError::Currency(_))));
         assert!(matches!(q("v=2&m=a%20b"), Err(QueryError::Model(_))));
-        assert!(matches!(q("v=2&pd=2026-02-30"), Err(QueryError::Date(_))));
+        assert!(matches!(
+            q("v=2&pc=USD&px=5.33&pd=2026-02-30"),
+            Err(QueryError::Date(_))
+        ));
+        // A rate's date without a rate labels nothing, so it is no error.
+        assert!(q("v=2&pd=2026-02-30").is_ok());
         let Err(QueryError::Fields(p)) = q("v=2&d=120&c=1.5&ti=x&cl=0&pi=0.00000000001") else {
             panic!("expected field problems")
         };

@@ -245,10 +245,20 @@ test('the finance lead\'s USD contract against revenue in reais', async () => {
   assert.equal(await text(page, 'annual_token_waste'), 'R$ 904,91');
   assert.equal(await text(page, 'waste_share_of_revenue_pct'), '0,21%');
   assert.equal(await text(page, 'break_even_conversations'), '63');
+  // On margin each conversation also pays its 1,5 calls:
+  // ⌈75,40884 / (1,20 − 1,5 × 0,1298388)⌉ = ⌈75,0156…⌉ = 76.
+  assert.equal(await text(page, 'break_even_conversations_on_margin'), '76');
+  assert.match(await page.locator('[data-key="break_even_conversations_on_margin"] .formula').innerText(),
+    /^⌈R\$ 75,40884 \/ \(R\$ 1,20 − 1,5 × R\$ 0,1298388\)⌉ = 76$/);
   assert.equal(await text(page, 'monthly_useful_spend'), 'R$ 5.842,75');
   assert.match(await page.locator('[data-key="cost_per_call"] .formula').innerText(),
     /\(8\.000 × \(60% × US\$ 3,00 \+ 40% × US\$ 0,30\) \+ 600 × US\$ 15,00\) \/ 1M × 5,33/);
-  assert.equal(await page.getAttribute('#out-monthly_token_waste', 'title'), 'valor exato: 75.40884');
+  // The tooltip in the page's notation; every formula multiplies out by
+  // hand from the operands it shows.
+  assert.equal(await page.getAttribute('#out-monthly_token_waste', 'title'), 'valor exato: 75,40884');
+  assert.match(await page.locator('[data-key="annual_token_waste"] .formula').innerText(), /^12 × R\$ 75,40884 = R\$ 904,91$/);
+  assert.match(await page.locator('[data-key="monthly_useful_spend"] .formula').innerText(), /^30\.000 × 1,5 × R\$ 0,1298388 = R\$ 5\.842,75$/);
+  assert.match(await page.locator('[data-key="monthly_token_waste"] .formula').innerText(), /^900 × R\$ 0,0837876 = R\$ 75,41$/);
   await page.waitForFunction(() => location.search === '?v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&dcs=80&u=1m&pc=USD&pd=2026-11-30');
   const link = new URL(page.url());
   await page.screenshot({ path: `${ARTIFACTS}/calculator-usd-contract.png`, fullPage: true });

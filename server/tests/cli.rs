@@ -89,6 +89,9 @@ fn cost_json_is_the_reference_scenario_exactly() {
     assert_eq!(v["waste_share_of_revenue_pct"], "0.4125");
     assert_eq!(v["annual_token_waste"], "1782.00");
     assert_eq!(v["break_even_conversations"], "124");
+    // On margin each conversation also pays its call: ⌈148,50 / (1,20 −
+    // 0,165)⌉ = ⌈143,478…⌉ = 144.
+    assert_eq!(v["break_even_conversations_on_margin"], "144");
     assert!(
         v.get("duplicated_charges").is_none(),
         "no risk block without risk inputs"
@@ -179,6 +182,9 @@ fn cost_takes_a_usd_contract_with_cached_input() {
     assert_eq!(v["monthly_token_waste"], "75.40884");
     assert_eq!(v["monthly_useful_spend"], "5842.746");
     assert_eq!(v["break_even_conversations"], "63");
+    // On margin: 1,5 calls × R$ 0,1298388 leave R$ 1,0052418 of each
+    // R$ 1,20; ⌈75,40884 / 1,0052418⌉ = ⌈75,0156…⌉ = 76.
+    assert_eq!(v["break_even_conversations_on_margin"], "76");
     assert_eq!(v["currency"], "BRL");
     assert_eq!(
         v["link"],
@@ -1298,7 +1304,10 @@ fn cost_refuses_a_number_two_locales_read_apart_unless_told_the_locale() {
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stdout(&o);
     assert!(
-        table.contains("Tokens wasted per month           R$253.13"),
+        table
+            .lines()
+            .any(|l| l.starts_with("Tokens wasted per month ")
+                && l.trim_end().ends_with(" R$253.13")),
         "{table}"
     );
     assert!(table.contains("1,125 (2.50% of 45,000)"), "{table}");

@@ -536,16 +536,29 @@ async fn saved_and_compared_scenarios_have_chart_addresses_too() {
 #[tokio::test]
 async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
     let (base, _dir) = start().await;
-    for (link, why) in [
-        ("/?v=2&pc=JPY", "JPY"),
-        ("/?v=9", "version"),
-        ("/?v=2&pd=2026-02-30", "2026-02-30"),
-    ] {
+    for (link, why) in [("/?v=2&pc=JPY", "JPY"), ("/?v=9", "version")] {
         let res = reqwest::get(format!("{base}{link}")).await.unwrap();
         assert_eq!(res.status(), 422, "{link}");
         let html = res.text().await.unwrap();
         assert!(html.contains("id=\"link-error\""), "{link}");
         assert!(html.contains(why), "{link}: {why}");
+    }
+    // A rate's date that names no day is said under the date, in the
+    // page's language, and every figure still shows: (8,000 × 0.015 +
+    // 600 × 0.075) / 1k × 5.33 = R$ 0,87945 a call.
+    for (lang, why) in [("", "data inválida"), ("&lang=en-US", "invalid date")] {
+        let link = format!("/?v=2&pc=USD&px=5.33&pd=2026-02-30{lang}");
+        let res = reqwest::get(format!("{base}{link}")).await.unwrap();
+        assert_eq!(res.status(), 422, "{link}");
+        let html = res.text().await.unwrap();
+        assert!(!html.contains("id=\"link-error\""), "{link}: {html}");
+        assert!(html.contains(why), "{link}: {why}");
+        assert!(html.contains("0,8795") || html.contains("0.8795"), "{html}");
+    }
+    // The Brazilian form reads; a date without a rate labels nothing.
+    for link in ["/?v=2&pc=USD&px=5.33&pd=01/12/2026", "/?v=2&pd=2026-02-30"] {
+        let res = reqwest::get(format!("{base}{link}")).await.unwrap();
+        assert_eq!(res.status(), 200, "{link}");
     }
     // A field's problem shows under the field, with 422 too.
     let res = reqwest::get(format!("{base}/?v=2&d=150")).await.unwrap();

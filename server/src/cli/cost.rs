@@ -341,6 +341,13 @@ fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
             ),
             o.break_even_conversations.map_or("—".into(), n),
         ),
+        (
+            t(
+                "Conversas a mais para empatar na margem",
+                "Conversations more to break even on margin",
+            ),
+            o.break_even_conversations_on_margin.map_or("—".into(), n),
+        ),
     ]);
     if let Some(r) = &o.risk {
         rows.extend([
