@@ -48,7 +48,12 @@ const pages = () => [
   [savedPath, 'saved'],
   ['/compare?s=v%3D2%26d%3D3&s=v%3D2%26d%3D0.5&s=v%3D2%26d%3D0', 'compare'],
   ['/live?window=24h', 'live'],
+  // Server markup alone (no wasm): the header is the server's copy.
+  ['/prices?q=claude+sonnet&back=v%3D2%26c%3D45000', 'prices'],
 ];
+
+/** Waits for the wasm where the page has it. */
+const ready = (page, name) => (name === 'prices' ? Promise.resolve() : hydrated(page));
 
 for (const viewport of PHONES) {
   for (const lang of LANGS) {
@@ -56,7 +61,7 @@ for (const viewport of PHONES) {
       for (const [path, name] of pages()) {
         const sep = path.includes('?') ? '&' : '?';
         const { context, page, errors } = await openAt(browser, `${path}${sep}lang=${lang}`, viewport);
-        await hydrated(page);
+        await ready(page, name);
         const layout = await page.evaluate(() => {
           const open = [...document.querySelectorAll('details')];
           open.forEach((d) => { d.open = true; });
@@ -64,7 +69,7 @@ for (const viewport of PHONES) {
             scrollWidth: document.documentElement.scrollWidth,
             innerWidth: window.innerWidth,
             // Every header link inside the screen.
-            offscreen: [...document.querySelectorAll('header.top a')]
+            offscreen: [...document.querySelectorAll('header.top a, a.use-model')]
               .filter((a) => a.getBoundingClientRect().right > window.innerWidth + 0.5)
               .map((a) => a.textContent),
             // Every table that is wider than its box scrolls inside it, with a hint.
@@ -105,7 +110,7 @@ test('desktop, both languages: axe clean on every page', async () => {
     for (const [path, name] of pages()) {
       const sep = path.includes('?') ? '&' : '?';
       const { context, page, errors } = await openAt(browser, `${path}${sep}lang=${lang}`, DESKTOP);
-      await hydrated(page);
+      await ready(page, name);
       assert.deepEqual(await axeViolations(page), [], `${name}: axe on a desktop (${lang})`);
       assert.deepEqual(errors, []);
       await context.close();

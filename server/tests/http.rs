@@ -259,6 +259,21 @@ async fn the_model_picker_searches_the_table_on_the_server() {
     assert!(html.contains(
         "href=\"/?v=2&amp;c=1000&amp;pi=3&amp;pca=0.3&amp;po=15&amp;u=1m&amp;pc=USD&amp;m=anthropic/claude-3-5-sonnet&amp;md="
     ));
+    // The site's header, every link keeping the scenario the reader came
+    // from, and a table whose every column has a heading (axe).
+    for want in [
+        "<header class=\"top\">",
+        "href=\"/?v=2&amp;c=1000&amp;lang=pt-BR\"",
+        "href=\"/compare?s=v%3D2%26c%3D1000&amp;lang=pt-BR\"",
+        "href=\"/prices?back=v%3D2%26c%3D1000&amp;q=claude+3-5+sonnet&amp;lang=en-US\"",
+    ] {
+        assert!(html.contains(want), "{want} missing from {html}");
+    }
+    assert!(!html.contains("<th scope=\"col\"></th>"), "{html}");
+    assert!(
+        html.contains("<br><a class=\"use-model\""),
+        "the link sits with the model's name: {html}"
+    );
     let html = common::page(&format!("{base}/prices?q=zzzz-none")).await;
     assert!(html.contains("Nenhum modelo"));
     // The link it gives keeps the model and its prices, with and without

@@ -49,6 +49,64 @@ pub fn use_href(back: &str, m: &ModelPrice, date: &str, l: Locale) -> String {
     format!("/?{}{dropped}{lang}", s.to_query())
 }
 
+/// The site's header, as the other pages show it (the page links and the
+/// language switch), written by the server: this page has no wasm. Every
+/// link keeps the scenario the reader came from.
+fn site_header(back: &str, q: &str, l: Locale) -> String {
+    let scenario = if back.is_empty() { "v=2" } else { back };
+    let lang = |to: Locale| match to {
+        Locale::PtBr => "lang=pt-BR",
+        Locale::EnUs => "lang=en-US",
+    };
+    let here = |to: Locale| {
+        let mut h = format!("/prices?back={}", encode(back));
+        if !q.is_empty() {
+            h.push_str("&q=");
+            h.push_str(&encode(q));
+        }
+        h.push('&');
+        h.push_str(lang(to));
+        h
+    };
+    let current = |to: Locale| {
+        if to == l {
+            " aria-current=\"true\""
+        } else {
+            ""
+        }
+    };
+    format!(
+        "<header class=\"top\"><span class=\"brand\">idem</span>\
+         <span class=\"tagline\">{tagline}</span>\
+         <nav class=\"pages\"><a href=\"{calc}\" rel=\"external\">{calc_label}</a>\
+         <a href=\"{compare}\" rel=\"external\">{compare_label}</a>\
+         <a href=\"/live?{lang}\" rel=\"external\">{live_label}</a></nav>\
+         <nav class=\"locale\" aria-label=\"Idioma / Language\">\
+         <a href=\"{pt}\" hreflang=\"pt-BR\" id=\"lang-pt-BR\"{pt_current}>Português</a>\
+         <a href=\"{en}\" hreflang=\"en-US\" id=\"lang-en-US\"{en_current}>English</a></nav></header>",
+        tagline = tr(
+            l,
+            "Dinheiro e chamadas de modelo que executam uma vez só",
+            "Money and model calls that execute once"
+        ),
+        calc = esc(&format!("/?{scenario}&{}", lang(l))),
+        calc_label = tr(l, "Calculadora", "Calculator"),
+        compare = esc(&format!("/compare?s={}&{}", encode(scenario), lang(l))),
+        compare_label = tr(l, "Comparar", "Compare"),
+        lang = lang(l),
+        live_label = tr(l, "Ao vivo", "Live"),
+        pt = esc(&here(Locale::PtBr)),
+        en = esc(&here(Locale::EnUs)),
+        pt_current = current(Locale::PtBr),
+        en_current = current(Locale::EnUs),
+    )
+}
+
+/// Percent-encodes text to travel as one query value.
+fn encode(v: &str) -> String {
+    form_urlencoded::byte_serialize(v.as_bytes()).collect()
+}
+
 /// The page.
 #[tracing::instrument(level = "debug", skip(parts, pairs))]
 pub async fn page(
@@ -79,7 +137,7 @@ pub async fn page(
         "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{title}</title><link rel=\"stylesheet\" href=\"/{pkg}/{css}.css\"></head><body>\
-         <header class=\"site\"><a href=\"/{back_href}\">idem</a></header><main>\
+         {header}<main>\
          <h1>{title}</h1><p class=\"note\">{source} {date}. {explain}</p>\
          <form method=\"get\" action=\"/prices\" role=\"search\">\
          <input type=\"hidden\" name=\"back\" value=\"{back}\"><input type=\"hidden\" name=\"lang\" value=\"{lang}\">\
@@ -89,7 +147,7 @@ pub async fn page(
         pkg = site.site_pkg_dir,
         css = site.output_name,
         title = tr(l, "Preços de um modelo", "A model's prices"),
-        back_href = if back.is_empty() { String::new() } else { format!("?{}", esc(back)) },
+        header = site_header(back, q, l),
         source = tr(l, "Tabela genai-prices (pydantic, licença MIT), preços em vigor em", "The genai-prices table (pydantic, MIT licence), prices in effect on"),
         date = t.date,
         explain = tr(
@@ -116,7 +174,7 @@ pub async fn page(
     if !hits.is_empty() {
         let _ = write!(
             out,
-            "{}<table id=\"price-results\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\"></th></tr></thead><tbody>",
+            "{}<table id=\"price-results\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>",
             scroll_open(tr(l, "Modelos encontrados", "Models found"), l),
             tr(l, "Modelo", "Model"),
             tr(l, "Entrada", "Input"),
@@ -142,9 +200,11 @@ pub async fn page(
             };
             let _ = write!(
                 out,
-                "<tr data-model=\"{id}\"><th scope=\"row\"><code>{id}</code><br><small>{provider} · {name}</small>{tier}</th>\
-                 <td>US$ {input}</td><td>{cached}</td><td>US$ {output}</td>\
-                 <td><a class=\"use-model\" rel=\"external\" href=\"{href}\">{use_it}</a></td></tr>",
+                // The link sits with the model's name, first in the row,
+                // so a phone shows it without scrolling the table sideways.
+                "<tr data-model=\"{id}\"><th scope=\"row\"><code>{id}</code><br><small>{provider} · {name}</small>{tier}\
+                 <br><a class=\"use-model\" rel=\"external\" href=\"{href}\">{use_it}</a></th>\
+                 <td>US$ {input}</td><td>{cached}</td><td>US$ {output}</td></tr>",
                 id = esc(&m.id),
                 provider = esc(m.provider_name),
                 name = esc(m.name),
