@@ -22,6 +22,36 @@ pub fn replace_url(href: &str) {
     }
 }
 
+/// Asks the reader to confirm `message` (the browser's own dialog).
+pub fn confirm(message: &str) -> bool {
+    window().confirm_with_message(message).unwrap_or(false)
+}
+
+/// Adds a history entry for the address as it is now, so the next
+/// [`replace_url`] leaves this one a Back away.
+pub fn keep_in_history() {
+    let w = window();
+    let here = format!(
+        "{}{}",
+        w.location().pathname().unwrap_or_default(),
+        w.location().search().unwrap_or_default()
+    );
+    if let Ok(h) = w.history() {
+        let _ = h.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&here));
+    }
+}
+
+/// Loads the page again when Back (or Forward) lands on an entry of this
+/// document: the calculator starts from its address, so the address's
+/// scenario comes back whole.
+pub fn reload_on_back() {
+    let reload = wasm_bindgen::closure::Closure::<dyn Fn()>::new(|| {
+        let _ = window().location().reload();
+    });
+    window().set_onpopstate(Some(reload.as_ref().unchecked_ref()));
+    reload.forget();
+}
+
 /// A full page load of `href` (not the router's in-page navigation).
 pub fn go_to(href: &str) {
     let _ = window().location().set_href(href);

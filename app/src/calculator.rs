@@ -567,7 +567,31 @@ pub fn Calculator(
         );
     }
 
-    let reset = move |_| form.reset(locale.get_untracked());
+    // Restoring the reference scenario discards what was typed: the page
+    // asks first, and keeps the typed contract one Back away.
+    #[cfg(feature = "hydrate")]
+    crate::browser::reload_on_back();
+    let reset = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let l = locale.get_untracked();
+            let typed = lenient.with_untracked(|(s, _, blocked)| {
+                !blocked.is_empty() || s.to_query() != Scenario::default().to_query()
+            });
+            if typed {
+                let ok = crate::browser::confirm(tr(
+                    l,
+                    "Descartar o contrato digitado e voltar ao cenário de referência? (Voltar, no navegador, traz o contrato de volta.)",
+                    "Discard the contract you typed and go back to the reference scenario? (The browser's Back brings the contract back.)",
+                ));
+                if !ok {
+                    return;
+                }
+                crate::browser::keep_in_history();
+            }
+        }
+        form.reset(locale.get_untracked());
+    };
     let t = move |pt: &'static str, en: &'static str| tr(locale.get(), pt, en);
     let sym = move |c: Currency| c.symbol(locale.get()).to_owned();
     let unit_label = move || match form.unit.get() {

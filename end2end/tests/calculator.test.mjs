@@ -367,3 +367,41 @@ test('a link with a Brazilian date reads it, and a bad date blanks nothing', asy
     await bad.context.close();
   }
 });
+
+for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 }]) {
+  test(`restoring the reference asks first, and Back brings the typed contract back (${viewport.width} px)`, async () => {
+    const { context, page, errors } = await openAt(browser, '/?v=2&c=45000&tk=2.4', viewport);
+    await hydrated(page);
+    await page.fill('#in-d', '2,5');
+    await page.waitForFunction(() => location.search.includes('d=2.5'));
+    // Said no: nothing is discarded.
+    let asked = '';
+    page.once('dialog', (d) => { asked = d.message(); d.dismiss(); });
+    await page.click('#reset');
+    assert.match(asked, /Descartar o contrato digitado/);
+    assert.equal(await page.inputValue('#in-c'), '45.000');
+    // Said yes: the reference, and Back returns to the contract.
+    page.once('dialog', (d) => d.accept());
+    await page.click('#reset');
+    await waitOut(page, 'monthly_token_waste', 'R$ 148,50');
+    assert.equal(await page.inputValue('#in-c'), '30.000');
+    await page.waitForFunction(() => location.search === '?v=2');
+    // The charts' fetch settles first: a reload would cancel it.
+    await page.waitForLoadState('networkidle');
+    await page.goBack();
+    await hydrated(page);
+    await page.waitForFunction(() => document.querySelector('#in-c')?.value === '45.000');
+    assert.equal(await page.inputValue('#in-d'), '2,5');
+    assert.equal(await page.inputValue('#in-tk'), '2,40');
+    // The reference scenario itself is restored without a question.
+    const quiet = await openAt(browser, '/', viewport);
+    await hydrated(quiet.page);
+    let dialogs = 0;
+    quiet.page.on('dialog', (d) => { dialogs += 1; d.accept(); });
+    await quiet.page.click('#reset');
+    assert.equal(dialogs, 0);
+    await quiet.context.close();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
