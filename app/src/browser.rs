@@ -5,8 +5,24 @@ use idem_core::locale::Locale;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+thread_local! {
+    /// The address (path and query) the page shows: the one it loaded or
+    /// the last [`replace_url`] set.
+    static SHOWN: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+fn here() -> String {
+    let l = window().location();
+    format!(
+        "{}{}",
+        l.pathname().unwrap_or_default(),
+        l.search().unwrap_or_default()
+    )
+}
+
 /// Points the address bar at `href` without a history entry or a reload.
 pub fn replace_url(href: &str) {
+    SHOWN.with(|s| *s.borrow_mut() = Some(href.to_owned()));
     let w = window();
     let current = w
         .location()
@@ -30,23 +46,24 @@ pub fn confirm(message: &str) -> bool {
 /// Adds a history entry for the address as it is now, so the next
 /// [`replace_url`] leaves this one a Back away.
 pub fn keep_in_history() {
-    let w = window();
-    let here = format!(
-        "{}{}",
-        w.location().pathname().unwrap_or_default(),
-        w.location().search().unwrap_or_default()
-    );
-    if let Ok(h) = w.history() {
-        let _ = h.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&here));
+    if let Ok(h) = window().history() {
+        let _ = h.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&here()));
     }
 }
 
 /// Loads the page again when Back (or Forward) lands on an entry of this
-/// document: the calculator starts from its address, so the address's
-/// scenario comes back whole.
+/// document with another scenario: the calculator starts from its
+/// address, so that scenario comes back whole. A move within the page
+/// (only the fragment changes) is left alone.
 pub fn reload_on_back() {
+    SHOWN.with(|s| {
+        s.borrow_mut().get_or_insert_with(here);
+    });
     let reload = wasm_bindgen::closure::Closure::<dyn Fn()>::new(|| {
-        let _ = window().location().reload();
+        let now = here();
+        if SHOWN.with(|s| s.borrow().as_deref() != Some(now.as_str())) {
+            let _ = window().location().reload();
+        }
     });
     window().set_onpopstate(Some(reload.as_ref().unchecked_ref()));
     reload.forget();
