@@ -21,10 +21,51 @@
     return /^en/.test(document.documentElement.getAttribute("lang") || "") ? "en" : "pt";
   }
 
-  /** Titles rendered with both languages (data-pt, data-en) follow it. */
+  /** Texts rendered with both languages (data-pt, data-en) follow it, and
+   *  so do the forms' hidden lang fields, so a form sent after an in-place
+   *  switch answers in the language on screen. */
   function relabel() {
     var els = document.querySelectorAll("[data-pt][data-en]");
     for (var i = 0; i < els.length; i++) els[i].textContent = els[i].getAttribute("data-" + lang());
+    var tag = document.documentElement.getAttribute("lang") || "";
+    var fields = document.querySelectorAll('form input[type="hidden"][name="lang"]');
+    for (var j = 0; j < fields.length; j++) if (tag) fields[j].value = tag;
+  }
+
+  /** The reconcile form keeps what was typed when the server refuses it:
+   *  the refusal is a redirect back to the action's page (so a reload never
+   *  posts again), and the typed text waits in this tab's session storage
+   *  until then. It never leaves the browser, and a recorded outcome
+   *  clears it. */
+  function keepTyped() {
+    var form = document.getElementById("reconcile-form");
+    var slot = "idem.reconcile:" + location.pathname;
+    var store;
+    try { store = window.sessionStorage; } catch (e) { return; }
+    if (!store) return;
+    var refused = document.querySelector("#action-notice.field-error");
+    var kept = store.getItem(slot);
+    store.removeItem(slot);
+    if (form && refused && kept) {
+      try {
+        var v = JSON.parse(kept);
+        var radio = form.querySelector('input[name="outcome"][value="' + (v.outcome === "failed" ? "failed" : "completed") + '"]');
+        if (v.outcome && radio) radio.checked = true;
+        if (typeof v.response === "string") form.elements.response.value = v.response;
+        if (typeof v.error === "string") form.elements.error.value = v.error;
+        if (form.elements.retryable) form.elements.retryable.checked = v.retryable === true;
+      } catch (e) { /* a value this script did not write: ignore it */ }
+    }
+    if (!form) return;
+    form.addEventListener("submit", function () {
+      var checked = form.querySelector('input[name="outcome"]:checked');
+      store.setItem(slot, JSON.stringify({
+        outcome: checked ? checked.value : "",
+        response: form.elements.response.value,
+        error: form.elements.error.value,
+        retryable: form.elements.retryable ? form.elements.retryable.checked : false,
+      }));
+    });
   }
 
   /** Instants (time[data-local], written in UTC by the server) in the
@@ -169,6 +210,7 @@
     for (var i = 0; i < roots.length; i++) start(roots[i]);
     localize(document);
     controls();
+    keepTyped();
     new MutationObserver(function () { relabel(); localize(document); })
       .observe(document.documentElement, { attributes: true, attributeFilter: ["lang"] });
   }

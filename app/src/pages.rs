@@ -89,17 +89,41 @@ enum Ref {
     Foreign(String),
 }
 
+/// The host the page was asked for (the request's `Host`, which the
+/// server's guard has already checked against its allowed hosts). A
+/// pasted address is this site's only when it names this host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageSite(pub String);
+
+/// The host an absolute address names (`https://host/…`, `//host/…`), or
+/// `None` for a path or a bare query.
+fn link_host(t: &str) -> Option<&str> {
+    let rest = match t.split_once("://") {
+        Some((scheme, rest)) if !scheme.contains(['/', '?', '&', '=']) => rest,
+        _ => t.strip_prefix("//")?,
+    };
+    Some(rest.split(['/', '?', '#']).next().unwrap_or_default())
+}
+
 /// Reads what a person pasted: a saved link (`…/s/{id}`), a bare id, a
-/// calculator link (`…/?v=2&…`) or a bare query. An address whose path is
-/// not the calculator's, or whose query has a key no scenario link uses,
-/// is [`Ref::Foreign`]: read as a query it would have become the reference
-/// scenario without a word.
-fn parse_ref(text: &str) -> Option<Ref> {
+/// calculator link (`…/?v=2&…`) or a bare query. An absolute address of
+/// another host than `site` (the page's own), an address whose path is not
+/// the calculator's, or whose query has a key no scenario link uses, is
+/// [`Ref::Foreign`]: read as a query it would have become the reference
+/// scenario without a word, and another site's `/s/{id}` is another
+/// site's scenario, not the one of that id here. With no `site`, every
+/// absolute address is foreign.
+fn parse_ref(text: &str, site: Option<&str>) -> Option<Ref> {
     let t = text.trim();
     if t.is_empty() {
         return None;
     }
     let foreign = || Some(Ref::Foreign(t.to_owned()));
+    if let Some(host) = link_host(t) {
+        if !site.is_some_and(|s| !s.is_empty() && s.eq_ignore_ascii_case(host)) {
+            return foreign();
+        }
+    }
     if let Some(pos) = t.find("/s/") {
         let id: String = t[pos + 3..]
             .chars()
@@ -141,10 +165,10 @@ fn parse_ref(text: &str) -> Option<Ref> {
 
 /// The saved-scenario ids among a compare page's `s` values, for the server
 /// to look up before rendering.
-pub fn saved_ids<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub fn saved_ids<'a>(values: impl IntoIterator<Item = &'a str>, site: Option<&str>) -> Vec<String> {
     values
         .into_iter()
-        .filter_map(parse_ref)
+        .filter_map(|v| parse_ref(v, site))
         .take(MAX_COLUMNS)
         .filter_map(|r| match r {
             Ref::Saved(id) if is_saved_id(&id) => Some(id),
@@ -241,9 +265,10 @@ pub fn ComparePage() -> impl IntoView {
             Some(c) => comparison_values(&c.query),
             None => use_query_map().with_untracked(|q| q.get_all("s").unwrap_or_default()),
         };
+        let site = use_context::<PageSite>().unwrap_or_default();
         let refs: Vec<Ref> = values
             .iter()
-            .filter_map(|s| parse_ref(s))
+            .filter_map(|s| parse_ref(s, Some(&site.0)))
             .take(MAX_COLUMNS)
             .collect();
         (refs, stored)
@@ -274,11 +299,12 @@ pub fn ComparePage() -> impl IntoView {
 #[cfg(feature = "ssr")]
 pub fn comparison_query<'a>(
     values: impl IntoIterator<Item = &'a str>,
+    site: Option<&str>,
     l: Locale,
 ) -> Result<String, String> {
     let mut refs = Vec::new();
     for v in values {
-        match parse_ref(v) {
+        match parse_ref(v, site) {
             None => {}
             Some(Ref::Foreign(t)) => {
                 return Err(format!(
@@ -467,7 +493,7 @@ fn compare_html(
                 "Cole abaixo o link de um cenário (da calculadora ou salvo), ou abra a comparação pelo botão «Comparar» da calculadora.",
                 "Paste a scenario's link below (from the calculator, or a saved one), or open the comparison from the calculator's «Compare» button."))
         );
-        add_form(&mut out, &refs, l);
+        add_form(&mut out, &refs, saved, l);
         return out;
     }
     let computed: Vec<Option<(Scenario, Vec<crate::calculator::Row>)>> = columns
@@ -545,10 +571,17 @@ fn compare_html(
     }
     // An output the same in every column (in the same currency) collapses
     // under "the same in all", so the table shows what the choice changes.
+    // A scenario whose repeated call costs what a call costs shows no row
+    // of its own for it: its cell is the call's cost.
     let cell = |c: &Option<(Scenario, Vec<crate::calculator::Row>)>, key: &str| {
         c.as_ref().and_then(|(s, rs)| {
-            rs.iter()
-                .find(|r| r.key == key)
+            let find = |k: &str| rs.iter().find(|r| r.key == k);
+            find(key)
+                .or_else(|| {
+                    (key == "cost_per_duplicate_call")
+                        .then(|| find("cost_per_call"))
+                        .flatten()
+                })
                 .map(|r| (s.currency(), r.exact.clone(), r.value.clone()))
         })
     };
@@ -575,8 +608,25 @@ fn compare_html(
             esc(label)
         );
         for (i, (c, cell)) in computed.iter().zip(&cells).enumerate() {
+            // Every cell is a number or says why it is not one.
             let (Some((s, _)), Some((cur, exact, value))) = (c, cell) else {
-                out.push_str("<td>—</td>");
+                let why = match c {
+                    None => tr(
+                        l,
+                        "não calculado: os valores deste cenário passam do que o cálculo comporta",
+                        "not computed: this scenario's values exceed what the computation holds",
+                    ),
+                    Some(_) => tr(
+                        l,
+                        "não se aplica: o cenário não tem os campos deste resultado",
+                        "does not apply: the scenario lacks this result's fields",
+                    ),
+                };
+                let _ = write!(
+                    out,
+                    "<td class=\"na\">— <span class=\"delta\">{}</span></td>",
+                    esc(why)
+                );
                 continue;
             };
             let changed = i > 0 && base_row.as_ref() != Some(&(*cur, exact.clone()));
@@ -643,7 +693,7 @@ fn compare_html(
     );
     crate::charts::figure_html(&mut out, &figure, &src, l);
     out.push_str("</section>");
-    add_form(&mut out, &refs, l);
+    add_form(&mut out, &refs, saved, l);
     save_form(&mut out, &refs, l);
     out
 }
@@ -732,12 +782,13 @@ fn savings_line(
 #[cfg(feature = "ssr")]
 pub fn compare_scenarios<'a>(
     values: impl IntoIterator<Item = &'a str>,
+    site: Option<&str>,
     saved: &[SavedView],
     l: Locale,
 ) -> Vec<(String, Result<Scenario, String>)> {
     let refs: Vec<Ref> = values
         .into_iter()
-        .filter_map(parse_ref)
+        .filter_map(|v| parse_ref(v, site))
         .take(MAX_COLUMNS)
         .collect();
     refs.iter()
@@ -806,7 +857,7 @@ fn delta_text(
 }
 
 #[cfg(feature = "ssr")]
-fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
+fn add_form(out: &mut String, refs: &[Ref], saved: &[SavedView], l: Locale) {
     out.push_str("<form class=\"compare-add\" method=\"get\" action=\"/compare\">");
     for r in refs {
         let value = match r {
@@ -825,12 +876,15 @@ fn add_form(out: &mut String, refs: &[Ref], l: Locale) {
         esc(tr(l, "Adicionar cenário (link ou id salvo)", "Add a scenario (link or saved id)")),
         esc(tr(l, "Adicionar", "Add")),
     );
-    // Quick variants of the first scenario: the same with fewer duplicates.
-    let first = refs.first().and_then(|first| match first {
-        Ref::Query(q) => {
-            Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('='))).ok()
-        }
-        Ref::Saved(_) | Ref::Foreign(_) => None,
+    // Quick variants of the first scenario, a link's or a saved one's:
+    // the same with fewer duplicates.
+    let first = refs.first().and_then(|first| {
+        let q = match first {
+            Ref::Query(q) => q.as_str(),
+            Ref::Saved(id) => saved.iter().find(|v| &v.id == id)?.query.as_str(),
+            Ref::Foreign(_) => return None,
+        };
+        Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('='))).ok()
     });
     if let Some(s) = first {
         for (rate, pt, en) in [
@@ -874,43 +928,72 @@ mod tests {
 
     #[test]
     fn pasted_links_are_understood() {
+        let here = Some("127.0.0.1:3000");
         assert_eq!(
-            parse_ref("http://127.0.0.1:3000/s/0123456789ab?lang=en-US"),
+            parse_ref("http://127.0.0.1:3000/s/0123456789ab?lang=en-US", here),
             Some(Ref::Saved("0123456789ab".into()))
         );
         assert_eq!(
-            parse_ref("0123456789ab"),
+            parse_ref("0123456789ab", None),
             Some(Ref::Saved("0123456789ab".into()))
         );
         assert_eq!(
-            parse_ref("https://x/?v=1&d=0.5#top"),
+            parse_ref("/s/0123456789ab", None),
+            Some(Ref::Saved("0123456789ab".into()))
+        );
+        assert_eq!(
+            parse_ref("https://X/?v=1&d=0.5#top", Some("x")),
             Some(Ref::Query("v=1&d=0.5".into()))
         );
-        assert_eq!(parse_ref("v=1&d=0.5"), Some(Ref::Query("v=1&d=0.5".into())));
-        assert_eq!(parse_ref("  "), None);
+        assert_eq!(
+            parse_ref("v=1&d=0.5", None),
+            Some(Ref::Query("v=1&d=0.5".into()))
+        );
+        assert_eq!(parse_ref("  ", here), None);
         assert_eq!(Ref::Query("v=1&d=0.5".into()).param(), "v%3D1%26d%3D0.5");
         // Another site's address, or a link cut short, names no scenario.
         for foreign in [
             "https://example.com",
             "https://example.com/",
             "https://example.com/search?q=idem",
-            "https://idem.example/compare?s=abc",
-            "https://x/?utm_source=mail",
+            "https://127.0.0.1:3000/compare?s=abc",
+            "http://127.0.0.1:3000/?utm_source=mail",
             "https://github.com/s/abc",
             "hello",
             "/?v=2&d",
+            // Scenario links, but another site's: never a column here.
+            "https://idem.example/s/0123456789ab",
+            "//idem.example/s/0123456789ab",
+            "https://idem.example/?v=2&d=3",
+            "http://127.0.0.1:3001/?v=2&d=3",
+            "https://127.0.0.1:3000.example/?v=2&d=3",
         ] {
             assert_eq!(
-                parse_ref(foreign),
+                parse_ref(foreign, here),
                 Some(Ref::Foreign(foreign.into())),
                 "{foreign}"
             );
         }
+        // A page that does not know its host takes no absolute address.
+        assert_eq!(
+            parse_ref("http://127.0.0.1:3000/?v=2&d=3", None),
+            Some(Ref::Foreign("http://127.0.0.1:3000/?v=2&d=3".into()))
+        );
+        assert_eq!(
+            saved_ids(
+                ["https://idem.example/s/0123456789ab", "/s/00000000000a"],
+                here
+            ),
+            vec!["00000000000a".to_owned()]
+        );
     }
 
     #[cfg(feature = "ssr")]
     fn compare(values: &[&str], saved: &[SavedView]) -> String {
-        let refs: Vec<Ref> = values.iter().filter_map(|v| parse_ref(v)).collect();
+        let refs: Vec<Ref> = values
+            .iter()
+            .filter_map(|v| parse_ref(v, Some("127.0.0.1:3000")))
+            .collect();
         compare_html(&refs, saved, None, Locale::PtBr)
     }
 
@@ -977,6 +1060,11 @@ mod tests {
             "<td data-key=\"monthly_token_waste\"><span class=\"value\">R$ 148,50</span>"
         ));
         assert!(html.contains("Com idem: «Cenário B» (0% de duplicatas) contra «contrato» (3%): economia de R$ 148,50 por mês, R$ 1.782,00 por ano."), "{html}");
+        // A saved first column offers the same quick variants as a link.
+        assert!(
+            html.contains("class=\"quick-add\" rel=\"external\" href=\"/compare?s=0123456789ab&amp;s=v%3D2%26d%3D0&amp;s=v%3D2%26d%3D0.5\""),
+            "{html}"
+        );
         // One column: nothing to collapse, no savings line.
         let one = compare(&["v=2&d=3"], &[]);
         assert!(!one.contains("compare-same") && !one.contains("compare-savings"));

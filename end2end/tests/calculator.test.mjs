@@ -120,8 +120,12 @@ test('typing recomputes in the browser, keeps the text, and puts the scenario in
   assert.match(await page.locator('.field:has(#in-pi) .hint').innerText(), /= R\$ 0,015 por 1k tokens/);
   await page.screenshot({ path: `${ARTIFACTS}/calculator-edited.png`, fullPage: true });
 
+  // Restoring discards a typed contract: the page asks first.
+  let asked = '';
+  page.once('dialog', (d) => { asked = d.message(); d.accept(); });
   await page.click('#reset');
   await waitOut(page, 'monthly_token_waste', 'R$ 148,50');
+  assert.match(asked, /Descartar o contrato digitado/);
   assert.equal(await page.inputValue('#in-d'), '3');
   assert.equal(await page.inputValue('#in-u'), '1k');
   await page.waitForFunction(() => location.search === '?v=2');

@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import { launch, openPage, hydrated, text, waitOut, BASE_URL, ARTIFACTS, closeBrowser } from './helpers.mjs';
+import { launch, openPage, openAt, hydrated, text, waitOut, BASE_URL, ARTIFACTS, closeBrowser } from './helpers.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -64,6 +64,11 @@ test('the switch works in place on /live, and loads the server-rendered pages ag
   assert.match(await page.locator('.tagline').innerText(), /execute once/);
   assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload on /live');
   assert.equal(await page.getAttribute('html', 'lang'), 'en-US');
+  // The controls follow too, and the form they send asks for English.
+  assert.equal(await page.locator('#live-controls button[type="submit"]').innerText(), 'Show');
+  assert.match(await page.locator('#live-controls form').innerText(), /Window/);
+  assert.equal(await page.locator('#live-controls select[name="window"] option:checked').innerText(), 'last 24 h');
+  assert.equal(await page.inputValue('#live-controls input[name="lang"]'), 'en-US');
   // The comparison is the server's markup alone: the switch loads it again,
   // in Portuguese, keeping its query.
   await page.goto(`${BASE_URL}/compare?s=v%3D2%26d%3D1`);
@@ -215,6 +220,63 @@ test('compare: pasted links that name no scenario, or one already there, get a m
   await fresh.context.close();
   await context.close();
 });
+
+// A comparison started from a saved scenario (the calculator's «Comparar»
+// on /s/{id}), on a desktop and on a 360 px phone.
+for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 }]) {
+  test(`compare from a saved scenario: idem's savings one click away, another site's link refused, every cell explained, labels in view (${viewport.width} px)`, async () => {
+    const r = await fetch(`${BASE_URL}/s`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ q: 'v=2&d=2.5&c=45000', name: `contrato ${viewport.width}`, lang: 'pt-BR' }),
+      redirect: 'manual',
+    });
+    assert.equal(r.status, 303);
+    const saved = new URL(r.headers.get('location'), BASE_URL).pathname;
+    const id = saved.slice(3);
+    const { context, page, errors } = await openAt(browser, saved, viewport);
+    await hydrated(page);
+    await Promise.all([page.waitForURL(/\/compare\?s=[0-9a-f]{12}$/), page.click('#compare-link')]);
+    await hydrated(page);
+    // The same buttons as from a link: with idem, the savings line.
+    await Promise.all([page.waitForURL(/s=.*s=/), page.click('a.quick-add:has-text("idem")')]);
+    await hydrated(page);
+    assert.equal(await page.locator('#compare-table a.scenario-link').count(), 2);
+    // 45.000 × 2,5% = 1.125 duplicates × R$ 0,165 = R$ 185,625 a month; × 12 = R$ 2.227,50.
+    assert.equal(await page.locator('#compare-savings').innerText(),
+      `Com idem: «Cenário B» (0% de duplicatas) contra «contrato ${viewport.width}» (2,5%): economia de R$ 185,63 por mês, R$ 2.227,50 por ano.`);
+    // Another site's address of a saved scenario, even with this id, is not a column.
+    for (const pasted of [`https://idem.example${saved}`, 'https://idem.example/?v=2&d=1']) {
+      await page.fill('#compare-add', pasted);
+      await Promise.all([page.waitForURL(/idem\.example/), page.click('form.compare-add button[type=submit]')]);
+      await hydrated(page);
+      assert.match(await page.locator('#compare-refused').innerText(), /não é um link de cenário do idem/);
+      assert.equal(await page.locator('#compare-table a.scenario-link').count(), 2);
+    }
+    // This site's own address is.
+    await page.fill('#compare-add', `${BASE_URL}/?v=2&d=2.5&c=45000&cs=40&pca=0.0015&dcs=90`);
+    await Promise.all([page.waitForURL(/compare/), page.click('form.compare-add button[type=submit]')]);
+    await hydrated(page);
+    assert.equal(await page.locator('#compare-table a.scenario-link').count(), 3);
+    // A scenario whose repeated call costs what a call costs shows that cost, not a dash.
+    const dup = page.locator('#compare-table tr[data-key="cost_per_duplicate_call"] td');
+    assert.equal(await dup.nth(0).locator('.value').innerText(), 'R$ 0,165');
+    const cells = await page.locator('#compare-table td').allInnerTexts();
+    for (const c of cells) assert.ok(c.trim() !== '—', `a cell says why it has no number (${cells.join(' | ')})`);
+    // Scrolled sideways on a phone, the row labels stay in view.
+    await page.locator('#compare-table').evaluate((t) => { t.closest('.table-scroll').scrollLeft = 10000; });
+    const label = await page.locator('#compare-table tr[data-key="monthly_token_waste"] th').evaluate((th) => {
+      const box = th.closest('.table-scroll').getBoundingClientRect();
+      const r = th.getBoundingClientRect();
+      return { left: r.left - box.left, width: r.width };
+    });
+    assert.ok(Math.abs(label.left) < 1, `the row label stays at the box's left edge (${JSON.stringify(label)})`);
+    await page.screenshot({ path: `${ARTIFACTS}/compare-saved-${viewport.width}.png`, fullPage: true });
+    assert.ok(id.length === 12);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
 
 test('the three charts are images the server draws, following the inputs, with tables', async () => {
   const { context, page, errors } = await openPage(browser, '/');

@@ -234,7 +234,15 @@ test('the work queue: an uncertain charge shows whom and how much, and its page 
   await hydrated(phone.page);
   const fits = await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
   assert.ok(fits, 'no wider than a 360 px screen');
+  // A response that is not JSON is refused, and what was typed stays.
+  const typo = '{"charge_id": "ch_e2e",}';
   await phone.page.locator('input[name="outcome"][value="completed"]').check();
+  await phone.page.locator('#reconcile-response').fill(typo);
+  await Promise.all([phone.page.waitForURL(/error=response/), phone.page.locator('#reconcile-form button[type="submit"]').click()]);
+  await hydrated(phone.page);
+  assert.match(await phone.page.locator('#action-notice').innerText(), /valid JSON/);
+  assert.equal(await phone.page.inputValue('#reconcile-response'), typo);
+  assert.ok(await phone.page.locator('input[name="outcome"][value="completed"]').isChecked());
   await phone.page.locator('#reconcile-response').fill('{"charge_id": "ch_e2e"}');
   await Promise.all([phone.page.waitForURL(/done=reconciled/), phone.page.locator('#reconcile-form button[type="submit"]').click()]);
   await hydrated(phone.page);

@@ -84,12 +84,20 @@ pub async fn image(
     // What to draw, decided here; drawn only once the tag says the client
     // does not already have it.
     let (render, cache) = if name == "compare" {
-        let saved = match saved(&api, app::pages::saved_ids(saved_values.iter().copied())).await {
+        // The page writes the chart's address from its accepted columns
+        // (saved ids and bare queries), never an absolute link: none is
+        // taken here.
+        let saved = match saved(
+            &api,
+            app::pages::saved_ids(saved_values.iter().copied(), None),
+        )
+        .await
+        {
             Ok(s) => s,
             Err(r) => return r,
         };
         let scenarios =
-            app::pages::compare_scenarios(saved_values.iter().copied(), &saved.found, locale);
+            app::pages::compare_scenarios(saved_values.iter().copied(), None, &saved.found, locale);
         if scenarios.is_empty() {
             return plain_text(
                 StatusCode::UNPROCESSABLE_ENTITY,

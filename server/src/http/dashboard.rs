@@ -56,6 +56,9 @@ pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
             }
             let (locale, asked) = request_locale(&parts);
             provide_context(RequestLocale(locale));
+            provide_context(app::pages::PageSite(
+                super::guard::host_of(&parts.headers, &parts.uri).unwrap_or_default(),
+            ));
             if asked {
                 if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
                     res.insert_header(header::SET_COOKIE, locale_cookie(locale));
@@ -156,6 +159,7 @@ pub async fn resolve_saved(
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    let site = super::guard::host_of(req.headers(), req.uri());
     let path = req.uri().path();
     let single = path.strip_prefix("/s/").map(str::to_owned);
     let comparison = path.strip_prefix("/c/").map(str::to_owned);
@@ -166,7 +170,7 @@ pub async fn resolve_saved(
             Ok(Some(c)) => {
                 let values = app::pages::comparison_values(&c.query);
                 stored = Some(c);
-                app::pages::saved_ids(values.iter().map(String::as_str))
+                app::pages::saved_ids(values.iter().map(String::as_str), site.as_deref())
             }
             Ok(None) => Vec::new(),
             Err(()) => {
@@ -190,6 +194,7 @@ pub async fn resolve_saved(
                     .iter()
                     .filter(|(k, _)| k == "s")
                     .map(|(_, v)| v.as_str()),
+                site.as_deref(),
             )
         }
         _ => return next.run(req).await,
@@ -292,6 +297,7 @@ pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedVie
 pub async fn save_comparison(
     State(api): State<ApiState>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
     ext: axum::http::Extensions,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response {
@@ -314,7 +320,8 @@ pub async fn save_comparison(
         .filter(|(k, _)| k == "s")
         .map(|(_, v)| v.as_str());
     // Refusals are plain English text, as `POST /s`'s are.
-    let query = match app::pages::comparison_query(values, Locale::EnUs) {
+    let site = super::guard::host_of(&headers, &uri);
+    let query = match app::pages::comparison_query(values, site.as_deref(), Locale::EnUs) {
         Ok(q) => q,
         Err(why) => {
             return refuse(

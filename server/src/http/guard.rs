@@ -89,11 +89,18 @@ fn is_loopback_name(name: &str) -> bool {
 
 /// The request's `Host`: the header, else the URI's authority (HTTP/2).
 fn request_host(req: &Request) -> Option<String> {
-    req.headers()
+    host_of(req.headers(), req.uri())
+}
+
+/// The `Host` a request was sent to (the header, else the URI's
+/// authority). Behind [`HostRule`] it is one of the names the server
+/// answers, so a page may tell its own links from another site's by it.
+pub fn host_of(headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
+    headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()))
+        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()))
 }
 
 /// Whether a proxy says it forwarded the request (`Forwarded`,

@@ -151,16 +151,24 @@ fn row_use_href(d: &LiveData, r: &super::data::LiveRow) -> Option<String> {
     super::data::use_numbers_href(d.window, &r.counts, Some(&r.tenant), Some(&r.action))
 }
 
+/// A text in the page's language that `live.js` switches in place with
+/// the page (both languages ride along as `data-pt` and `data-en`).
+fn both(l: Locale, pt: &'static str, en: &'static str) -> Markup {
+    html! { span data-pt=(pt) data-en=(en) { (tr(l, pt, en)) } }
+}
+
 /// The tenant and window form of `/live` (plain GET: works without
-/// JavaScript; `live.js` submits it on change).
+/// JavaScript; `live.js` submits it on change). Every text carries both
+/// languages (`data-pt`, `data-en`), so an in-place language switch
+/// relabels the controls with the rest of the page.
 pub fn controls_html(d: &LiveData, l: Locale) -> String {
     html! {
         form class="live-controls" method="get" action="/live" {
             @if d.admin {
                 label {
-                    (tr(l, "Tenant", "Tenant")) " "
+                    (both(l, "Tenant", "Tenant")) " "
                     select name="tenant" {
-                        option value="" { (tr(l, "todos", "all")) }
+                        option value="" data-pt="todos" data-en="all" { (tr(l, "todos", "all")) }
                         @for t in &d.tenants_all() {
                             option value=(t) selected[d.tenant.as_deref() == Some(t.as_str())] { (t) }
                         }
@@ -168,15 +176,16 @@ pub fn controls_html(d: &LiveData, l: Locale) -> String {
                 }
             }
             label {
-                (tr(l, "Janela", "Window")) " "
+                (both(l, "Janela", "Window")) " "
                 select name="window" {
                     @for w in Window::ALL {
-                        option value=(w.as_str()) selected[w == d.window] { (w.label(l)) }
+                        option value=(w.as_str()) selected[w == d.window]
+                            data-pt=(w.label(Locale::PtBr)) data-en=(w.label(Locale::EnUs)) { (w.label(l)) }
                     }
                 }
             }
             input type="hidden" name="lang" value=(l.tag());
-            button type="submit" { (tr(l, "Mostrar", "Show")) }
+            button type="submit" data-pt="Mostrar" data-en="Show" { (tr(l, "Mostrar", "Show")) }
         }
     }
     .into_string()
@@ -769,7 +778,7 @@ pub fn logout_html(csrf: &str, l: Locale) -> String {
         form class="live-logout" method="post" action="/live/logout" {
             input type="hidden" name="csrf" value=(csrf);
             input type="hidden" name="lang" value=(l.tag());
-            button type="submit" { (tr(l, "Sair", "Sign out")) }
+            button type="submit" data-pt="Sair" data-en="Sign out" { (tr(l, "Sair", "Sign out")) }
         }
     }
     .into_string()
@@ -780,17 +789,17 @@ pub fn login_html(l: Locale, failed: bool, form_token: &str) -> String {
     html! {
         @if failed {
             p class="field-error" role="alert" {
-                (tr(l, "Token recusado: confira e tente de novo.", "Token refused: check it and try again."))
+                (both(l, "Token recusado: confira e tente de novo.", "Token refused: check it and try again."))
             }
         }
         form class="live-login" method="post" action="/live/login" {
-            p { (tr(l,
+            p { (both(l,
                 "Este servidor não está só na máquina local: o monitor pede um token. O token de administração mostra todos os tenants; o token de API de um tenant mostra só o dele.",
                 "This server is not loopback-only: the monitor asks for a token. The admin token shows every tenant; a tenant's API token shows only its own.")) }
-            label { (tr(l, "Token", "Token")) " " input type="password" name="token" autocomplete="current-password" required; }
+            label { (both(l, "Token", "Token")) " " input type="password" name="token" autocomplete="current-password" required; }
             input type="hidden" name="lang" value=(l.tag());
             input type="hidden" name=(app::FORM_FIELD) value=(form_token);
-            button type="submit" { (tr(l, "Entrar", "Sign in")) }
+            button type="submit" data-pt="Entrar" data-en="Sign in" { (tr(l, "Entrar", "Sign in")) }
         }
     }
     .into_string()
