@@ -49,10 +49,12 @@ fn idx(f: Field) -> usize {
 }
 
 /// A value as the field shows it in `locale`: every decimal the field
-/// keeps, so showing a value never rounds it.
+/// keeps, so showing a value never rounds it. Money and exchange rates
+/// show at least two decimals, as they are quoted (a rate typed `6,10`
+/// comes back `6,10`, not `6,1`).
 pub fn display_text(f: Field, v: Decimal, l: Locale) -> String {
     match f.kind() {
-        Kind::Money => format_decimal(v, l, 2, 28),
+        Kind::Money | Kind::Rate => format_decimal(v, l, 2, 28),
         _ => format_decimal(v, l, 0, 28),
     }
 }
@@ -1174,7 +1176,7 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
     let pc = |d: Decimal| format!("{}%", format_decimal(d, l, 0, 6));
     let c = idem_core::scenario::canonical;
     let conv = match i.conversion() {
-        Ok(fx) if i.price_currency != cur => format!(" × {}", format_decimal(fx, l, 0, 8)),
+        Ok(fx) if i.price_currency != cur => format!(" × {}", format_decimal(fx, l, 2, 8)),
         _ => String::new(),
     };
     let unit = match i.price_unit {
@@ -1610,7 +1612,7 @@ mod tests {
         reactive(|| {
             let l = Locale::PtBr;
             let form = Form::from_query(&query("v=2&c=45000&pc=EUR&px=6.1&pd=2026-12-01"), l);
-            assert_eq!(form.text(Field::Fx).get_untracked(), "6,1");
+            assert_eq!(form.text(Field::Fx).get_untracked(), "6,10");
             // Prices now in dollars: the euro's rate is gone, never reused.
             form.set_currency(true, Currency::Usd);
             assert_eq!(form.text(Field::Fx).get_untracked(), "");
@@ -1623,17 +1625,17 @@ mod tests {
             let d = form.fx_dropped.get_untracked().unwrap();
             assert_eq!(
                 (d.from, d.to, d.rate.as_str()),
-                (Currency::Eur, Currency::Brl, "6,1")
+                (Currency::Eur, Currency::Brl, "6,10")
             );
             // Back to euros: the rate typed for them comes back.
             form.set_currency(true, Currency::Eur);
-            assert_eq!(form.text(Field::Fx).get_untracked(), "6,1");
+            assert_eq!(form.text(Field::Fx).get_untracked(), "6,10");
             assert_eq!(form.fx_date.get_untracked(), "2026-12-01");
             // Revenue in euros too: no rate is needed; back to reais, the rate returns.
             form.set_currency(false, Currency::Eur);
             assert_eq!(form.text(Field::Fx).get_untracked(), "");
             form.set_currency(false, Currency::Brl);
-            assert_eq!(form.text(Field::Fx).get_untracked(), "6,1");
+            assert_eq!(form.text(Field::Fx).get_untracked(), "6,10");
         });
     }
 
@@ -1649,7 +1651,7 @@ mod tests {
             let d = form.fx_dropped.get_untracked().unwrap();
             assert_eq!(
                 (d.from, d.to, d.rate.as_str()),
-                (Currency::Eur, Currency::Brl, "6.1")
+                (Currency::Eur, Currency::Brl, "6.10")
             );
             assert!(form.lenient(l).1.contains(&Field::Fx));
         });

@@ -315,7 +315,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 
   test(`a rate belongs to its two currencies, and refused means refused on the charts too (${viewport.width} px)`, async () => {
     const { context, page, errors } = await openAt(browser, '/?v=2&c=45000&tk=2.4&pc=EUR&px=6.1&pd=2026-12-01', viewport);
     await hydrated(page);
-    assert.equal(await page.inputValue('#in-px'), '6,1');
+    assert.equal(await page.inputValue('#in-px'), '6,10');
     await page.waitForSelector('section.charts img');
     // Prices now in dollars: the euro's rate is dropped, and the page says
     // so and asks for the dollar's; no figure is computed at 6,1.
@@ -323,7 +323,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 
     assert.equal(await page.inputValue('#in-px'), '');
     assert.equal(await page.inputValue('#in-pd'), '');
     assert.equal(await page.locator('#fx-dropped').innerText(),
-      'A taxa € 1 = R$ 6,1 foi descartada: era do par EUR→BRL; informe quanto vale US$ 1 em R$.');
+      'A taxa € 1 = R$ 6,10 foi descartada: era do par EUR→BRL; informe quanto vale US$ 1 em R$.');
     assert.match(await page.locator('.field:has(#in-px) .field-error').innerText(), /informe o câmbio/);
     await waitOut(page, 'monthly_token_waste', '—');
     // The charts step aside with the results, at once.
@@ -331,7 +331,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 
     assert.ok(await page.locator('#charts-blocked').isVisible());
     // Back to euros: the rate typed for them comes back, and the charts.
     await page.selectOption('#in-pc', 'EUR');
-    assert.equal(await page.inputValue('#in-px'), '6,1');
+    assert.equal(await page.inputValue('#in-px'), '6,10');
     await page.waitForSelector('section.charts img');
     assert.ok(await page.locator('#fx-dropped').isHidden());
     // A model from the price table has dollar prices: the link it gives
@@ -345,7 +345,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 
     assert.match(page.url(), /pxd=EUR:6\.1/);
     assert.doesNotMatch(page.url(), /px=/);
     assert.equal(await page.inputValue('#in-px'), '');
-    assert.match(await page.locator('#fx-dropped').innerText(), /€ 1 = R\$ 6,1 foi descartada/);
+    assert.match(await page.locator('#fx-dropped').innerText(), /€ 1 = R\$ 6,10 foi descartada/);
     assert.equal(await text(page, 'monthly_token_waste'), '—');
     await page.screenshot({ path: `${ARTIFACTS}/calculator-rate-dropped-${viewport.width}.png`, fullPage: true });
     assert.deepEqual(errors, []);

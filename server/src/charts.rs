@@ -20,8 +20,8 @@ use app::i18n::{field_label, tr, utc_minute};
 use idem_core::cost::CostOutputs;
 use idem_core::locale::{format_count, format_money, format_pct, Currency, Locale};
 use idem_core::scenario::{annual_loss, loss_curve, Scenario};
-use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
-use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -197,24 +197,108 @@ fn font(k: f64, size: f64, color: RGBColor) -> TextStyle<'static> {
     (FAMILY, size * k).into_font().color(&color)
 }
 
-/// The smallest "round" number (1, 2 or 5 times a power of ten) at or above
-/// `v`, so axes end on a readable value.
-fn nice_ceiling(v: f64) -> f64 {
-    if v <= 0.0 || !v.is_finite() {
-        return 1.0;
-    }
-    let mag = 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
+/// An axis from zero to a round value just above the data: at most
+/// `steps` equal steps of 1, 2, 2.5 or 5 times a power of ten (never finer
+/// than `finest`, a cent or one count), ending on the first step at or
+/// above `top`. Returns the end and every tick, zero included, so the last
+/// tick is the end of the axis: R$ 5.940 gets 0 to 6.000 by 2.000, not an
+/// axis to 10.000 with its upper half empty.
+fn round_axis(top: f64, steps: usize, finest: f64) -> (f64, Vec<f64>) {
+    let top = if top.is_finite() && top > 0.0 {
+        top
+    } else {
+        finest
+    };
+    let step = nice_step((top / steps.max(1) as f64).max(finest));
+    let n = (top / step - 1e-9).ceil().max(1.0) as usize;
+    let end = n as f64 * step;
+    (end, (0..=n).map(|i| i as f64 * step).collect())
+}
+
+/// The smallest step of 1, 2, 2.5 or 5 times a power of ten at or above
+/// `raw` (positive and finite).
+fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    // The tolerance keeps a raw step of exactly 2000 from becoming 2500
+    // through a last-bit error of the division.
+    [1.0, 2.0, 2.5, 5.0, 10.0]
         .into_iter()
         .map(|c| c * mag)
-        .find(|c| *c >= v)
+        .find(|c| *c >= raw * (1.0 - 1e-9))
         .unwrap_or(10.0 * mag)
 }
 
-/// An amount on an axis: whole units, in the page's notation.
-fn money_tick(v: f64, l: Locale, c: Currency) -> String {
-    let d = Decimal::from_f64_retain(v.round()).unwrap_or_default();
-    format_money(d, l, c)
+/// Round ticks inside `lo..=hi` (an axis that does not start at zero, the
+/// tornado's), at most `steps + 1` of them; none for an empty range.
+fn inner_ticks(lo: f64, hi: f64, steps: usize) -> Vec<f64> {
+    let span = hi - lo;
+    if !(span.is_finite() && span > 0.0) {
+        return Vec::new();
+    }
+    let step = nice_step(span / steps.max(1) as f64);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last).map(|i| i as f64 * step).collect()
+}
+
+/// A number axis whose ticks are exactly the ones given: labels where the
+/// chart wants them (a round step, the middle of a bar's row), and no
+/// unlabelled light lines. plotters' own `WithKeyPoints` over an `f64`
+/// range lacks the value formatter its mesh asks for.
+#[derive(Clone)]
+struct Ticked {
+    range: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+fn ticked(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Ticked {
+    Ticked {
+        range: range.into(),
+        ticks,
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.range.map(value, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.range()
+    }
+}
+
+/// An amount on an axis in the page's notation: whole units when every
+/// tick of the axis is whole ("R$ 2.000", shorter, so five fit side by
+/// side), else to the cent.
+fn money_tick(v: f64, cents: bool, l: Locale, c: Currency) -> String {
+    let d = Decimal::from_f64_retain(v).unwrap_or_default().round_dp(2);
+    let shown = format_money(d, l, c);
+    if cents {
+        shown
+    } else {
+        // format_money always writes the cents: drop the mark and ",00".
+        let keep = shown.len().saturating_sub(3);
+        shown.get(..keep).unwrap_or(&shown).to_owned()
+    }
+}
+
+/// Whether an axis's ticks need cents to be told apart.
+fn needs_cents(ticks: &[f64]) -> bool {
+    ticks
+        .iter()
+        .any(|t| ((t * 100.0).round() / 100.0).fract() != 0.0)
 }
 
 fn pct_tick(v: f64, l: Locale) -> String {
@@ -331,14 +415,15 @@ impl Draw for Loss {
         area.fill(&WHITE)?;
         let here = f(self.here);
         let top = self.curve.iter().map(|p| p.1).fold(here, f64::max);
-        let ymax = nice_ceiling(top);
+        let (ymax, ticks) = round_axis(top, 5, 0.01);
+        let cents = needs_cents(&ticks);
         let mut chart = ChartBuilder::on(area)
             .caption(&self.figure.title, font(k, 18.0, INK))
             .margin(px(k, 10.0))
             .margin_right(px(k, 44.0))
             .x_label_area_size(px(k, 50.0))
             .y_label_area_size(px(k, 124.0))
-            .build_cartesian_2d(0f64..10f64, 0f64..ymax)?;
+            .build_cartesian_2d(0f64..10f64, ticked(0f64..ymax, ticks))?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -348,7 +433,7 @@ impl Draw for Loss {
             .x_labels(6)
             .y_labels(5)
             .x_label_formatter(&|v| pct_tick(*v, l))
-            .y_label_formatter(&|v| money_tick(*v, l, c))
+            .y_label_formatter(&|v| money_tick(*v, cents, l, c))
             .label_style(font(k, 13.5, MUTED))
             .axis_desc_style(font(k, 14.5, MUTED))
             .x_desc(tr(
@@ -394,10 +479,11 @@ impl Draw for Loss {
     }
 }
 
-/// A chart of horizontal bars: money along x, one labelled row per bar
-/// (the first on top).
-type BarChart<'a, DB> =
-    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordusize>>>;
+/// A chart of horizontal bars: money along x (its ticks chosen), one
+/// labelled row per bar, row `r` spanning `r..r + 1` on y (the first bar
+/// on the top row). Rows are plain numbers rather than plotters' segmented
+/// coordinates, which give a single row no height at all.
+type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, Ticked>>;
 
 /// What the bar charts (breakdown, tornado, comparison) share: the title,
 /// the row labels on the left, the money axis and its gridlines.
@@ -417,30 +503,35 @@ impl Frame<'_> {
         area: &'a DrawingArea<DB, Shift>,
         k: f64,
         x: std::ops::Range<f64>,
+        x_ticks: Vec<f64>,
     ) -> Result<BarChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
         let (l, c) = (self.l, self.c);
         let n = self.labels.len().max(1);
+        let cents = needs_cents(&x_ticks);
+        // A label's tick at the middle of its row.
+        let centers = (0..n).map(|r| r as f64 + 0.5).collect();
         let mut chart = ChartBuilder::on(area)
             .caption(self.title, font(k, 18.0, INK))
             .margin(px(k, 10.0))
             .margin_right(px(k, 44.0))
             .x_label_area_size(px(k, 48.0))
             .y_label_area_size(px(k, self.label_width))
-            .build_cartesian_2d(x, (0..n - 1).into_segmented())?;
+            .build_cartesian_2d(ticked(x, x_ticks), ticked(0f64..n as f64, centers))?;
         chart
             .configure_mesh()
             .disable_y_mesh()
             .light_line_style(TRANSPARENT)
             .bold_line_style(GRID.stroke_width(px(k, 1.0).max(1)))
             .axis_style(MUTED.stroke_width(px(k, 1.0).max(1)))
-            .x_labels(4)
-            .y_labels(n)
-            .x_label_formatter(&|v| money_tick(*v, l, c))
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) if *i < n => {
-                    self.labels.get(n - 1 - i).copied().unwrap_or("").to_owned()
-                }
-                _ => String::new(),
+            .x_label_formatter(&|v| money_tick(*v, cents, l, c))
+            .y_label_formatter(&|v| {
+                // Row r (from the bottom) holds label n − 1 − r.
+                let r = v.floor().max(0.0) as usize;
+                n.checked_sub(r + 1)
+                    .and_then(|i| self.labels.get(i))
+                    .copied()
+                    .unwrap_or("")
+                    .to_owned()
             })
             .label_style(font(k, 13.5, INK))
             .axis_desc_style(font(k, 14.5, MUTED))
@@ -450,24 +541,11 @@ impl Frame<'_> {
     }
 }
 
-/// One horizontal bar from `from` to `to` on `row`, `margin` pixels thinner
-/// than its row at top and bottom.
-fn bar(
-    from: f64,
-    to: f64,
-    row: usize,
-    color: RGBColor,
-    margin: u32,
-) -> Rectangle<(f64, SegmentValue<usize>)> {
-    let mut r = Rectangle::new(
-        [
-            (from, SegmentValue::Exact(row)),
-            (to, SegmentValue::Exact(row + 1)),
-        ],
-        color.filled(),
-    );
-    r.set_margin(margin, margin, 0, 0);
-    r
+/// One horizontal bar from `from` to `to` on `row`, filling the middle
+/// `1 − 2 × gap` of the row's height whatever that height is in pixels.
+fn bar(from: f64, to: f64, row: usize, color: RGBColor, gap: f64) -> Rectangle<(f64, f64)> {
+    let r = row as f64;
+    Rectangle::new([(from, r + gap), (to, r + 1.0 - gap)], color.filled())
 }
 
 /// One horizontal bar.
@@ -499,8 +577,10 @@ impl Draw for Bars {
         area.fill(&WHITE)?;
         let n = self.bars.len().max(1);
         let top = self.bars.iter().filter_map(|b| b.value).fold(0.0, f64::max);
-        // Room at the right for the amount written after the longest bar.
-        let xmax = nice_ceiling(top * 1.45);
+        // The amount written after the longest bar ("R$ 165.000,00") takes
+        // up to a third of the plot's width at 640 px, so the longest bar
+        // ends by two thirds; the axis then ends on the first round tick.
+        let (xmax, ticks) = round_axis(top * 1.5, 4, 0.01);
         let row = |i: usize| n - 1 - i; // the first bar on top
         let labels: Vec<&str> = self.bars.iter().map(|b| b.label.as_str()).collect();
         let frame = Frame {
@@ -511,16 +591,15 @@ impl Draw for Bars {
             l,
             c,
         };
-        let mut chart = frame.draw(area, k, 0f64..xmax)?;
-        let margin = px(k, 8.0);
+        let mut chart = frame.draw(area, k, 0f64..xmax, ticks)?;
         chart.draw_series(
             self.bars
                 .iter()
                 .enumerate()
-                .filter_map(|(i, b)| Some(bar(0.0, b.value?, row(i), b.color, margin))),
+                .filter_map(|(i, b)| Some(bar(0.0, b.value?, row(i), b.color, 0.2))),
         )?;
         chart.draw_series(self.bars.iter().enumerate().map(|(i, b)| {
-            EmptyElement::at((b.value.unwrap_or(0.0), SegmentValue::CenterOf(row(i))))
+            EmptyElement::at((b.value.unwrap_or(0.0), row(i) as f64 + 0.5))
                 + Text::new(
                     b.shown.clone(),
                     (px(k, 6.0) as i32, 0),
@@ -572,19 +651,15 @@ impl Draw for Tornado {
             l,
             c,
         };
-        let mut chart = frame.draw(area, k, lo..hi)?;
-        let margin = px(k, 6.0);
+        let mut chart = frame.draw(area, k, lo..hi, inner_ticks(lo, hi, 4))?;
         chart.draw_series(
             self.swings
                 .iter()
                 .enumerate()
-                .map(|(i, s)| bar(s.1.min(s.2), s.1.max(s.2), row(i), PALE_BLUE, margin)),
+                .map(|(i, s)| bar(s.1.min(s.2), s.1.max(s.2), row(i), PALE_BLUE, 0.15)),
         )?;
         chart.draw_series(std::iter::once(PathElement::new(
-            vec![
-                (self.base, SegmentValue::Exact(0)),
-                (self.base, SegmentValue::Exact(n)),
-            ],
+            vec![(self.base, 0.0), (self.base, n as f64)],
             INK.stroke_width(px(k, 1.5).max(1)),
         )))?;
         Ok(())
@@ -726,10 +801,10 @@ impl Draw for Lines {
             .iter()
             .flat_map(|(_, v, _)| v.iter().copied())
             .fold(0.0, f64::max);
-        let ymax = if self.percent {
-            nice_ceiling(top).clamp(1.0, 100.0)
+        let (ymax, ticks) = if self.percent {
+            round_axis(top.min(100.0), 5, 0.01)
         } else {
-            nice_ceiling(top).max(1.0)
+            round_axis(top, 5, 1.0)
         };
         let xmax = (n.max(2) - 1) as f64;
         let mut chart = ChartBuilder::on(area)
@@ -738,7 +813,7 @@ impl Draw for Lines {
             .margin_right(px(k, 44.0))
             .x_label_area_size(px(k, 46.0))
             .y_label_area_size(px(k, 72.0))
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
+            .build_cartesian_2d(0f64..xmax, ticked(0f64..ymax, ticks))?;
         let time = |v: &f64| {
             let i = v.round().max(0.0) as usize;
             self.times.get(i).map_or_else(String::new, |ms| {
@@ -799,11 +874,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn axes_end_on_round_numbers() {
-        assert_eq!(nice_ceiling(5940.0), 10000.0);
-        assert_eq!(nice_ceiling(1782.0), 2000.0);
-        assert_eq!(nice_ceiling(0.0), 1.0);
-        assert_eq!(nice_ceiling(f64::NAN), 1.0);
+    fn axes_end_on_the_first_round_tick_above_the_data() {
+        // The reference's loss curve tops at 12 × 30.000 × 10% × 0,165.
+        assert_eq!(
+            round_axis(5940.0, 5, 0.01),
+            (6000.0, vec![0.0, 2000.0, 4000.0, 6000.0])
+        );
+        assert_eq!(
+            round_axis(165_000.0, 4, 0.01),
+            (
+                200_000.0,
+                vec![0.0, 50_000.0, 100_000.0, 150_000.0, 200_000.0]
+            )
+        );
+        // Exactly on a tick: that tick ends the axis.
+        assert_eq!(round_axis(2000.0, 4, 0.01).0, 2000.0);
+        assert_eq!(round_axis(9.0, 4, 0.01).0, 10.0);
+        assert_eq!(round_axis(2.3, 4, 1.0), (3.0, vec![0.0, 1.0, 2.0, 3.0]));
+        // Nothing to show: an axis of one finest step, never 0..0 or NaN.
+        assert_eq!(round_axis(0.0, 4, 0.01), (0.01, vec![0.0, 0.01]));
+        assert_eq!(round_axis(f64::NAN, 4, 1.0), (1.0, vec![0.0, 1.0]));
+        assert_eq!(round_axis(f64::INFINITY, 4, 1.0).0, 1.0);
+        assert_eq!(
+            inner_ticks(1400.0, 2200.0, 4),
+            vec![1400.0, 1600.0, 1800.0, 2000.0, 2200.0]
+        );
+        assert!(inner_ticks(5.0, 5.0, 4).is_empty());
+        assert!(inner_ticks(f64::NAN, 5.0, 4).is_empty());
+        // Every axis: ends at or above the data, at most one step above.
+        for top in [0.37, 1.0, 12.5, 148.5, 1782.0, 99_999.0, 3.3e7] {
+            let (end, ticks) = round_axis(top, 4, 0.01);
+            let step = ticks[1] - ticks[0];
+            assert!(end >= top && end - step < top, "{top}: {ticks:?}");
+            assert!(ticks.len() <= 6, "{top}: {ticks:?}");
+            assert_eq!(ticks.last(), Some(&end));
+        }
     }
 
     fn texts(svg: &str) -> Vec<String> {
@@ -828,7 +933,9 @@ mod tests {
         let pt = svg("loss", &s, Locale::PtBr);
         let t = texts(&pt);
         assert!(t.contains(&"você: R$ 1.782,00 (3,00%)".to_owned()), "{t:?}");
-        for tick in ["0,00%", "10,00%", "R$ 0,00", "R$ 5.000,00", "R$ 10.000,00"] {
+        // The curve tops at 12 × 30.000 × 10% × R$ 0,165 = R$ 5.940: the
+        // axis ends on the first round tick above it.
+        for tick in ["0,00%", "10,00%", "R$ 0", "R$ 2.000", "R$ 6.000"] {
             assert!(t.contains(&tick.to_owned()), "{tick} in {t:?}");
         }
         // The marker: a red circle where 3% meets R$ 1.782 on the axes.
@@ -849,7 +956,8 @@ mod tests {
         );
         let en = texts(&svg("loss", &s, Locale::EnUs));
         assert!(en.contains(&"you: R$1,782.00 (3.00%)".to_owned()), "{en:?}");
-        assert!(en.contains(&"R$10,000.00".to_owned()), "{en:?}");
+        assert!(en.contains(&"R$6,000".to_owned()), "{en:?}");
+        assert!(!en.contains(&"R$8,000".to_owned()), "{en:?}");
         assert!(en.contains(&"conversations that repeat the call".to_owned()));
     }
 
@@ -920,6 +1028,42 @@ mod tests {
         for want in ["A", "com idem", "R$ 1.782,00", "R$ 0,00", "link inválido"] {
             assert!(t.contains(&want.to_owned()), "{want} in {t:?}");
         }
+        // One scenario alone: its bar has height, sits in the plot, and the
+        // axis ends on the first round tick past the bar and its amount
+        // (R$ 165.000 × 1,5 = R$ 247.500 → 300.000 by 100.000, four
+        // steps at most so the labels fit side by side).
+        let one = vec![CompareColumn {
+            label: "Referência".into(),
+            annual_loss: Ok(Decimal::from(165_000)),
+        }];
+        let svg = String::from_utf8(
+            compare_chart(&one, Currency::Brl, Locale::PtBr, Format::Svg)
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .unwrap_or_default();
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}"));
+        let bars: Vec<(f64, f64)> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#1F5FBF"))
+            .map(|n| {
+                let num = |a| {
+                    n.attribute(a)
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .unwrap_or(-1.0)
+                };
+                (num("width"), num("height"))
+            })
+            .collect();
+        assert_eq!(bars.len(), 1, "{svg}");
+        assert!(bars[0].0 > 100.0 && bars[0].1 > 12.0, "{bars:?}");
+        let t = texts(&svg);
+        for want in ["Referência", "R$ 165.000,00", "R$ 300.000", "R$ 100.000"] {
+            assert!(t.contains(&want.to_owned()), "{want} in {t:?}");
+        }
+        assert!(
+            !t.iter().any(|x| x == "R$ 400.000" || x == "R$ 250.000"),
+            "{t:?}"
+        );
         let points: Vec<SeriesPoint> = (0..24)
             .map(|i| SeriesPoint {
                 start_ms: 1_796_040_300_000 + i * 3_600_000,

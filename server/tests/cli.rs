@@ -1345,3 +1345,139 @@ fn commands_on_the_embedded_database_say_which_file_they_opened() {
     );
     assert!(stdout(&listed).starts_with("acme\t"), "{}", stdout(&listed));
 }
+
+/// The corpus of hand-computed contracts (testkit/fixtures/contracts.json).
+fn contracts() -> Vec<serde_json::Value> {
+    let doc: serde_json::Value = serde_json::from_str(idem_testkit::CONTRACTS).unwrap();
+    doc["contracts"].as_array().unwrap().clone()
+}
+
+/// A calculator link's values as `idem cost` flags, numbers written the
+/// way `locale` writes them (`45.000`, `0,015` in pt-BR).
+fn contract_flags(link: &str, pt_br: bool) -> Vec<String> {
+    let mut args = vec!["cost".to_owned()];
+    for (key, value) in link.split('&').filter_map(|kv| kv.split_once('=')) {
+        let flag = match key {
+            "v" => continue,
+            "c" => "conversations",
+            "ti" => "tokens-in",
+            "cs" => "cached-share",
+            "to" => "tokens-out",
+            "cl" => "calls",
+            "pi" => "price-in",
+            "pca" => "price-cached",
+            "po" => "price-out",
+            "px" => "fx",
+            "tk" => "ticket",
+            "d" => "duplicate-rate",
+            "dcs" => "dup-cache-share",
+            "ms" => "money-share",
+            "ac" => "avg-charge",
+            "oc" => "ops-cost",
+            "cr" => "claim-rate",
+            "u" => "price-unit",
+            "pc" => "price-currency",
+            "rc" => "revenue-currency",
+            "pd" => "fx-date",
+            other => panic!("no flag for link key {other}"),
+        };
+        let numeric = !matches!(key, "u" | "pc" | "rc" | "pd");
+        let value = if numeric && pt_br {
+            let (int, frac) = value.split_once('.').unwrap_or((value, ""));
+            let mut grouped = String::new();
+            for (i, ch) in int.chars().enumerate() {
+                if i > 0 && (int.len() - i) % 3 == 0 {
+                    grouped.push('.');
+                }
+                grouped.push(ch);
+            }
+            if frac.is_empty() {
+                grouped
+            } else {
+                format!("{grouped},{frac}")
+            }
+        } else {
+            value.to_owned()
+        };
+        args.push(format!("--{flag}"));
+        args.push(value);
+    }
+    args.push("--locale".into());
+    args.push(if pt_br { "pt-BR" } else { "en" }.into());
+    args
+}
+
+/// Two exact decimals are the same number (compared at ten places, where
+/// the corpus rounds a share that does not terminate).
+fn same_number(got: &str, want: &str) -> bool {
+    let p = |s: &str| {
+        s.parse::<rust_decimal::Decimal>()
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+            .round_dp(10)
+    };
+    p(got) == p(want)
+}
+
+#[test]
+fn every_contract_of_the_corpus_comes_out_exact_in_json_and_in_the_table() {
+    let corpus = contracts();
+    assert!(corpus.len() >= 10, "the corpus has at least ten contracts");
+    for c in &corpus {
+        let name = c["name"].as_str().unwrap();
+        let link = c["link"].as_str().unwrap();
+        for pt_br in [false, true] {
+            let mut args = contract_flags(link, pt_br);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let table = idem(&refs, "", None);
+            assert!(table.status.success(), "{name}: {}", stderr(&table));
+            let table = stdout(&table);
+            args.push("--json".into());
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = idem(&refs, "", None);
+            assert!(o.status.success(), "{name} {args:?}: {}", stderr(&o));
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(v["currency"], c["currency"], "{name}");
+            for (key, want) in c["exact"].as_object().unwrap() {
+                match want.as_str() {
+                    None => assert!(v[key].is_null(), "{name}: {key} is {}", v[key]),
+                    Some(want) => {
+                        let got = v[key]
+                            .as_str()
+                            .unwrap_or_else(|| panic!("{name}: no {key} in {v}"));
+                        assert!(same_number(got, want), "{name}: {key} {got} ≠ {want}");
+                    }
+                }
+            }
+            // The table, in the locale asked for, shows the page's figures.
+            let shown = c["shown_pt_BR"].as_object().unwrap();
+            for key in [
+                "monthly_token_waste",
+                "annual_token_waste",
+                "monthly_revenue",
+            ] {
+                let pt = shown[key].as_str().unwrap();
+                let want = if pt_br { pt.to_owned() } else { in_english(pt) };
+                assert!(table.contains(&want), "{name}: {want} in\n{table}");
+            }
+        }
+    }
+}
+
+/// A pt-BR figure as the English page and table write it: separators
+/// swapped, the symbol against the number ("R$ 1.782,00" → "R$1,782.00",
+/// "US$ 0,02" → "$0.02").
+fn in_english(pt: &str) -> String {
+    let swapped: String = pt
+        .chars()
+        .map(|ch| match ch {
+            '.' => ',',
+            ',' => '.',
+            other => other,
+        })
+        .collect();
+    match swapped.split_once(' ') {
+        Some(("US$", n)) => format!("${n}"),
+        Some((sym, n)) => format!("{sym}{n}"),
+        None => swapped,
+    }
+}

@@ -680,3 +680,122 @@ async fn a_comparison_is_saved_under_one_short_link() {
     let res = save("", vec![]).await.unwrap();
     assert_eq!(res.status(), 422);
 }
+
+/// A cell as a spreadsheet of that locale reads it: a pt-BR sheet takes `.`
+/// as the thousands separator and `,` as the decimal mark (so `0.075` would
+/// be seventy-five), an English sheet the reverse. `None`: the sheet keeps
+/// the cell as text.
+fn sheet_number(cell: &str, pt_br: bool) -> Option<rust_decimal::Decimal> {
+    let (group, decimal) = if pt_br { ('.', ',') } else { (',', '.') };
+    if cell.matches(decimal).count() > 1 {
+        return None;
+    }
+    let plain: String = cell
+        .chars()
+        .filter(|c| *c != group)
+        .map(|c| if c == decimal { '.' } else { c })
+        .collect();
+    plain.parse().ok()
+}
+
+/// A pt-BR figure as the English page writes it ("R$ 1.782,00" →
+/// "R$1,782.00", "US$ 0,02" → "$0.02").
+fn in_english(pt: &str) -> String {
+    let swapped: String = pt
+        .chars()
+        .map(|ch| match ch {
+            '.' => ',',
+            ',' => '.',
+            other => other,
+        })
+        .collect();
+    match swapped.split_once(' ') {
+        Some(("US$", n)) => format!("${n}"),
+        Some((sym, n)) => format!("{sym}{n}"),
+        None => swapped,
+    }
+}
+
+#[tokio::test]
+async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
+    let (base, _dir) = start().await;
+    let doc: serde_json::Value = serde_json::from_str(idem_testkit::CONTRACTS).unwrap();
+    let corpus = doc["contracts"].as_array().unwrap();
+    assert!(corpus.len() >= 10);
+    for c in corpus {
+        let name = c["name"].as_str().unwrap();
+        let link = c["link"].as_str().unwrap();
+        for (lang, pt_br) in [("pt-BR", true), ("en-US", false)] {
+            let res = reqwest::get(format!("{base}/export.csv?{link}&lang={lang}"))
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200, "{name} {lang}");
+            let body = res.text().await.unwrap();
+            // The dialect a spreadsheet of the locale opens in columns.
+            let text = if pt_br {
+                body.strip_prefix('\u{feff}')
+                    .unwrap_or_else(|| panic!("{name}: pt-BR starts with a BOM"))
+            } else {
+                assert!(!body.starts_with('\u{feff}'));
+                body.as_str()
+            };
+            let mut reader = csv::ReaderBuilder::new()
+                .delimiter(if pt_br { b';' } else { b',' })
+                .from_reader(text.as_bytes());
+            let mut outputs = std::collections::HashMap::new();
+            for rec in reader.records() {
+                let rec = rec.unwrap();
+                assert_eq!(rec.len(), 6, "{name} {lang}: {rec:?}");
+                match &rec[0] {
+                    // Every typed value reads back as the link's number.
+                    "input" => {
+                        let Some(want) = link
+                            .split('&')
+                            .filter_map(|kv| kv.split_once('='))
+                            .find(|(k, _)| *k == &rec[1])
+                            .map(|(_, v)| v)
+                        else {
+                            continue;
+                        };
+                        if let Ok(want) = want.parse::<rust_decimal::Decimal>() {
+                            assert_eq!(
+                                sheet_number(&rec[3], pt_br),
+                                Some(want),
+                                "{name} {lang}: input {} is {:?}",
+                                &rec[1],
+                                &rec[3]
+                            );
+                        }
+                    }
+                    "output" => {
+                        outputs.insert(rec[1].to_owned(), (rec[3].to_owned(), rec[4].to_owned()));
+                    }
+                    _ => {}
+                }
+            }
+            let shown = c["shown_pt_BR"].as_object().unwrap();
+            for (key, pt) in shown {
+                let (value, formatted) = outputs
+                    .get(key)
+                    .unwrap_or_else(|| panic!("{name} {lang}: no {key} in\n{body}"));
+                let pt = pt.as_str().unwrap();
+                let want_formatted = if pt_br { pt.to_owned() } else { in_english(pt) };
+                assert_eq!(formatted, &want_formatted, "{name} {lang}: {key}");
+                match c["exact"][key].as_str() {
+                    None => assert_eq!(value, "", "{name} {lang}: {key}"),
+                    Some(want) => {
+                        let got = sheet_number(value, pt_br).unwrap_or_else(|| {
+                            panic!("{name} {lang}: {key} {value:?} reads as text")
+                        });
+                        let want: rust_decimal::Decimal = want.parse().unwrap();
+                        assert_eq!(
+                            got.round_dp(10),
+                            want.round_dp(10),
+                            "{name} {lang}: {key} {value:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -146,3 +146,9 @@ macro_rules! both {
         }
     };
 }
+
+/// The corpus of hand-computed contracts (`testkit/fixtures/contracts.json`):
+/// each has a calculator link, the exact figures and what the pt-BR page
+/// shows, with the arithmetic that gave them. The CLI, CSV and browser
+/// tests all check the same contracts.
+pub const CONTRACTS: &str = include_str!("../fixtures/contracts.json");
