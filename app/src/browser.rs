@@ -131,39 +131,6 @@ pub fn address() -> (String, String) {
     )
 }
 
-/// What the calculator starts from, read the way the server read it: on
-/// `/s/{id}` the saved scenario the server put in `#page-data`, elsewhere
-/// the address bar's query, decoded by the browser and collected into the
-/// router's `ParamsMap` as the router itself does (the same unescaping and
-/// order), so hydration renders what the server did.
-pub fn calculator_start() -> (Vec<(String, String)>, Option<crate::SavedView>) {
-    let (path, search) = address();
-    if let Some(id) = path.strip_prefix("/s/") {
-        let saved = read_page_scenarios().get(id).cloned();
-        let initial = saved
-            .as_ref()
-            .map(|v| crate::pages::pairs(&v.query))
-            .unwrap_or_default();
-        return (initial, saved);
-    }
-    let mut decoded = Vec::new();
-    if let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) {
-        if let Ok(Some(entries)) = js_sys::try_iter(&params) {
-            for entry in entries.flatten() {
-                let Ok(pair) = entry.dyn_into::<js_sys::Array>() else {
-                    continue;
-                };
-                if let (Some(k), Some(v)) = (pair.get(0).as_string(), pair.get(1).as_string()) {
-                    decoded.push((k, v));
-                }
-            }
-        }
-    }
-    let map: leptos_router::params::ParamsMap = decoded.into_iter().collect();
-    let initial = map.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    (initial, None)
-}
-
 /// The saved scenarios the server put in `#page-data` (see
 /// [`crate::PageScenarios`]).
 pub fn read_page_scenarios() -> crate::PageScenarios {

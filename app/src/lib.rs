@@ -357,6 +357,40 @@ fn lang_href(l: Locale, path: &str, search: &str) -> String {
     format!("{path}?{}", parts.join("&"))
 }
 
+#[cfg(feature = "hydrate")]
+/// What the calculator starts from, read the way the server read it: on
+/// `/s/{id}` the saved scenario the server put in `#page-data`, elsewhere
+/// the address bar's query, decoded by the browser and collected into the
+/// router's `ParamsMap` as the router itself does (the same unescaping and
+/// order), so hydration renders what the server did.
+fn calculator_start() -> (Vec<(String, String)>, Option<SavedView>) {
+    let (path, search) = browser::address();
+    if let Some(id) = path.strip_prefix("/s/") {
+        let saved = browser::read_page_scenarios().get(id).cloned();
+        let initial = saved
+            .as_ref()
+            .map(|v| pages::pairs(&v.query))
+            .unwrap_or_default();
+        return (initial, saved);
+    }
+    let mut decoded = Vec::new();
+    if let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) {
+        if let Ok(Some(entries)) = js_sys::try_iter(&params) {
+            for entry in entries.flatten() {
+                let Ok(pair) = wasm_bindgen::JsCast::dyn_into::<js_sys::Array>(entry) else {
+                    continue;
+                };
+                if let (Some(k), Some(v)) = (pair.get(0).as_string(), pair.get(1).as_string()) {
+                    decoded.push((k, v));
+                }
+            }
+        }
+    }
+    let map: leptos_router::params::ParamsMap = decoded.into_iter().collect();
+    let initial = map.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    (initial, None)
+}
+
 /// The browser entry point: hydrates the header and, where the page has
 /// one, the calculator, sharing one locale between them.
 #[cfg(feature = "hydrate")]
@@ -381,7 +415,7 @@ pub fn hydrate() {
         .forget();
     }
     if let Some(calculator) = root(CALCULATOR_ROOT) {
-        let (initial, saved) = browser::calculator_start();
+        let (initial, saved) = calculator_start();
         hydrate_from(calculator, move || {
             provide_context(prefs);
             view! { <Calculator initial saved/> }

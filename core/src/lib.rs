@@ -21,6 +21,7 @@ pub mod payload;
 pub mod pix;
 pub mod scenario;
 pub mod secret;
+mod text;
 
 pub use catalog::{ActionSpec, Catalog, FieldSpec, Rule, RulesVersion};
 pub use derive::{Derived, IdempotencyKey, KeyDeriver, NormalizedPayload};

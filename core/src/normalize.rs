@@ -7,16 +7,9 @@ use crate::pix::{self, PixKeyType};
 use crate::{Cents, Error};
 use std::borrow::Cow;
 
-/// Python's `str.isspace`, which the reference derivation's `strip()` uses:
-/// Unicode White_Space plus the four information separators U+001C..U+001F.
-pub fn py_isspace(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `str.strip()` with no argument.
-pub fn py_strip(s: &str) -> &str {
-    s.trim_matches(py_isspace)
-}
+// The text primitives live in their own leaf, which `pix` uses too; they
+// stay reachable here, where the library's users found them.
+pub use crate::text::{lower, nfc, py_isalnum, py_isspace, py_strip};
 
 /// Python's `strip()` of a possibly borrowed text, borrowing when it can.
 fn trimmed(s: Cow<'_, str>) -> Cow<'_, str> {
@@ -24,35 +17,6 @@ fn trimmed(s: Cow<'_, str>) -> Cow<'_, str> {
         Cow::Borrowed(b) => Cow::Borrowed(py_strip(b)),
         Cow::Owned(o) => Cow::Owned(py_strip(&o).to_owned()),
     }
-}
-
-/// Python's `str.lower()`, without allocating when there is nothing to lower.
-pub fn lower(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() {
-        if s.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(s.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(s)
-        }
-    } else {
-        Cow::Owned(s.to_lowercase())
-    }
-}
-
-/// Unicode NFC, without allocating when the text is already composed (the
-/// quick check answers yes for all ASCII and nearly all real text).
-pub fn nfc(s: &str) -> Cow<'_, str> {
-    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
-    match is_nfc_quick(s.chars()) {
-        IsNormalized::Yes => Cow::Borrowed(s),
-        _ => Cow::Owned(s.nfc().collect()),
-    }
-}
-
-/// Python's `str.isalnum`: letters and numbers, but not the combining marks
-/// that Rust's `is_alphanumeric` also counts as alphabetic.
-pub fn py_isalnum(c: char) -> bool {
-    c.is_alphanumeric() && !unicode_normalization::char::is_combining_mark(c)
 }
 
 /// Text of a field whose rule takes text: a string, or an integer written

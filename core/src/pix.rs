@@ -8,7 +8,7 @@
 //!   lowercase e-mail, lowercase hyphenated random key (EVP). The key type is
 //!   taken from the payload when given and inferred only when unambiguous.
 
-use crate::normalize::{lower, nfc, py_isalnum, py_strip};
+use crate::text::{lower, nfc, py_isalnum, py_strip};
 use std::fmt;
 use std::str::FromStr;
 

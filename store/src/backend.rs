@@ -7,7 +7,7 @@ use crate::model::{
     Alert, AlertEvaluation, DeliveryOutcome, Millis, OutboxMessage, WebhookCounts, WebhookDelivery,
     WebhookEndpoint,
 };
-use crate::stats::{Cell, Counts, Granularity};
+use crate::stats::{Cell, Counts, Granularity, JournalRow};
 
 /// A tenant's registration.
 #[derive(Debug, sqlx::FromRow)]
@@ -190,17 +190,6 @@ macro_rules! bind_counts {
             .bind($n.http_422)
             .bind($n.delay_max_ms)
     };
-}
-
-/// A statistics journal row, as the flusher takes it.
-#[derive(Debug, sqlx::FromRow)]
-pub(crate) struct JournalRow {
-    pub bucket_start_ms: i64,
-    pub action: String,
-    #[sqlx(flatten)]
-    pub counts: Counts,
-    pub delay_le_ms: Option<i64>,
-    pub delay_count: i64,
 }
 
 /// An admin totals row.

@@ -10,6 +10,17 @@
 use crate::model::Millis;
 use std::collections::HashMap;
 
+/// A statistics journal row, as the flusher takes it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct JournalRow {
+    pub bucket_start_ms: i64,
+    pub action: String,
+    #[sqlx(flatten)]
+    pub counts: Counts,
+    pub delay_le_ms: Option<i64>,
+    pub delay_count: i64,
+}
+
 /// Upper bounds (ms) of the redelivery-delay histogram buckets. Percentiles
 /// are reported as the bound of the bucket they fall in: an upper bound,
 /// which is the safe side when sizing retention.
@@ -164,7 +175,7 @@ impl Accumulator {
     }
 
     /// Adds one journal row.
-    pub(crate) fn add_journal(&mut self, tenant: &str, row: &crate::backend::JournalRow) {
+    pub(crate) fn add_journal(&mut self, tenant: &str, row: &JournalRow) {
         let cell = self.cell(tenant, &row.action, row.bucket_start_ms);
         cell.counts.add(&row.counts);
         if let Some(le) = row.delay_le_ms {
