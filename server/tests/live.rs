@@ -378,6 +378,11 @@ async fn two_instances_show_the_same_numbers(db: &Db) {
     .await;
     assert_eq!(on_a["totals"], on_b["totals"]);
     assert_eq!(on_a["rows"], on_b["rows"]);
+    // The counters are the statistics' own, under /v1/stats' names.
+    for key in ["corrections", "delay_max_ms", "redelivered_intents", "http_422"] {
+        assert!(on_a["totals"][key].is_i64(), "{key}: {on_a}");
+        assert!(on_a["rows"][0][key].is_i64(), "{key}: {on_a}");
+    }
     a.store.close().await;
     b.store.close().await;
 }

@@ -104,7 +104,8 @@ impl Counts {
         }
     }
 
-    fn add(&mut self, o: &Counts) {
+    /// Adds another bucket's counters (the longest delay is the larger).
+    pub fn add(&mut self, o: &Counts) {
         self.intents += o.intents;
         self.deliveries += o.deliveries;
         self.redeliveries += o.redeliveries;

@@ -1,8 +1,8 @@
 //! The HTTP side: [`router`] builds the application's routes from one
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
-//! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `guard`,
-//! `conn`, `assets` and `metrics` are leaves that import no area; the areas
+//! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `markup`,
+//! `guard`, `conn`, `assets` and `metrics` are leaves that import no area; the areas
 //! (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`, `charts`, `live`,
 //! `prices`) import only leaves (and `idempotency`, which `demo` wears);
 //! this module merges the areas.
@@ -18,6 +18,7 @@ pub mod fixture;
 pub mod guard;
 pub mod idempotency;
 pub mod live;
+pub mod markup;
 pub mod metrics;
 pub mod openapi;
 pub mod prices;

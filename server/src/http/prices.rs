@@ -5,16 +5,16 @@
 //! the picker works the same with and without JavaScript.
 
 use super::extract::request_locale;
+use super::markup::scrolling;
 use crate::prices::{table, ModelPrice};
 use app::i18n::tr;
-use app::markup::{esc, scroll_open, SCROLL_CLOSE};
 use axum::extract::{Query, State};
 use axum::http::{header, request::Parts};
 use axum::response::{Html, IntoResponse, Response};
 use idem_core::locale::{format_decimal, Locale};
 use idem_core::scenario::Scenario;
 use leptos::config::LeptosOptions;
-use std::fmt::Write;
+use maud::{html, Markup, DOCTYPE};
 
 /// The most models one search lists.
 pub const MAX_RESULTS: usize = 60;
@@ -52,7 +52,7 @@ pub fn use_href(back: &str, m: &ModelPrice, date: &str, l: Locale) -> String {
 /// The site's header, as the other pages show it (the page links and the
 /// language switch), written by the server: this page has no wasm. Every
 /// link keeps the scenario the reader came from.
-fn site_header(back: &str, q: &str, l: Locale) -> String {
+fn site_header(back: &str, q: &str, l: Locale) -> Markup {
     let scenario = if back.is_empty() { "v=2" } else { back };
     let lang = |to: Locale| match to {
         Locale::PtBr => "lang=pt-BR",
@@ -68,43 +68,77 @@ fn site_header(back: &str, q: &str, l: Locale) -> String {
         h.push_str(lang(to));
         h
     };
-    let current = |to: Locale| {
-        if to == l {
-            " aria-current=\"true\""
-        } else {
-            ""
+    let current = |to: Locale| (to == l).then_some("true");
+    html! {
+        header class="top" {
+            span class="brand" { "idem" }
+            span class="tagline" {
+                (tr(l, "Dinheiro e chamadas de modelo que executam uma vez só", "Money and model calls that execute once"))
+            }
+            nav class="pages" {
+                a href=(format!("/?{scenario}&{}", lang(l))) rel="external" { (tr(l, "Calculadora", "Calculator")) }
+                a href=(format!("/compare?s={}&{}", encode(scenario), lang(l))) rel="external" { (tr(l, "Comparar", "Compare")) }
+                a href=(format!("/live?{}", lang(l))) rel="external" { (tr(l, "Ao vivo", "Live")) }
+            }
+            nav class="locale" aria-label="Idioma / Language" {
+                a href=(here(Locale::PtBr)) hreflang="pt-BR" id="lang-pt-BR" aria-current=[current(Locale::PtBr)] { "Português" }
+                a href=(here(Locale::EnUs)) hreflang="en-US" id="lang-en-US" aria-current=[current(Locale::EnUs)] { "English" }
+            }
         }
-    };
-    format!(
-        "<header class=\"top\"><span class=\"brand\">idem</span>\
-         <span class=\"tagline\">{tagline}</span>\
-         <nav class=\"pages\"><a href=\"{calc}\" rel=\"external\">{calc_label}</a>\
-         <a href=\"{compare}\" rel=\"external\">{compare_label}</a>\
-         <a href=\"/live?{lang}\" rel=\"external\">{live_label}</a></nav>\
-         <nav class=\"locale\" aria-label=\"Idioma / Language\">\
-         <a href=\"{pt}\" hreflang=\"pt-BR\" id=\"lang-pt-BR\"{pt_current}>Português</a>\
-         <a href=\"{en}\" hreflang=\"en-US\" id=\"lang-en-US\"{en_current}>English</a></nav></header>",
-        tagline = tr(
-            l,
-            "Dinheiro e chamadas de modelo que executam uma vez só",
-            "Money and model calls that execute once"
-        ),
-        calc = esc(&format!("/?{scenario}&{}", lang(l))),
-        calc_label = tr(l, "Calculadora", "Calculator"),
-        compare = esc(&format!("/compare?s={}&{}", encode(scenario), lang(l))),
-        compare_label = tr(l, "Comparar", "Compare"),
-        lang = lang(l),
-        live_label = tr(l, "Ao vivo", "Live"),
-        pt = esc(&here(Locale::PtBr)),
-        en = esc(&here(Locale::EnUs)),
-        pt_current = current(Locale::PtBr),
-        en_current = current(Locale::EnUs),
-    )
+    }
 }
 
 /// Percent-encodes text to travel as one query value.
 fn encode(v: &str) -> String {
     form_urlencoded::byte_serialize(v.as_bytes()).collect()
+}
+
+/// The table of the models a search found: the link that takes a model's
+/// prices sits with its name, first in the row, so a phone shows it
+/// without scrolling the table sideways.
+fn results(hits: &[&ModelPrice], back: &str, date: &str, l: Locale) -> Markup {
+    let n = |d| format_decimal(d, l, 2, 10);
+    scrolling(
+        tr(l, "Modelos encontrados", "Models found"),
+        l,
+        html! {
+            table id="price-results" {
+                thead { tr {
+                    th scope="col" { (tr(l, "Modelo", "Model")) }
+                    th scope="col" { (tr(l, "Entrada", "Input")) }
+                    th scope="col" { (tr(l, "Entrada em cache", "Cached input")) }
+                    th scope="col" { (tr(l, "Saída", "Output")) }
+                } }
+                tbody {
+                    @for m in hits {
+                        tr data-model=(m.id) {
+                            th scope="row" {
+                                code { (m.id) }
+                                br;
+                                small { (m.provider_name) " · " (m.name) }
+                                @if m.tiered {
+                                    " "
+                                    small { (tr(l, "faixa base; prompts longos custam mais", "base tier; long prompts cost more")) }
+                                }
+                                br;
+                                a class="use-model" rel="external" href=(use_href(back, m, date, l)) {
+                                    (tr(l, "Usar estes preços", "Use these prices"))
+                                }
+                            }
+                            td { "US$ " (n(m.input)) }
+                            td {
+                                @match m.cached {
+                                    Some(c) => { "US$ " (n(c)) }
+                                    None => (tr(l, "sem desconto (= entrada)", "no discount (= input)")),
+                                }
+                            }
+                            td { "US$ " (n(m.output)) }
+                        }
+                    }
+                }
+            }
+        },
+    )
 }
 
 /// The page.
@@ -130,95 +164,54 @@ pub async fn page(
     } else {
         t.search(q, MAX_RESULTS)
     };
-    let n = |d| format_decimal(d, l, 2, 10);
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title}</title><link rel=\"stylesheet\" href=\"/{pkg}/{css}.css\"></head><body>\
-         {header}<main>\
-         <h1>{title}</h1><p class=\"note\">{source} {date}. {explain}</p>\
-         <form method=\"get\" action=\"/prices\" role=\"search\">\
-         <input type=\"hidden\" name=\"back\" value=\"{back}\"><input type=\"hidden\" name=\"lang\" value=\"{lang}\">\
-         <label for=\"model-q\">{label}</label> <input id=\"model-q\" name=\"q\" type=\"search\" value=\"{q}\" autofocus \
-         placeholder=\"claude sonnet · gpt-4.1 mini · gemini\"> <button type=\"submit\">{search}</button></form>",
-        lang = l.tag(),
-        pkg = site.site_pkg_dir,
-        css = site.output_name,
-        title = tr(l, "Preços de um modelo", "A model's prices"),
-        header = site_header(back, q, l),
-        source = tr(l, "Tabela genai-prices (pydantic, licença MIT), preços em vigor em", "The genai-prices table (pydantic, MIT licence), prices in effect on"),
-        date = t.date,
-        explain = tr(
-            l,
-            "Preços em US$ por 1M de tokens. Escolher um modelo leva os preços para a calculadora e guarda no link o modelo e os preços, que não mudam quando a tabela for atualizada.",
-            "Prices in US$ per 1M tokens. Choosing a model takes its prices to the calculator and keeps the model and the prices in the link, which do not change when the table is updated."
-        ),
-        back = esc(back),
-        label = tr(l, "Buscar modelo", "Search models"),
-        q = esc(q),
-        search = tr(l, "Buscar", "Search"),
-    );
-    if !q.is_empty() && hits.is_empty() {
-        let _ = write!(
-            out,
-            "<p class=\"scenario-error\" role=\"alert\">{}</p>",
-            tr(
-                l,
-                "Nenhum modelo da tabela tem essas palavras.",
-                "No model in the table has those words."
-            )
-        );
-    }
-    if !hits.is_empty() {
-        let _ = write!(
-            out,
-            "{}<table id=\"price-results\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th><th scope=\"col\">{}</th></tr></thead><tbody>",
-            scroll_open(tr(l, "Modelos encontrados", "Models found"), l),
-            tr(l, "Modelo", "Model"),
-            tr(l, "Entrada", "Input"),
-            tr(l, "Entrada em cache", "Cached input"),
-            tr(l, "Saída", "Output"),
-        );
-        for m in hits {
-            let cached = match m.cached {
-                Some(c) => format!("US$ {}", n(c)),
-                None => tr(l, "sem desconto (= entrada)", "no discount (= input)").to_owned(),
-            };
-            let tier = if m.tiered {
-                format!(
-                    " <small>{}</small>",
-                    tr(
-                        l,
-                        "faixa base; prompts longos custam mais",
-                        "base tier; long prompts cost more"
-                    )
-                )
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                out,
-                // The link sits with the model's name, first in the row,
-                // so a phone shows it without scrolling the table sideways.
-                "<tr data-model=\"{id}\"><th scope=\"row\"><code>{id}</code><br><small>{provider} · {name}</small>{tier}\
-                 <br><a class=\"use-model\" rel=\"external\" href=\"{href}\">{use_it}</a></th>\
-                 <td>US$ {input}</td><td>{cached}</td><td>US$ {output}</td></tr>",
-                id = esc(&m.id),
-                provider = esc(m.provider_name),
-                name = esc(m.name),
-                input = n(m.input),
-                output = n(m.output),
-                href = esc(&use_href(back, m, t.date, l)),
-                use_it = tr(l, "Usar estes preços", "Use these prices"),
-            );
+    let title = tr(l, "Preços de um modelo", "A model's prices");
+    let page = html! {
+        (DOCTYPE)
+        html lang=(l.tag()) {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                link rel="stylesheet" href=(format!("/{}/{}.css", site.site_pkg_dir, site.output_name));
+            }
+            body {
+                (site_header(back, q, l))
+                main {
+                    h1 { (title) }
+                    p class="note" {
+                        (tr(l, "Tabela genai-prices (pydantic, licença MIT), preços em vigor em", "The genai-prices table (pydantic, MIT licence), prices in effect on"))
+                        " " (t.date) ". "
+                        (tr(l,
+                            "Preços em US$ por 1M de tokens. Escolher um modelo leva os preços para a calculadora e guarda no link o modelo e os preços, que não mudam quando a tabela for atualizada.",
+                            "Prices in US$ per 1M tokens. Choosing a model takes its prices to the calculator and keeps the model and the prices in the link, which do not change when the table is updated."))
+                    }
+                    form method="get" action="/prices" role="search" {
+                        input type="hidden" name="back" value=(back);
+                        input type="hidden" name="lang" value=(l.tag());
+                        label for="model-q" { (tr(l, "Buscar modelo", "Search models")) }
+                        " "
+                        input id="model-q" name="q" type="search" value=(q) autofocus
+                            placeholder="claude sonnet · gpt-4.1 mini · gemini";
+                        " "
+                        button type="submit" { (tr(l, "Buscar", "Search")) }
+                    }
+                    @if !q.is_empty() && hits.is_empty() {
+                        p class="scenario-error" role="alert" {
+                            (tr(l, "Nenhum modelo da tabela tem essas palavras.", "No model in the table has those words."))
+                        }
+                    }
+                    @if !hits.is_empty() {
+                        (results(&hits, back, t.date, l))
+                    }
+                }
+            }
         }
-        out.push_str("</tbody></table>");
-        out.push_str(SCROLL_CLOSE);
-    }
-    out.push_str("</main></body></html>");
-    ([(header::CACHE_CONTROL, "no-cache")], Html(out)).into_response()
+    };
+    (
+        [(header::CACHE_CONTROL, "no-cache")],
+        Html(page.into_string()),
+    )
+        .into_response()
 }
 
 #[cfg(test)]

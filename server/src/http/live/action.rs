@@ -18,7 +18,7 @@ use axum::Form;
 use idem_core::locale::{format_decimal, Locale};
 use idem_core::{IdempotencyKey, TenantId};
 use idem_store::{Action, ActionState, Intent, Outcome, ReplacedAttempt};
-use maud::{html, Markup, PreEscaped};
+use maud::{html, Markup};
 
 /// Uncertain actions an export lists per tenant, at most.
 const EXPORT_MAX: u32 = 10_000;
@@ -311,38 +311,38 @@ fn detail_html(
         @if unlisted > 0 {
             p class="note" { (tr(l, "Tentativas anteriores ao histórico (não listadas):", "Attempts from before the history was kept (not listed):")) " " (unlisted) "." }
         }
-        (PreEscaped(app::markup::scroll_open(tr(l, "Tabela: tentativas", "Table: attempts"), l)))
-        table id="action-attempt-list" {
-            thead { tr {
-                th scope="col" { "#" }
-                th scope="col" { "Token" }
-                th scope="col" { (tr(l, "Início", "Started")) }
-                th scope="col" { (tr(l, "Lease até", "Lease until")) }
-                th scope="col" { (tr(l, "Como terminou", "How it ended")) }
-                th scope="col" { (tr(l, "Substituída em", "Replaced at")) }
-            } }
-            tbody {
-                @for t in &f.attempts {
-                    tr data-ended=(t.ended) {
-                        td class="num" { (t.attempt) }
-                        td class="num" { (t.token) }
-                        td { (moment(t.started_ms)) }
-                        td { @if let Some(x) = t.lease_until_ms { (moment(x)) } @else { "—" } }
-                        td { (ended_text(&t.ended, l)) @if let Some(e) = &t.error { ": " code { (e) } } }
-                        td { (moment(t.replaced_ms)) }
+        (crate::http::markup::scrolling(tr(l, "Tabela: tentativas", "Table: attempts"), l, html! {
+            table id="action-attempt-list" {
+                thead { tr {
+                    th scope="col" { "#" }
+                    th scope="col" { "Token" }
+                    th scope="col" { (tr(l, "Início", "Started")) }
+                    th scope="col" { (tr(l, "Lease até", "Lease until")) }
+                    th scope="col" { (tr(l, "Como terminou", "How it ended")) }
+                    th scope="col" { (tr(l, "Substituída em", "Replaced at")) }
+                } }
+                tbody {
+                    @for t in &f.attempts {
+                        tr data-ended=(t.ended) {
+                            td class="num" { (t.attempt) }
+                            td class="num" { (t.token) }
+                            td { (moment(t.started_ms)) }
+                            td { @if let Some(x) = t.lease_until_ms { (moment(x)) } @else { "—" } }
+                            td { (ended_text(&t.ended, l)) @if let Some(e) = &t.error { ": " code { (e) } } }
+                            td { (moment(t.replaced_ms)) }
+                        }
+                    }
+                    tr data-ended="current" class="current" {
+                        td class="num" { (a.attempts) }
+                        td class="num" { (a.token) }
+                        td { (moment(a.started_ms)) }
+                        td { @if let Some(x) = a.lease_until_ms { (moment(x)) } @else { "—" } }
+                        td { (tr(l, "atual:", "current:")) " " (state_text(a, now, l)) }
+                        td { "—" }
                     }
                 }
-                tr data-ended="current" class="current" {
-                    td class="num" { (a.attempts) }
-                    td class="num" { (a.token) }
-                    td { (moment(a.started_ms)) }
-                    td { @if let Some(x) = a.lease_until_ms { (moment(x)) } @else { "—" } }
-                    td { (tr(l, "atual:", "current:")) " " (state_text(a, now, l)) }
-                    td { "—" }
-                }
             }
-        }
-        (PreEscaped(app::markup::SCROLL_CLOSE))
+        }))
         @if unknown {
             (reconcile_form(key, f.tenant.as_str(), a.token, tokens, l))
         }

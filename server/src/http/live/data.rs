@@ -81,55 +81,19 @@ impl Window {
     }
 }
 
-/// Counters over the window (the statistics rollups).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct LiveCounts {
-    /// Intents recorded for the first time.
-    pub intents: i64,
-    /// Deliveries, first ones and redeliveries.
-    pub deliveries: i64,
-    /// Redeliveries absorbed by the primary key.
-    pub redeliveries: i64,
-    /// Intents delivered more than once: the duplicate rate's numerator.
-    pub redelivered_intents: i64,
-    /// Redeliveries whose fresh extraction differed from the frozen intent.
-    pub divergences: i64,
-    /// Action claims.
-    pub actions_started: i64,
-    /// Actions completed.
-    pub actions_completed: i64,
-    /// Action failures.
-    pub actions_failed: i64,
-    /// Attempts whose lease ran out without an outcome.
-    pub actions_uncertain: i64,
-    /// HTTP responses replayed under an Idempotency-Key.
-    pub http_replays: i64,
-    /// HTTP 409s (same key while running).
-    pub http_409: i64,
-    /// HTTP 422s (same key, different request).
-    pub http_422: i64,
-}
+/// Counters over the window: the statistics rollups' own [`Counts`],
+/// summed (one declaration of the counters, in the store).
+pub use idem_store::stats::Counts;
 
-impl LiveCounts {
-    /// Adds another set of counters.
-    pub fn add(&mut self, o: &LiveCounts) {
-        self.intents += o.intents;
-        self.deliveries += o.deliveries;
-        self.redeliveries += o.redeliveries;
-        self.redelivered_intents += o.redelivered_intents;
-        self.divergences += o.divergences;
-        self.actions_started += o.actions_started;
-        self.actions_completed += o.actions_completed;
-        self.actions_failed += o.actions_failed;
-        self.actions_uncertain += o.actions_uncertain;
-        self.http_replays += o.http_replays;
-        self.http_409 += o.http_409;
-        self.http_422 += o.http_422;
-    }
-
+/// The measured duplicate rate of a set of counters.
+pub trait DuplicateRate {
     /// Intents delivered more than once per intent recorded, in percent,
     /// to two decimals; `None` without intents.
-    pub fn duplicate_rate_pct(&self) -> Option<Decimal> {
+    fn duplicate_rate_pct(&self) -> Option<Decimal>;
+}
+
+impl DuplicateRate for Counts {
+    fn duplicate_rate_pct(&self) -> Option<Decimal> {
         (self.intents > 0).then(|| {
             (Decimal::from(self.redelivered_intents) * Decimal::ONE_HUNDRED
                 / Decimal::from(self.intents))
@@ -147,7 +111,7 @@ pub struct LiveRow {
     pub action: String,
     /// Counters.
     #[serde(flatten)]
-    pub counts: LiveCounts,
+    pub counts: Counts,
     /// Actions of this type whose outcome is unknown now (marked uncertain,
     /// or a lease that ran out): the same definition as the card and the
     /// list, whatever the window.
@@ -364,7 +328,7 @@ pub struct LiveData {
     /// Whether the viewer sees every tenant (admin, or the open loopback).
     pub admin: bool,
     /// Sums over every tenant and action shown.
-    pub totals: LiveCounts,
+    pub totals: Counts,
     /// `totals.redelivered_intents / totals.intents`, percent, two decimals.
     pub duplicate_rate_pct: Option<String>,
     /// Per tenant and action type.
@@ -402,7 +366,7 @@ pub fn is_conversation_action(action: &str) -> bool {
 /// intents scaled to 30 days, and the measured duplicate rate. `None`
 /// without intents, and for the one-hour window: an hour scaled ×720 says
 /// more about the hour than about the month.
-pub fn measured_scenario(window: Window, totals: &LiveCounts) -> Option<Scenario> {
+pub fn measured_scenario(window: Window, totals: &Counts) -> Option<Scenario> {
     if window.len_ms() < DAY {
         return None;
     }
@@ -422,7 +386,7 @@ pub fn measured_scenario(window: Window, totals: &LiveCounts) -> Option<Scenario
 /// `lt` and action `la` when one was chosen) so the calculator can say so.
 pub fn use_numbers_href(
     window: Window,
-    totals: &LiveCounts,
+    totals: &Counts,
     tenant: Option<&str>,
     action: Option<&str>,
 ) -> Option<String> {
@@ -462,13 +426,13 @@ impl LiveData {
 pub(crate) mod tests {
     use super::*;
 
-    pub(crate) fn totals(intents: i64, redelivered: i64) -> LiveCounts {
-        LiveCounts {
+    pub(crate) fn totals(intents: i64, redelivered: i64) -> Counts {
+        Counts {
             intents,
             redelivered_intents: redelivered,
             deliveries: intents + redelivered,
             redeliveries: redelivered,
-            ..LiveCounts::default()
+            ..Counts::default()
         }
     }
 

@@ -29,7 +29,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use data::{
-    LiveCounts, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain, LiveUnresolved, Window,
+    Counts, DuplicateRate, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain,
+    LiveUnresolved, Window,
 };
 use futures_util::stream::{Stream, StreamExt};
 use idem_core::locale::Locale;
@@ -347,9 +348,9 @@ async fn read(
                     }),
             );
         data.webhooks.add(&webhooks, now);
-        let mut per_action: BTreeMap<String, LiveCounts> = BTreeMap::new();
+        let mut per_action: BTreeMap<String, Counts> = BTreeMap::new();
         for b in &report.buckets {
-            let c = counts(&b.counts);
+            let c = b.counts.clone();
             per_action.entry(b.action.clone()).or_default().add(&c);
             if let Some(p) = series.get_mut(&b.start_ms) {
                 p.deliveries += c.deliveries;
@@ -414,7 +415,7 @@ async fn read(
         .map(idem_core::scenario::canonical);
     // Conversations are business intents only: the HTTP-key counters and
     // the lease sweeps' bucket are not conversations.
-    let mut business = LiveCounts::default();
+    let mut business = Counts::default();
     for r in data
         .rows
         .iter()
@@ -430,23 +431,6 @@ async fn read(
     };
     data.use_numbers = data::use_numbers_href(window, &business, scope, None);
     Ok(data)
-}
-
-fn counts(c: &idem_store::stats::Counts) -> LiveCounts {
-    LiveCounts {
-        intents: c.intents,
-        deliveries: c.deliveries,
-        redeliveries: c.redeliveries,
-        redelivered_intents: c.redelivered_intents,
-        divergences: c.divergences,
-        actions_started: c.actions_started,
-        actions_completed: c.actions_completed,
-        actions_failed: c.actions_failed,
-        actions_uncertain: c.actions_uncertain,
-        http_replays: c.http_replays,
-        http_409: c.http_409,
-        http_422: c.http_422,
-    }
 }
 
 fn query_of(

@@ -4,10 +4,10 @@
 //! inner HTML and `public/live.js` swaps fresh copies in; none of this code
 //! is in the wasm.
 
-use super::data::{LiveCounts, LiveData, Window, DAY, HOUR, MINUTE};
+use super::data::{Counts, DuplicateRate, LiveData, Window, DAY, HOUR, MINUTE};
+use crate::http::markup::scrolling;
 use app::charts::{Figure, LIVE_HEIGHT, LIVE_NAMES};
 use app::i18n::{iso_utc, tr, utc_minute, utc_second};
-use app::markup::{scroll_open, SCROLL_CLOSE};
 use idem_core::locale::{format_count, format_decimal, Locale};
 use maud::{html, Markup, PreEscaped, Render};
 use rust_decimal::Decimal;
@@ -48,12 +48,6 @@ fn card(id: &str, label: &str, value: &str, note: &str, class: &str) -> Markup {
     }
 }
 
-/// A wide table in its own scroll box, so a phone scrolls the table and
-/// not the page (app::markup::scroll_open).
-fn scrolling(label: &str, l: Locale, table: Markup) -> Markup {
-    html! { (PreEscaped(scroll_open(label, l))) (table) (PreEscaped(SCROLL_CLOSE)) }
-}
-
 /// An instant: UTC to the second as the server writes it, which
 /// public/live.js turns into the reader's time zone (UTC stays on hover).
 fn moment(ms: i64) -> Markup {
@@ -83,7 +77,7 @@ fn head_row(heads: &[&str]) -> Markup {
 }
 
 /// "3,00% (27 de 900 intenções)": the rate with its denominator.
-fn rate_text(c: &LiveCounts, l: Locale) -> String {
+fn rate_text(c: &Counts, l: Locale) -> String {
     match c.duplicate_rate_pct() {
         Some(r) => format!(
             "{} ({} {} {} {})",
@@ -458,10 +452,10 @@ pub fn live_figures(d: &LiveData, l: Locale) -> [Figure; 2] {
         _ => tr(l, "Sem pontos na janela.", "No points in the window.").to_owned(),
     };
     let rate = |p: &super::data::LivePoint| {
-        LiveCounts {
+        Counts {
             intents: p.intents,
             redelivered_intents: p.redelivered_intents,
-            ..LiveCounts::default()
+            ..Counts::default()
         }
         .duplicate_rate_pct()
         .map(|r| pct(r, l))
