@@ -1,7 +1,7 @@
 // The corpus of hand-computed contracts (testkit/fixtures/contracts.json)
 // on the page, in both languages: the server's HTML first, then the same
 // figures once the wasm has taken over. The CLI and the CSV check the same
-// contracts (server/tests/cli.rs, server/tests/http.rs).
+// contracts (server/tests/it/cli.rs, server/tests/it/http.rs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

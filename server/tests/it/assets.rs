@@ -2,11 +2,10 @@
 //! carrying its digest, those names are cached for good, every copy has a
 //! validator, and the compressed copies decode to the file.
 //!
-//! One test in its own binary: it points the server at a site of its own
-//! through the environment, which every test of a binary would share.
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
+//! The server runs as a child `idem serve`, pointed at a site of its own
+//! through its environment (the other tests of this binary share theirs).
 
-mod common;
+use crate::common;
 
 use reqwest::header::{
     ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, IF_NONE_MATCH,
@@ -63,13 +62,20 @@ fn ungzip(b: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn the_build_is_fingerprinted_cached_for_good_and_compressed_once() {
     let (dir, wasm) = site();
-    std::env::set_var("LEPTOS_SITE_ROOT", dir.path());
-    std::env::set_var("LEPTOS_SITE_PKG_DIR", "pkg");
-    std::env::set_var("LEPTOS_OUTPUT_NAME", "idem");
     let data = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/idem.db", data.path().display());
-    let clock = common::test_clock();
-    let (base, _) = common::serve(&url, &clock).await;
+    let root = dir.path().display().to_string();
+    let server = common::child_serve(
+        &url,
+        &[],
+        &[
+            ("LEPTOS_SITE_ROOT", root.as_str()),
+            ("LEPTOS_SITE_PKG_DIR", "pkg"),
+            ("LEPTOS_OUTPUT_NAME", "idem"),
+        ],
+    )
+    .await;
+    let base = server.base.clone();
     // No automatic decompression: the test reads what travels.
     let http = reqwest::Client::new();
 

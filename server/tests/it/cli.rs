@@ -1,11 +1,9 @@
 //! The `idem` command line, driven from the outside as a user scripts it.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-const VECTORS: &str = include_str!("../../core/tests/fixtures/derivation-v1.json");
+const VECTORS: &str = include_str!("../../../core/tests/fixtures/derivation-v1.json");
 
 fn idem(args: &[&str], stdin: &str, secret: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));

@@ -1,8 +1,6 @@
 //! `idem audit` on small fixture projects: every line marked `EXPECT:` is
 //! found, with its source, and nothing else is; the exit codes.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
 use idem_server::cli::audit::{scan, Source};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,9 +2,7 @@
 //! per-attempt key strategies charge twice and idem never does; a seed
 //! reproduces a run. On SQLite, and on PostgreSQL when it is configured.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use common::by_strategy;
 use serde_json::Value;

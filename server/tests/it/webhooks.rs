@@ -5,9 +5,7 @@
 //! the relay's code). The server's clock is moved instead of waiting out
 //! backoffs and the 24 h give-up time.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine as _;

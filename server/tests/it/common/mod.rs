@@ -1,8 +1,5 @@
-//! What the HTTP test binaries share: the state around a store, and a
-//! server on 127.0.0.1 port 0.
-
-// Each test binary uses its own part of this module.
-#![allow(dead_code)]
+//! What the test areas share: the state around a store, a server on
+//! 127.0.0.1 port 0, in process or as a child `idem serve`.
 
 use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::config::{Config, SecretSource};
@@ -10,9 +7,10 @@ use idem_server::http::AppState;
 use idem_server::startup::Application;
 use idem_store::{Clock, SystemClock};
 use idem_store::{Options, Store};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The secret every HTTP test derives with.
 pub const SECRET: &[u8] = b"test";
@@ -107,4 +105,75 @@ pub async fn get_json(req: reqwest::RequestBuilder) -> serde_json::Value {
     let text = res.text().await.unwrap();
     assert!(status.is_success(), "{status}: {text}");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `idem serve` as a child process, so a stack overflow (which aborts the
+/// whole process) shows as a dead child rather than a failed test thread.
+pub struct ChildServer {
+    child: Child,
+    /// The server's base URL.
+    pub base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ChildServer {
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `idem serve` as a child process on `url`, with `extra` flags and `env`
+/// (set for the child alone: the tests of this binary share one
+/// environment), once it answers `/healthz`.
+pub async fn child_serve(url: &str, extra: &[&str], env: &[(&str, &str)]) -> ChildServer {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.args(["serve", "--addr", &addr, "--data-dir"])
+        .arg(dir.path())
+        .args(["--database-url", url])
+        .envs(env.iter().copied())
+        .args(extra)
+        .env("IDEMPOTENCY_HMAC_KEY", "security-test-secret")
+        .env_remove("IDEM_ADMIN_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut c = ChildServer {
+        child: cmd.spawn().unwrap(),
+        base: format!("http://{addr}"),
+        _dir: dir,
+    };
+    let t = Instant::now();
+    loop {
+        assert!(c.alive(), "idem serve exited before it was ready");
+        if let Ok(r) = reqwest::get(format!("{}/healthz", c.base)).await {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "idem serve never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    c
 }

@@ -2,9 +2,7 @@
 //! PostgreSQL (when `IDEM_TEST_POSTGRES_URL` is set; each Postgres test gets
 //! its own schema). Every status the API promises is asserted here.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use idem_testkit::TestDb;
 

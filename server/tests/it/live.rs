@@ -3,9 +3,7 @@
 //! feed's events within two seconds of a write, two instances on one
 //! database agreeing, and who may see what.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use idem_core::TenantId;
 use idem_server::config::{AdminToken, Config};
@@ -379,7 +377,12 @@ async fn two_instances_show_the_same_numbers(db: &Db) {
     assert_eq!(on_a["totals"], on_b["totals"]);
     assert_eq!(on_a["rows"], on_b["rows"]);
     // The counters are the statistics' own, under /v1/stats' names.
-    for key in ["corrections", "delay_max_ms", "redelivered_intents", "http_422"] {
+    for key in [
+        "corrections",
+        "delay_max_ms",
+        "redelivered_intents",
+        "http_422",
+    ] {
         assert!(on_a["totals"][key].is_i64(), "{key}: {on_a}");
         assert!(on_a["rows"][0][key].is_i64(), "{key}: {on_a}");
     }

@@ -4,9 +4,7 @@
 //! one in `examples/`. The broker runs need IDEM_TEST_AMQP_URL (`.ci/run`
 //! sets it) and show as ignored without it; the bad-input tests always run.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use common::by_strategy;
 use serde_json::Value;

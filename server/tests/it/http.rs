@@ -1,8 +1,6 @@
 //! The server through real HTTP on 127.0.0.1, port 0.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use idem_core::{Catalog, KeyDeriver, Secret};
 

@@ -7,16 +7,14 @@
 //! smaller rules (NUL bytes, problem documents, request ids, `/metrics`).
 //! Tests that touch the database run on SQLite and PostgreSQL.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-mod common;
+use crate::common;
 
 use idem_core::TenantId;
 use idem_server::config::{AdminToken, Config};
 use idem_store::Store;
 use idem_testkit::TestDb as Db;
 use serde_json::{json, Value};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ADMIN: &str = "an-admin-token-of-at-least-32-characters!";
@@ -102,66 +100,8 @@ async fn problem(res: reqwest::Response) -> (u16, Value) {
 
 /// `idem serve` as a child process, so a stack overflow (which aborts the
 /// whole process) shows as a dead child rather than a failed test thread.
-struct ChildServer {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for ChildServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl ChildServer {
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn child_serve(db: &Db, extra: &[&str]) -> ChildServer {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
-    cmd.args(["serve", "--addr", &addr, "--data-dir"])
-        .arg(dir.path())
-        .args(["--database-url", &db.url])
-        .args(extra)
-        .env("IDEMPOTENCY_HMAC_KEY", "security-test-secret")
-        .env_remove("IDEM_ADMIN_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut c = ChildServer {
-        child: cmd.spawn().unwrap(),
-        base: format!("http://{addr}"),
-        _dir: dir,
-    };
-    let t = Instant::now();
-    loop {
-        assert!(c.alive(), "idem serve exited before it was ready");
-        if let Ok(r) = reqwest::get(format!("{}/healthz", c.base)).await {
-            if r.status() == 200 {
-                break;
-            }
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "idem serve never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    c
+async fn child_serve(db: &Db, extra: &[&str]) -> common::ChildServer {
+    common::child_serve(&db.url, extra, &[]).await
 }
 
 /// 8,000 levels of JSON fit in 16 KB, and a recursive walk of them (the
