@@ -126,7 +126,14 @@ impl Relay {
             // A receiver's redirect is not followed: the endpoint is the URL
             // the tenant registered, and a 3xx is a failed attempt.
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("idem-relay/", env!("CARGO_PKG_VERSION")))
+            // A random tag per relay: with several instances on one
+            // database, a receiver's log tells which one sent an attempt,
+            // and the tag names no host.
+            .user_agent(format!(
+                "idem-relay/{} (relay {:08x})",
+                env!("CARGO_PKG_VERSION"),
+                rand::random::<u32>()
+            ))
             .build()?;
         Ok(Self {
             store,

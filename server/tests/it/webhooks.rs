@@ -30,6 +30,8 @@ struct Receiver {
     in_flight: Arc<Mutex<BTreeSet<String>>>,
     /// Requests that arrived while another with the same id was in flight.
     overlaps: Arc<AtomicUsize>,
+    /// The `user-agent` of each accepted delivery: which relay sent it.
+    senders: Arc<Mutex<Vec<String>>>,
     bad_signatures: Arc<AtomicUsize>,
 }
 
@@ -42,6 +44,7 @@ impl Receiver {
             got: Arc::default(),
             in_flight: Arc::default(),
             overlaps: Arc::default(),
+            senders: Arc::default(),
             bad_signatures: Arc::default(),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -86,6 +89,7 @@ impl Receiver {
         if status.is_success() {
             let v: Value = serde_json::from_slice(body).unwrap();
             self.got.lock().unwrap().push((id, v));
+            self.senders.lock().unwrap().push(h("user-agent"));
         }
         status
     }
@@ -379,6 +383,14 @@ async fn two_relays_never_deliver_one_message_at_once(s: &Srv) {
     s.until_counts(|c| c.delivered == 40).await;
     assert_eq!(r.overlaps.load(Ordering::SeqCst), 0);
     assert_eq!(r.got.lock().unwrap().len(), 40, "each once");
+    // Both relays delivered: the test proves nothing about two relays when
+    // one of them sent everything. Each has its own tag.
+    let senders: BTreeSet<String> = r.senders.lock().unwrap().iter().cloned().collect();
+    assert_eq!(senders.len(), 2, "{senders:?}");
+    assert!(
+        senders.iter().all(|s| s.starts_with("idem-relay/")),
+        "{senders:?}"
+    );
     state.api.store.close().await;
 }
 
