@@ -46,8 +46,21 @@ select tenant_id from t where tenant_id is not null"
     };
 }
 
+/// Declares SQL statements and, beside them, the list of what it declared
+/// (`$list`, name and text): [`all`] reads the lists, so a statement cannot
+/// be declared and left out of the tenancy checks.
+macro_rules! statements {
+    ($list:ident; $( $(#[$attr:meta])* pub const $name:ident: &str = $sql:expr; )*) => {
+        $( $(#[$attr])* pub const $name: &str = $sql; )*
+        /// Every statement declared beside this list, by name.
+        pub const $list: &[(&str, &str)] = &[$((stringify!($name), $name)),*];
+    };
+}
+
 /// Statements shared by both backends.
 pub mod shared {
+    statements! {
+        HERE;
     /// First write wins. The candidate is inserted; when the row exists, the
     /// frozen payload and key are left as they are and only the delivery count,
     /// the divergence count and the last delivery time move. `$7` is how many
@@ -811,26 +824,17 @@ from stats_rollup
 where granularity = $1 and bucket_start_ms >= $2 and bucket_start_ms < $3
 group by tenant_id
 order by tenant_id";
+    }
 }
+
+statements! {
+    ADMIN;
 
 /// Admin: every tenant, for the live monitor's admin view (a small
 /// reference table; the per-tenant reads that follow are scoped).
 pub const LIST_TENANTS: &str = "\
 select tenant_id from tenants
 order by tenant_id";
-
-/// Admin: the tenants with rows in each purged table (retention uses it to
-/// decide which tenants to visit; every purge statement is then scoped).
-pub const TENANTS_IN_TABLES: [&str; 8] = [
-    tenants_sql!("intents"),
-    tenants_sql!("intent_history"),
-    tenants_sql!("actions"),
-    tenants_sql!("http_keys"),
-    tenants_sql!("consumed_events"),
-    tenants_sql!("outbox"),
-    tenants_sql!("stats_rollup"),
-    tenants_sql!("webhook_deliveries"),
-];
 
 /// Admin: every tenant with its live tokens at $1, for `idem tenant list`
 /// (never a token: counts and the newest one's creation only).
@@ -864,10 +868,43 @@ group by state, last_status is not null or last_error is not null";
 /// visits them; every fold statement is then scoped).
 pub const JOURNAL_TENANTS: &str = tenants_sql!("stats_journal");
 
+/// Admin: unsettled actions of every tenant by state, with the oldest
+/// attempt's start (the `/metrics` gauges; one scan of the actions table,
+/// made only when Prometheus scrapes). A started action whose lease ran out
+/// by $1 counts as uncertain, as the monitor, the alerts and `/v1/stats`
+/// count it: its outcome is unknown from that moment, sweep or no sweep.
+pub const ADMIN_UNRESOLVED: &str = concat!(
+    "\
+select case when state = 'failed' then 'failed_retryable'
+    when state = 'started' and lease_until_ms <= $1 then 'uncertain'
+    else state end as state,
+    count(*) as n, min(started_ms) as oldest_ms
+from actions
+where ",
+    unsettled!(),
+    "
+group by 1"
+);
+}
+
+/// Admin: the tenants with rows in each purged table (retention uses it to
+/// decide which tenants to visit; every purge statement is then scoped).
+pub const TENANTS_IN_TABLES: [&str; 8] = [
+    tenants_sql!("intents"),
+    tenants_sql!("intent_history"),
+    tenants_sql!("actions"),
+    tenants_sql!("http_keys"),
+    tenants_sql!("consumed_events"),
+    tenants_sql!("outbox"),
+    tenants_sql!("stats_rollup"),
+    tenants_sql!("webhook_deliveries"),
+];
+
 /// PostgreSQL-only statements.
 pub mod pg {
     pub use super::shared::*;
-
+    statements! {
+        HERE;
     /// Takes (deletes and returns) a tenant's oldest journal rows, for the
     /// flusher to fold into the rollups in the same transaction: a row is
     /// folded once, or stays if the fold rolls back. On PostgreSQL a second
@@ -889,7 +926,7 @@ returning bucket_start_ms, action, ",
     (tenant_id, bucket_start_ms, action, ",
         journal_counts!(),
         ")
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+    values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
     );
 
     /// Queues an outbox message; the identity column numbers it.
@@ -973,12 +1010,14 @@ select idem_key, reference, payload, last_seen_ms
 from intents
 where tenant_id = $1
     and idem_key = any(array(select jsonb_array_elements_text(cast($2 as jsonb))))";
+    }
 }
 
 /// SQLite-only statements.
 pub mod sqlite {
     pub use super::shared::*;
-
+    statements! {
+        HERE;
     /// Takes (deletes and returns) a tenant's oldest journal rows, for the
     /// flusher to fold into the rollups in the same transaction (SQLite's
     /// journal is keyed by minute, action and delay bucket, not numbered).
@@ -1098,25 +1137,8 @@ select idem_key, reference, payload, last_seen_ms
 from intents
 where tenant_id = $1
     and idem_key in (select value from json_each($2))";
+    }
 }
-
-/// Admin: unsettled actions of every tenant by state, with the oldest
-/// attempt's start (the `/metrics` gauges; one scan of the actions table,
-/// made only when Prometheus scrapes). A started action whose lease ran out
-/// by $1 counts as uncertain, as the monitor, the alerts and `/v1/stats`
-/// count it: its outcome is unknown from that moment, sweep or no sweep.
-pub const ADMIN_UNRESOLVED: &str = concat!(
-    "\
-select case when state = 'failed' then 'failed_retryable'
-    when state = 'started' and lease_until_ms <= $1 then 'uncertain'
-    else state end as state,
-    count(*) as n, min(started_ms) as oldest_ms
-from actions
-where ",
-    unsettled!(),
-    "
-group by 1"
-);
 
 /// Every statement that is not scoped to one tenant.
 pub fn admin_statements() -> impl Iterator<Item = &'static str> {
@@ -1134,6 +1156,9 @@ pub fn admin_statements() -> impl Iterator<Item = &'static str> {
     .into_iter()
     .chain(TENANTS_IN_TABLES)
 }
+
+statements! {
+    COALESCED;
 
 /// Coalesced intent writes (Postgres): many callers' deliveries for one
 /// tenant in one statement. Same conflict rule as
@@ -1204,129 +1229,22 @@ j as (
 select reference, action, rules_version, idem_key, payload, revision, deliveries,
     divergences, first_seen_ms, last_seen_ms
 from w";
+}
 
-/// Every statement by name, for the tenancy check (a test asserts that this
-/// list and the constants above agree).
-pub const ALL: &[(&str, &str)] = {
-    use shared::*;
-    &[
-        ("RECORD_INTENT", RECORD_INTENT),
-        ("SELECT_INTENT", SELECT_INTENT),
-        ("ARCHIVE_INTENT", ARCHIVE_INTENT),
-        ("REPLACE_INTENT", REPLACE_INTENT),
-        ("INTENT_HISTORY", INTENT_HISTORY),
-        ("BEGIN_ACTION", BEGIN_ACTION),
-        ("SELECT_ACTION", SELECT_ACTION),
-        ("COMPLETE_ACTION", COMPLETE_ACTION),
-        ("FAIL_ACTION", FAIL_ACTION),
-        ("SWEEP_EXPIRED_LEASES", SWEEP_EXPIRED_LEASES),
-        ("INSERT_ACTION_ATTEMPT", INSERT_ACTION_ATTEMPT),
-        ("ACTION_ATTEMPTS", ACTION_ATTEMPTS),
-        ("INTENT_BY_KEY", INTENT_BY_KEY),
-        ("HTTP_BEGIN", HTTP_BEGIN),
-        ("SELECT_HTTP_KEY", SELECT_HTTP_KEY),
-        ("HTTP_COMPLETE", HTTP_COMPLETE),
-        ("HTTP_RELEASE", HTTP_RELEASE),
-        ("CONSUME_EVENT", CONSUME_EVENT),
-        ("CLAIM_EVENT", CLAIM_EVENT),
-        ("SELECT_EVENT", SELECT_EVENT),
-        ("SETTLE_EVENT", SETTLE_EVENT),
-        ("OUTBOX_MARK_SENT", OUTBOX_MARK_SENT),
-        ("SELECT_RETENTION", SELECT_RETENTION),
-        ("UPSERT_RETENTION", UPSERT_RETENTION),
-        ("PURGE_INTENTS", PURGE_INTENTS),
-        ("PURGE_INTENT_HISTORY", PURGE_INTENT_HISTORY),
-        ("PURGE_ACTIONS", PURGE_ACTIONS),
-        ("PURGE_ACTION_ATTEMPTS", PURGE_ACTION_ATTEMPTS),
-        ("COUNT_UNRESOLVED_PAST", COUNT_UNRESOLVED_PAST),
-        ("PURGE_HTTP_KEYS", PURGE_HTTP_KEYS),
-        ("PURGE_CONSUMED_EVENTS", PURGE_CONSUMED_EVENTS),
-        ("PURGE_OUTBOX", PURGE_OUTBOX),
-        ("PURGE_STATS_ROLLUP", PURGE_STATS_ROLLUP),
-        ("PURGE_STATS_DELAY", PURGE_STATS_DELAY),
-        ("FLUSH_ROLLUP", FLUSH_ROLLUP),
-        ("FLUSH_DELAY", FLUSH_DELAY),
-        ("pg::JOURNAL_APPEND", pg::JOURNAL_APPEND),
-        ("sqlite::JOURNAL_APPEND", sqlite::JOURNAL_APPEND),
-        ("pg::JOURNAL_TAKE", pg::JOURNAL_TAKE),
-        ("sqlite::JOURNAL_TAKE", sqlite::JOURNAL_TAKE),
-        ("REBUILD_CLEAR", REBUILD_CLEAR),
-        ("REBUILD_INTENTS", REBUILD_INTENTS),
-        ("REBUILD_CORRECTIONS", REBUILD_CORRECTIONS),
-        ("REBUILD_ACTIONS", REBUILD_ACTIONS),
-        ("JOURNAL_TENANTS", JOURNAL_TENANTS),
-        ("WEBHOOK_TENANTS", WEBHOOK_TENANTS),
-        ("ALERT_TENANTS", ALERT_TENANTS),
-        ("INSERT_ALERT", INSERT_ALERT),
-        ("LIST_ALERTS", LIST_ALERTS),
-        ("DELETE_ALERT", DELETE_ALERT),
-        ("UPDATE_ALERT", UPDATE_ALERT),
-        ("ADMIN_WEBHOOKS", ADMIN_WEBHOOKS),
-        ("INSERT_WEBHOOK_ENDPOINT", INSERT_WEBHOOK_ENDPOINT),
-        ("LIST_WEBHOOK_ENDPOINTS", LIST_WEBHOOK_ENDPOINTS),
-        ("DELETE_WEBHOOK_ENDPOINT", DELETE_WEBHOOK_ENDPOINT),
-        ("DELETE_ENDPOINT_PENDING", DELETE_ENDPOINT_PENDING),
-        ("INSERT_WEBHOOK_DELIVERY", INSERT_WEBHOOK_DELIVERY),
-        ("WEBHOOK_DELIVERED", WEBHOOK_DELIVERED),
-        ("WEBHOOK_FAILED", WEBHOOK_FAILED),
-        ("LIVE_WEBHOOKS", LIVE_WEBHOOKS),
-        ("PURGE_WEBHOOK_DELIVERIES", PURGE_WEBHOOK_DELIVERIES),
-        ("INSERT_FIXTURE_ECHO", INSERT_FIXTURE_ECHO),
-        ("pg::WEBHOOK_CLAIM", pg::WEBHOOK_CLAIM),
-        ("sqlite::WEBHOOK_CLAIM", sqlite::WEBHOOK_CLAIM),
-        ("READ_ROLLUP", READ_ROLLUP),
-        ("READ_DELAY", READ_DELAY),
-        ("ADMIN_TOTALS", ADMIN_TOTALS),
-        ("INSERT_TENANT", INSERT_TENANT),
-        ("INSERT_TOKEN", INSERT_TOKEN),
-        ("FIND_TOKEN", FIND_TOKEN),
-        ("REVOKE_OTHER_TOKENS", REVOKE_OTHER_TOKENS),
-        ("SET_TENANT_DISABLED", SET_TENANT_DISABLED),
-        ("TENANT_INFO", TENANT_INFO),
-        ("INSERT_SESSION", INSERT_SESSION),
-        ("FIND_SESSION", FIND_SESSION),
-        ("END_SESSION", END_SESSION),
-        ("PURGE_SESSIONS", PURGE_SESSIONS),
-        ("TAKE_CHORE_LEASE", TAKE_CHORE_LEASE),
-        ("TENANT_LIST", TENANT_LIST),
-        ("SESSION_TENANTS", SESSION_TENANTS),
-        ("INSERT_DEMO_CHARGE", INSERT_DEMO_CHARGE),
-        ("COUNT_DEMO_CHARGES", COUNT_DEMO_CHARGES),
-        ("LIST_DEMO_CHARGES", LIST_DEMO_CHARGES),
-        ("INSERT_SCENARIO", INSERT_SCENARIO),
-        ("INSERT_DEPLOYMENT_CHECK", INSERT_DEPLOYMENT_CHECK),
-        ("SELECT_DEPLOYMENT_CHECK", SELECT_DEPLOYMENT_CHECK),
-        ("LIVE_ACTION_COUNTS", LIVE_ACTION_COUNTS),
-        ("LIVE_UNCERTAIN", LIVE_UNCERTAIN),
-        ("LIVE_EXPIRED", LIVE_EXPIRED),
-        ("LIVE_UNCERTAIN_BY_ACTION", LIVE_UNCERTAIN_BY_ACTION),
-        ("LIST_TENANTS", LIST_TENANTS),
-        ("ADMIN_UNRESOLVED", ADMIN_UNRESOLVED),
-        ("SELECT_SCENARIO", SELECT_SCENARIO),
-        ("INSERT_COMPARISON", INSERT_COMPARISON),
-        ("SELECT_COMPARISON", SELECT_COMPARISON),
-        ("PG_RECORD_INTENTS", PG_RECORD_INTENTS),
-        ("PG_RECORD_INTENTS_COUNTED", PG_RECORD_INTENTS_COUNTED),
-        ("pg::OUTBOX_INSERT", pg::OUTBOX_INSERT),
-        ("pg::OUTBOX_FETCH", pg::OUTBOX_FETCH),
-        ("sqlite::OUTBOX_INSERT", sqlite::OUTBOX_INSERT),
-        ("sqlite::OUTBOX_FETCH", sqlite::OUTBOX_FETCH),
-        ("pg::WEBHOOK_FAN_OUT", pg::WEBHOOK_FAN_OUT),
-        ("sqlite::WEBHOOK_FAN_OUT", sqlite::WEBHOOK_FAN_OUT),
-        ("pg::OUTBOX_MARK_SENT_MANY", pg::OUTBOX_MARK_SENT_MANY),
-        (
-            "sqlite::OUTBOX_MARK_SENT_MANY",
-            sqlite::OUTBOX_MARK_SENT_MANY,
-        ),
-        ("pg::WEBHOOK_DELIVERED_MANY", pg::WEBHOOK_DELIVERED_MANY),
-        (
-            "sqlite::WEBHOOK_DELIVERED_MANY",
-            sqlite::WEBHOOK_DELIVERED_MANY,
-        ),
-        ("pg::INTENT_FACTS", pg::INTENT_FACTS),
-        ("sqlite::INTENT_FACTS", sqlite::INTENT_FACTS),
-    ]
-};
+/// Every statement, by name (`pg::` and `sqlite::` for a backend's own):
+/// each `statements!` block lists what it declares, so no statement can be
+/// left out of the tenancy checks.
+pub fn all() -> impl Iterator<Item = (String, &'static str)> {
+    let listed = |module: &'static str, list: &'static [(&'static str, &'static str)]| {
+        list.iter()
+            .map(move |(name, sql)| (format!("{module}{name}"), *sql))
+    };
+    listed("", shared::HERE)
+        .chain(listed("pg::", pg::HERE))
+        .chain(listed("sqlite::", sqlite::HERE))
+        .chain(listed("", ADMIN))
+        .chain(listed("", COALESCED))
+}
 
 #[cfg(test)]
 mod tests {
@@ -1380,8 +1298,8 @@ mod tests {
     #[test]
     fn every_statement_is_tenant_scoped_except_admin() {
         let admin: Vec<&str> = admin_statements().collect();
-        for (name, sql) in ALL {
-            if admin.contains(sql) {
+        for (name, sql) in all() {
+            if admin.contains(&sql) {
                 continue;
             }
             assert!(scoped(sql), "{name} is not scoped to one tenant:\n{sql}");
@@ -1448,8 +1366,8 @@ mod tests {
         assert!(tables.contains("intents") && tables.contains("chore_leases"));
         let admin: Vec<&str> = admin_statements().collect();
         let mut checked = 0;
-        for (name, sql) in ALL {
-            if admin.contains(sql) {
+        for (name, sql) in all() {
+            if admin.contains(&sql) {
                 continue;
             }
             let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -1503,15 +1421,29 @@ mod tests {
     }
 
     #[test]
-    fn the_list_names_every_statement() {
-        let src = include_str!("sql.rs");
-        let declared = src.matches("pub const ").count();
-        // ALL and TENANTS_IN_TABLES are lists, not statements; the admin
-        // listing macro expands into TENANTS_IN_TABLES.
-        assert_eq!(
-            declared - 2,
-            ALL.len() + 1 /* this very line's literal */
-        );
+    fn every_statement_is_listed_once_and_the_admin_ones_are_among_them() {
+        let listed: Vec<(String, &str)> = all().collect();
+        // shared, pg, sqlite, the admin statements and the coalesced writes.
+        assert!(listed.len() > 100, "{}", listed.len());
+        let names: std::collections::BTreeSet<&str> =
+            listed.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names.len(), listed.len(), "a name is listed twice");
+        for name in [
+            "RECORD_INTENT",
+            "pg::OUTBOX_FETCH",
+            "sqlite::OUTBOX_FETCH",
+            "ADMIN_UNRESOLVED",
+            "PG_RECORD_INTENTS",
+        ] {
+            assert!(names.contains(name), "{name}");
+        }
+        let texts: Vec<&str> = listed.iter().map(|(_, sql)| *sql).collect();
+        for sql in admin_statements() {
+            assert!(
+                texts.contains(&sql) || TENANTS_IN_TABLES.contains(&sql),
+                "an admin statement is not declared in a list:\n{sql}"
+            );
+        }
     }
 
     #[test]
