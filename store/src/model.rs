@@ -57,6 +57,22 @@ pub struct Intent {
     pub last_seen_ms: Millis,
 }
 
+impl RecordedIntent {
+    /// The intent as it now stands, the same shape a read returns.
+    pub fn intent(&self) -> Intent {
+        Intent {
+            key: self.key.clone(),
+            rules_version: self.rules_version,
+            payload: self.payload.clone(),
+            revision: self.revision,
+            deliveries: self.deliveries,
+            divergences: self.divergences,
+            first_seen_ms: self.first_seen_ms,
+            last_seen_ms: self.last_seen_ms,
+        }
+    }
+}
+
 /// A version a correction replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntentVersion {

@@ -67,18 +67,7 @@ pub async fn record_intent(
     Ok((
         status,
         Json(IntentResponse {
-            intent: IntentView {
-                key: r.key,
-                rules_version: r.rules_version.number(),
-                action: req.action,
-                reference: r.reference,
-                payload: frozen(&r.payload)?,
-                revision: r.revision,
-                deliveries: r.deliveries,
-                divergences: r.divergences,
-                first_seen_ms: r.first_seen_ms,
-                last_seen_ms: r.last_seen_ms,
-            },
+            intent: IntentView::of(req.action, r.reference.clone(), &r.intent())?,
             diverged: r.diverged,
             first_delivery: r.inserted,
             candidate_key: r.candidate_key.to_string(),
@@ -112,6 +101,25 @@ pub struct IntentView {
     pub first_seen_ms: i64,
     /// Latest delivery, ms since the epoch.
     pub last_seen_ms: i64,
+}
+
+impl IntentView {
+    /// The view of a stored intent: the one shape both the record and the
+    /// read answer with.
+    fn of(action: ActionType, reference: String, i: &idem_store::Intent) -> Result<Self, ApiError> {
+        Ok(IntentView {
+            key: i.key.clone(),
+            rules_version: i.rules_version.number(),
+            action,
+            reference,
+            payload: frozen(&i.payload)?,
+            revision: i.revision,
+            deliveries: i.deliveries,
+            divergences: i.divergences,
+            first_seen_ms: i.first_seen_ms,
+            last_seen_ms: i.last_seen_ms,
+        })
+    }
 }
 
 /// Reads a recorded intent without counting a delivery. A redelivered
@@ -154,18 +162,7 @@ pub async fn get_intent(
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(Json(IntentView {
-        key: intent.key,
-        rules_version: intent.rules_version.number(),
-        action,
-        reference,
-        payload: frozen(&intent.payload)?,
-        revision: intent.revision,
-        deliveries: intent.deliveries,
-        divergences: intent.divergences,
-        first_seen_ms: intent.first_seen_ms,
-        last_seen_ms: intent.last_seen_ms,
-    }))
+    Ok(Json(IntentView::of(action, reference, &intent)?))
 }
 
 /// A frozen payload, sent as the JSON it was stored as.
