@@ -2,7 +2,16 @@
 //! the session cookie `/live/login` sets; the CSRF token of its forms; and
 //! sign-in and sign-out.
 
-use super::*;
+use super::COOKIE;
+use crate::http::error::ApiError;
+use crate::http::state::LiveState;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use idem_core::locale::Locale;
+use idem_core::TenantId;
+use std::time::Duration;
 
 /// Who is looking.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,21 @@
 //! The monitor's feeds: server-sent events (`/live/events`) and the
 //! polling fragment (`/live/fragment`).
 
-use super::*;
+use super::access::{authorized, Viewer};
+use super::data::LiveData;
+use super::params::{query_of, LiveQuery};
+use super::render;
+use super::snapshot::{scope, snapshot};
+use super::{HEARTBEAT, TICK};
+use crate::http::error::ApiError;
+use crate::http::state::LiveState;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::Stream;
+use idem_core::locale::Locale;
+use std::time::Instant;
 
 /// Which markup a feed carries.
 pub(super) fn markup(data: &LiveData, panel: bool, l: Locale) -> String {

@@ -16,8 +16,6 @@
 //! sets: the admin token (`--admin-token`) sees every tenant; a tenant's API
 //! token sees only that tenant, whatever it asks for.
 
-use super::error::ApiError;
-use super::state::LiveState;
 mod access;
 pub mod action;
 mod chart;
@@ -34,30 +32,13 @@ pub use feed::{events, fragment};
 pub use page::{data_json, live_markup};
 pub use params::LiveQuery;
 pub use snapshot::snapshot;
-// What the areas share with each other (each reads its siblings through
-// `use super::*`).
-use access::*;
-use feed::*;
-use params::*;
-use snapshot::*;
+// The work queue's page (`action`) reads the monitor's access rules and
+// scope as the monitor does.
+use access::{authorized, viewer};
+use params::query_of;
+use snapshot::{every_tenant, scope};
 
-use app::live::LiveMarkup;
-use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
-use data::{
-    Counts, DuplicateRate, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain,
-    LiveUnresolved, Window,
-};
-use futures_util::stream::{Stream, StreamExt};
-use idem_core::locale::Locale;
-use idem_core::TenantId;
-use idem_store::stats::Granularity;
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The cookie `/live/login` sets.
 pub const COOKIE: &str = "idem_live";

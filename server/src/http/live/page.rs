@@ -1,7 +1,18 @@
 //! The monitor as a page (`/live`, and the panel on `/`) and as JSON
 //! (`/live/data.json`).
 
-use super::*;
+use super::access::{authorized, csrf_token, viewer};
+use super::data::Window;
+use super::feed::markup;
+use super::params::{query_of, LiveQuery};
+use super::snapshot::snapshot;
+use super::{action, render};
+use crate::http::error::ApiError;
+use crate::http::state::LiveState;
+use app::live::LiveMarkup;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 /// `GET /live/data.json`: the numbers as JSON.
 pub async fn data_json(

@@ -1,6 +1,11 @@
 //! The monitor's query (`tenant`, `window`, `lang`), read strictly.
 
-use super::*;
+use super::data::Window;
+use crate::http::error::ApiError;
+use axum::extract::Query;
+use axum::http::HeaderMap;
+use idem_core::locale::Locale;
+use idem_core::TenantId;
 
 /// The monitor's query: `tenant`, `window` (1h, 24h, 7d, 30d), `lang`.
 #[derive(Debug, Clone, Default)]

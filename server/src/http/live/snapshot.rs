@@ -1,7 +1,22 @@
 //! The numbers: one read of the statistics rollups and the actions table
 //! per viewer and query, shared by identical refreshes for half a second.
 
-use super::*;
+use super::access::Viewer;
+use super::data::{
+    Counts, DuplicateRate, LiveData, LiveHorizon, LivePoint, LiveRow, LiveUncertain,
+    LiveUnresolved, Window,
+};
+use super::params::LiveQuery;
+use super::{data, MAX_TENANTS, PARALLEL_READS, SHARE_FOR, UNCERTAIN_LISTED};
+use crate::http::error::ApiError;
+use crate::http::state::LiveState;
+use axum::http::StatusCode;
+use futures_util::StreamExt;
+use idem_core::TenantId;
+use idem_store::stats::Granularity;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// The tenants a viewer sees for a query; a tenant asking for another is
 /// refused (403), never shown an empty page that would hint either way.
