@@ -1,5 +1,6 @@
 //! The `idem` command line, driven from the outside as a user scripts it.
 
+use crate::common;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -1344,12 +1345,6 @@ fn commands_on_the_embedded_database_say_which_file_they_opened() {
     assert!(stdout(&listed).starts_with("acme\t"), "{}", stdout(&listed));
 }
 
-/// The corpus of hand-computed contracts (testkit/fixtures/contracts.json).
-fn contracts() -> Vec<serde_json::Value> {
-    let doc: serde_json::Value = serde_json::from_str(idem_testkit::CONTRACTS).unwrap();
-    doc["contracts"].as_array().unwrap().clone()
-}
-
 /// A calculator link's values as `idem cost` flags, numbers written the
 /// way `locale` writes them (`45.000`, `0,015` in pt-BR).
 fn contract_flags(link: &str, pt_br: bool) -> Vec<String> {
@@ -1418,7 +1413,7 @@ fn same_number(got: &str, want: &str) -> bool {
 
 #[test]
 fn every_contract_of_the_corpus_comes_out_exact_in_json_and_in_the_table() {
-    let corpus = contracts();
+    let corpus = common::contracts();
     assert!(corpus.len() >= 10, "the corpus has at least ten contracts");
     for c in &corpus {
         let name = c["name"].as_str().unwrap();
@@ -1454,28 +1449,13 @@ fn every_contract_of_the_corpus_comes_out_exact_in_json_and_in_the_table() {
                 "monthly_revenue",
             ] {
                 let pt = shown[key].as_str().unwrap();
-                let want = if pt_br { pt.to_owned() } else { in_english(pt) };
+                let want = if pt_br {
+                    pt.to_owned()
+                } else {
+                    common::in_english(pt)
+                };
                 assert!(table.contains(&want), "{name}: {want} in\n{table}");
             }
         }
-    }
-}
-
-/// A pt-BR figure as the English page and table write it: separators
-/// swapped, the symbol against the number ("R$ 1.782,00" → "R$1,782.00",
-/// "US$ 0,02" → "$0.02").
-fn in_english(pt: &str) -> String {
-    let swapped: String = pt
-        .chars()
-        .map(|ch| match ch {
-            '.' => ',',
-            ',' => '.',
-            other => other,
-        })
-        .collect();
-    match swapped.split_once(' ') {
-        Some(("US$", n)) => format!("${n}"),
-        Some((sym, n)) => format!("{sym}{n}"),
-        None => swapped,
     }
 }

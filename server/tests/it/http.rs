@@ -699,31 +699,12 @@ fn sheet_number(cell: &str, pt_br: bool) -> Option<rust_decimal::Decimal> {
     plain.parse().ok()
 }
 
-/// A pt-BR figure as the English page writes it ("R$ 1.782,00" →
-/// "R$1,782.00", "US$ 0,02" → "$0.02").
-fn in_english(pt: &str) -> String {
-    let swapped: String = pt
-        .chars()
-        .map(|ch| match ch {
-            '.' => ',',
-            ',' => '.',
-            other => other,
-        })
-        .collect();
-    match swapped.split_once(' ') {
-        Some(("US$", n)) => format!("${n}"),
-        Some((sym, n)) => format!("{sym}{n}"),
-        None => swapped,
-    }
-}
-
 #[tokio::test]
 async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
     let (base, _dir) = start().await;
-    let doc: serde_json::Value = serde_json::from_str(idem_testkit::CONTRACTS).unwrap();
-    let corpus = doc["contracts"].as_array().unwrap();
+    let corpus = common::contracts();
     assert!(corpus.len() >= 10);
-    for c in corpus {
+    for c in &corpus {
         let name = c["name"].as_str().unwrap();
         let link = c["link"].as_str().unwrap();
         for (lang, pt_br) in [("pt-BR", true), ("en-US", false)] {
@@ -780,7 +761,11 @@ async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
                     .get(key)
                     .unwrap_or_else(|| panic!("{name} {lang}: no {key} in\n{body}"));
                 let pt = pt.as_str().unwrap();
-                let want_formatted = if pt_br { pt.to_owned() } else { in_english(pt) };
+                let want_formatted = if pt_br {
+                    pt.to_owned()
+                } else {
+                    common::in_english(pt)
+                };
                 assert_eq!(formatted, &want_formatted, "{name} {lang}: {key}");
                 match c["exact"][key].as_str() {
                     None => assert_eq!(value, "", "{name} {lang}: {key}"),

@@ -177,3 +177,28 @@ pub async fn child_serve(url: &str, extra: &[&str], env: &[(&str, &str)]) -> Chi
     }
     c
 }
+
+/// The corpus of hand-computed contracts (`testkit/fixtures/contracts.json`).
+pub fn contracts() -> Vec<serde_json::Value> {
+    let doc: serde_json::Value = serde_json::from_str(idem_testkit::CONTRACTS).unwrap();
+    doc["contracts"].as_array().unwrap().clone()
+}
+
+/// A pt-BR figure as the English page, table and CSV write it: separators
+/// swapped, the symbol against the number ("R$ 1.782,00" → "R$1,782.00",
+/// "US$ 0,02" → "$0.02").
+pub fn in_english(pt: &str) -> String {
+    let swapped: String = pt
+        .chars()
+        .map(|ch| match ch {
+            '.' => ',',
+            ',' => '.',
+            other => other,
+        })
+        .collect();
+    match swapped.split_once(' ') {
+        Some(("US$", n)) => format!("${n}"),
+        Some((sym, n)) => format!("{sym}{n}"),
+        None => swapped,
+    }
+}
