@@ -1,0 +1,427 @@
+//! The calculator's editable state: what the person typed, field by
+//! field, read into a scenario, and the links and queries it becomes.
+
+use crate::i18n::{number_hint, problem_text, tr};
+use crate::SavedView;
+use idem_core::cost::PriceUnit;
+use idem_core::locale::{currency_in_text, format_decimal, parse_decimal, Currency, Locale};
+use idem_core::scenario::{
+    is_iso_date, is_model_id, parse_canonical, read_date, read_dropped_rate, Choices, Field, Kind,
+    Problem, Scenario,
+};
+use leptos::prelude::*;
+use rust_decimal::Decimal;
+
+/// What the server has to say about the price-table model a link names
+/// (one the bundled table does not have): markup the server writes, which
+/// hydration keeps, so the wasm carries neither the table nor the check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelNotice(pub String);
+
+pub(crate) fn model_notice() -> String {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<ModelNotice>().unwrap_or_default().0
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        String::new()
+    }
+}
+
+/// The query key that marks values as typed by a person in the page's
+/// locale (a form submitted without JavaScript) rather than canonical.
+pub const TYPED_KEY: &str = "t";
+
+pub(crate) fn idx(f: Field) -> usize {
+    Field::ALL.iter().position(|g| *g == f).unwrap_or(0)
+}
+
+/// A value as the field shows it in `locale`: every decimal the field
+/// keeps, so showing a value never rounds it. Money and exchange rates
+/// show at least two decimals, as they are quoted (a rate typed `6,10`
+/// comes back `6,10`, not `6,1`).
+pub fn display_text(f: Field, v: Decimal, l: Locale) -> String {
+    match f.kind() {
+        Kind::Money | Kind::Rate => format_decimal(v, l, 2, 28),
+        _ => format_decimal(v, l, 0, 28),
+    }
+}
+
+/// The calculator's editable state: what the person typed, field by field,
+/// kept verbatim while they type.
+#[derive(Clone, Copy)]
+pub struct Form {
+    texts: [RwSignal<String>; 16],
+    /// What prices are quoted per.
+    pub unit: RwSignal<PriceUnit>,
+    /// The currency of the token prices.
+    pub price_currency: RwSignal<Currency>,
+    /// The currency of revenue and results.
+    pub revenue_currency: RwSignal<Currency>,
+    /// The day the exchange rate was quoted, `YYYY-MM-DD` or empty.
+    pub fx_date: RwSignal<String>,
+    /// The price-table model the prices came from, and the table's date;
+    /// cleared when a price is edited by hand.
+    pub model: RwSignal<Option<(String, Option<String>)>>,
+    /// The rate a change of currency dropped, kept to say so (and to give
+    /// it back if the reader returns to its pair); never in a figure.
+    pub fx_dropped: RwSignal<Option<DroppedRate>>,
+}
+
+/// An exchange rate dropped because the currencies it was quoted for
+/// changed: a rate belongs to its two currencies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedRate {
+    /// The price currency the rate was for.
+    pub from: Currency,
+    /// The revenue currency the rate was in.
+    pub to: Currency,
+    /// The rate as it was typed (or as the link carried it).
+    pub rate: String,
+    /// Its date, as typed.
+    pub date: String,
+}
+
+impl Form {
+    fn from_scenario(s: &Scenario, l: Locale) -> Form {
+        let texts = Field::ALL
+            .map(|f| RwSignal::new(f.get(s).map(|v| display_text(f, v, l)).unwrap_or_default()));
+        Form {
+            texts,
+            unit: RwSignal::new(s.inputs.price_unit),
+            price_currency: RwSignal::new(s.inputs.price_currency),
+            revenue_currency: RwSignal::new(s.inputs.revenue_currency),
+            fx_date: RwSignal::new(s.fx_date.clone().unwrap_or_default()),
+            model: RwSignal::new(s.model.clone().map(|m| (m, s.model_date.clone()))),
+            fx_dropped: RwSignal::new(None),
+        }
+    }
+
+    /// The state a query string describes: a link (v1 or v2) is read into
+    /// the scenario it means and shown in the page's locale; typed values
+    /// (`t=1`), and links that do not read, are kept as written so each
+    /// field can say what is wrong with it.
+    pub fn from_query(pairs: &[(String, String)], l: Locale) -> Form {
+        let form = Form::from_query_fields(pairs, l);
+        let get = |key: &str| pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
+        // The rate the model picker dropped (`pxd=EUR:6.1`), to say so.
+        if let Some((from, rate)) = get("pxd").and_then(|v| read_dropped_rate(v)) {
+            let to = form.revenue_currency.get_untracked();
+            if from != form.price_currency.get_untracked() && from != to {
+                form.fx_dropped.set(Some(DroppedRate {
+                    from,
+                    to,
+                    rate: display_text(Field::Fx, rate, l),
+                    date: String::new(),
+                }));
+            }
+        }
+        form
+    }
+
+    fn from_query_fields(pairs: &[(String, String)], l: Locale) -> Form {
+        let typed = pairs.iter().any(|(k, _)| k == TYPED_KEY);
+        if !typed {
+            if let Ok(s) = Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            {
+                return Form::from_scenario(&s, l);
+            }
+        }
+        let form = Form::from_scenario(&Scenario::default(), l);
+        let get = |key: &str| pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
+        for f in Field::ALL {
+            if let Some(v) = get(f.key()) {
+                let text = match parse_canonical(v) {
+                    Some(d) if !typed => display_text(f, d, l),
+                    _ => v.clone(),
+                };
+                form.text(f).set(text);
+            }
+        }
+        if let Some(u) = get("u").and_then(|u| u.parse().ok()) {
+            form.unit.set(u);
+        }
+        if let Some(c) = get("pc").and_then(|c| Currency::from_code(c)) {
+            form.price_currency.set(c);
+        }
+        if let Some(c) = get("rc").and_then(|c| Currency::from_code(c)) {
+            form.revenue_currency.set(c);
+        }
+        if let Some(d) = get("pd") {
+            form.fx_date.set(read_date(d).unwrap_or_else(|| d.clone()));
+        }
+        if let Some(m) = get("m").filter(|m| is_model_id(m)) {
+            let date = get("md").filter(|d| is_iso_date(d)).cloned();
+            form.model.set(Some((m.clone(), date)));
+        }
+        form
+    }
+
+    /// The text signal of a field.
+    pub fn text(&self, f: Field) -> RwSignal<String> {
+        self.texts[idx(f)]
+    }
+
+    fn choices(&self) -> Choices {
+        Choices {
+            price_unit: self.unit.get(),
+            price_currency: self.price_currency.get(),
+            revenue_currency: self.revenue_currency.get(),
+        }
+    }
+
+    /// The currency a money field is typed in.
+    pub fn currency_of(&self, f: Field) -> Currency {
+        if f.in_price_currency() {
+            self.price_currency.get()
+        } else {
+            self.revenue_currency.get()
+        }
+    }
+
+    /// A field's value, `Ok(None)` when an optional field is empty, or what
+    /// to fix, in the reader's language.
+    pub fn read(&self, f: Field, l: Locale) -> Result<Option<Decimal>, String> {
+        let text = self.text(f).get();
+        let problem = |p| problem_text(p, l).to_owned();
+        if text.trim().is_empty() {
+            return if f == Field::Fx && self.price_currency.get() != self.revenue_currency.get() {
+                Err(problem(Problem::RateRequired))
+            } else if f.optional() {
+                Ok(None)
+            } else {
+                Err(problem(Problem::NotANumber))
+            };
+        }
+        if let Some(c) = currency_in_text(&text) {
+            // "$3" in a block priced in reais is a typo to point out, not
+            // a number to reinterpret.
+            if f.kind() != Kind::Money || c != self.currency_of(f) {
+                return Err(problem(Problem::WrongCurrency));
+            }
+        }
+        let v = parse_decimal(&text, l).map_err(|_| number_hint(l).to_owned())?;
+        f.check_typed(v).map(Some).map_err(problem)
+    }
+
+    /// A problem of the field that only shows with the others: a risk field
+    /// left empty while another risk field is filled in.
+    pub fn joint_problem(&self, f: Field, l: Locale) -> Option<String> {
+        if !Field::RISK.contains(&f) || !self.text(f).get().trim().is_empty() {
+            return None;
+        }
+        Field::RISK
+            .into_iter()
+            .any(|g| !self.text(g).get().trim().is_empty())
+            .then(|| problem_text(Problem::RiskIncomplete, l).to_owned())
+    }
+
+    fn with_meta(&self, mut s: Scenario) -> Scenario {
+        let date = self.fx_date.get();
+        s.fx_date = (is_iso_date(&date) && s.inputs.fx.is_some()).then_some(date);
+        if let Some((m, d)) = self.model.get() {
+            s.model = Some(m);
+            s.model_date = d;
+        }
+        s
+    }
+
+    /// Each field's problem, in display order.
+    pub fn problems(&self, l: Locale) -> Vec<(Field, String)> {
+        let mut out = Vec::new();
+        for f in Field::ALL {
+            if let Some(e) = self.read(f, l).err().or_else(|| self.joint_problem(f, l)) {
+                out.push((f, e));
+            }
+        }
+        out
+    }
+
+    /// What is wrong with the rate's date, if anything. A date only labels
+    /// the rate: a bad one is said under its field and blocks no figure.
+    pub fn date_problem(&self, l: Locale) -> Option<String> {
+        let date = self.fx_date.get();
+        (!date.is_empty() && !is_iso_date(&date)).then(|| {
+            tr(
+                l,
+                "data inválida: use dd/mm/aaaa, como 01/12/2026",
+                "invalid date: use dd/mm/yyyy, as in 01/12/2026",
+            )
+            .to_owned()
+        })
+    }
+
+    /// Sets the price currency (`price`) or the revenue currency. A typed
+    /// rate belongs to the pair it was typed for: a new pair drops it (kept
+    /// aside to say so), and returning to that pair gives it back.
+    pub fn set_currency(&self, price: bool, c: Currency) {
+        let pair = || {
+            (
+                self.price_currency.get_untracked(),
+                self.revenue_currency.get_untracked(),
+            )
+        };
+        let before = pair();
+        if price {
+            self.price_currency.set(c);
+        } else {
+            self.revenue_currency.set(c);
+        }
+        let after = pair();
+        if before == after {
+            return;
+        }
+        let fx = self.text(Field::Fx);
+        let current =
+            (before.0 != before.1 && !fx.get_untracked().trim().is_empty()).then(|| DroppedRate {
+                from: before.0,
+                to: before.1,
+                rate: fx.get_untracked(),
+                date: self.fx_date.get_untracked(),
+            });
+        let back = self
+            .fx_dropped
+            .get_untracked()
+            .filter(|d| (d.from, d.to) == after);
+        match &back {
+            Some(d) => {
+                fx.set(d.rate.clone());
+                self.fx_date.set(d.date.clone());
+            }
+            None if current.is_some() => {
+                fx.set(String::new());
+                self.fx_date.set(String::new());
+            }
+            None => {}
+        }
+        if current.is_some() || back.is_some() {
+            self.fx_dropped.set(current);
+        }
+    }
+
+    /// The scenario with every refused field replaced by a stand-in, and
+    /// the refused fields: what the outputs that do not depend on them are
+    /// computed from. With no field refused, it is the form's scenario.
+    pub fn lenient(&self, l: Locale) -> (Scenario, Vec<Field>) {
+        let blocked: Vec<Field> = self.problems(l).into_iter().map(|(f, _)| f).collect();
+        let risk_blocked = Field::RISK.iter().any(|f| blocked.contains(f));
+        let values: Vec<Option<Decimal>> = Field::ALL
+            .into_iter()
+            .map(|f| {
+                let read = self.read(f, l).ok().flatten();
+                if blocked.contains(&f) || (risk_blocked && Field::RISK.contains(&f)) {
+                    // A risk block with a refused field still shows the
+                    // outputs its valid fields give, so all four get a value.
+                    return Some(read.unwrap_or_else(|| f.stand_in()));
+                }
+                read
+            })
+            .collect();
+        let s =
+            Scenario::from_values(|f| values[idx(f)], self.choices(), false).unwrap_or_default();
+        (self.with_meta(s), blocked)
+    }
+
+    /// Back to the reference scenario.
+    pub fn reset(&self, l: Locale) {
+        let r = Form::from_scenario(&Scenario::default(), l);
+        for f in Field::ALL {
+            self.text(f).set(r.text(f).get_untracked());
+        }
+        self.unit.set(PriceUnit::PerThousand);
+        self.price_currency.set(Currency::Brl);
+        self.revenue_currency.set(Currency::Brl);
+        self.fx_date.set(String::new());
+        self.model.set(None);
+        self.fx_dropped.set(None);
+    }
+
+    /// Rewrites every readable field from one locale's notation to
+    /// another's; a field that cannot be read is left as typed.
+    pub fn relocalize(&self, from: Locale, to: Locale) {
+        for f in Field::ALL {
+            let t = self.text(f);
+            if let Ok(v) = parse_decimal(&t.get_untracked(), from) {
+                t.set(display_text(f, v, to));
+            }
+        }
+        if let Some(mut d) = self.fx_dropped.get_untracked() {
+            if let Ok(v) = parse_decimal(&d.rate, from) {
+                d.rate = display_text(Field::Fx, v, to);
+                self.fx_dropped.set(Some(d));
+            }
+        }
+    }
+
+    /// Switches the price unit, converting the prices so the scenario stays
+    /// the same (R$ 0,015 per 1k is R$ 15,00 per 1M).
+    pub fn set_unit(&self, unit: PriceUnit, l: Locale) {
+        let old = self.unit.get_untracked();
+        if old == unit {
+            return;
+        }
+        for f in Field::PRICES {
+            let t = self.text(f);
+            if let Some(v) = parse_decimal(&t.get_untracked(), l)
+                .ok()
+                .and_then(|v| old.convert(v))
+            {
+                t.set(display_text(f, v, l));
+            }
+        }
+        self.unit.set(unit);
+    }
+}
+
+/// Where the address bar should point for a scenario: the saved link while
+/// the scenario is unchanged, else the scenario's own query.
+pub fn scenario_href(s: &Scenario, saved: Option<&SavedView>, l: Locale) -> String {
+    let lang = match l {
+        Locale::PtBr => String::new(),
+        Locale::EnUs => "lang=en-US".to_owned(),
+    };
+    let q = s.to_query();
+    match saved {
+        // Compared as scenarios: a scenario saved as a v1 link is the same
+        // scenario as its v2 spelling.
+        Some(v) if saved_query(v) == q => {
+            if lang.is_empty() {
+                format!("/s/{}", v.id)
+            } else {
+                format!("/s/{}?{lang}", v.id)
+            }
+        }
+        _ if lang.is_empty() => format!("/?{q}"),
+        _ => format!("/?{q}&{lang}"),
+    }
+}
+
+/// A saved scenario's query in this build's spelling (v2), whatever version
+/// it was saved in.
+pub(crate) fn saved_query(v: &SavedView) -> String {
+    Scenario::from_query(v.query.split('&').filter_map(|kv| kv.split_once('=')))
+        .map(|s| s.to_query())
+        .unwrap_or_else(|_| v.query.clone())
+}
+
+/// Percent-encodes free text (a scenario's name) for a query value: every
+/// byte but letters, digits and `-._~`.
+pub fn encode_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Percent-encodes a canonical query so it can travel as one parameter.
+pub fn encode_param(q: &str) -> String {
+    q.replace('%', "%25")
+        .replace('&', "%26")
+        .replace('=', "%3D")
+}
