@@ -12,12 +12,18 @@ use idem_core::locale::Locale;
 pub fn scroll_open(label: &str, l: Locale) -> String {
     format!(
         "<p class=\"scroll-hint\" aria-hidden=\"true\">{}</p><div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{}\">",
-        esc(tr(
-            l,
-            "Deslize a tabela para o lado para ver todas as colunas →",
-            "Swipe the table sideways to see every column →"
-        )),
+        esc(scroll_hint(l)),
         esc(label)
+    )
+}
+
+/// The hint above a table that scrolls sideways (shown on narrow screens);
+/// the server's maud pages write the same box around it.
+pub fn scroll_hint(l: Locale) -> &'static str {
+    tr(
+        l,
+        "Deslize a tabela para o lado para ver todas as colunas →",
+        "Swipe the table sideways to see every column →",
     )
 }
 

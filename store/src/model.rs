@@ -58,18 +58,27 @@ pub struct Intent {
 }
 
 impl RecordedIntent {
-    /// The intent as it now stands, the same shape a read returns.
-    pub fn intent(&self) -> Intent {
-        Intent {
-            key: self.key.clone(),
-            rules_version: self.rules_version,
-            payload: self.payload.clone(),
-            revision: self.revision,
-            deliveries: self.deliveries,
-            divergences: self.divergences,
-            first_seen_ms: self.first_seen_ms,
-            last_seen_ms: self.last_seen_ms,
-        }
+    /// The intent as it now stands, the same shape a read returns, with
+    /// what this delivery learned beside it (the reference, whether it
+    /// created or diverged, the candidate's key). Moves, never copies: the
+    /// record path answers every delivery.
+    pub fn into_parts(self) -> (Intent, String, bool, bool, IdempotencyKey) {
+        (
+            Intent {
+                key: self.key,
+                rules_version: self.rules_version,
+                payload: self.payload,
+                revision: self.revision,
+                deliveries: self.deliveries,
+                divergences: self.divergences,
+                first_seen_ms: self.first_seen_ms,
+                last_seen_ms: self.last_seen_ms,
+            },
+            self.reference,
+            self.inserted,
+            self.diverged,
+            self.candidate_key,
+        )
     }
 }
 

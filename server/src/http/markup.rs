@@ -1,7 +1,9 @@
 //! Pieces of markup that several server-rendered pages share, written
 //! with maud (every interpolated value escaped by the template). A leaf.
+//! The scroll box is the one `app::markup::scroll_open` writes for the
+//! shared pages, with the same hint.
 
-use app::i18n::tr;
+use app::markup::scroll_hint;
 use idem_core::locale::Locale;
 use maud::{html, Markup};
 
@@ -11,11 +13,7 @@ use maud::{html, Markup};
 /// side are reachable without a mouse.
 pub fn scrolling(label: &str, l: Locale, table: Markup) -> Markup {
     html! {
-        p class="scroll-hint" aria-hidden="true" {
-            (tr(l,
-                "Deslize a tabela para o lado para ver todas as colunas →",
-                "Swipe the table sideways to see every column →"))
-        }
+        p class="scroll-hint" aria-hidden="true" { (scroll_hint(l)) }
         div class="table-scroll" tabindex="0" role="region" aria-label=(label) { (table) }
     }
 }

@@ -274,6 +274,26 @@ async fn the_model_picker_searches_the_table_on_the_server() {
     );
     let html = common::page(&format!("{base}/prices?q=zzzz-none")).await;
     assert!(html.contains("Nenhum modelo"));
+    // Hostile text in the search and in the scenario it came from: written
+    // back as text, never as markup, and the page still answers.
+    let res = reqwest::get(format!(
+        "{base}/prices?q=%22%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E%00claude&back=v%3D2%26c%3D1%22%3E%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
+    let html = res.text().await.unwrap();
+    assert!(!html.contains("<script>alert"), "{html}");
+    assert!(!html.contains("<img src=x"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(reqwest::get(format!("{base}/healthz"))
+        .await
+        .unwrap()
+        .status()
+        .is_success());
     // The link it gives keeps the model and its prices, with and without
     // JavaScript: the server renders them.
     let html = common::page(&format!(

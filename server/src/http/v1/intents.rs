@@ -64,13 +64,14 @@ pub async fn record_intent(
     } else {
         StatusCode::OK
     };
+    let (intent, reference, inserted, diverged, candidate_key) = r.into_parts();
     Ok((
         status,
         Json(IntentResponse {
-            intent: IntentView::of(req.action, r.reference.clone(), &r.intent())?,
-            diverged: r.diverged,
-            first_delivery: r.inserted,
-            candidate_key: r.candidate_key.to_string(),
+            intent: IntentView::of(req.action, reference, intent)?,
+            diverged,
+            first_delivery: inserted,
+            candidate_key: candidate_key.to_string(),
         }),
     ))
 }
@@ -106,9 +107,9 @@ pub struct IntentView {
 impl IntentView {
     /// The view of a stored intent: the one shape both the record and the
     /// read answer with.
-    fn of(action: ActionType, reference: String, i: &idem_store::Intent) -> Result<Self, ApiError> {
+    fn of(action: ActionType, reference: String, i: idem_store::Intent) -> Result<Self, ApiError> {
         Ok(IntentView {
-            key: i.key.clone(),
+            key: i.key,
             rules_version: i.rules_version.number(),
             action,
             reference,
@@ -162,7 +163,7 @@ pub async fn get_intent(
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(Json(IntentView::of(action, reference, &intent)?))
+    Ok(Json(IntentView::of(action, reference, intent)?))
 }
 
 /// A frozen payload, sent as the JSON it was stored as.
