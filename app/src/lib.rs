@@ -29,12 +29,6 @@ use i18n::{tr, Prefs, T};
 use idem_core::locale::Locale;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
-#[cfg(feature = "ssr")]
-use leptos_router::hooks::use_location;
-use leptos_router::{
-    components::{Route, Router, Routes},
-    path, SsrMode,
-};
 use serde::{Deserialize, Serialize};
 
 pub use calculator::Calculator;
@@ -198,8 +192,64 @@ const LIVE_ROOT: &str = "live-root";
 /// The id of the header the browser hydrates ([`TopBar`]).
 const TOP_ROOT: &str = "top";
 
-/// The routed application, rendered on the server (the browser hydrates
-/// parts of it, see the crate's documentation).
+/// The page the server renders, with what its handler loaded. The
+/// server's route table picks the handler (`server/src/http/mod.rs`), the
+/// handler picks the page and [`App`] draws it: no second routing here.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Page {
+    /// `/`: the calculator from the address's pairs ([`start_pairs`]), and
+    /// the live panel's markup under it.
+    Calculator {
+        /// The calculator's starting pairs.
+        initial: Vec<(String, String)>,
+        /// The live panel, as the server rendered it.
+        panel: String,
+    },
+    /// `/s/{id}`: the saved scenario with this id, looked up in the
+    /// page's [`PageScenarios`].
+    Saved {
+        /// The id in the address.
+        id: String,
+    },
+    /// `/compare?s=…` and `/c/{id}`: the columns' `s` values, and the saved
+    /// comparison they were read from, if any.
+    Compare {
+        /// Each column's value, as pasted or stored.
+        values: Vec<String>,
+        /// The saved comparison (`/c/{id}`).
+        stored: Option<pages::PageComparison>,
+    },
+    /// `/live` and `/live/actions/{key}`: the server's markup.
+    Live {
+        /// The page's body.
+        html: String,
+    },
+    /// Any other address.
+    #[default]
+    NotFound,
+}
+
+/// The address a page was asked for: its path, and its query with the `?`
+/// (or empty). The server provides it; the header's links are built from
+/// it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageAddress {
+    /// The path, `/s/abc`.
+    pub path: String,
+    /// The query string with its `?`, or empty.
+    pub search: String,
+}
+
+/// The calculator's starting pairs from an address's decoded query, put
+/// through the router's `ParamsMap` (its order and repeated keys), so the
+/// server and the browser start from the same pairs.
+pub fn start_pairs(decoded: Vec<(String, String)>) -> Vec<(String, String)> {
+    let map: leptos_router::params::ParamsMap = decoded.into_iter().collect();
+    map.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// The application, rendered on the server around the [`Page`] its handler
+/// chose (the browser hydrates parts of it, see the crate's documentation).
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -207,6 +257,7 @@ pub fn App() -> impl IntoView {
     provide_context(Prefs { locale });
     let data = page_scenarios();
     provide_context(data.clone());
+    let page = use_context::<Page>().unwrap_or_default();
     // The title is read once, here, inside leptos' reactive arena:
     // leptos_meta renders the <title> later, outside that arena, and a
     // closure reading the locale signal there panicked whenever the
@@ -216,25 +267,23 @@ pub fn App() -> impl IntoView {
         let text = tr(locale.get_untracked(), TITLE.0, TITLE.1);
         move || text
     };
+    let body = match page {
+        Page::Calculator { initial, panel } => {
+            view! { <pages::CalculatorPage initial panel/> }.into_any()
+        }
+        Page::Saved { id } => view! { <pages::SavedPage id/> }.into_any(),
+        Page::Compare { values, stored } => {
+            view! { <pages::ComparePage values stored/> }.into_any()
+        }
+        Page::Live { html } => view! { <live::LivePage html/> }.into_any(),
+        Page::NotFound => view! { <pages::NotFound/> }.into_any(),
+    };
     view! {
         <Title text=title/>
-        <Router>
-            <header class="top" id=TOP_ROOT>
-                <TopBar/>
-            </header>
-            <main>
-                // In-order streaming: the out-of-order mode emitted markers
-                // that a release build failed to hydrate (see the build notes).
-                <Routes fallback=|| view! { <pages::NotFound/> }>
-                    <Route path=path!("") view=pages::CalculatorPage ssr=SsrMode::InOrder/>
-                    <Route path=path!("/s/:id") view=pages::SavedPage ssr=SsrMode::InOrder/>
-                    <Route path=path!("/compare") view=pages::ComparePage ssr=SsrMode::InOrder/>
-                    <Route path=path!("/c/:id") view=pages::ComparePage ssr=SsrMode::InOrder/>
-                    <Route path=path!("/live") view=live::LivePage ssr=SsrMode::InOrder/>
-                    <Route path=path!("/live/actions/:key") view=live::LivePage ssr=SsrMode::InOrder/>
-                </Routes>
-            </main>
-        </Router>
+        <header class="top" id=TOP_ROOT>
+            <TopBar/>
+        </header>
+        <main>{body}</main>
         <PageData data/>
     }
 }
@@ -251,16 +300,13 @@ pub fn TopBar() -> impl IntoView {
 }
 
 /// The page's path and query string (with its `?`, or empty): the
-/// router's on the server, the address bar's in the browser (which has no
-/// router). Pages load whole, so neither changes under a rendered header.
+/// server's [`PageAddress`], the address bar's in the browser. Pages load
+/// whole, so neither changes under a rendered header.
 fn page_address() -> (String, String) {
     #[cfg(feature = "ssr")]
     {
-        let location = use_location();
-        (
-            location.pathname.get_untracked(),
-            location.search.get_untracked(),
-        )
+        let a = use_context::<PageAddress>().unwrap_or_default();
+        (a.path, a.search)
     }
     #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
     {
@@ -361,8 +407,8 @@ fn lang_href(l: Locale, path: &str, search: &str) -> String {
 /// What the calculator starts from, read the way the server read it: on
 /// `/s/{id}` the saved scenario the server put in `#page-data`, elsewhere
 /// the address bar's query, decoded by the browser and collected into the
-/// router's `ParamsMap` as the router itself does (the same unescaping and
-/// order), so hydration renders what the server did.
+/// router's `ParamsMap` as the server does ([`start_pairs`]), so hydration
+/// renders what the server did.
 fn calculator_start() -> (Vec<(String, String)>, Option<SavedView>) {
     let (path, search) = browser::address();
     if let Some(id) = path.strip_prefix("/s/") {
@@ -386,9 +432,7 @@ fn calculator_start() -> (Vec<(String, String)>, Option<SavedView>) {
             }
         }
     }
-    let map: leptos_router::params::ParamsMap = decoded.into_iter().collect();
-    let initial = map.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    (initial, None)
+    (start_pairs(decoded), None)
 }
 
 /// The browser entry point: hydrates the header and, where the page has

@@ -10,33 +10,21 @@
 
 use leptos::prelude::*;
 
-/// The monitor's markup for one page, as the server rendered it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LiveMarkup {
-    /// The `/live` page's body, or the calculator panel's.
-    pub html: String,
-}
-
-/// The server's markup (empty outside the server, which alone renders it).
-fn live_markup() -> String {
-    #[cfg(feature = "ssr")]
-    {
-        use_context::<LiveMarkup>().unwrap_or_default().html
-    }
-    #[cfg(not(feature = "ssr"))]
-    {
-        String::new()
-    }
-}
-
-/// `/live`: duplicates, divergences and uncertain actions as they happen.
+/// `/live` and `/live/actions/{key}`: duplicates, divergences and
+/// uncertain actions as they happen, as the server rendered them.
 #[component]
-pub fn LivePage() -> impl IntoView {
-    view! { <div id="live-page" inner_html=live_markup()></div> }
+pub fn LivePage(
+    /// The page's body.
+    html: String,
+) -> impl IntoView {
+    view! { <div id="live-page" inner_html=html></div> }
 }
 
-/// The compact panel under the calculator.
+/// The compact panel under the calculator, as the server rendered it.
 #[component]
-pub fn LivePanel() -> impl IntoView {
-    view! { <aside class="live-panel-box" aria-labelledby="live-panel-title" inner_html=live_markup()></aside> }
+pub fn LivePanel(
+    /// The panel's contents.
+    html: String,
+) -> impl IntoView {
+    view! { <aside class="live-panel-box" aria-labelledby="live-panel-title" inner_html=html></aside> }
 }

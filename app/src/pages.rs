@@ -1,4 +1,5 @@
-//! The routed pages around the calculator.
+//! The pages around the calculator, drawn from what the server's page
+//! handlers loaded ([`crate::Page`]).
 
 use crate::calculator::Calculator;
 #[cfg(feature = "ssr")]
@@ -15,7 +16,6 @@ use idem_core::scenario::{is_link_key, is_saved_id};
 #[cfg(feature = "ssr")]
 use idem_core::scenario::{parse_canonical, Field, Scenario};
 use leptos::prelude::*;
-use leptos_router::hooks::{use_params_map, use_query_map};
 #[cfg(feature = "ssr")]
 use rust_decimal::Decimal;
 #[cfg(feature = "ssr")]
@@ -43,27 +43,28 @@ pub(crate) fn pairs(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `/`: the calculator, starting from the address bar's scenario.
+/// `/`: the calculator, starting from the address's scenario, with the
+/// live panel (the server's markup) under it.
 #[component]
-pub fn CalculatorPage() -> impl IntoView {
-    let query = use_query_map();
-    let initial: Vec<(String, String)> = query.with_untracked(|q| {
-        q.clone()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect()
-    });
+pub fn CalculatorPage(
+    /// The calculator's starting pairs.
+    initial: Vec<(String, String)>,
+    /// The live panel's markup.
+    panel: String,
+) -> impl IntoView {
     view! {
         <CalculatorRoot initial saved=None/>
-        <crate::live::LivePanel/>
+        <crate::live::LivePanel html=panel/>
     }
 }
 
 /// `/s/{id}`: a saved scenario, in the calculator.
 #[component]
-pub fn SavedPage() -> impl IntoView {
+pub fn SavedPage(
+    /// The id in the address.
+    id: String,
+) -> impl IntoView {
     let data = expect_context::<PageScenarios>();
-    let id = use_params_map().with_untracked(|p| p.get("id").unwrap_or_default());
     match data.get(&id).cloned() {
         Some(v) => view! { <CalculatorRoot initial=pairs(&v.query) saved=Some(v)/> }.into_any(),
         None if data.failed => view! {
@@ -255,16 +256,16 @@ pub fn comparison_values(query: &str) -> Vec<String> {
 /// `/compare?s=…&s=…` and a saved comparison `/c/{id}`: scenarios side by
 /// side, with deltas against the first.
 #[component]
-pub fn ComparePage() -> impl IntoView {
+pub fn ComparePage(
+    /// Each column's `s` value.
+    values: Vec<String>,
+    /// The saved comparison they come from (`/c/{id}`).
+    stored: Option<PageComparison>,
+) -> impl IntoView {
     // Only the server reads the columns: in the browser the comparison is
     // the server's markup (CompareTable), so the wasm carries no link reader.
     #[cfg(feature = "ssr")]
     let (refs, stored) = {
-        let stored = use_context::<PageComparison>().filter(|c| !c.id.is_empty());
-        let values: Vec<String> = match &stored {
-            Some(c) => comparison_values(&c.query),
-            None => use_query_map().with_untracked(|q| q.get_all("s").unwrap_or_default()),
-        };
         let site = use_context::<PageSite>().unwrap_or_default();
         let refs: Vec<Ref> = values
             .iter()
@@ -274,7 +275,10 @@ pub fn ComparePage() -> impl IntoView {
         (refs, stored)
     };
     #[cfg(not(feature = "ssr"))]
-    let (refs, stored) = (Vec::<Ref>::new(), None::<PageComparison>);
+    let (refs, stored) = {
+        let _ = values;
+        (Vec::<Ref>::new(), stored)
+    };
     let data = expect_context::<PageScenarios>();
     // A database that cannot be read is said as such: the columns it would
     // have filled are neither "not found" nor an empty comparison.

@@ -1,26 +1,31 @@
-//! The dashboard's non-Leptos routes and the context its pages need:
-//! saving a scenario (`POST /s`), exporting one as CSV (`GET /export.csv`),
-//! the request's locale, and the loader behind `/s/{id}`.
+//! The dashboard: its pages (the calculator `/`, a saved scenario
+//! `/s/{id}`, the comparison `/compare` and a saved one `/c/{id}`), each a
+//! handler that loads what it shows and hands it to [`page::render`]; and
+//! saving a scenario (`POST /s`) or a comparison (`POST /c`) and exporting
+//! one as CSV (`GET /export.csv`).
 //!
 //! Saving and exporting are plain form posts and links, so both work
-//! without JavaScript.
+//! without JavaScript. The calculator wears the live area's panel
+//! ([`live_panel`]), as `demo` wears `idempotency`.
 
 use super::error::plain_text as refuse;
 use super::error::ApiError;
-use super::extract::request_locale;
-use super::state::ApiState;
-use app::i18n::{field_label, RequestLocale};
-use app::pages::PageComparison;
-use app::{PageScenarios, SavedView};
-use axum::extract::{Query, State};
-use axum::http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode};
+use super::guard::host_of;
+use super::live::panel as live_panel;
+use super::page::{self, PageView};
+use super::state::{ApiState, AppState};
+use app::i18n::field_label;
+use app::pages::{comparison_values, saved_ids, PageComparison};
+use app::{Page, PageScenarios, SavedView};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use idem_core::locale::Locale;
-use idem_core::scenario::{Field, Scenario};
+use idem_core::scenario::{is_saved_id, Field, Scenario};
 use idem_core::TenantId;
 use idem_store::{SavedComparison, SavedScenario, Store};
-use leptos::prelude::{provide_context, use_context};
 
 pub use super::state::SCENARIO_TENANT;
 
@@ -33,64 +38,143 @@ fn tenant() -> TenantId {
     TenantId::try_from(SCENARIO_TENANT).unwrap_or_else(|_| unreachable!("constant tenant id"))
 }
 
-fn locale_cookie(l: Locale) -> HeaderValue {
-    HeaderValue::from_static(match l {
-        Locale::PtBr => "idem_lang=pt-BR; Path=/; Max-Age=31536000; SameSite=Lax",
-        Locale::EnUs => "idem_lang=en-US; Path=/; Max-Age=31536000; SameSite=Lax",
+/// `GET /`: the calculator, from the address's scenario, with the live
+/// panel under it. A link that does not read as a scenario still gets the
+/// page (each problem under its field, or above the form), with 422, so a
+/// script that checks links can tell.
+pub async fn calculator(State(state): State<AppState>, req: Request) -> Response {
+    let query = req.uri().query().unwrap_or_default().to_owned();
+    let locale = page::locale(&req);
+    let status = if link_reads(&query) {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let decoded = form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    let panel = live_panel(&state.live, req.headers(), locale).await;
+    let view = PageView::new(Page::Calculator {
+        initial: app::start_pairs(decoded),
+        panel,
     })
+    .status(status)
+    .notice(model_notice(&query, locale));
+    page::render(state.leptos_options, req, view).await
 }
 
-/// What every page render gets in its context: the request's locale (also
-/// kept in a cookie when the query asked for it), and the saved scenarios
-/// [`resolve_saved`] looked up.
-pub fn page_context() -> impl Fn() + Clone + Send + Sync + 'static {
-    move || {
-        if let Some(parts) = use_context::<Parts>() {
-            // The hydration script carries the nonce the response's
-            // Content-Security-Policy names (`guard::security_headers`).
-            if let Some(n) = parts.extensions.get::<super::guard::CspNonce>() {
-                provide_context(leptos::nonce::Nonce::from_value(n.0.as_str()));
-            }
-            if let Some(t) = parts.extensions.get::<app::FormToken>() {
-                provide_context(t.clone());
-            }
-            let (locale, asked) = request_locale(&parts);
-            provide_context(RequestLocale(locale));
-            provide_context(app::pages::PageSite(
-                super::guard::host_of(&parts.headers, &parts.uri).unwrap_or_default(),
-            ));
-            if asked {
-                if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
-                    res.insert_header(header::SET_COOKIE, locale_cookie(locale));
-                }
-            }
-            provide_context(
-                parts
-                    .extensions
-                    .get::<PageScenarios>()
-                    .cloned()
-                    .unwrap_or_default(),
-            );
-            if let Some(c) = parts.extensions.get::<PageComparison>() {
-                provide_context(c.clone());
-            }
-            provide_context(
-                parts
-                    .extensions
-                    .get::<app::live::LiveMarkup>()
-                    .cloned()
-                    .unwrap_or_default(),
-            );
-            provide_context(app::calculator::ModelNotice(model_notice(&parts, locale)));
-            // A calculator link that does not read as a scenario still gets
-            // the page (each problem under its field, or above the form),
-            // with 422 so a script that checks links can tell.
-            if parts.uri.path() == "/" && !link_reads(parts.uri.query().unwrap_or("")) {
-                if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
-                    res.set_status(StatusCode::UNPROCESSABLE_ENTITY);
-                }
-            }
+/// `GET /s/{id}`: a saved scenario, in the calculator; 404 (with the page
+/// that says so) when no scenario has this id, 503 when none can be read.
+pub async fn saved(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Response {
+    // An id that does not decode names no scenario.
+    let id = id.map(|Path(id)| id).unwrap_or_default();
+    let ids = if is_saved_id(&id) {
+        vec![id.clone()]
+    } else {
+        Vec::new()
+    };
+    let data = scenarios(&state.api.store, ids).await;
+    let status = if data.failed {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else if data.found.is_empty() {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::OK
+    };
+    let notice = data
+        .found
+        .first()
+        .map(|v| model_notice(&v.query, page::locale(&req)))
+        .unwrap_or_default();
+    let view = PageView::new(Page::Saved { id })
+        .status(status)
+        .scenarios(data)
+        .notice(notice);
+    page::render(state.leptos_options, req, view).await
+}
+
+/// `GET /compare?s=…&s=…`: scenarios side by side (saved ids and links);
+/// 503 when the saved ones cannot be read.
+pub async fn compare(State(state): State<AppState>, req: Request) -> Response {
+    let values = comparison_values(req.uri().query().unwrap_or_default());
+    compare_page(state, req, values, None).await
+}
+
+/// `GET /c/{id}`: a saved comparison; 404 (with the page that says so)
+/// when none has this id, 503 when it cannot be read.
+pub async fn comparison(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+    req: Request,
+) -> Response {
+    let id = id.map(|Path(id)| id).unwrap_or_default();
+    match load_comparison(&state.api.store, &id).await {
+        Ok(Some(c)) => {
+            let values = comparison_values(&c.query);
+            compare_page(state, req, values, Some(c)).await
         }
+        Ok(None) => {
+            let view = PageView::new(Page::Compare {
+                values: Vec::new(),
+                stored: None,
+            })
+            .status(StatusCode::NOT_FOUND);
+            page::render(state.leptos_options, req, view).await
+        }
+        Err(()) => {
+            let view = PageView::new(Page::Compare {
+                values: Vec::new(),
+                stored: None,
+            })
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .scenarios(PageScenarios {
+                found: Vec::new(),
+                failed: true,
+            });
+            page::render(state.leptos_options, req, view).await
+        }
+    }
+}
+
+/// The comparison page for these column values: the saved ids among them
+/// (on this site) are read before it renders.
+async fn compare_page(
+    state: AppState,
+    req: Request,
+    values: Vec<String>,
+    stored: Option<PageComparison>,
+) -> Response {
+    let site = host_of(req.headers(), req.uri());
+    let ids = saved_ids(values.iter().map(String::as_str), site.as_deref());
+    let data = scenarios(&state.api.store, ids).await;
+    let status = if data.failed {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    let view = PageView::new(Page::Compare { values, stored })
+        .status(status)
+        .scenarios(data);
+    page::render(state.leptos_options, req, view).await
+}
+
+/// The saved scenarios with these ids (ids that cannot be saved ones are
+/// skipped); `failed` when the database cannot be read.
+async fn scenarios(store: &Store, ids: Vec<String>) -> PageScenarios {
+    let ids = ids.into_iter().filter(|id| is_saved_id(id)).collect();
+    match load(store, ids).await {
+        Ok(found) => PageScenarios {
+            found,
+            failed: false,
+        },
+        Err(_) => PageScenarios {
+            found: Vec::new(),
+            failed: true,
+        },
     }
 }
 
@@ -110,19 +194,7 @@ fn link_reads(query: &str) -> bool {
 /// The notice under the prices when the page's link names a model the
 /// bundled price table does not have (a newer or older table dropped or
 /// renamed it): the link's prices still hold, since the link carries them.
-fn model_notice(parts: &Parts, l: Locale) -> String {
-    let query = match parts.uri.path().strip_prefix("/s/") {
-        Some(_) => parts
-            .extensions
-            .get::<PageScenarios>()
-            .and_then(|d| d.found.first())
-            .map(|v| v.query.clone()),
-        None if parts.uri.path() == "/" => parts.uri.query().map(str::to_owned),
-        None => None,
-    };
-    let Some(query) = query else {
-        return String::new();
-    };
+fn model_notice(query: &str, l: Locale) -> String {
     let model = query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
@@ -148,89 +220,6 @@ fn model_notice(parts: &Parts, l: Locale) -> String {
         ),
     };
     app::markup::esc(&text)
-}
-
-/// Middleware: before a page that shows saved scenarios renders (`/s/{id}`,
-/// `/compare?s=...`), looks them up and hands them to the render through
-/// the request's extensions. An unknown `/s/{id}` answers 404 (with the
-/// page that says so).
-pub async fn resolve_saved(
-    State(api): State<ApiState>,
-    mut req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let site = super::guard::host_of(req.headers(), req.uri());
-    let path = req.uri().path();
-    let single = path.strip_prefix("/s/").map(str::to_owned);
-    let comparison = path.strip_prefix("/c/").map(str::to_owned);
-    let mut stored = None;
-    let ids = match (&single, &comparison, path) {
-        (Some(id), _, _) => vec![id.clone()],
-        (None, Some(id), _) => match load_comparison(&api.store, id).await {
-            Ok(Some(c)) => {
-                let values = app::pages::comparison_values(&c.query);
-                stored = Some(c);
-                app::pages::saved_ids(values.iter().map(String::as_str), site.as_deref())
-            }
-            Ok(None) => Vec::new(),
-            Err(()) => {
-                req.extensions_mut().insert(PageScenarios {
-                    found: Vec::new(),
-                    failed: true,
-                });
-                let mut res = next.run(req).await;
-                *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-                res.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return res;
-            }
-        },
-        (None, None, "/compare") => {
-            let pairs = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
-                .map(|q| q.0)
-                .unwrap_or_default();
-            app::pages::saved_ids(
-                pairs
-                    .iter()
-                    .filter(|(k, _)| k == "s")
-                    .map(|(_, v)| v.as_str()),
-                site.as_deref(),
-            )
-        }
-        _ => return next.run(req).await,
-    };
-    let missing_comparison = comparison.is_some() && stored.is_none();
-    if let Some(c) = stored {
-        req.extensions_mut().insert(c);
-    }
-    let ids: Vec<String> = ids
-        .into_iter()
-        .filter(|id| idem_core::scenario::is_saved_id(id))
-        .collect();
-    let data = match load(&api.store, ids).await {
-        Ok(found) => PageScenarios {
-            found,
-            failed: false,
-        },
-        Err(_) => PageScenarios {
-            found: Vec::new(),
-            failed: true,
-        },
-    };
-    let missing = (single.is_some() && data.found.is_empty() && !data.failed) || missing_comparison;
-    let failed = data.failed;
-    req.extensions_mut().insert(data);
-    let mut res = next.run(req).await;
-    if failed {
-        // The page says the saved scenarios cannot be read now; the status
-        // says the same to a script or a cache (try again, keep nothing).
-        *res.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    } else if missing {
-        *res.status_mut() = StatusCode::NOT_FOUND;
-    }
-    res
 }
 
 /// A saved comparison; `Err` when the database cannot be read (logged).
@@ -770,22 +759,5 @@ mod tests {
             csv_file_name(&s, Some("\"; rm -rf /"), day),
             "idem-rm-rf-2026-11-30.csv"
         );
-    }
-
-    #[test]
-    fn the_locale_comes_from_the_query_then_the_cookie() {
-        let parts = |uri: &str, cookie: Option<&str>| {
-            let mut b = axum::http::Request::builder().uri(uri);
-            if let Some(c) = cookie {
-                b = b.header(header::COOKIE, c);
-            }
-            b.body(()).map(|r| r.into_parts().0).ok()
-        };
-        let p = parts("/?lang=en-US", Some("idem_lang=pt-BR")).unwrap_or_else(|| unreachable!());
-        assert_eq!(request_locale(&p), (Locale::EnUs, true));
-        let p = parts("/", Some("a=b; idem_lang=en-US")).unwrap_or_else(|| unreachable!());
-        assert_eq!(request_locale(&p), (Locale::EnUs, false));
-        let p = parts("/?lang=xx", None).unwrap_or_else(|| unreachable!());
-        assert_eq!(request_locale(&p), (Locale::PtBr, false));
     }
 }

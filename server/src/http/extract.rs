@@ -264,3 +264,26 @@ impl<S: Send + Sync> FromRequestParts<S> for ScenarioQuery {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::header;
+
+    #[test]
+    fn the_locale_comes_from_the_query_then_the_cookie() {
+        let parts = |uri: &str, cookie: Option<&str>| {
+            let mut b = axum::http::Request::builder().uri(uri);
+            if let Some(c) = cookie {
+                b = b.header(header::COOKIE, c);
+            }
+            b.body(()).map(|r| r.into_parts().0).ok()
+        };
+        let p = parts("/?lang=en-US", Some("idem_lang=pt-BR")).unwrap_or_else(|| unreachable!());
+        assert_eq!(request_locale(&p), (Locale::EnUs, true));
+        let p = parts("/", Some("a=b; idem_lang=en-US")).unwrap_or_else(|| unreachable!());
+        assert_eq!(request_locale(&p), (Locale::EnUs, false));
+        let p = parts("/?lang=xx", None).unwrap_or_else(|| unreachable!());
+        assert_eq!(request_locale(&p), (Locale::PtBr, false));
+    }
+}

@@ -2,10 +2,15 @@
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
 //! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `markup`,
-//! `guard`, `conn`, `assets` and `metrics` are leaves that import no area; the areas
-//! (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`, `charts`, `live`,
-//! `prices`) import only leaves (and `idempotency`, which `demo` wears);
-//! this module merges the areas.
+//! `guard`, `page`, `conn`, `assets` and `metrics` are leaves that import no
+//! area; the areas (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`,
+//! `charts`, `live`, `prices`) import only leaves (and the area they wear:
+//! `demo` wears `idempotency`, the calculator page the `live` panel); this
+//! module merges the areas.
+//!
+//! Every page is a route here, with its own handler: the handler reads its
+//! address, loads what the page shows and renders it through
+//! [`page::render`]. Nothing else decides which page a path is.
 
 pub mod assets;
 pub mod charts;
@@ -21,18 +26,18 @@ pub mod live;
 pub mod markup;
 pub mod metrics;
 pub mod openapi;
+pub mod page;
 pub mod prices;
 pub mod sheet;
 pub mod state;
 pub mod v1;
 
-use app::{shell, App};
+use app::shell;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use axum::Router;
-use leptos_axum::{generate_route_list, LeptosRoutes};
 use metrics::{observe, serve_metrics};
 pub use state::{ApiParts, ApiState, AppState};
 use tokio::net::TcpListener;
@@ -42,18 +47,18 @@ use tower_http::trace::TraceLayer;
 
 /// The application's routes, without a listener: tests call this directly.
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(App);
-    let options = state.leptos_options.clone();
-    // The pages: saved scenarios are looked up before a page renders.
+    // Leptos renders on tokio's executor (an `Err` says it already does).
+    let _ = any_spawner::Executor::init_tokio();
+    // The pages, each with its handler (`page::render` draws them). The
+    // price list `/prices`, a page too, is with the counted routes below:
+    // `/metrics` has always counted it.
     let pages = Router::new()
-        .leptos_routes_with_context(&state, routes, dashboard::page_context(), move || {
-            shell(options.clone())
-        })
-        .route_layer(from_fn_with_state(
-            state.api.clone(),
-            dashboard::resolve_saved,
-        ))
-        .route_layer(from_fn_with_state(state.live.clone(), live::live_markup));
+        .route("/", get(dashboard::calculator))
+        .route("/s/{id}", get(dashboard::saved))
+        .route("/compare", get(dashboard::compare))
+        .route("/c/{id}", get(dashboard::comparison))
+        .route("/live", get(live::page))
+        .route("/live/actions/{key}", get(live::action_page));
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -107,7 +112,12 @@ pub fn router(state: AppState) -> Router {
     };
     let hosts = state.hosts.clone();
     app.merge(pages)
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        // Any other path: a file of the site, else the page that says
+        // there is nothing here (404), with what every page gets.
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(page::request_context(), shell))
         .with_state(state)
         // Inside the request id (so a refusal carries one): the trust
         // boundary's checks and the headers every response wears.

@@ -805,3 +805,65 @@ async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
         }
     }
 }
+
+/// Every page answers from its own route, with its own status and body;
+/// any other path is the not-found page, in the visitor's language, with
+/// the script nonce every page carries.
+#[tokio::test]
+async fn every_page_answers_from_its_route_with_its_status() {
+    let (base, _dir) = start().await;
+    let c = reqwest::Client::new();
+    for (path, status, text) in [
+        ("/", 200, "R$ 148,50"),
+        ("/?v=9", 422, "link-error"),
+        ("/s/zzzzzzzzzz", 404, "Cenário não encontrado"),
+        ("/s/%FF%FE", 404, "Cenário não encontrado"),
+        ("/compare", 200, "Comparar cenários"),
+        ("/c/zzzzzzzzzz", 404, "Comparar cenários"),
+        ("/prices", 200, "genai-prices"),
+        ("/live", 200, "live-page"),
+        ("/live/actions/not-a-key", 404, "live-page"),
+        ("/live/actions/%FF", 404, "live-page"),
+        ("/no/such/page", 404, "Página não encontrada"),
+        ("/no/such/page?lang=en-US", 404, "Page not found"),
+    ] {
+        let res = c.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(res.status(), status, "{path}");
+        let csp = res.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let html = res.text().await.unwrap();
+        assert!(html.contains(text), "{path}: {text} missing");
+        let nonce = csp
+            .split("'nonce-")
+            .nth(1)
+            .unwrap()
+            .split('\'')
+            .next()
+            .unwrap();
+        // The Leptos pages carry the hydration script, inline, with the
+        // nonce (the price list is the server's alone, and has none).
+        let inline: Vec<&str> = html
+            .split("<script")
+            .skip(1)
+            .map(|tag| tag.split('>').next().unwrap())
+            .filter(|open| !open.contains("src="))
+            .collect();
+        assert_eq!(inline.is_empty(), path == "/prices", "{path}: {inline:?}");
+        for open in inline {
+            assert!(
+                open.contains(&format!("nonce=\"{nonce}\"")),
+                "{path}: {open}"
+            );
+        }
+    }
+    // The language a link asks for is kept, on every page.
+    let res = c
+        .get(format!("{base}/no/such/page?lang=en-US"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("idem_lang=en-US"), "{cookie}");
+}

@@ -29,7 +29,7 @@ mod snapshot;
 pub use access::{csrf_ok, csrf_token, login, logout, LoginForm, LogoutForm, Viewer, SESSION_TTL};
 pub use chart::chart;
 pub use feed::{events, fragment};
-pub use page::{data_json, live_markup};
+pub use page::{action_page, data_json, page, panel};
 pub use params::LiveQuery;
 pub use snapshot::snapshot;
 // The work queue's page (`action`) reads the monitor's access rules and

@@ -1,5 +1,5 @@
-//! The monitor as a page (`/live`, and the panel on `/`) and as JSON
-//! (`/live/data.json`).
+//! The monitor as pages (`/live`, `/live/actions/{key}`, and the panel on
+//! `/`) and as JSON (`/live/data.json`).
 
 use super::access::{authorized, csrf_token, viewer};
 use super::data::Window;
@@ -8,11 +8,14 @@ use super::params::{query_of, LiveQuery};
 use super::snapshot::snapshot;
 use super::{action, render};
 use crate::http::error::ApiError;
-use crate::http::state::LiveState;
-use app::live::LiveMarkup;
-use axum::extract::{Query, State};
+use crate::http::page::PageView;
+use crate::http::state::{AppState, LiveState};
+use app::Page;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use idem_core::locale::Locale;
 
 /// `GET /live/data.json`: the numbers as JSON.
 pub async fn data_json(
@@ -30,67 +33,94 @@ pub async fn data_json(
         .into_response())
 }
 
-/// Middleware on the pages that show live numbers (`/live`, and the panel
-/// on `/`): reads them before the page renders and hands the markup to the
-/// render through the request's extensions.
-pub async fn live_markup(
-    State(state): State<LiveState>,
-    mut req: axum::extract::Request,
-    next: axum::middleware::Next,
+/// `GET /live`: the monitor. 401 with the sign-in form for a visitor who
+/// has not signed in, 422 (saying why) for an address it cannot read, and
+/// the snapshot's own status when the numbers cannot be read.
+pub async fn page(
+    State(state): State<AppState>,
+    pairs: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    req: Request,
 ) -> Response {
-    let path = req.uri().path().to_owned();
-    if let Some(raw) = path.strip_prefix("/live/actions/") {
-        let pairs: Vec<(String, String)> = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
-            .map(|q| q.0)
-            .unwrap_or_default();
-        let l = crate::http::extract::request_locale_of(req.uri(), req.headers());
-        let form_token = req
-            .extensions()
-            .get::<app::FormToken>()
-            .map(|t| t.0.clone())
-            .unwrap_or_default();
-        let (status, html) = action::page(&state, req.headers(), raw, &pairs, &form_token, l).await;
-        req.extensions_mut().insert(LiveMarkup { html });
-        let mut res = next.run(req).await;
-        if status != StatusCode::OK && res.status() == StatusCode::OK {
-            *res.status_mut() = status;
-        }
-        return res;
-    }
-    let page = path == "/live";
-    if !page && path != "/" {
-        return next.run(req).await;
-    }
-    let pairs: Vec<(String, String)> = Query::<Vec<(String, String)>>::try_from_uri(req.uri())
-        .map(|q| q.0)
-        .unwrap_or_default();
-    let locale = crate::http::extract::request_locale_of(req.uri(), req.headers());
+    // An address whose query does not decode is read as having none.
+    let pairs = pairs.map(|Query(p)| p).unwrap_or_default();
+    let locale = crate::http::page::locale(&req);
+    let form_token = crate::http::page::form_token(&req);
+    let (status, html) = monitor(&state.live, req.headers(), &form_token, &pairs, locale).await;
+    let view = PageView::new(Page::Live { html }).status(status);
+    crate::http::page::render(state.leptos_options, req, view).await
+}
+
+/// `GET /live/actions/{key}`: one action's page, where an on-call engineer
+/// settles it.
+pub async fn action_page(
+    State(state): State<AppState>,
+    key: Result<Path<String>, PathRejection>,
+    pairs: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    req: Request,
+) -> Response {
+    // A key that does not decode names no action: `action::page` answers
+    // 404 for it, as for an unknown one.
+    let key = key.map(|Path(k)| k).unwrap_or_default();
+    let pairs = pairs.map(|Query(p)| p).unwrap_or_default();
+    let locale = crate::http::page::locale(&req);
+    let form_token = crate::http::page::form_token(&req);
+    let (status, html) = action::page(
+        &state.live,
+        req.headers(),
+        &key,
+        &pairs,
+        &form_token,
+        locale,
+    )
+    .await;
+    let view = PageView::new(Page::Live { html }).status(status);
+    crate::http::page::render(state.leptos_options, req, view).await
+}
+
+/// The calculator's live panel. It reads no numbers while the page
+/// renders: the calculator is the hot page, and the feed's first event
+/// fills the panel a moment after it arrives.
+pub async fn panel(state: &LiveState, headers: &HeaderMap, locale: Locale) -> String {
+    let q = LiveQuery {
+        tenant: None,
+        window: Window::Day,
+        locale,
+    };
+    let (numbers, feed) = match viewer(state, headers).await {
+        Ok(Some(_)) => (
+            render::panel_waiting_html(locale),
+            q.feed("/live/events") + "&view=panel",
+        ),
+        Ok(None) | Err(_) => (render::locked_html(locale), String::new()),
+    };
+    render::panel_frame_html(&numbers, &feed, locale)
+}
+
+/// The monitor page's markup and status.
+async fn monitor(
+    state: &LiveState,
+    headers: &HeaderMap,
+    form_token: &str,
+    pairs: &[(String, String)],
+    locale: Locale,
+) -> (StatusCode, String) {
     // The calculator ignores what it does not know; the monitor says what
     // is wrong with its address (422) instead of showing another window.
-    let (q, refused) = match LiveQuery::parse(&pairs, locale) {
+    let (q, refused) = match LiveQuery::parse(pairs, locale) {
         Ok(q) => (q, None),
         Err(why) => (
             LiveQuery {
                 locale,
                 ..LiveQuery::default()
             },
-            page.then_some(why),
+            Some(why),
         ),
-    };
-    let q = if page {
-        q
-    } else {
-        LiveQuery {
-            tenant: None,
-            window: Window::Day,
-            locale,
-        }
     };
     let login_failed = pairs.iter().any(|(k, v)| k == "login" && v == "failed");
     let l = q.locale;
     let mut status = StatusCode::OK;
     // (controls, numbers, feed)
-    let (controls, numbers, feed) = match viewer(&state, req.headers()).await {
+    let (controls, numbers, feed) = match viewer(state, headers).await {
         Ok(Some(_)) if refused.is_some() => {
             status = StatusCode::UNPROCESSABLE_ENTITY;
             (
@@ -99,24 +129,14 @@ pub async fn live_markup(
                 String::new(),
             )
         }
-        // The calculator's panel reads nothing while the page renders: the
-        // calculator is the hot page, and the feed's first event fills the
-        // panel a moment after it arrives.
-        Ok(Some(_)) if !page => (
-            String::new(),
-            render::panel_waiting_html(l),
-            q.feed("/live/events") + "&view=panel",
-        ),
-        Ok(Some(v)) => match snapshot(&state, &v, &q).await {
+        Ok(Some(v)) => match snapshot(state, &v, &q).await {
             Ok(data) => (
                 render::controls_html(&data, l),
                 markup(&data, false, l),
                 q.feed("/live/events"),
             ),
             Err(e) => {
-                if page {
-                    status = e.status();
-                }
+                status = e.status();
                 let why = match e.status() {
                     StatusCode::FORBIDDEN => app::i18n::tr(
                         l,
@@ -137,40 +157,19 @@ pub async fn live_markup(
             }
         },
         Ok(None) => {
-            if page {
-                status = StatusCode::UNAUTHORIZED;
-            }
-            let numbers = if page {
-                render::login_html(
-                    l,
-                    login_failed,
-                    &req.extensions()
-                        .get::<app::FormToken>()
-                        .map(|t| t.0.clone())
-                        .unwrap_or_default(),
-                )
-            } else {
-                render::locked_html(l)
-            };
-            (String::new(), numbers, String::new())
+            status = StatusCode::UNAUTHORIZED;
+            (
+                String::new(),
+                render::login_html(l, login_failed, form_token),
+                String::new(),
+            )
         }
         Err(_) => (String::new(), render::locked_html(l), String::new()),
     };
     // A signed-in visitor can end the session here.
-    let controls = match csrf_token(req.headers()) {
-        Some(csrf) if page && !feed.is_empty() => controls + &render::logout_html(&csrf, l),
+    let controls = match csrf_token(headers) {
+        Some(csrf) if !feed.is_empty() => controls + &render::logout_html(&csrf, l),
         _ => controls,
     };
-    let html = if page {
-        render::page_html(&controls, &numbers, &feed, l)
-    } else {
-        render::panel_frame_html(&numbers, &feed, l)
-    };
-    let m = LiveMarkup { html };
-    req.extensions_mut().insert(m);
-    let mut res = next.run(req).await;
-    if status != StatusCode::OK && res.status() == StatusCode::OK {
-        *res.status_mut() = status;
-    }
-    res
+    (status, render::page_html(&controls, &numbers, &feed, l))
 }
