@@ -1,16 +1,17 @@
 //! idem's dashboard, as Leptos components. The same code renders on the
 //! server (feature `ssr`) and hydrates in the browser (feature `hydrate`).
 //!
-//! Pages: the calculator (`/`), a saved scenario (`/s/{id}`), the
-//! side-by-side comparison (`/compare?s=...&s=...`, saved as `/c/{id}`) and the live duplicate
-//! monitor (`/live`).
+//! What this crate holds: the document's shell, the header ([`TopBar`]),
+//! the calculator ([`Calculator`]) with its form model, and the texts in
+//! both languages ([`i18n`]). The server decides which page a request is
+//! and writes every page but the calculator itself, with maud
+//! (`idem-server`'s `http` pages, the comparison, the monitor, the chart
+//! figures); [`App`] puts the [`Page`] it chose in the shell.
 //!
-//! The browser hydrates two parts of a page, not the whole routed body:
-//! the header ([`TopBar`]: the page links and the language switch) and,
-//! where there is one, the calculator (`#calculator`). Everything else is
-//! the server's markup (the comparison, the monitor, the messages), so the
-//! wasm carries neither the router nor the views only the server renders:
-//! that halved it (docs/PERFORMANCE.md).
+//! The browser hydrates two parts of a page, not the whole body: the header
+//! and, where there is one, the calculator (`#calculator`). Everything else
+//! is the server's markup, so the wasm carries neither a router nor the
+//! views only the server renders: that halved it (docs/PERFORMANCE.md).
 
 // Leptos views nest deeply in their types; the calculator needs more room
 // than the compiler's default to name them.
@@ -21,8 +22,6 @@ mod browser;
 pub mod calculator;
 pub mod charts;
 pub mod i18n;
-pub mod live;
-pub mod markup;
 pub mod pages;
 
 use i18n::{tr, Prefs, T};
@@ -195,38 +194,32 @@ const TOP_ROOT: &str = "top";
 /// The page the server renders, with what its handler loaded. The
 /// server's route table picks the handler (`server/src/http/mod.rs`), the
 /// handler picks the page and [`App`] draws it: no second routing here.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Page {
-    /// `/`: the calculator from the address's pairs ([`start_pairs`]), and
-    /// the live panel's markup under it.
+    /// `/` and `/s/{id}`: the calculator, which the browser hydrates.
     Calculator {
-        /// The calculator's starting pairs.
+        /// Its starting pairs: the address's ([`start_pairs`]) or the
+        /// saved scenario's ([`pages::pairs`]).
         initial: Vec<(String, String)>,
-        /// The live panel, as the server rendered it.
-        panel: String,
+        /// The saved scenario it shows (`/s/{id}`).
+        saved: Option<SavedView>,
+        /// The live panel under it (on `/`), as the server rendered it.
+        panel: Option<String>,
     },
-    /// `/s/{id}`: the saved scenario with this id, looked up in the
-    /// page's [`PageScenarios`].
-    Saved {
-        /// The id in the address.
-        id: String,
-    },
-    /// `/compare?s=…` and `/c/{id}`: the columns' `s` values, and the saved
-    /// comparison they were read from, if any.
-    Compare {
-        /// Each column's value, as pasted or stored.
-        values: Vec<String>,
-        /// The saved comparison (`/c/{id}`).
-        stored: Option<pages::PageComparison>,
-    },
-    /// `/live` and `/live/actions/{key}`: the server's markup.
-    Live {
+    /// Every other page (the comparison, the monitor, a page that is not
+    /// there): the server's markup, which the browser leaves as it is.
+    Markup {
         /// The page's body.
         html: String,
     },
-    /// Any other address.
-    #[default]
-    NotFound,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page::Markup {
+            html: String::new(),
+        }
+    }
 }
 
 /// The address a page was asked for: its path, and its query with the `?`
@@ -268,15 +261,18 @@ pub fn App() -> impl IntoView {
         move || text
     };
     let body = match page {
-        Page::Calculator { initial, panel } => {
-            view! { <pages::CalculatorPage initial panel/> }.into_any()
+        Page::Calculator {
+            initial,
+            saved,
+            panel,
+        } => view! {
+            <pages::CalculatorRoot initial saved/>
+            {panel.map(|html| view! {
+                <aside class="live-panel-box" aria-labelledby="live-panel-title" inner_html=html></aside>
+            })}
         }
-        Page::Saved { id } => view! { <pages::SavedPage id/> }.into_any(),
-        Page::Compare { values, stored } => {
-            view! { <pages::ComparePage values stored/> }.into_any()
-        }
-        Page::Live { html } => view! { <live::LivePage html/> }.into_any(),
-        Page::NotFound => view! { <pages::NotFound/> }.into_any(),
+        .into_any(),
+        Page::Markup { html } => view! { <div class="page-body" inner_html=html></div> }.into_any(),
     };
     view! {
         <Title text=title/>

@@ -9,10 +9,11 @@
 //! Percentiles, not means: a chart is drawn per request, so the slow tail
 //! is what a reader waits for.
 
-use app::charts::{Figure, LIVE_HEIGHT};
+use app::charts::LIVE_HEIGHT;
 use idem_core::locale::{Currency, Locale};
 use idem_core::scenario::Scenario;
 use idem_server::charts::{compare_chart, live_chart, scenario_chart, Format, SeriesPoint};
+use idem_server::figures::Figure;
 use rust_decimal::Decimal;
 use std::time::{Duration, Instant};
 
@@ -71,8 +72,8 @@ fn main() {
         rows: vec![],
         height: LIVE_HEIGHT,
     };
-    let columns: Vec<app::charts::CompareColumn> = (0..4)
-        .map(|i| app::charts::CompareColumn {
+    let columns: Vec<idem_server::figures::CompareColumn> = (0..4)
+        .map(|i| idem_server::figures::CompareColumn {
             label: format!("Cenário {i}"),
             annual_loss: Ok(Decimal::from(1782 * i)),
         })

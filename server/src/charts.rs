@@ -15,7 +15,8 @@
 //! draws a bounded number of elements (at most a few dozen points or bars),
 //! so one render is bounded in time and memory whatever the inputs.
 
-use app::charts::{CompareColumn, Figure, W};
+use crate::figures::{CompareColumn, Figure};
+use app::charts::W;
 use app::i18n::{field_label, tr, utc_minute};
 use idem_core::cost::CostOutputs;
 use idem_core::locale::{format_count, format_money, format_pct, Currency, Locale};
@@ -176,12 +177,8 @@ fn accessible(svg: String, fig: &Figure) -> String {
         return svg;
     };
     let (head, rest) = svg.split_at(open_end);
-    format!(
-        "{head} role=\"img\"><title>{}</title><desc>{}</desc>{}",
-        app::markup::esc(&fig.title),
-        app::markup::esc(&fig.caption),
-        &rest[1..]
-    )
+    let named = maud::html! { title { (fig.title) } desc { (fig.caption) } };
+    format!("{head} role=\"img\">{}{}", named.into_string(), &rest[1..])
 }
 
 fn f(d: Decimal) -> f64 {
@@ -329,7 +326,7 @@ pub fn scenario_chart(
     l: Locale,
     format: Format,
 ) -> Option<Result<Vec<u8>, ChartError>> {
-    let figure = app::charts::figure(name, s, o, l)?;
+    let figure = crate::figures::figure(name, s, o, l)?;
     let c = s.currency();
     Some(match name {
         "loss" => render(
@@ -349,13 +346,13 @@ pub fn scenario_chart(
         ),
         "breakdown" => render(
             &Bars {
-                bars: app::charts::breakdown_bars(o, l)
+                bars: crate::figures::breakdown_bars(o, l)
                     .iter()
                     .map(|(key, label, v)| Bar {
                         label: short(label),
                         value: v.map(f),
                         shown: v.map_or_else(
-                            || app::charts::no_risk_text(l).to_owned(),
+                            || crate::figures::no_risk_text(l).to_owned(),
                             |v| format_money(v, l, c),
                         ),
                         color: if *key == "useful" { BLUE } else { ORANGE },
@@ -372,7 +369,7 @@ pub fn scenario_chart(
             let here = annual_loss(o);
             render(
                 &Tornado {
-                    swings: app::charts::tornado_swings(s)
+                    swings: crate::figures::tornado_swings(s)
                         .iter()
                         .map(|w| (short(field_label(w.field, l)), f(w.low), f(w.high)))
                         .collect(),
@@ -677,7 +674,7 @@ pub fn compare_chart(
     l: Locale,
     format: Format,
 ) -> Result<Vec<u8>, ChartError> {
-    let figure = app::charts::compare_figure(columns, currency, l);
+    let figure = crate::figures::compare_figure(columns, currency, l);
     render(
         &Bars {
             bars: columns

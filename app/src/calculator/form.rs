@@ -12,23 +12,6 @@ use idem_core::scenario::{
 use leptos::prelude::*;
 use rust_decimal::Decimal;
 
-/// What the server has to say about the price-table model a link names
-/// (one the bundled table does not have): markup the server writes, which
-/// hydration keeps, so the wasm carries neither the table nor the check.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ModelNotice(pub String);
-
-pub(crate) fn model_notice() -> String {
-    #[cfg(feature = "ssr")]
-    {
-        use_context::<ModelNotice>().unwrap_or_default().0
-    }
-    #[cfg(not(feature = "ssr"))]
-    {
-        String::new()
-    }
-}
-
 /// The query key that marks values as typed by a person in the page's
 /// locale (a form submitted without JavaScript) rather than canonical.
 pub const TYPED_KEY: &str = "t";

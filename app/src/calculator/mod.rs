@@ -13,8 +13,7 @@ mod rows;
 mod view;
 
 pub use form::*;
-#[cfg(feature = "ssr")]
-pub use notices::{bilingual, live_origin, LiveOrigin};
+pub use notices::ServerMarkup;
 pub use rows::*;
 pub use view::*;
 

@@ -1,10 +1,8 @@
 //! The calculator's components: the page, its share bar, its number
 //! fields, the headline and the results.
 
-use super::form::{
-    encode_param, encode_text, model_notice, saved_query, scenario_href, Form, TYPED_KEY,
-};
-use super::notices::{help_html, notices_html};
+use super::form::{encode_param, encode_text, saved_query, scenario_href, Form, TYPED_KEY};
+use super::notices::ServerMarkup;
 use super::rows::rows;
 use crate::charts::Charts;
 use crate::i18n::{currency_name, field_label, problem_text, tr, Prefs, T};
@@ -25,6 +23,7 @@ pub fn Calculator(
 ) -> impl IntoView {
     let prefs = expect_context::<Prefs>();
     let locale = prefs.locale;
+    let markup = ServerMarkup::current();
     let form = Form::from_query(&initial, locale.get_untracked());
     // Every field read and checked once per change: the scenario (with
     // stand-ins for refused fields), its outputs, and the refused fields.
@@ -69,7 +68,7 @@ pub fn Calculator(
     // say why).
     #[cfg(feature = "ssr")]
     let charts = RwSignal::new(lenient.with_untracked(|(s, o, blocked)| match o {
-        Some(o) if blocked.is_empty() => crate::charts::charts_html(s, o, locale.get_untracked()),
+        Some(o) if blocked.is_empty() => (markup.charts)(s, o, locale.get_untracked()),
         _ => String::new(),
     }));
     // Hydration keeps the server's markup (it never rewrites inner HTML),
@@ -304,7 +303,7 @@ pub fn Calculator(
     // server in both languages (CSS shows the page's): where "use these
     // numbers" came from, or why the link is not a scenario. Hydration keeps
     // the server's markup, so none of it is in the wasm.
-    let notices = notices_html(&initial);
+    let notices = markup.notices.clone();
     view! {
         // Filled in by public/page.js (date, link, saved name); set as inner
         // HTML so hydration leaves what the script wrote.
@@ -351,7 +350,7 @@ pub fn Calculator(
                 <NumberField form field=Field::PriceCached suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceCached))/>
                 <NumberField form field=Field::PriceOut suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceOut))/>
                 <p class="hint" id="model-note">{model_note}</p>
-                <p class="field-error" id="model-check" inner_html=model_notice()></p>
+                <p class="field-error" id="model-check" inner_html=markup.model.clone()></p>
                 <p><a id="model-picker" rel="external" href=picker_href><T pt="Preencher com os preços de um modelo…" en="Fill in a model's prices…"/></a></p>
             </fieldset>
             <fieldset>
@@ -484,6 +483,7 @@ pub(crate) fn NumberField(
     #[prop(optional, into)] label: Option<Signal<String>>,
 ) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
+    let help = ServerMarkup::current().help(field);
     let text = form.text(field);
     let id = format!("in-{}", field.key());
     let error = move || {
@@ -520,7 +520,7 @@ pub(crate) fn NumberField(
                 />
                 <span class="suffix">{move || suffix.get()}</span>
             </div>
-            <p class="help bi" id=format!("help-{}", field.key()) inner_html=help_html(field)></p>
+            <p class="help bi" id=format!("help-{}", field.key()) inner_html=help></p>
             {move || hint.and_then(|h| h.get()).map(|h| view! { <p class="hint">{h}</p> })}
             {move || error().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
         </div>

@@ -1,20 +1,11 @@
-//! The charts as the pages show them: for each chart, a heading, the image
-//! (whose address carries the scenario: `/charts/{name}.svg?<query>`), a
-//! caption, the controls to copy the image's link or download it, and a
-//! table (the accessible alternative).
-//!
-//! The server writes all of it ([`figures`], feature `ssr`) and draws the
-//! images (`idem-server`'s `charts` module, with plotters). The browser
-//! only swaps the figures' markup: as you type, the calculator fetches
+//! The charts as the calculator holds them: the server writes the figures
+//! (image, caption, controls, table: `idem-server`'s `figures`) and draws
+//! the images (its `charts`, with plotters). The browser only swaps the
+//! figures' markup: as you type, the calculator fetches
 //! `/charts/figures?<query>` and sets it, so the wasm carries no chart
 //! code, not even the tables'.
 
 use leptos::prelude::*;
-
-#[cfg(feature = "ssr")]
-mod figures;
-#[cfg(feature = "ssr")]
-pub use figures::*;
 
 /// Every chart's width in SVG units (a PNG may be drawn wider).
 pub const W: u32 = 640;

@@ -89,15 +89,19 @@ pub async fn image(
         // taken here.
         let saved = match saved(
             &api,
-            app::pages::saved_ids(saved_values.iter().copied(), None),
+            super::compare::saved_ids(saved_values.iter().copied(), None),
         )
         .await
         {
             Ok(s) => s,
             Err(r) => return r,
         };
-        let scenarios =
-            app::pages::compare_scenarios(saved_values.iter().copied(), None, &saved.found, locale);
+        let scenarios = super::compare::compare_scenarios(
+            saved_values.iter().copied(),
+            None,
+            &saved.found,
+            locale,
+        );
         if scenarios.is_empty() {
             return plain_text(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -116,7 +120,7 @@ pub async fn image(
                     .as_bytes(),
             );
         }
-        let (columns, currency) = app::charts::compare_columns(&scenarios, locale);
+        let (columns, currency) = crate::figures::compare_columns(&scenarios, locale);
         let all_saved = saved_values.iter().all(|v| is_saved_id(v));
         let render: Render =
             Box::new(move || Some(compare_chart(&columns, currency, locale, format)));
@@ -219,7 +223,7 @@ pub async fn figures(query: ScenarioQuery, headers: HeaderMap) -> Response {
     (
         [(header::CONTENT_TYPE, "text/html; charset=utf-8".to_owned())],
         headers_out,
-        app::charts::charts_html(&scenario, &outputs, locale),
+        crate::figures::charts_html(&scenario, &outputs, locale).into_string(),
     )
         .into_response()
 }

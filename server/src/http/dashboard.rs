@@ -8,14 +8,15 @@
 //! without JavaScript. The calculator wears the live area's panel
 //! ([`live_panel`]), as `demo` wears `idempotency`.
 
+use super::calculator::markup as calculator_markup;
+use super::compare::{self, comparison_values, saved_ids, PageComparison};
 use super::error::plain_text as refuse;
 use super::error::ApiError;
 use super::guard::host_of;
 use super::live::panel as live_panel;
 use super::page::{self, PageView};
 use super::state::{ApiState, AppState};
-use app::i18n::field_label;
-use app::pages::{comparison_values, saved_ids, PageComparison};
+use app::i18n::{field_label, tr};
 use app::{Page, PageScenarios, SavedView};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, Request, State};
@@ -26,6 +27,7 @@ use idem_core::locale::Locale;
 use idem_core::scenario::{is_saved_id, Field, Scenario};
 use idem_core::TenantId;
 use idem_store::{SavedComparison, SavedScenario, Store};
+use maud::{html, Markup};
 
 pub use super::state::SCENARIO_TENANT;
 
@@ -50,16 +52,20 @@ pub async fn calculator(State(state): State<AppState>, req: Request) -> Response
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    let decoded = form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect();
+    let initial = app::start_pairs(
+        form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect(),
+    );
+    let markup = calculator_markup(&initial, locale);
     let panel = live_panel(&state.live, req.headers(), locale).await;
     let view = PageView::new(Page::Calculator {
-        initial: app::start_pairs(decoded),
-        panel,
+        initial,
+        saved: None,
+        panel: Some(panel),
     })
     .status(status)
-    .notice(model_notice(&query, locale));
+    .calculator(markup);
     page::render(state.leptos_options, req, view).await
 }
 
@@ -73,28 +79,35 @@ pub async fn saved(
     // An id that does not decode names no scenario.
     let id = id.map(|Path(id)| id).unwrap_or_default();
     let ids = if is_saved_id(&id) {
-        vec![id.clone()]
+        vec![id]
     } else {
         Vec::new()
     };
     let data = scenarios(&state.api.store, ids).await;
-    let status = if data.failed {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else if data.found.is_empty() {
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::OK
+    let l = page::locale(&req);
+    let view = match (data.found.first().cloned(), data.failed) {
+        (Some(v), _) => {
+            let initial = app::pages::pairs(&v.query);
+            let markup = calculator_markup(&initial, l);
+            PageView::new(Page::Calculator {
+                initial,
+                saved: Some(v),
+                panel: None,
+            })
+            .calculator(markup)
+        }
+        (None, true) => PageView::new(markup_page(html! {
+            p class="scenario-error" role="alert" { (tr(l, "Não foi possível ler os cenários salvos agora. Tente de novo em instantes.", "Saved scenarios cannot be read right now. Try again in a moment.")) }
+        }))
+        .status(StatusCode::SERVICE_UNAVAILABLE),
+        (None, false) => PageView::new(markup_page(html! {
+            h1 { (tr(l, "Cenário não encontrado", "Scenario not found")) }
+            p class="scenario-error" role="alert" { (tr(l, "Nenhum cenário salvo tem este link. Confira o endereço, ou monte o cenário de novo na calculadora.", "No saved scenario has this link. Check the address, or build the scenario again in the calculator.")) }
+            p { a href="/" rel="external" { (tr(l, "Abrir a calculadora", "Open the calculator")) } }
+        }))
+        .status(StatusCode::NOT_FOUND),
     };
-    let notice = data
-        .found
-        .first()
-        .map(|v| model_notice(&v.query, page::locale(&req)))
-        .unwrap_or_default();
-    let view = PageView::new(Page::Saved { id })
-        .status(status)
-        .scenarios(data)
-        .notice(notice);
-    page::render(state.leptos_options, req, view).await
+    page::render(state.leptos_options, req, view.scenarios(data)).await
 }
 
 /// `GET /compare?s=…&s=…`: scenarios side by side (saved ids and links);
@@ -118,23 +131,13 @@ pub async fn comparison(
             compare_page(state, req, values, Some(c)).await
         }
         Ok(None) => {
-            let view = PageView::new(Page::Compare {
-                values: Vec::new(),
-                stored: None,
-            })
-            .status(StatusCode::NOT_FOUND);
+            let body = compare::page(&[], None, &[], false, None, "", page::locale(&req));
+            let view = PageView::new(markup_page(body)).status(StatusCode::NOT_FOUND);
             page::render(state.leptos_options, req, view).await
         }
         Err(()) => {
-            let view = PageView::new(Page::Compare {
-                values: Vec::new(),
-                stored: None,
-            })
-            .status(StatusCode::SERVICE_UNAVAILABLE)
-            .scenarios(PageScenarios {
-                found: Vec::new(),
-                failed: true,
-            });
+            let body = compare::page(&[], None, &[], true, None, "", page::locale(&req));
+            let view = PageView::new(markup_page(body)).status(StatusCode::SERVICE_UNAVAILABLE);
             page::render(state.leptos_options, req, view).await
         }
     }
@@ -148,6 +151,8 @@ async fn compare_page(
     values: Vec<String>,
     stored: Option<PageComparison>,
 ) -> Response {
+    // The host the guard has already checked: a pasted address is this
+    // site's only when it names it.
     let site = host_of(req.headers(), req.uri());
     let ids = saved_ids(values.iter().map(String::as_str), site.as_deref());
     let data = scenarios(&state.api.store, ids).await;
@@ -156,10 +161,24 @@ async fn compare_page(
     } else {
         StatusCode::OK
     };
-    let view = PageView::new(Page::Compare { values, stored })
-        .status(status)
-        .scenarios(data);
+    let body = compare::page(
+        &values,
+        stored.as_ref(),
+        &data.found,
+        data.failed,
+        site.as_deref(),
+        &page::form_token(&req),
+        page::locale(&req),
+    );
+    let view = PageView::new(markup_page(body)).status(status);
     page::render(state.leptos_options, req, view).await
+}
+
+/// A page that is the server's markup alone.
+fn markup_page(body: Markup) -> Page {
+    Page::Markup {
+        html: body.into_string(),
+    }
 }
 
 /// The saved scenarios with these ids (ids that cannot be saved ones are
@@ -189,37 +208,6 @@ fn link_reads(query: &str) -> bool {
         return true;
     }
     Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).is_ok()
-}
-
-/// The notice under the prices when the page's link names a model the
-/// bundled price table does not have (a newer or older table dropped or
-/// renamed it): the link's prices still hold, since the link carries them.
-fn model_notice(query: &str, l: Locale) -> String {
-    let model = query
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| *k == "m")
-        .map(|(_, v)| v)
-        .next_back()
-        .filter(|m| !m.is_empty());
-    let Some(model) = model else {
-        return String::new();
-    };
-    let table = crate::prices::table();
-    if table.get(model).is_some() {
-        return String::new();
-    }
-    let text = match l {
-        Locale::PtBr => format!(
-            "O modelo «{model}» não está na tabela de preços deste servidor (genai-prices de {}): os preços do link valem como estão.",
-            table.date
-        ),
-        Locale::EnUs => format!(
-            "The model “{model}” is not in this server's price table (genai-prices of {}): the link's prices hold as they are.",
-            table.date
-        ),
-    };
-    app::markup::esc(&text)
 }
 
 /// A saved comparison; `Err` when the database cannot be read (logged).
@@ -310,7 +298,7 @@ pub async fn save_comparison(
         .map(|(_, v)| v.as_str());
     // Refusals are plain English text, as `POST /s`'s are.
     let site = super::guard::host_of(&headers, &uri);
-    let query = match app::pages::comparison_query(values, site.as_deref(), Locale::EnUs) {
+    let query = match compare::comparison_query(values, site.as_deref(), Locale::EnUs) {
         Ok(q) => q,
         Err(why) => {
             return refuse(

@@ -1,9 +1,9 @@
 //! The HTTP side: [`router`] builds the application's routes from one
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
-//! Layers, lowest first: `state`, `error`, `extract`, `sheet`, `markup`,
-//! `guard`, `page`, `conn`, `assets` and `metrics` are leaves that import no
-//! area; the areas (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`,
+//! Layers, lowest first: `state`, `error`, `extract`, `sheet`,
+//! `guard`, `page`, `calculator`, `compare`, `conn`, `assets` and `metrics`
+//! are leaves that import no area; the areas (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`,
 //! `charts`, `live`, `prices`) import only leaves (and the area they wear:
 //! `demo` wears `idempotency`, the calculator page the `live` panel); this
 //! module merges the areas.
@@ -13,7 +13,9 @@
 //! [`page::render`]. Nothing else decides which page a path is.
 
 pub mod assets;
+pub mod calculator;
 pub mod charts;
+pub mod compare;
 pub mod conn;
 pub mod dashboard;
 pub mod demo;
@@ -23,7 +25,6 @@ pub mod fixture;
 pub mod guard;
 pub mod idempotency;
 pub mod live;
-pub mod markup;
 pub mod metrics;
 pub mod openapi;
 pub mod page;
@@ -117,7 +118,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler_with_context::<
             AppState,
             _,
-        >(page::request_context(), shell))
+        >(page::not_found_context(), shell))
         .with_state(state)
         // Inside the request id (so a refusal carries one): the trust
         // boundary's checks and the headers every response wears.

@@ -8,13 +8,13 @@
 //! ([`request_context`]): the locale (kept in a cookie when the query asked
 //! for it), the visit's form token and the script nonce the trust
 //! boundary minted, and the host and address the header's links are built
-//! from. The not-found page gets the same, through the router's fallback.
+//! from. The not-found page gets the same, through the router's fallback
+//! ([`not_found_context`]).
 
 use super::extract::{request_locale, request_locale_of};
-use super::guard::{host_of, CspNonce};
-use app::calculator::ModelNotice;
-use app::i18n::RequestLocale;
-use app::pages::PageSite;
+use super::guard::CspNonce;
+use app::calculator::ServerMarkup;
+use app::i18n::{tr, RequestLocale};
 use app::{shell, FormToken, Page, PageAddress, PageScenarios};
 use axum::extract::Request;
 use axum::http::{header, request::Parts, HeaderValue, StatusCode};
@@ -23,6 +23,7 @@ use idem_core::locale::Locale;
 use leptos::config::LeptosOptions;
 use leptos::prelude::{provide_context, use_context};
 use leptos_axum::ResponseOptions;
+use maud::html;
 
 /// What a page handler hands [`render`]: the page, its status, and the
 /// data the page shows beyond its address.
@@ -31,7 +32,7 @@ pub struct PageView {
     page: Page,
     status: StatusCode,
     scenarios: PageScenarios,
-    notice: String,
+    calculator: Option<ServerMarkup>,
 }
 
 impl PageView {
@@ -60,11 +61,11 @@ impl PageView {
         self
     }
 
-    /// The calculator's note about the price-table model its link names
-    /// (escaped markup; empty for none).
+    /// What the server writes inside the calculator (its notices, help,
+    /// model note and charts), on a page that has one.
     #[must_use]
-    pub fn notice(mut self, notice: String) -> Self {
-        self.notice = notice;
+    pub fn calculator(mut self, markup: ServerMarkup) -> Self {
+        self.calculator = Some(markup);
         self
     }
 }
@@ -76,14 +77,16 @@ pub async fn render(options: LeptosOptions, req: Request, view: PageView) -> Res
         page,
         status,
         scenarios,
-        notice,
+        calculator,
     } = view;
     let base = request_context();
     let context = move || {
         base();
         provide_context(page.clone());
         provide_context(scenarios.clone());
-        provide_context(ModelNotice(notice.clone()));
+        if let Some(m) = &calculator {
+            provide_context(m.clone());
+        }
         if let Some(res) = use_context::<ResponseOptions>() {
             if status != StatusCode::OK {
                 res.set_status(status);
@@ -116,9 +119,6 @@ pub fn request_context() -> impl Fn() + Clone + Send + Sync + 'static {
         }
         let (locale, asked) = request_locale(&parts);
         provide_context(RequestLocale(locale));
-        provide_context(PageSite(
-            host_of(&parts.headers, &parts.uri).unwrap_or_default(),
-        ));
         provide_context(PageAddress {
             path: parts.uri.path().to_owned(),
             search: parts
@@ -132,6 +132,25 @@ pub fn request_context() -> impl Fn() + Clone + Send + Sync + 'static {
                 res.insert_header(header::SET_COOKIE, locale_cookie(locale));
             }
         }
+    }
+}
+
+/// What the router's fallback renders for a path that is no page (404):
+/// what every page gets, and the page that says so.
+pub fn not_found_context() -> impl Fn() + Clone + Send + Sync + 'static {
+    let base = request_context();
+    move || {
+        base();
+        let l = use_context::<RequestLocale>()
+            .map(|r| r.0)
+            .unwrap_or_default();
+        provide_context(Page::Markup {
+            html: html! {
+                h1 { (tr(l, "Página não encontrada", "Page not found")) }
+                p { a href="/" { (tr(l, "Abrir a calculadora", "Open the calculator")) } }
+            }
+            .into_string(),
+        });
     }
 }
 

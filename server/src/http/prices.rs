@@ -5,7 +5,7 @@
 //! the picker works the same with and without JavaScript.
 
 use super::extract::request_locale;
-use super::markup::scrolling;
+use crate::markup::scrolling;
 use crate::prices::{table, ModelPrice};
 use app::i18n::tr;
 use axum::extract::{Query, State};

@@ -834,7 +834,7 @@ async fn every_page_answers_from_its_route_with_its_status() {
             .unwrap()
             .to_owned();
         let html = res.text().await.unwrap();
-        assert!(html.contains(text), "{path}: {text} missing");
+        assert!(html.contains(text), "{path}: {text} missing from {html}");
         let nonce = csp
             .split("'nonce-")
             .nth(1)

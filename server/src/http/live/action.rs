@@ -311,7 +311,7 @@ fn detail_html(
         @if unlisted > 0 {
             p class="note" { (tr(l, "Tentativas anteriores ao histórico (não listadas):", "Attempts from before the history was kept (not listed):")) " " (unlisted) "." }
         }
-        (crate::http::markup::scrolling(tr(l, "Tabela: tentativas", "Table: attempts"), l, html! {
+        (crate::markup::scrolling(tr(l, "Tabela: tentativas", "Table: attempts"), l, html! {
             table id="action-attempt-list" {
                 thead { tr {
                     th scope="col" { "#" }

@@ -46,7 +46,7 @@ pub async fn page(
     let locale = crate::http::page::locale(&req);
     let form_token = crate::http::page::form_token(&req);
     let (status, html) = monitor(&state.live, req.headers(), &form_token, &pairs, locale).await;
-    let view = PageView::new(Page::Live { html }).status(status);
+    let view = PageView::new(live_page(html)).status(status);
     crate::http::page::render(state.leptos_options, req, view).await
 }
 
@@ -73,8 +73,16 @@ pub async fn action_page(
         locale,
     )
     .await;
-    let view = PageView::new(Page::Live { html }).status(status);
+    let view = PageView::new(live_page(html)).status(status);
     crate::http::page::render(state.leptos_options, req, view).await
+}
+
+/// The monitor's markup as a page (`#live-page`, which `public/live.js`
+/// redraws).
+fn live_page(html: String) -> Page {
+    Page::Markup {
+        html: maud::html! { div id="live-page" { (maud::PreEscaped(html)) } }.into_string(),
+    }
 }
 
 /// The calculator's live panel. It reads no numbers while the page
@@ -151,7 +159,7 @@ async fn monitor(
                 };
                 (
                     String::new(),
-                    format!("<p class=\"field-error\" role=\"alert\">{why}</p>"),
+                    maud::html! { p class="field-error" role="alert" { (why) } }.into_string(),
                     String::new(),
                 )
             }

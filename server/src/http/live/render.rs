@@ -5,8 +5,9 @@
 //! is in the wasm.
 
 use super::data::{Counts, DuplicateRate, LiveData, Window, DAY, HOUR, MINUTE};
-use crate::http::markup::scrolling;
-use app::charts::{Figure, LIVE_HEIGHT, LIVE_NAMES};
+use crate::figures::{figure_html, Figure};
+use crate::markup::scrolling;
+use app::charts::{LIVE_HEIGHT, LIVE_NAMES};
 use app::i18n::{iso_utc, tr, utc_minute, utc_second};
 use idem_core::locale::{format_count, format_decimal, Locale};
 use maud::{html, Markup, PreEscaped, Render};
@@ -557,13 +558,13 @@ fn series_charts(d: &LiveData, l: Locale) -> Markup {
         );
     }
     let version = format!("{:016x}", digest.finish());
-    let mut out = String::new();
-    for (name, figure) in LIVE_NAMES.iter().zip(live_figures(d, l)) {
-        let src = format!("/live/charts/{name}.svg?{query}&v={version}");
-        app::charts::figure_html(&mut out, &figure, &src, l);
+    html! {
+        section class="charts" {
+            @for (name, figure) in LIVE_NAMES.iter().zip(live_figures(d, l)) {
+                (figure_html(&figure, &format!("/live/charts/{name}.svg?{query}&v={version}"), l))
+            }
+        }
     }
-    // The figure writer escapes every text it is given.
-    html! { section class="charts" { (PreEscaped(out)) } }
 }
 
 fn rows_table(d: &LiveData, l: Locale) -> Markup {

@@ -1,15 +1,19 @@
-//! The figures' text and markup, written by the server only: the page's
-//! first render, `/charts/figures?<query>` (what the calculator fetches as
-//! you type) and each image's title and description.
+//! The charts as the pages show them: for each chart, a heading, the image
+//! (whose address carries the scenario: `/charts/{name}.svg?<query>`), a
+//! caption, the controls to copy the image's link or download it, and a
+//! table (the accessible alternative). The server writes them into the
+//! page's first render and at `/charts/figures?<query>` (what the
+//! calculator fetches as you type), and [`crate::charts`] draws the images
+//! with the same text as their title and description.
 
-use super::{NAMES, W};
-use crate::i18n::{field_label, tr};
-use crate::markup::{esc, scroll_open, SCROLL_CLOSE};
+use crate::markup::scrolling;
+use app::charts::{NAMES, W};
+use app::i18n::{field_label, tr};
 use idem_core::cost::CostOutputs;
 use idem_core::locale::{format_money, format_pct, Locale};
 use idem_core::scenario::{annual_loss, loss_curve, sensitivity, Scenario, Swing};
+use maud::{html, Markup};
 use rust_decimal::Decimal;
-use std::fmt::Write;
 
 /// A chart's text: what the page shows around the image, and what the
 /// image carries as its title and description.
@@ -43,76 +47,73 @@ pub fn bars_height(bars: usize) -> u32 {
 
 /// The charts' markup on the page: each chart's image, caption, controls
 /// and table.
-pub fn charts_html(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
+pub fn charts_html(s: &Scenario, o: &CostOutputs, l: Locale) -> Markup {
     let q = format!("{}&lang={}", s.to_query(), l.tag());
-    let mut out = format!("<h2>{}</h2>", tr(l, "Gráficos", "Charts"));
-    for name in NAMES {
-        if let Some(f) = figure(name, s, o, l) {
-            figure_html(&mut out, &f, &format!("/charts/{name}.svg?{q}"), l);
+    html! {
+        h2 { (tr(l, "Gráficos", "Charts")) }
+        @for name in NAMES {
+            @if let Some(f) = figure(name, s, o, l) {
+                (figure_html(&f, &format!("/charts/{name}.svg?{q}"), l))
+            }
         }
     }
-    out
 }
 
 /// One figure: heading, image, controls, caption, note and table. `src` is
 /// the image's address (SVG); the PNG is the same address with
 /// `format=png`.
-pub fn figure_html(out: &mut String, f: &Figure, src: &str, l: Locale) {
+pub fn figure_html(f: &Figure, src: &str, l: Locale) -> Markup {
     let png = format!("{src}&format=png");
     let file = format!("idem-{}", f.id.trim_start_matches("chart-"));
-    let _ = write!(
-        out,
-        "<figure class=\"chart\" id=\"{id}\"><h3>{t}</h3>\
-         <img src=\"{s}\" alt=\"{c}\" width=\"{W}\" height=\"{h}\" decoding=\"async\">\
-         <p class=\"chart-actions\">\
-         <button type=\"button\" class=\"copy-image\" data-copy=\"{s}\">{copy}</button> \
-         <a class=\"download\" href=\"{s}\" download=\"{file}.svg\">{svg}</a> \
-         <a class=\"download\" href=\"{p}\" download=\"{file}.png\">{pngt}</a></p>\
-         <figcaption>{c}</figcaption>",
-        id = esc(&f.id),
-        t = esc(&f.title),
-        s = esc(src),
-        p = esc(&png),
-        c = esc(&f.caption),
-        h = f.height,
-        copy = tr(l, "Copiar link da imagem", "Copy image link"),
-        svg = tr(l, "Baixar SVG", "Download SVG"),
-        pngt = tr(l, "Baixar PNG", "Download PNG"),
-    );
-    if let Some(n) = &f.note {
-        let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
+    html! {
+        figure class="chart" id=(f.id) {
+            h3 { (f.title) }
+            img src=(src) alt=(f.caption) width=(W) height=(f.height) decoding="async";
+            p class="chart-actions" {
+                button type="button" class="copy-image" data-copy=(src) {
+                    (tr(l, "Copiar link da imagem", "Copy image link"))
+                }
+                " "
+                a class="download" href=(src) download={ (file) ".svg" } {
+                    (tr(l, "Baixar SVG", "Download SVG"))
+                }
+                " "
+                a class="download" href=(png) download={ (file) ".png" } {
+                    (tr(l, "Baixar PNG", "Download PNG"))
+                }
+            }
+            figcaption { (f.caption) }
+            @if let Some(n) = &f.note {
+                p class="note" { (n) }
+            }
+            (table(l, &f.title, &f.head, &f.rows))
+        }
     }
-    table(out, l, &f.title, &f.head, &f.rows);
-    out.push_str("</figure>");
 }
 
 /// The figure's table, in a scroll box named after the figure (a page has
 /// several, and each landmark needs its own name).
-fn table(out: &mut String, l: Locale, title: &str, head: &[String], rows: &[Vec<String>]) {
-    let _ = write!(
-        out,
-        "<details><summary>{}</summary>{}<table><thead><tr>",
-        tr(l, "Tabela", "Table"),
-        scroll_open(&format!("{}: {title}", tr(l, "Tabela", "Table")), l),
-    );
-    for h in head {
-        let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for r in rows {
-        out.push_str("<tr>");
-        for (i, cell) in r.iter().enumerate() {
-            if i > 0 {
-                let _ = write!(out, "<td>{}</td>", esc(cell));
-            } else {
-                let _ = write!(out, "<th scope=\"row\">{}</th>", esc(cell));
-            }
+fn table(l: Locale, title: &str, head: &[String], rows: &[Vec<String>]) -> Markup {
+    let label = format!("{}: {title}", tr(l, "Tabela", "Table"));
+    html! {
+        details {
+            summary { (tr(l, "Tabela", "Table")) }
+            (scrolling(&label, l, html! {
+                table {
+                    thead { tr { @for h in head { th scope="col" { (h) } } } }
+                    tbody {
+                        @for r in rows {
+                            tr {
+                                @for (i, cell) in r.iter().enumerate() {
+                                    @if i == 0 { th scope="row" { (cell) } } @else { td { (cell) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }))
         }
-        out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>");
-    out.push_str(SCROLL_CLOSE);
-    out.push_str("</details>");
 }
 
 fn owned(heads: &[&str]) -> Vec<String> {
@@ -358,7 +359,7 @@ mod tests {
     fn the_page_shows_each_chart_as_an_image_with_its_controls_and_table() {
         let s = Scenario::default();
         let o = s.compute().unwrap_or_else(|_| unreachable!());
-        let html = charts_html(&s, &o, Locale::PtBr);
+        let html = charts_html(&s, &o, Locale::PtBr).into_string();
         for name in NAMES {
             assert!(
                 html.contains(&format!("<figure class=\"chart\" id=\"chart-{name}\">")),
@@ -380,11 +381,25 @@ mod tests {
         );
         assert_eq!(html.matches("<table>").count(), 3);
         assert!(!html.contains("<svg"), "no drawing on the page");
-        let en = charts_html(&s, &o, Locale::EnUs);
+        let en = charts_html(&s, &o, Locale::EnUs).into_string();
         assert!(en.contains("Copy image link") && en.contains("Download PNG"));
+        // Every text is escaped, in content and in attributes.
+        let hostile = "<a href=\"x\">&'";
+        let f = Figure {
+            id: hostile.to_owned(),
+            title: hostile.to_owned(),
+            caption: hostile.to_owned(),
+            note: Some(hostile.to_owned()),
+            head: vec![hostile.to_owned()],
+            rows: vec![vec![hostile.to_owned(), hostile.to_owned()]],
+            height: 1,
+        };
+        let m = figure_html(&f, hostile, Locale::EnUs).into_string();
+        assert!(!m.contains("<a href"), "{m}");
         assert_eq!(
-            esc("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+            m.matches("&lt;a href=&quot;x&quot;&gt;&amp;'").count(),
+            15,
+            "{m}"
         );
     }
 

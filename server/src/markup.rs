@@ -1,9 +1,7 @@
 //! Pieces of markup that several server-rendered pages share, written
 //! with maud (every interpolated value escaped by the template). A leaf.
-//! The scroll box is the one `app::markup::scroll_open` writes for the
-//! shared pages, with the same hint.
 
-use app::markup::scroll_hint;
+use app::i18n::tr;
 use idem_core::locale::Locale;
 use maud::{html, Markup};
 
@@ -13,7 +11,9 @@ use maud::{html, Markup};
 /// side are reachable without a mouse.
 pub fn scrolling(label: &str, l: Locale, table: Markup) -> Markup {
     html! {
-        p class="scroll-hint" aria-hidden="true" { (scroll_hint(l)) }
+        p class="scroll-hint" aria-hidden="true" {
+            (tr(l, "Deslize a tabela para o lado para ver todas as colunas →", "Swipe the table sideways to see every column →"))
+        }
         div class="table-scroll" tabindex="0" role="region" aria-label=(label) { (table) }
     }
 }
