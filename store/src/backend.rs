@@ -4,8 +4,8 @@
 //! connection, pooled or inside the caller's transaction.
 
 use crate::model::{
-    Alert, AlertEvaluation, DeliveryOutcome, Millis, OutboxMessage, WebhookCounts, WebhookDelivery,
-    WebhookEndpoint,
+    ActionState, Alert, AlertEvaluation, DeliveryOutcome, EventState, HttpKeyState, Millis,
+    OutboxMessage, WebhookCounts, WebhookDelivery, WebhookEndpoint,
 };
 use crate::stats::{Cell, Counts, Granularity, JournalRow};
 
@@ -55,7 +55,7 @@ pub(crate) struct HistoryRow {
 /// What a successful claim returns.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct BeginRow {
-    pub state: String,
+    pub state: ActionState,
     pub fencing_token: i64,
     pub attempts: i32,
     pub lease_until_ms: Option<i64>,
@@ -78,7 +78,7 @@ pub(crate) struct EventClaimRow {
 /// An event's claim as stored.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct EventRow {
-    pub state: String,
+    pub state: EventState,
     pub token: i64,
     pub lease_until_ms: Option<i64>,
 }
@@ -87,7 +87,7 @@ pub(crate) struct EventRow {
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct ActionRow {
     pub action: String,
-    pub state: String,
+    pub state: ActionState,
     pub fencing_token: i64,
     pub attempts: i32,
     pub lease_until_ms: Option<i64>,
@@ -138,7 +138,7 @@ pub(crate) struct AttemptWrite<'a> {
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct HttpRow {
     pub fingerprint: String,
-    pub state: String,
+    pub state: HttpKeyState,
     #[allow(dead_code)] // read for debugging output only
     pub locked_until_ms: Option<i64>,
     pub status: Option<i32>,
@@ -769,7 +769,7 @@ macro_rules! backend {
             source: &str,
             event_id: &str,
             token: i64,
-            state: &str,
+            state: EventState,
             now: Millis,
         ) -> R<u64> {
             sqlx::query::<$db>(q::SETTLE_EVENT)
@@ -1143,9 +1143,8 @@ macro_rules! backend {
             };
             let mut out = WebhookCounts::default();
             for r in rows {
-                let state: String = r.try_get("state")?;
                 out.add(
-                    &state,
+                    r.try_get("state")?,
                     r.try_get("failed_before")?,
                     r.try_get("n")?,
                     r.try_get("oldest_ms")?,

@@ -199,7 +199,14 @@ const DEPLOYMENT_TENANT: &str = "_deployment";
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
         faults::observe(&e);
-        Error::Database(e)
+        match e {
+            // A stored value the store cannot read back (a state no state
+            // machine has) is corrupt data, not an unreachable database.
+            sqlx::Error::ColumnDecode { index, source } => {
+                Error::Corrupt(format!("stored column {index}: {source}"))
+            }
+            e => Error::Database(e),
+        }
     }
 }
 

@@ -1,5 +1,70 @@
 //! What the store's operations return.
 
+/// A state machine's states, stored as text (`state text not null` in both
+/// backends): each state's spelling, and sqlx's `Type`, `Encode` and
+/// `Decode` over it, so rows carry the enum and queries bind it. A stored
+/// text that names no state fails to decode, which the store reports as
+/// [`crate::Error::Corrupt`].
+macro_rules! stored_as_text {
+    ($name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
+        impl $name {
+            /// The state as stored.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),*
+                }
+            }
+
+            /// The state a stored text names.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $($text => Some(Self::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl<DB: sqlx::Database> sqlx::Type<DB> for $name
+        where
+            str: sqlx::Type<DB>,
+        {
+            fn type_info() -> DB::TypeInfo {
+                <str as sqlx::Type<DB>>::type_info()
+            }
+
+            fn compatible(ty: &DB::TypeInfo) -> bool {
+                <str as sqlx::Type<DB>>::compatible(ty)
+            }
+        }
+
+        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $name
+        where
+            &'r str: sqlx::Decode<'r, DB>,
+        {
+            fn decode(
+                value: <DB as sqlx::Database>::ValueRef<'r>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&'r str as sqlx::Decode<'r, DB>>::decode(value)?;
+                Self::parse(text).ok_or_else(|| {
+                    format!("{} {text:?} is no state", stringify!($name)).into()
+                })
+            }
+        }
+
+        impl<'q, DB: sqlx::Database> sqlx::Encode<'q, DB> for $name
+        where
+            &'q str: sqlx::Encode<'q, DB>,
+        {
+            fn encode_by_ref(
+                &self,
+                buf: &mut <DB as sqlx::Database>::ArgumentBuffer<'q>,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&'q str as sqlx::Encode<'q, DB>>::encode(self.as_str(), buf)
+            }
+        }
+    };
+}
+
 use idem_core::{IdempotencyKey, NormalizedPayload, RulesVersion};
 
 /// Milliseconds since the Unix epoch, from the store's [`Clock`](crate::Clock).
@@ -179,17 +244,12 @@ pub enum ActionState {
     Uncertain,
 }
 
-impl ActionState {
-    pub(crate) fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "started" => Self::Started,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            "uncertain" => Self::Uncertain,
-            _ => return None,
-        })
-    }
-}
+stored_as_text!(ActionState {
+    Started => "started",
+    Completed => "completed",
+    Failed => "failed",
+    Uncertain => "uncertain",
+});
 
 /// An action as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,6 +390,26 @@ pub enum EventClaim {
     Failed,
 }
 
+/// The states a claimed event moves through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventState {
+    /// Claimed, its lease running.
+    Leased,
+    /// Handled.
+    Completed,
+    /// Failed for good.
+    Failed,
+    /// Failed, may be retried.
+    Released,
+}
+
+stored_as_text!(EventState {
+    Leased => "leased",
+    Completed => "completed",
+    Failed => "failed",
+    Released => "released",
+});
+
 /// How a claimed event ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventOutcome {
@@ -342,13 +422,18 @@ pub enum EventOutcome {
 }
 
 impl EventOutcome {
+    /// The state it leaves the event in.
+    pub fn state(self) -> EventState {
+        match self {
+            EventOutcome::Completed => EventState::Completed,
+            EventOutcome::Failed => EventState::Failed,
+            EventOutcome::Released => EventState::Released,
+        }
+    }
+
     /// The state stored for it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventOutcome::Completed => "completed",
-            EventOutcome::Failed => "failed",
-            EventOutcome::Released => "released",
-        }
+        self.state().as_str()
     }
 }
 
@@ -616,15 +701,52 @@ pub struct WebhookCounts {
     pub oldest_waiting_ms: Option<Millis>,
 }
 
+/// Where a webhook delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeliveryState {
+    /// Waiting, in flight or retrying.
+    Pending,
+    /// A 2xx came back.
+    Delivered,
+    /// Dead-lettered after the give-up time.
+    Dead,
+}
+
+stored_as_text!(DeliveryState {
+    Pending => "pending",
+    Delivered => "delivered",
+    Dead => "dead",
+});
+
+/// Where an HTTP `Idempotency-Key` record stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HttpKeyState {
+    /// The first request with the key is running.
+    InProgress,
+    /// Its response is stored for replay.
+    Completed,
+}
+
+stored_as_text!(HttpKeyState {
+    InProgress => "in_progress",
+    Completed => "completed",
+});
+
 impl WebhookCounts {
-    pub(crate) fn add(&mut self, state: &str, failed_before: bool, n: i64, oldest: Option<Millis>) {
+    pub(crate) fn add(
+        &mut self,
+        state: DeliveryState,
+        failed_before: bool,
+        n: i64,
+        oldest: Option<Millis>,
+    ) {
         match (state, failed_before) {
-            ("pending", false) => self.pending += n,
-            ("pending", true) => self.retrying += n,
-            ("delivered", _) => self.delivered += n,
-            _ => self.dead_lettered += n,
+            (DeliveryState::Pending, false) => self.pending += n,
+            (DeliveryState::Pending, true) => self.retrying += n,
+            (DeliveryState::Delivered, _) => self.delivered += n,
+            (DeliveryState::Dead, _) => self.dead_lettered += n,
         }
-        if state == "pending" {
+        if state == DeliveryState::Pending {
             self.oldest_waiting_ms = match (self.oldest_waiting_ms, oldest) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

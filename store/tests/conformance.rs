@@ -97,7 +97,44 @@ idem_testkit::both!(
     live_actions_show_in_flight_and_uncertain_per_tenant,
     the_uncertain_list_shows_each_keys_intent,
     demo_ledger_follows_the_transaction_and_the_tenant,
+    a_stored_state_no_machine_has_is_corrupt_data,
 );
+
+/// A row whose state no state machine has (written past the schema's
+/// check, as only a broken tool could) is reported as corrupt data, the
+/// server's 500, never as an unreachable database or as another state.
+async fn a_stored_state_no_machine_has_is_corrupt_data(h: &H) {
+    let lease = Duration::from_secs(30);
+    h.store
+        .begin_action(&h.tenant, &pix_action(), &k(1), lease)
+        .await
+        .unwrap();
+    let corrupt = "update actions set state = 'half-done'";
+    match h.db.postgres_schema() {
+        Some(_) => {
+            h.db.execute(&format!(
+                "alter table actions drop constraint actions_state_check; {corrupt}"
+            ))
+            .await
+        }
+        None => {
+            h.db.execute(&format!("pragma ignore_check_constraints = on; {corrupt}"))
+                .await
+        }
+    }
+    let mut s = h.store.session().await.unwrap();
+    let read = s.action(&h.tenant, &k(1)).await;
+    assert!(
+        matches!(&read, Err(Error::Corrupt(why)) if why.contains("half-done")),
+        "{read:?}"
+    );
+    // A claim reads the same row to explain itself: corrupt too.
+    let claim = h
+        .store
+        .begin_action(&h.tenant, &pix_action(), &k(1), lease)
+        .await;
+    assert!(matches!(claim, Err(Error::Corrupt(_))), "{claim:?}");
+}
 
 /// The demo provider's ledger: a charge written in a transaction that rolls
 /// back leaves nothing; committed ones are counted and listed oldest first,

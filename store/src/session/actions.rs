@@ -48,18 +48,18 @@ impl Session {
                 return Ok(begin);
             }
             let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
-            match (row.state.as_str(), row.lease_until_ms) {
-                ("completed", _) => {
+            match (row.state, row.lease_until_ms) {
+                (ActionState::Completed, _) => {
                     return Ok(Begin::Completed {
                         response: row.response.unwrap_or_default(),
                     })
                 }
-                ("failed", _) if row.retryable != Some(true) => {
+                (ActionState::Failed, _) if row.retryable != Some(true) => {
                     return Ok(Begin::Failed {
                         error: row.error.unwrap_or_default(),
                     })
                 }
-                ("started" | "uncertain", Some(until)) if until > now => {
+                (ActionState::Started | ActionState::Uncertain, Some(until)) if until > now => {
                     return Ok(Begin::InFlight {
                         lease_until_ms: until,
                     })
@@ -321,10 +321,10 @@ impl Session {
         let same = row.fencing_token == token
             && match outcome {
                 Outcome::Completed(r) => {
-                    row.state == "completed" && row.response.as_deref() == Some(r)
+                    row.state == ActionState::Completed && row.response.as_deref() == Some(r)
                 }
                 Outcome::Failed { error, retryable } => {
-                    row.state == "failed"
+                    row.state == ActionState::Failed
                         && row.error.as_deref() == Some(error)
                         && row.retryable == Some(*retryable)
                 }
@@ -335,7 +335,7 @@ impl Session {
         Err(Error::StaleToken {
             token,
             current: row.fencing_token,
-            state: row.state,
+            state: row.state.as_str().to_owned(),
         })
     }
 }

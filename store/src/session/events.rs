@@ -47,9 +47,9 @@ impl Session {
                 });
             }
             match on!(self.select_event(t, source, event_id))? {
-                Some(r) if r.state == "completed" => return Ok(EventClaim::Completed),
-                Some(r) if r.state == "failed" => return Ok(EventClaim::Failed),
-                Some(r) if r.state == "leased" => {
+                Some(r) if r.state == EventState::Completed => return Ok(EventClaim::Completed),
+                Some(r) if r.state == EventState::Failed => return Ok(EventClaim::Failed),
+                Some(r) if r.state == EventState::Leased => {
                     return Ok(EventClaim::InFlight {
                         lease_until_ms: r.lease_until_ms.unwrap_or(now),
                     })
@@ -74,7 +74,7 @@ impl Session {
     ) -> Result<(), Error> {
         let t = tenant.as_str();
         let now = self.now();
-        let state = outcome.as_str();
+        let state = outcome.state();
         if on!(self.settle_event(t, source, event_id, token, state, now))? == 1 {
             return Ok(());
         }
@@ -84,7 +84,7 @@ impl Session {
             Some(r) => Err(Error::StaleToken {
                 token,
                 current: r.token,
-                state: r.state,
+                state: r.state.as_str().to_owned(),
             }),
         }
     }

@@ -34,7 +34,7 @@ impl Session {
         let row = on!(self.select_http_key(t, req.client_key))?.ok_or(Error::NotFound)?;
         let verdict = if row.fingerprint != req.fingerprint {
             HttpBegin::Mismatch
-        } else if row.state == "completed" {
+        } else if row.state == HttpKeyState::Completed {
             HttpBegin::Replay(StoredResponse {
                 status: row
                     .status

@@ -381,8 +381,7 @@ impl TryFrom<ActionRow> for Action {
     type Error = Error;
     fn try_from(row: ActionRow) -> Result<Self, Error> {
         Ok(Action {
-            state: ActionState::parse(&row.state)
-                .ok_or_else(|| Error::Corrupt(format!("action state {:?}", row.state)))?,
+            state: row.state,
             action: row.action,
             token: row.fencing_token,
             attempts: row.attempts,
@@ -403,8 +402,8 @@ fn claimed(row: BeginRow) -> Result<Begin, Error> {
     let lease_until_ms = row
         .lease_until_ms
         .ok_or_else(|| Error::Corrupt("a claim without a lease".into()))?;
-    Ok(match (row.state.as_str(), row.prev_token) {
-        ("uncertain", Some(prev)) => Begin::Uncertain {
+    Ok(match (row.state, row.prev_token) {
+        (ActionState::Uncertain, Some(prev)) => Begin::Uncertain {
             token: row.fencing_token,
             attempt: row.attempts,
             lease_until_ms,
@@ -414,7 +413,7 @@ fn claimed(row: BeginRow) -> Result<Begin, Error> {
                 lease_until_ms: row.prev_lease_until_ms,
             },
         },
-        ("started", _) => Begin::Claimed {
+        (ActionState::Started, _) => Begin::Claimed {
             token: row.fencing_token,
             attempt: row.attempts,
             lease_until_ms,
@@ -425,7 +424,12 @@ fn claimed(row: BeginRow) -> Result<Begin, Error> {
                 None
             },
         },
-        (state, _) => return Err(Error::Corrupt(format!("claim returned state {state:?}"))),
+        (state, _) => {
+            return Err(Error::Corrupt(format!(
+                "claim returned state {:?}",
+                state.as_str()
+            )))
+        }
     })
 }
 
