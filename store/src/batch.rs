@@ -22,6 +22,7 @@
 //! the combiner's caller staying; a batch of the caller's own job alone is
 //! written inline, with no task hop.
 
+use crate::backend::prelude::IntentQueries;
 use crate::backend::{IntentRow, IntentWrite};
 use crate::model::{Millis, RecordedIntent};
 use crate::session::Candidate;
@@ -253,7 +254,7 @@ async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>) -> bool {
         let mut jobs = jobs;
         let Some(j) = jobs.pop() else { return true };
         let w = job_write(&j);
-        return match crate::backend::sqlite::record_intent(c, &w, 1, j.now).await {
+        return match IntentQueries::record_intent(c, &w, 1, j.now).await {
             Ok(row) => {
                 let _ = j.reply.send(j.candidate.recorded_nth(&row, &j.json, 1, 0));
                 true
@@ -269,9 +270,7 @@ async fn run_sqlite(c: &mut SqliteConnection, jobs: Vec<Job>) -> bool {
         let mut tx = c.begin_with("begin immediate").await?;
         let mut rows = Vec::with_capacity(jobs.len());
         for j in &jobs {
-            rows.push(
-                crate::backend::sqlite::record_intent(&mut tx, &job_write(j), 1, j.now).await?,
-            );
+            rows.push(IntentQueries::record_intent(&mut *tx, &job_write(j), 1, j.now).await?);
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(rows)

@@ -36,8 +36,14 @@ pub(crate) enum Exec<'a> {
 macro_rules! on {
     ($self:ident . $f:ident ( $($arg:expr),* $(,)? )) => {
         match $self.exec().await {
-            Ok($crate::session::Exec::Sqlite(c)) => $crate::backend::sqlite::$f(c, $($arg),*).await,
-            Ok($crate::session::Exec::Pg(c)) => $crate::backend::pg::$f(c, $($arg),*).await,
+            Ok($crate::session::Exec::Sqlite(c)) => {
+                use $crate::backend::prelude::*;
+                c.$f($($arg),*).await
+            }
+            Ok($crate::session::Exec::Pg(c)) => {
+                use $crate::backend::prelude::*;
+                c.$f($($arg),*).await
+            }
             Err(e) => Err(e),
         }
     };

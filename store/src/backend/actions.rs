@@ -1,0 +1,154 @@
+//! Actions: a claim with a lease and a fencing token, each replaced attempt
+//! kept, outcomes written under the token, expired leases swept to uncertain.
+
+use super::common::{first_opt, queries, R};
+use crate::model::{ActionState, Millis};
+
+/// What a successful claim returns.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct BeginRow {
+    pub state: ActionState,
+    pub fencing_token: i64,
+    pub attempts: i32,
+    pub lease_until_ms: Option<i64>,
+    pub prev_state: Option<String>,
+    pub prev_token: Option<i64>,
+    pub prev_started_ms: Option<i64>,
+    pub prev_lease_until_ms: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// An action as stored.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ActionRow {
+    pub action: String,
+    pub state: ActionState,
+    pub fencing_token: i64,
+    pub attempts: i32,
+    pub lease_until_ms: Option<i64>,
+    pub started_ms: i64,
+    pub updated_ms: i64,
+    pub response: Option<String>,
+    pub error: Option<String>,
+    pub retryable: Option<bool>,
+    pub reconciled: bool,
+    pub swept_ms: Option<i64>,
+}
+
+/// An attempt a takeover replaced.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct AttemptRow {
+    pub attempt: i32,
+    pub fencing_token: i64,
+    pub started_ms: i64,
+    pub lease_until_ms: Option<i64>,
+    pub ended: String,
+    pub error: Option<String>,
+    pub replaced_ms: i64,
+}
+
+/// The arguments of one replaced attempt's record.
+pub(crate) struct AttemptWrite<'a> {
+    pub tenant: &'a str,
+    pub key: &'a str,
+    pub attempt: i32,
+    pub token: i64,
+    pub started_ms: i64,
+    pub lease_until_ms: Option<i64>,
+    pub ended: &'a str,
+    pub error: Option<&'a str>,
+    pub now: i64,
+}
+
+queries! {
+    /// The action queries, one per statement, each with its signature;
+    /// [`queries!`] implements them for both backends' connections.
+    pub(crate) trait ActionQueries {
+        fn begin_action(c, tenant: &str, key: &str, action: &str, now: Millis, lease_until: Millis) -> R<Option<BeginRow>> {
+            sqlx::query_as::<Db, BeginRow>(q::BEGIN_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(action)
+                .bind(now)
+                .bind(lease_until)
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)
+        }
+
+        fn select_action(c, tenant: &str, key: &str) -> R<Option<ActionRow>> {
+            sqlx::query_as::<Db, ActionRow>(q::SELECT_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        fn insert_action_attempt(c, w: &AttemptWrite<'_>) -> R<()> {
+            sqlx::query::<Db>(q::INSERT_ACTION_ATTEMPT)
+                .bind(w.tenant)
+                .bind(w.key)
+                .bind(w.attempt)
+                .bind(w.token)
+                .bind(w.started_ms)
+                .bind(w.lease_until_ms)
+                .bind(w.ended)
+                .bind(w.error)
+                .bind(w.now)
+                .execute(&mut *c)
+                .await
+                .map(|_| ())
+        }
+
+        fn action_attempts(c, tenant: &str, key: &str) -> R<Vec<AttemptRow>> {
+            sqlx::query_as::<Db, AttemptRow>(q::ACTION_ATTEMPTS)
+                .bind(tenant)
+                .bind(key)
+                .fetch_all(&mut *c)
+                .await
+        }
+
+        fn complete_action(c, tenant: &str, key: &str, token: i64, response: &str, now: Millis, reconciled: bool) -> R<Option<String>> {
+            sqlx::query::<Db>(q::COMPLETE_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(token)
+                .bind(response)
+                .bind(now)
+                .bind(reconciled)
+                // The action type, for the statistics; None when refused.
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)?
+                .map(|r| r.try_get("action"))
+                .transpose()
+        }
+
+        #[allow(clippy::too_many_arguments)] // one bind per column
+        fn fail_action(c, tenant: &str, key: &str, token: i64, error: &str, retryable: bool, now: Millis, reconciled: bool) -> R<Option<String>> {
+            sqlx::query::<Db>(q::FAIL_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(token)
+                .bind(error)
+                .bind(retryable)
+                .bind(now)
+                .bind(reconciled)
+                // The action type, for the statistics; None when refused.
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)?
+                .map(|r| r.try_get("action"))
+                .transpose()
+        }
+
+        fn sweep_expired_leases(c, tenant: &str, now: Millis, limit: i64) -> R<Vec<String>> {
+            sqlx::query_scalar::<Db, String>(q::SWEEP_EXPIRED_LEASES)
+                .bind(tenant)
+                .bind(now)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+        }
+    }
+}
