@@ -144,7 +144,7 @@ async fn raw_sqlx(url: &str, ops: usize, run: u128) {
     let payload = r#"{"chave_pix_destino":"+5511988887777","cliente_id":"cli-1","referencia_intencao":"x","valor":"18000"}"#;
     let started = Instant::now();
     for n in 0..ops {
-        sqlx::query(idem_store::sql::shared::RECORD_INTENT)
+        sqlx::query(idem_store::sql::intents::RECORD_INTENT)
             .bind("raw")
             .bind(format!("r{run}-{n}"))
             .bind("pix.cobranca")

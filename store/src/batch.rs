@@ -422,9 +422,9 @@ async fn write(
 ) -> Result<HashMap<RowKey, IntentRow>, sqlx::Error> {
     use sqlx::Row as _;
     let sql = if stats {
-        crate::sql::PG_RECORD_INTENTS_COUNTED
+        crate::sql::intents::PG_RECORD_INTENTS_COUNTED
     } else {
-        crate::sql::PG_RECORD_INTENTS
+        crate::sql::intents::PG_RECORD_INTENTS
     };
     let mut query = sqlx::query(sql)
         .bind(tenant.as_str())

@@ -788,7 +788,7 @@ impl Store {
         let _guard = self.inner.flush.lock().await;
         let tenants = {
             let mut s = self.session().await?;
-            match session::on!(s.tenants_in(sql::JOURNAL_TENANTS)) {
+            match session::on!(s.tenants_in(sql::stats::JOURNAL_TENANTS)) {
                 Ok(t) => t,
                 // Not migrated yet (an admin store between connect and
                 // migrate): nothing can have been journaled.
@@ -833,7 +833,9 @@ impl Store {
                 let mut s = self.session().await?;
                 let mut all = std::collections::BTreeSet::new();
                 for table in [0, 2, 6] {
-                    all.extend(session::on!(s.tenants_in(sql::TENANTS_IN_TABLES[table]))?);
+                    all.extend(session::on!(
+                        s.tenants_in(sql::admin::TENANTS_IN_TABLES[table])
+                    )?);
                 }
                 all.into_iter().collect()
             }
@@ -895,7 +897,7 @@ impl Store {
     /// Admin: every tenant, in order (the live monitor's admin view).
     pub async fn tenants(&self) -> Result<Vec<TenantId>, Error> {
         let mut s = self.session().await?;
-        let ids = session::on!(s.tenants_in(crate::sql::LIST_TENANTS))?;
+        let ids = session::on!(s.tenants_in(crate::sql::admin::LIST_TENANTS))?;
         ids.iter()
             .map(|t| TenantId::try_from(t.as_str()).map_err(|e| Error::Corrupt(e.to_string())))
             .collect()
@@ -943,7 +945,7 @@ impl Store {
     /// Admin: the tenants with alerts (the evaluator visits them).
     pub async fn alert_tenants(&self) -> Result<Vec<TenantId>, Error> {
         let mut s = self.session().await?;
-        let ids = session::on!(s.tenants_in(crate::sql::ALERT_TENANTS))?;
+        let ids = session::on!(s.tenants_in(crate::sql::alerts::ALERT_TENANTS))?;
         Ok(ids
             .into_iter()
             .filter_map(|t| TenantId::try_from(t).ok())
@@ -953,7 +955,7 @@ impl Store {
     /// Admin: the tenants with webhook endpoints (the relay visits them).
     pub async fn webhook_tenants(&self) -> Result<Vec<TenantId>, Error> {
         let mut s = self.session().await?;
-        let ids = session::on!(s.tenants_in(crate::sql::WEBHOOK_TENANTS))?;
+        let ids = session::on!(s.tenants_in(crate::sql::webhooks::WEBHOOK_TENANTS))?;
         Ok(ids
             .into_iter()
             .filter_map(|t| TenantId::try_from(t).ok())

@@ -3,7 +3,7 @@
 
 use crate::model::{Millis, Retention};
 use crate::session::{on, Session};
-use crate::sql::shared as q;
+use crate::sql::admin as q;
 use crate::stats::Granularity;
 use crate::{Error, Store};
 use idem_core::TenantId;
@@ -121,7 +121,7 @@ impl Store {
         let batch = i64::from(batch.max(1));
         let mut s = self.session().await?;
         let mut tenants = BTreeSet::new();
-        for sql in crate::sql::TENANTS_IN_TABLES {
+        for sql in crate::sql::admin::TENANTS_IN_TABLES {
             tenants.extend(on!(s.tenants_in(sql))?);
         }
         let now = self.inner.clock.now_ms();
@@ -153,7 +153,7 @@ impl Store {
         }
         // Ended sessions are of no use to anyone: gone at once. Few rows per
         // scope (a login each), so one statement per scope.
-        for scope in on!(s.tenants_in(crate::sql::SESSION_TENANTS))? {
+        for scope in on!(s.tenants_in(crate::sql::admin::SESSION_TENANTS))? {
             report.live_sessions += on!(s.purge_sessions(&scope, now))?;
             report.batches += 1;
         }

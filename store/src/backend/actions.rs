@@ -61,6 +61,7 @@ pub(crate) struct AttemptWrite<'a> {
 }
 
 queries! {
+    statements in actions;
     /// The action queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait ActionQueries {

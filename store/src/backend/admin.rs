@@ -33,6 +33,7 @@ pub(crate) struct RetentionRow {
 }
 
 queries! {
+    statements in admin;
     /// The administration queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait AdminQueries {
@@ -78,7 +79,7 @@ queries! {
 
         /// Admin: unsettled actions by state: (state, count, oldest start).
         fn admin_unresolved(c, now: Millis) -> R<Vec<(String, i64, Option<i64>)>> {
-            sqlx::query_as::<Db, (String, i64, Option<i64>)>(crate::sql::ADMIN_UNRESOLVED)
+            sqlx::query_as::<Db, (String, i64, Option<i64>)>(crate::sql::admin::ADMIN_UNRESOLVED)
                 .bind(now)
                 .fetch_all(&mut *c)
                 .await
@@ -170,7 +171,7 @@ queries! {
         }
 
         fn tenant_list(c, now: Millis) -> R<Vec<TenantListRow>> {
-            sqlx::query_as::<Db, TenantListRow>(crate::sql::TENANT_LIST)
+            sqlx::query_as::<Db, TenantListRow>(crate::sql::admin::TENANT_LIST)
                 .bind(now)
                 .fetch_all(&mut *c)
                 .await

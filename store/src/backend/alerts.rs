@@ -4,6 +4,7 @@ use super::common::{queries, R};
 use crate::model::{Alert, AlertEvaluation, Millis};
 
 queries! {
+    statements in alerts;
     /// The alert queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait AlertQueries {

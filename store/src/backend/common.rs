@@ -10,11 +10,12 @@ pub(crate) type R<T> = Result<T, sqlx::Error>;
 /// one per statement, documented where it is declared) and implements it
 /// for `sqlx::SqliteConnection` and `sqlx::PgConnection` with the same body:
 /// inside it, `c` is the connection, `Db` the backend, and `q` the
-/// backend's statements (`crate::sql::sqlite` or `crate::sql::pg`), so the
-/// two backends cannot drift apart. A session calls them as methods on
+/// concern's statements as the backend runs them (`crate::sql::intents::pg`
+/// for `statements in intents`), so the two backends cannot drift apart. A session calls them as methods on
 /// whichever connection it holds (`session::on!`).
 macro_rules! queries {
     (
+        statements in $stmts:ident;
         $(#[$attr:meta])*
         $vis:vis trait $trait:ident {
             $(
@@ -30,18 +31,18 @@ macro_rules! queries {
                 async fn $name(&mut self $(, $arg: $ty)*) -> $ret;
             )*
         }
-        queries!(@impl $trait, sqlx::SqliteConnection, sqlx::Sqlite, crate::sql::sqlite;
+        queries!(@impl $trait, sqlx::SqliteConnection, sqlx::Sqlite, $stmts, sqlite;
             $(fn $name($c $(, $arg: $ty)*) -> $ret $body)*);
-        queries!(@impl $trait, sqlx::PgConnection, sqlx::Postgres, crate::sql::pg;
+        queries!(@impl $trait, sqlx::PgConnection, sqlx::Postgres, $stmts, pg;
             $(fn $name($c $(, $arg: $ty)*) -> $ret $body)*);
     };
-    (@impl $trait:ident, $conn:ty, $db:ty, $sql:path;
+    (@impl $trait:ident, $conn:ty, $db:ty, $stmts:ident, $dialect:ident;
         $(fn $name:ident($c:ident $(, $arg:ident: $ty:ty)*) -> $ret:ty $body:block)*) => {
         impl $trait for $conn {
             $(
                 #[allow(unused_imports)]
                 async fn $name(&mut self $(, $arg: $ty)*) -> $ret {
-                    use $sql as q;
+                    use crate::sql::$stmts::$dialect as q;
                     use sqlx::Row as _;
                     #[allow(dead_code)]
                     type Db = $db;

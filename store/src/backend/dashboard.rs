@@ -5,6 +5,7 @@ use super::common::{queries, R};
 use crate::model::Millis;
 
 queries! {
+    statements in dashboard;
     /// The dashboard queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait DashboardQueries {

@@ -22,6 +22,7 @@ pub(crate) struct EventRow {
 }
 
 queries! {
+    statements in events;
     /// The event queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait EventQueries {

@@ -19,6 +19,7 @@ pub(crate) struct HttpRow {
 }
 
 queries! {
+    statements in http_keys;
     /// The HTTP key queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait HttpKeyQueries {

@@ -57,6 +57,7 @@ pub(crate) struct IntentWrite<'a> {
 }
 
 queries! {
+    statements in intents;
     /// The intent queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait IntentQueries {

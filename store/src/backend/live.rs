@@ -16,6 +16,7 @@ pub(crate) struct UncertainRow {
 }
 
 queries! {
+    statements in live;
     /// The live monitor queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait LiveQueries {

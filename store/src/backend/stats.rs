@@ -33,6 +33,7 @@ pub(crate) struct TotalsRow {
 }
 
 queries! {
+    statements in stats;
     /// The statistics queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait StatsQueries {

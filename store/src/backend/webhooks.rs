@@ -7,6 +7,7 @@ use crate::model::{
 };
 
 queries! {
+    statements in webhooks;
     /// The outbox and webhook queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait WebhookQueries {
@@ -187,7 +188,7 @@ queries! {
                         .await?
                 }
                 None => {
-                    sqlx::query::<Db>(crate::sql::ADMIN_WEBHOOKS)
+                    sqlx::query::<Db>(crate::sql::webhooks::ADMIN_WEBHOOKS)
                         .fetch_all(&mut *c)
                         .await?
                 }

@@ -1,0 +1,106 @@
+//! The actions' statements: claims with a lease and a fencing token, the attempts they replace, outcomes, and the sweep.
+
+statements! {
+    HERE;
+
+    /// Claims an action: inserts it, or takes it over when the previous
+    /// claim's lease ran out without an outcome (it becomes uncertain) or the
+    /// last attempt failed in a retryable way. Every claim grows the fencing
+    /// token. No row comes back when the action is held, completed or failed
+    /// for good; the caller then reads it.
+    pub const BEGIN_ACTION: &str = "\
+insert into actions as a
+    (tenant_id, idem_key, action, state, fencing_token, attempts,
+     lease_until_ms, started_ms, updated_ms)
+values ($1, $2, $3, 'started', 1, 1, $5, $4, $4)
+on conflict (tenant_id, idem_key) do update set
+    -- 'swept': the sweep marked this attempt uncertain and counted it.
+    prev_state = case when a.swept_ms is not null then 'swept' else a.state end,
+    swept_ms = null,
+    prev_token = a.fencing_token,
+    prev_started_ms = a.started_ms,
+    prev_lease_until_ms = a.lease_until_ms,
+    -- A known failure is safe to retry; an expired lease is not known to
+    -- have failed, so the new holder inherits an uncertain action.
+    state = case when a.state = 'failed' then 'started' else 'uncertain' end,
+    fencing_token = a.fencing_token + 1,
+    attempts = a.attempts + 1,
+    lease_until_ms = excluded.lease_until_ms,
+    started_ms = excluded.started_ms,
+    updated_ms = excluded.updated_ms
+where (a.state in ('started', 'uncertain') and coalesce(a.lease_until_ms, 0) <= excluded.started_ms)
+   or (a.state = 'failed' and a.retryable)
+returning state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
+    prev_started_ms, prev_lease_until_ms, error";
+
+    /// An action as stored.
+    pub const SELECT_ACTION: &str = "\
+select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms
+from actions
+where tenant_id = $1 and idem_key = $2";
+
+    /// Keeps the attempt a takeover replaced (the claim's transaction writes
+    /// it, so an action's history never misses one). A second write of one
+    /// attempt keeps the first.
+    pub const INSERT_ACTION_ATTEMPT: &str = "\
+insert into action_attempts
+    (tenant_id, idem_key, attempt, fencing_token, started_ms, lease_until_ms, ended,
+     error, replaced_ms)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+on conflict (tenant_id, idem_key, attempt) do nothing";
+
+    /// The attempts takeovers replaced, oldest first.
+    pub const ACTION_ATTEMPTS: &str = "\
+select attempt, fencing_token, started_ms, lease_until_ms, ended, error, replaced_ms
+from action_attempts
+where tenant_id = $1 and idem_key = $2
+order by attempt";
+
+    /// Records success. The fencing token must be the current one: a holder
+    /// whose lease was taken over matches no row and changes nothing.
+    pub const COMPLETE_ACTION: &str = "\
+update actions set
+    state = 'completed', response = $4, error = null, retryable = null,
+    lease_until_ms = null, updated_ms = $5, reconciled = $6
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')
+returning action";
+
+    /// Records a failure, retryable or final, under the same fencing rule.
+    pub const FAIL_ACTION: &str = "\
+update actions set
+    state = 'failed', response = null, error = $4, retryable = $5,
+    lease_until_ms = null, updated_ms = $6, reconciled = $7
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')
+returning action";
+
+    /// Marks claims whose lease ran out as uncertain, in bounded batches. The
+    /// lease end stays (it is what one asks the provider about); `swept_ms`
+    /// tells a later takeover the sweep counted it already. Each swept
+    /// claim's action type comes back, so its count lands on it.
+    pub const SWEEP_EXPIRED_LEASES: &str = "\
+update actions set state = 'uncertain', swept_ms = $2, updated_ms = $2
+-- The subquery reads a snapshot; on PostgreSQL a row another transaction
+-- completed or claimed after it is re-checked against this outer where
+-- alone, so the outer where repeats the conditions: an outcome committed
+-- while the sweep ran stays.
+where tenant_id = $1 and state = 'started' and lease_until_ms <= $2 and idem_key in (
+    select idem_key from actions
+    where tenant_id = $1 and state = 'started' and lease_until_ms <= $2
+    limit $3)
+returning action";
+}
+
+/// What PostgreSQL runs: the statements above, and its own text where its
+/// dialect needs one.
+pub mod pg {
+    pub use super::*;
+}
+
+/// What SQLite runs: the statements above, and its own text where its
+/// dialect needs one.
+pub mod sqlite {
+    pub use super::*;
+}
