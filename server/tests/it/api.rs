@@ -10,55 +10,50 @@ use axum::http::StatusCode;
 use idem_core::TenantId;
 use idem_server::http::error::ApiError;
 use idem_server::http::idempotency::{IdempotencyGuard, IdempotencyLayer};
-use idem_server::http::{serve, AppState};
-use idem_store::{DemoCharge, Store};
+use idem_server::http::serve;
+use idem_store::DemoCharge;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The application with two tenants, `acme` and `globex`, on a database
+/// of its own; the rest of [`common::TestApp`] through `Deref`.
 struct Srv {
-    base: String,
-    /// The server's clock: tests move it instead of sleeping.
-    clock: common::TestClock,
-    store: Store,
-    state: AppState,
+    app: common::TestApp,
     /// Tenant `acme`'s token.
     a: String,
     /// Tenant `globex`'s token.
     b: String,
+    /// A client that follows redirects, as a script would.
     http: reqwest::Client,
     db: TestDb,
 }
 
-async fn start(url: &str, clock: &common::TestClock) -> (String, Store, AppState, String, String) {
-    let (base, state) = common::serve(url, clock).await;
-    let store = state.api.store.clone();
-    let a = store
-        .create_tenant(&TenantId::try_from("acme").unwrap(), "ACME")
-        .await
-        .unwrap();
-    let b = store
-        .create_tenant(&TenantId::try_from("globex").unwrap(), "Globex")
-        .await
-        .unwrap();
-    (
-        base,
-        store,
-        state,
-        a.expose().to_owned(),
-        b.expose().to_owned(),
-    )
+impl std::ops::Deref for Srv {
+    type Target = common::TestApp;
+    fn deref(&self) -> &common::TestApp {
+        &self.app
+    }
 }
 
 async fn on(db: TestDb) -> Srv {
-    let clock = common::test_clock();
-    let (base, store, state, a, b) = start(&db.url, &clock).await;
+    let app = common::TestApp::spawn(&db.url, |_| {}).await;
+    let token = |id: &'static str, name: &'static str| {
+        let store = app.store.clone();
+        async move {
+            store
+                .create_tenant(&TenantId::try_from(id).unwrap(), name)
+                .await
+                .unwrap()
+                .expose()
+                .to_owned()
+        }
+    };
+    let a = token("acme", "ACME").await;
+    let b = token("globex", "Globex").await;
     Srv {
-        base,
-        clock,
-        store,
-        state,
+        app,
         a,
         b,
         http: reqwest::Client::new(),
@@ -83,14 +78,10 @@ impl Srv {
 
     /// Rows the conformance fixture's echoes wrote, read from the table.
     async fn echo_rows(&self) -> i64 {
-        let q = "select count(*) from fixture_echoes where tenant_id = '_conformance'";
-        if self.db.url.starts_with("postgres") {
-            let p = sqlx::PgPool::connect(&self.db.url).await.unwrap();
-            sqlx::query_scalar(q).fetch_one(&p).await.unwrap()
-        } else {
-            let p = sqlx::SqlitePool::connect(&self.db.url).await.unwrap();
-            sqlx::query_scalar(q).fetch_one(&p).await.unwrap()
-        }
+        let n = self
+            .texts("select cast(count(*) as text) from fixture_echoes where tenant_id = '_conformance'")
+            .await;
+        n[0].parse().unwrap()
     }
 
     /// The same for the conformance fixture's tenant.
@@ -103,25 +94,8 @@ impl Srv {
         let q = format!(
             "select state from http_keys where tenant_id = '{tenant}' and client_key = '{key}'"
         );
-        let pg = self.db.url.starts_with("postgres");
-        let (pg_pool, lite_pool) = if pg {
-            (
-                Some(sqlx::PgPool::connect(&self.db.url).await.unwrap()),
-                None,
-            )
-        } else {
-            (
-                None,
-                Some(sqlx::SqlitePool::connect(&self.db.url).await.unwrap()),
-            )
-        };
         for _ in 0..1000 {
-            let state: Option<String> = match (&pg_pool, &lite_pool) {
-                (Some(p), _) => sqlx::query_scalar(&q).fetch_optional(p).await.unwrap(),
-                (_, Some(p)) => sqlx::query_scalar(&q).fetch_optional(p).await.unwrap(),
-                _ => unreachable!(),
-            };
-            if state.as_deref() == Some("in_progress") {
+            if self.texts(&q).await.first().map(String::as_str) == Some("in_progress") {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -156,10 +130,6 @@ impl Srv {
     async fn done(self) {
         self.store.close().await;
         self.db.done().await;
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
     }
 
     async fn post(&self, token: &str, path: &str, body: &Value) -> reqwest::Response {

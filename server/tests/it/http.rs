@@ -1,24 +1,13 @@
 //! The server through real HTTP on 127.0.0.1, port 0.
 
-use crate::common;
+use crate::common::{self, TestApp};
 
 use idem_core::{Catalog, KeyDeriver, Secret};
 
-async fn start() -> (String, tempfile::TempDir) {
-    let (base, dir, _) = start_with_store().await;
-    (base, dir)
-}
-
-async fn start_with_store() -> (String, tempfile::TempDir, idem_store::Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("idem.db").display());
-    let (base, state) = common::serve(&url, &common::test_clock()).await;
-    (base, dir, state.api.store.clone())
-}
-
 #[tokio::test]
 async fn calculator_is_server_rendered_with_the_reference_numbers() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let res = reqwest::get(format!("{base}/")).await.unwrap();
     assert_eq!(res.status(), 200);
     let html = res.text().await.unwrap();
@@ -68,7 +57,8 @@ fn element_text(html: &str, id: &str) -> String {
 
 #[tokio::test]
 async fn scenario_in_the_query_renders_and_bad_input_explains_itself() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let html = common::page(&format!("{base}/?d=0,5")).await;
     assert!(html.contains("R$ 24,75"), "150 × 0,165");
     let html = common::page(&format!("{base}/?d=150")).await;
@@ -96,7 +86,8 @@ fn without_nonce(html: &str) -> String {
 
 #[tokio::test]
 async fn health_and_readiness() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     assert_eq!(
         reqwest::get(format!("{base}/healthz"))
             .await
@@ -116,7 +107,8 @@ async fn health_and_readiness() {
 /// `POST /v1/keys`: bearer auth with the tenant from the token, problem+json errors.
 #[tokio::test]
 async fn v1_keys_needs_a_token_and_derives_for_its_tenant() {
-    let (base, _dir, store) = start_with_store().await;
+    let app = TestApp::sqlite().await;
+    let (base, store) = (&app.base, &app.store);
     let acme = idem_core::TenantId::try_from("acme").unwrap();
     let token = store.create_tenant(&acme, "ACME").await.unwrap();
     let http = reqwest::Client::new();
@@ -210,7 +202,8 @@ async fn v1_keys_needs_a_token_and_derives_for_its_tenant() {
 
 #[tokio::test]
 async fn a_usd_contract_renders_with_its_conversion_shown() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let html = common::page(&format!(
         "{base}/?v=2&cs=40&cl=1.5&pi=3&pca=0.3&po=15&px=5.33&dcs=80&u=1m&pc=USD&pd=2026-11-30"
     ))
@@ -230,7 +223,8 @@ async fn a_usd_contract_renders_with_its_conversion_shown() {
 
 #[tokio::test]
 async fn a_refused_field_blocks_only_what_depends_on_it() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     // The ticket is half-typed: the waste does not depend on it, the share
     // of revenue and the break-even do.
     let html = common::page(&format!("{base}/?tk=1,2x")).await;
@@ -248,7 +242,8 @@ async fn a_refused_field_blocks_only_what_depends_on_it() {
 
 #[tokio::test]
 async fn the_model_picker_searches_the_table_on_the_server() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let html = common::page(&format!(
         "{base}/prices?q=claude+3-5+sonnet&back=v%3D2%26c%3D1000"
     ))
@@ -321,7 +316,8 @@ async fn the_model_picker_searches_the_table_on_the_server() {
 
 #[tokio::test]
 async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let res = reqwest::get(format!(
         "{base}/export.csv?v=2&pi=3&po=15&u=1m&pc=USD&px=5.33&ms=50&ac=180&oc=12.5&cr=2"
     ))
@@ -366,7 +362,8 @@ fn svg_texts(svg: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn each_chart_is_an_image_with_its_own_address() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let client = reqwest::Client::new();
     for name in ["loss", "breakdown", "tornado"] {
         let res = client
@@ -477,7 +474,8 @@ async fn each_chart_is_an_image_with_its_own_address() {
 
 #[tokio::test]
 async fn the_calculator_fetches_its_chart_figures_from_the_server() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let res = reqwest::get(format!("{base}/charts/figures?v=2&d=6&lang=en-US"))
         .await
         .unwrap();
@@ -507,19 +505,10 @@ async fn the_calculator_fetches_its_chart_figures_from_the_server() {
 
 #[tokio::test]
 async fn saved_and_compared_scenarios_have_chart_addresses_too() {
-    let (base, _dir) = start().await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let res = client
-        .post(format!("{base}/s"))
-        .form(&[("q", "v=2&d=6"), ("name", "Seis por cento")])
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_redirection(), "{}", res.status());
-    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
+    let client = &app.http;
+    let location = app.save_scenario("v=2&d=6", "Seis por cento").await;
     let id = location.trim_start_matches("/s/").to_owned();
     // A saved scenario's chart: the same drawing as its link, cached for good.
     let res = client
@@ -571,7 +560,8 @@ async fn saved_and_compared_scenarios_have_chart_addresses_too() {
 
 #[tokio::test]
 async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     for (link, why) in [("/?v=2&pc=JPY", "JPY"), ("/?v=9", "version")] {
         let res = reqwest::get(format!("{base}{link}")).await.unwrap();
         assert_eq!(res.status(), 422, "{link}");
@@ -609,7 +599,8 @@ async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
 
 #[tokio::test]
 async fn text_responses_are_compressed_when_the_client_asks() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let client = reqwest::Client::new();
     for path in [
         "/",
@@ -640,18 +631,10 @@ async fn text_responses_are_compressed_when_the_client_asks() {
 
 #[tokio::test]
 async fn a_comparison_is_saved_under_one_short_link() {
-    let (base, _dir) = start().await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let res = client
-        .post(format!("{base}/s"))
-        .form(&[("q", "v=2&d=6"), ("name", "Seis por cento")])
-        .send()
-        .await
-        .unwrap();
-    let scenario = res.headers()["location"].to_str().unwrap().to_owned();
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
+    let client = &app.http;
+    let scenario = app.save_scenario("v=2&d=6", "Seis por cento").await;
     let id = scenario.trim_start_matches("/s/");
     // The columns as the compare page posts them: a saved id and a link,
     // which is stored in its canonical spelling.
@@ -721,7 +704,8 @@ fn sheet_number(cell: &str, pt_br: bool) -> Option<rust_decimal::Decimal> {
 
 #[tokio::test]
 async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let corpus = common::contracts();
     assert!(corpus.len() >= 10);
     for c in &corpus {
@@ -811,7 +795,8 @@ async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
 /// the script nonce every page carries.
 #[tokio::test]
 async fn every_page_answers_from_its_route_with_its_status() {
-    let (base, _dir) = start().await;
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
     let c = reqwest::Client::new();
     for (path, status, text) in [
         ("/", 200, "R$ 148,50"),

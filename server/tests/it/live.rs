@@ -6,9 +6,8 @@
 use crate::common;
 
 use idem_core::TenantId;
-use idem_server::config::{AdminToken, Config};
+use idem_server::config::AdminToken;
 use idem_server::http::state::LiveAccess;
-use idem_store::Store;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -16,27 +15,12 @@ use idem_testkit::TestDb as Db;
 
 /// One `idem serve` instance: its own store (own statistics counters and
 /// flusher), like a second process on the same database.
-struct Instance {
-    base: String,
-    store: Store,
-    /// Its store's clock: tests move it instead of sleeping.
-    clock: common::TestClock,
-}
+type Instance = common::TestApp;
 
 /// An instance on 127.0.0.1: open to all without an admin token, closed
 /// (tokens decide) with one.
 async fn instance(db: &Db, admin: Option<AdminToken>) -> Instance {
-    let clock = common::test_clock();
-    let (base, state) = common::spawn_app(Config {
-        admin_token: admin,
-        ..common::config(&db.url, &clock)
-    })
-    .await;
-    Instance {
-        base,
-        store: state.api.store.clone(),
-        clock,
-    }
+    Instance::spawn(&db.url, |c| c.admin_token = admin).await
 }
 
 /// The open monitor: loopback, no admin token.
@@ -44,13 +28,7 @@ fn open() -> Option<AdminToken> {
     None
 }
 
-async fn tenant(s: &Store, name: &str) -> String {
-    s.create_tenant(&TenantId::try_from(name).unwrap(), name)
-        .await
-        .unwrap()
-        .expose()
-        .to_owned()
-}
+use common::tenant;
 
 fn http() -> reqwest::Client {
     reqwest::Client::new()

@@ -11,7 +11,6 @@ use crate::common;
 
 use idem_core::TenantId;
 use idem_server::config::{AdminToken, Config};
-use idem_store::Store;
 use idem_testkit::TestDb as Db;
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
@@ -36,37 +35,10 @@ idem_testkit::both!(
     the_reconcile_form_stores_retryable_false_as_false,
 );
 
-struct Srv {
-    base: String,
-    store: Store,
-    clock: common::TestClock,
-}
+use common::{http_client as http, tenant, TestApp as Srv};
 
 async fn serve(db: &Db, f: impl FnOnce(&mut Config)) -> Srv {
-    let clock = common::test_clock();
-    let mut config = common::config(&db.url, &clock);
-    f(&mut config);
-    let (base, state) = common::spawn_app(config).await;
-    Srv {
-        base,
-        store: state.api.store.clone(),
-        clock,
-    }
-}
-
-async fn tenant(s: &Store, name: &str) -> String {
-    s.create_tenant(&TenantId::try_from(name).unwrap(), name)
-        .await
-        .unwrap()
-        .expose()
-        .to_owned()
-}
-
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    Srv::spawn(&db.url, f).await
 }
 
 /// A demo charge of R$ 1,00 under `key`; its status.
@@ -311,30 +283,6 @@ fn cookie_pair(set_cookie: &str) -> String {
     set_cookie.split(';').next().unwrap().to_owned()
 }
 
-async fn stored_session_hashes(db: &Db) -> Vec<String> {
-    use sqlx::{Connection as _, Row as _};
-    let sql = "select session_hash from live_sessions";
-    if db.url.starts_with("sqlite:") {
-        let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
-        sqlx::query(sql)
-            .fetch_all(&mut c)
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    } else {
-        let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
-        sqlx::query(sql)
-            .fetch_all(&mut c)
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    }
-}
-
 /// The monitor's cookie is a session id (only its hash stored), never the
 /// token; logout ends it for every copy; rotating the token ends it; the
 /// cookie is Secure when the visitor came over https; refused sign-ins
@@ -374,7 +322,7 @@ async fn login_keeps_a_session_never_the_token(db: &Db) {
     assert_eq!(data(cookie.clone()).await.unwrap().status().as_u16(), 200);
     // Only the session id's hash is stored.
     let id = cookie.trim_start_matches("idem_live=").to_owned();
-    let stored = stored_session_hashes(db).await;
+    let stored = s.texts("select session_hash from live_sessions").await;
     let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(id.as_bytes()));
     assert!(stored.contains(&digest), "{stored:?}");
     assert!(!stored.iter().any(|h| h == &id));

@@ -135,22 +135,19 @@ fn relay_config() -> RelayConfig {
 }
 
 async fn on(db: TestDb) -> Srv {
-    let clock = common::test_clock();
-    let config = idem_server::config::Config {
-        relay: Some(relay_config()),
+    let app = common::TestApp::spawn(&db.url, |c| {
+        c.relay = Some(relay_config());
         // Alerts are evaluated often, so a test waits for the clock it
         // moves, not for the evaluator's period.
-        alert_every: Duration::from_millis(50),
-        ..common::config(&db.url, &clock)
-    };
-    let (base, state) = common::spawn_app(config).await;
-    let store = state.api.store.clone();
+        c.alert_every = Duration::from_millis(50);
+    })
+    .await;
     let tenant = TenantId::try_from("acme").unwrap();
-    let token = store.create_tenant(&tenant, "ACME").await.unwrap();
+    let token = app.store.create_tenant(&tenant, "ACME").await.unwrap();
     Srv {
-        base,
-        clock,
-        store,
+        base: app.base,
+        clock: app.clock,
+        store: app.store,
         token: token.expose().to_owned(),
         tenant,
         http: reqwest::Client::new(),

@@ -1,5 +1,9 @@
 //! What the test areas share: the state around a store, a server on
-//! 127.0.0.1 port 0, in process or as a child `idem serve`.
+//! 127.0.0.1 port 0 ([`TestApp`]), in process or as a child `idem serve`.
+
+mod app;
+
+pub use app::{http_client, tenant, TestApp};
 
 use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::config::{Config, SecretSource};
