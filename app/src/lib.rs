@@ -400,21 +400,16 @@ fn lang_href(l: Locale, path: &str, search: &str) -> String {
 }
 
 #[cfg(feature = "hydrate")]
-/// What the calculator starts from, read the way the server read it: on
-/// `/s/{id}` the saved scenario the server put in `#page-data`, elsewhere
-/// the address bar's query, decoded by the browser and collected into the
-/// router's `ParamsMap` as the server does ([`start_pairs`]), so hydration
-/// renders what the server did.
+/// What the calculator starts from, read the way the server read it: the
+/// saved scenario the server put in `#page-data` (a calculator page has one
+/// only on `/s/{id}`), else the address bar's query, decoded by the
+/// browser and collected into the router's `ParamsMap` as the server does
+/// ([`start_pairs`]), so hydration renders what the server did.
 fn calculator_start() -> (Vec<(String, String)>, Option<SavedView>) {
-    let (path, search) = browser::address();
-    if let Some(id) = path.strip_prefix("/s/") {
-        let saved = browser::read_page_scenarios().get(id).cloned();
-        let initial = saved
-            .as_ref()
-            .map(|v| pages::pairs(&v.query))
-            .unwrap_or_default();
-        return (initial, saved);
+    if let Some(saved) = browser::read_page_scenarios().found.into_iter().next() {
+        return (pages::pairs(&saved.query), Some(saved));
     }
+    let (_, search) = browser::address();
     let mut decoded = Vec::new();
     if let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) {
         if let Ok(Some(entries)) = js_sys::try_iter(&params) {

@@ -10,6 +10,7 @@
 
 use idem_core::TenantId;
 use idem_store::stats::Granularity;
+use idem_store::AlertState;
 use idem_store::{Alert, AlertEvaluation, Store};
 use rust_decimal::Decimal;
 use std::str::FromStr;
@@ -45,25 +46,26 @@ impl Metric {
 /// `above`: the number is over the threshold. Returns the new state, the
 /// new `since`, and the announcement's topic when it fires or resolves.
 pub fn next(
-    state: &str,
+    state: AlertState,
     since: Option<i64>,
     above: bool,
     for_ms: i64,
     now: i64,
-) -> (&'static str, Option<i64>, Option<&'static str>) {
+) -> (AlertState, Option<i64>, Option<&'static str>) {
+    use AlertState::{Firing, Ok, Pending};
     match (state, above) {
-        ("firing", true) => ("firing", since, None),
-        ("firing", false) => ("ok", None, Some("alert.resolved")),
-        (_, false) => ("ok", None, None),
+        (Firing, true) => (Firing, since, None),
+        (Firing, false) => (Ok, None, Some("alert.resolved")),
+        (_, false) => (Ok, None, None),
         (s, true) => {
             let since = match (s, since) {
-                ("pending", Some(t)) => t,
+                (Pending, Some(t)) => t,
                 _ => now,
             };
             if now - since >= for_ms {
-                ("firing", Some(since), Some("alert.firing"))
+                (Firing, Some(since), Some("alert.firing"))
             } else {
-                ("pending", Some(since), None)
+                (Pending, Some(since), None)
             }
         }
     }
@@ -119,7 +121,7 @@ pub async fn evaluate(store: &Store) -> Result<usize, idem_store::Error> {
             let v = value(store, &tenant, &a, now).await?;
             let threshold = Decimal::from_str(&a.above).unwrap_or(Decimal::MAX);
             let over = v.is_some_and(|v| v > threshold);
-            let (state, since, topic) = next(&a.state, a.since_ms, over, a.for_ms, now);
+            let (state, since, topic) = next(a.state, a.since_ms, over, a.for_ms, now);
             let shown = v.map(|v| idem_core::scenario::canonical(v).to_string());
             if state == a.state && since == a.since_ms && shown == a.last_value {
                 continue;
@@ -150,7 +152,7 @@ pub async fn evaluate(store: &Store) -> Result<usize, idem_store::Error> {
                 .await?;
             tx.commit().await?;
             if moved && topic.is_some() {
-                tracing::info!(tenant = %tenant, alert = %a.alert_id, state, "alert {}", topic.unwrap_or_default());
+                tracing::info!(tenant = %tenant, alert = %a.alert_id, state = state.as_str(), "alert {}", topic.unwrap_or_default());
                 announced += 1;
             }
         }
@@ -161,42 +163,43 @@ pub async fn evaluate(store: &Store) -> Result<usize, idem_store::Error> {
 #[cfg(test)]
 mod tests {
     use super::next;
+    use idem_store::AlertState::{Firing, Ok, Pending};
 
     #[test]
     fn an_alert_fires_after_its_hold_and_resolves_when_back_under() {
         // Above for the first time: pending, since now.
         assert_eq!(
-            next("ok", None, true, 300, 1_000),
-            ("pending", Some(1_000), None)
+            next(Ok, None, true, 300, 1_000),
+            (Pending, Some(1_000), None)
         );
         // Still above, not long enough.
         assert_eq!(
-            next("pending", Some(1_000), true, 300, 1_200),
-            ("pending", Some(1_000), None)
+            next(Pending, Some(1_000), true, 300, 1_200),
+            (Pending, Some(1_000), None)
         );
         // Long enough: fires, keeping when it went above.
         assert_eq!(
-            next("pending", Some(1_000), true, 300, 1_300),
-            ("firing", Some(1_000), Some("alert.firing"))
+            next(Pending, Some(1_000), true, 300, 1_300),
+            (Firing, Some(1_000), Some("alert.firing"))
         );
         assert_eq!(
-            next("firing", Some(1_000), true, 300, 9_000),
-            ("firing", Some(1_000), None)
+            next(Firing, Some(1_000), true, 300, 9_000),
+            (Firing, Some(1_000), None)
         );
         // Back under: resolves once; a pending one just goes back to ok.
         assert_eq!(
-            next("firing", Some(1_000), false, 300, 9_500),
-            ("ok", None, Some("alert.resolved"))
+            next(Firing, Some(1_000), false, 300, 9_500),
+            (Ok, None, Some("alert.resolved"))
         );
         assert_eq!(
-            next("pending", Some(1_000), false, 300, 1_100),
-            ("ok", None, None)
+            next(Pending, Some(1_000), false, 300, 1_100),
+            (Ok, None, None)
         );
-        assert_eq!(next("ok", None, false, 300, 1_100), ("ok", None, None));
+        assert_eq!(next(Ok, None, false, 300, 1_100), (Ok, None, None));
         // No hold: fires at once.
         assert_eq!(
-            next("ok", None, true, 0, 5),
-            ("firing", Some(5), Some("alert.firing"))
+            next(Ok, None, true, 0, 5),
+            (Firing, Some(5), Some("alert.firing"))
         );
     }
 }

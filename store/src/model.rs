@@ -579,6 +579,24 @@ pub struct RebuildReport {
     pub rows: u64,
 }
 
+/// Where an alert stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertState {
+    /// The number is at or under the threshold.
+    Ok,
+    /// Above the threshold, not yet for long enough.
+    Pending,
+    /// Above the threshold for its hold: the endpoint was told.
+    Firing,
+}
+
+stored_as_text!(AlertState {
+    Ok => "ok",
+    Pending => "pending",
+    Firing => "firing",
+});
+
 /// An alert a tenant set (`idem alert add`): a threshold on one of the
 /// monitor's numbers, held for `for_ms` before it fires.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
@@ -597,7 +615,7 @@ pub struct Alert {
     /// The webhook endpoint told when it fires and resolves.
     pub endpoint_id: String,
     /// `ok`, `pending` or `firing`.
-    pub state: String,
+    pub state: AlertState,
     /// When the number went above the threshold (pending, firing).
     pub since_ms: Option<Millis>,
     /// The number at the last evaluation (decimal text).
@@ -612,7 +630,7 @@ pub struct Alert {
 #[derive(Debug, Clone, Copy)]
 pub struct AlertEvaluation<'a> {
     /// The new state.
-    pub state: &'a str,
+    pub state: AlertState,
     /// When the number went above (absent once back under).
     pub since_ms: Option<Millis>,
     /// The number, as decimal text.

@@ -2288,7 +2288,7 @@ async fn an_alert_moves_once_and_announces_to_its_endpoint_only(h: &H) {
         for_ms: 0,
         window_ms: 3_600_000,
         endpoint_id: "ep_a".into(),
-        state: "ok".into(),
+        state: idem_store::AlertState::Ok,
         since_ms: None,
         last_value: None,
         evaluated_ms: None,
@@ -2305,7 +2305,7 @@ async fn an_alert_moves_once_and_announces_to_its_endpoint_only(h: &H) {
         std::slice::from_ref(&h.tenant)
     );
     let firing = AlertEvaluation {
-        state: "firing",
+        state: AlertState::Firing,
         since_ms: Some(T0),
         value: Some("2"),
     };

@@ -45,7 +45,7 @@ pub(crate) async fn add(args: AlertAddArgs) -> anyhow::Result<()> {
         for_ms: args.hold.map_or(0, millis),
         window_ms,
         endpoint_id: args.webhook.clone(),
-        state: "ok".into(),
+        state: idem_store::AlertState::Ok,
         since_ms: None,
         last_value: None,
         evaluated_ms: None,

@@ -39,19 +39,8 @@ impl std::ops::Deref for Srv {
 
 async fn on(db: TestDb) -> Srv {
     let app = common::TestApp::spawn(&db.url, |_| {}).await;
-    let token = |id: &'static str, name: &'static str| {
-        let store = app.store.clone();
-        async move {
-            store
-                .create_tenant(&TenantId::try_from(id).unwrap(), name)
-                .await
-                .unwrap()
-                .expose()
-                .to_owned()
-        }
-    };
-    let a = token("acme", "ACME").await;
-    let b = token("globex", "Globex").await;
+    let a = common::tenant_named(&app.store, "acme", "ACME").await;
+    let b = common::tenant_named(&app.store, "globex", "Globex").await;
     Srv {
         app,
         a,

@@ -405,7 +405,7 @@ async fn an_alert_fires_and_resolves_through_the_relay(s: &Srv) {
         for_ms: 1_000,
         window_ms: 3_600_000,
         endpoint_id: ep.clone(),
-        state: "ok".into(),
+        state: idem_store::AlertState::Ok,
         since_ms: None,
         last_value: None,
         evaluated_ms: None,
@@ -433,7 +433,7 @@ async fn an_alert_fires_and_resolves_through_the_relay(s: &Srv) {
                 .alerts(&s.tenant)
                 .await
                 .unwrap();
-            if a[0].state == want {
+            if a[0].state.as_str() == want {
                 return a[0].clone();
             }
             assert!(

@@ -1,7 +1,7 @@
 //! Alerts: their rules and the state each evaluation moves them to.
 
 use super::common::{queries, R};
-use crate::model::{Alert, AlertEvaluation, Millis};
+use crate::model::{Alert, AlertEvaluation, AlertState, Millis};
 
 queries! {
     statements in alerts;
@@ -41,7 +41,7 @@ queries! {
             Ok(n > 0)
         }
 
-        fn update_alert(c, tenant: &str, alert_id: &str, from: &str, to: &AlertEvaluation<'_>, now: Millis) -> R<bool> {
+        fn update_alert(c, tenant: &str, alert_id: &str, from: AlertState, to: &AlertEvaluation<'_>, now: Millis) -> R<bool> {
             let n = sqlx::query::<Db>(q::UPDATE_ALERT)
                 .bind(tenant)
                 .bind(alert_id)

@@ -53,7 +53,7 @@ impl Session {
     ) -> Result<bool, Error> {
         let now = self.now();
         let t = tenant.as_str();
-        if !on!(self.update_alert(t, &alert.alert_id, &alert.state, to, now))? {
+        if !on!(self.update_alert(t, &alert.alert_id, alert.state, to, now))? {
             return Ok(false);
         }
         if let Some((topic, payload)) = announce {

@@ -159,20 +159,19 @@ pub(super) async fn read(
         .await;
     for read in reads {
         let (tenant, report, live, r, webhooks, alerts) = read?;
-        data.alerts_firing
-            .extend(
-                alerts
-                    .into_iter()
-                    .filter(|a| a.state == "firing")
-                    .map(|a| data::LiveAlert {
-                        tenant: tenant.as_str().to_owned(),
-                        alert_id: a.alert_id,
-                        metric: a.metric,
-                        above: a.above,
-                        value: a.last_value,
-                        since_ms: a.since_ms,
-                    }),
-            );
+        data.alerts_firing.extend(
+            alerts
+                .into_iter()
+                .filter(|a| a.state == idem_store::AlertState::Firing)
+                .map(|a| data::LiveAlert {
+                    tenant: tenant.as_str().to_owned(),
+                    alert_id: a.alert_id,
+                    metric: a.metric,
+                    above: a.above,
+                    value: a.last_value,
+                    since_ms: a.since_ms,
+                }),
+        );
         data.webhooks.add(&webhooks, now);
         let mut per_action: BTreeMap<String, Counts> = BTreeMap::new();
         for b in &report.buckets {

@@ -100,8 +100,13 @@ impl TestApp {
 
 /// Creates tenant `name` (named as its id) in `store`; its token.
 pub async fn tenant(store: &Store, name: &str) -> String {
+    tenant_named(store, name, name).await
+}
+
+/// Creates tenant `id` under the display name `name` in `store`; its token.
+pub async fn tenant_named(store: &Store, id: &str, name: &str) -> String {
     store
-        .create_tenant(&TenantId::try_from(name).unwrap(), name)
+        .create_tenant(&TenantId::try_from(id).unwrap(), name)
         .await
         .unwrap()
         .expose()

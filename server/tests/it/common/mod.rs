@@ -3,7 +3,7 @@
 
 mod app;
 
-pub use app::{http_client, tenant, TestApp};
+pub use app::{http_client, tenant, tenant_named, TestApp};
 
 use idem_core::{Catalog, KeyDeriver, Secret};
 use idem_server::config::{Config, SecretSource};
