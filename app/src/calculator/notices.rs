@@ -9,6 +9,7 @@ use idem_core::cost::CostOutputs;
 use idem_core::locale::Locale;
 use idem_core::scenario::{Field, Scenario};
 use leptos::prelude::use_context;
+use std::sync::Arc;
 
 /// The server's markup for one render of the calculator (all of it
 /// escaped by the server's templates).
@@ -17,8 +18,9 @@ pub struct ServerMarkup {
     /// Above the form: the live monitor's banner, why a link is not a
     /// scenario.
     pub notices: String,
-    /// Each field's help line, in [`Field::ALL`]'s order.
-    pub help: Vec<String>,
+    /// Each field's help line, in [`Field::ALL`]'s order (shared: they
+    /// are the same on every page).
+    pub help: Arc<[String]>,
     /// Under the prices: the link names a model the price table lacks.
     pub model: String,
     /// The charts' figures for a computed scenario.
@@ -33,7 +35,7 @@ impl Default for ServerMarkup {
     fn default() -> Self {
         Self {
             notices: String::new(),
-            help: Vec::new(),
+            help: Arc::from(Vec::new()),
             model: String::new(),
             charts: no_charts,
         }

@@ -11,26 +11,32 @@ use idem_core::cost::CostOutputs;
 use idem_core::locale::Locale;
 use idem_core::scenario::{Field, QueryError, Scenario};
 use maud::{html, Markup};
+use std::sync::{Arc, LazyLock};
 
 /// The calculator's server markup for a page that starts from `initial`
 /// (the address's pairs, or a saved scenario's), in locale `l`.
 pub fn markup(initial: &[(String, String)], l: Locale) -> ServerMarkup {
     ServerMarkup {
         notices: notices(initial).into_string(),
-        help: Field::ALL
-            .into_iter()
-            .map(|f| {
-                bilingual(
-                    app::i18n::field_help(f, Locale::PtBr),
-                    app::i18n::field_help(f, Locale::EnUs),
-                )
-                .into_string()
-            })
-            .collect(),
+        help: HELP.clone(),
         model: model_notice(initial, l),
         charts,
     }
 }
+
+/// Each field's help line, the same for every page: written once.
+static HELP: LazyLock<Arc<[String]>> = LazyLock::new(|| {
+    Field::ALL
+        .into_iter()
+        .map(|f| {
+            bilingual(
+                app::i18n::field_help(f, Locale::PtBr),
+                app::i18n::field_help(f, Locale::EnUs),
+            )
+            .into_string()
+        })
+        .collect()
+});
 
 fn charts(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
     crate::figures::charts_html(s, o, l).into_string()

@@ -27,7 +27,7 @@ use idem_core::locale::Locale;
 use idem_core::scenario::{is_saved_id, Field, Scenario};
 use idem_core::TenantId;
 use idem_store::{SavedComparison, SavedScenario, Store};
-use maud::{html, Markup};
+use maud::html;
 
 pub use super::state::SCENARIO_TENANT;
 
@@ -45,18 +45,17 @@ fn tenant() -> TenantId {
 /// page (each problem under its field, or above the form), with 422, so a
 /// script that checks links can tell.
 pub async fn calculator(State(state): State<AppState>, req: Request) -> Response {
-    let query = req.uri().query().unwrap_or_default().to_owned();
     let locale = page::locale(&req);
-    let status = if link_reads(&query) {
+    let decoded: Vec<(String, String)> =
+        form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let status = if link_reads(&decoded) {
         StatusCode::OK
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    let initial = app::start_pairs(
-        form_urlencoded::parse(query.as_bytes())
-            .into_owned()
-            .collect(),
-    );
+    let initial = app::start_pairs(decoded);
     let markup = calculator_markup(&initial, locale);
     let panel = live_panel(&state.live, req.headers(), locale).await;
     let view = PageView::new(Page::Calculator {
@@ -78,12 +77,8 @@ pub async fn saved(
 ) -> Response {
     // An id that does not decode names no scenario.
     let id = id.map(|Path(id)| id).unwrap_or_default();
-    let ids = if is_saved_id(&id) {
-        vec![id]
-    } else {
-        Vec::new()
-    };
-    let data = scenarios(&state.api.store, ids).await;
+    // `scenarios` skips an id no saved scenario can have.
+    let data = scenarios(&state.api.store, vec![id]).await;
     let l = page::locale(&req);
     let view = match (data.found.first().cloned(), data.failed) {
         (Some(v), _) => {
@@ -96,11 +91,11 @@ pub async fn saved(
             })
             .calculator(markup)
         }
-        (None, true) => PageView::new(markup_page(html! {
+        (None, true) => PageView::new(page::markup(html! {
             p class="scenario-error" role="alert" { (tr(l, "Não foi possível ler os cenários salvos agora. Tente de novo em instantes.", "Saved scenarios cannot be read right now. Try again in a moment.")) }
         }))
         .status(StatusCode::SERVICE_UNAVAILABLE),
-        (None, false) => PageView::new(markup_page(html! {
+        (None, false) => PageView::new(page::markup(html! {
             h1 { (tr(l, "Cenário não encontrado", "Scenario not found")) }
             p class="scenario-error" role="alert" { (tr(l, "Nenhum cenário salvo tem este link. Confira o endereço, ou monte o cenário de novo na calculadora.", "No saved scenario has this link. Check the address, or build the scenario again in the calculator.")) }
             p { a href="/" rel="external" { (tr(l, "Abrir a calculadora", "Open the calculator")) } }
@@ -130,15 +125,21 @@ pub async fn comparison(
             let values = comparison_values(&c.query);
             compare_page(state, req, values, Some(c)).await
         }
-        Ok(None) => {
-            let body = compare::page(&[], None, &[], false, None, "", page::locale(&req));
-            let view = PageView::new(markup_page(body)).status(StatusCode::NOT_FOUND);
-            page::render(state.leptos_options, req, view).await
-        }
-        Err(()) => {
-            let body = compare::page(&[], None, &[], true, None, "", page::locale(&req));
-            let view = PageView::new(markup_page(body)).status(StatusCode::SERVICE_UNAVAILABLE);
-            page::render(state.leptos_options, req, view).await
+        // None with this id (404), or none readable now (503).
+        read => {
+            let failed = read.is_err();
+            let body = compare::page(&[], None, &[], failed, None, "", page::locale(&req));
+            let status = if failed {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::NOT_FOUND
+            };
+            page::render(
+                state.leptos_options,
+                req,
+                PageView::new(page::markup(body)).status(status),
+            )
+            .await
         }
     }
 }
@@ -170,15 +171,8 @@ async fn compare_page(
         &page::form_token(&req),
         page::locale(&req),
     );
-    let view = PageView::new(markup_page(body)).status(status);
+    let view = PageView::new(page::markup(body)).status(status);
     page::render(state.leptos_options, req, view).await
-}
-
-/// A page that is the server's markup alone.
-fn markup_page(body: Markup) -> Page {
-    Page::Markup {
-        html: body.into_string(),
-    }
 }
 
 /// The saved scenarios with these ids (ids that cannot be saved ones are
@@ -199,10 +193,7 @@ async fn scenarios(store: &Store, ids: Vec<String>) -> PageScenarios {
 
 /// Whether a calculator query reads as a scenario: canonical, or typed in
 /// the page's language by a form submitted without JavaScript (`t=1`).
-fn link_reads(query: &str) -> bool {
-    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect();
+fn link_reads(pairs: &[(String, String)]) -> bool {
     if pairs.iter().any(|(k, _)| k == app::calculator::TYPED_KEY) {
         // Typed values are checked field by field on the page itself.
         return true;

@@ -23,7 +23,7 @@ use idem_core::locale::Locale;
 use leptos::config::LeptosOptions;
 use leptos::prelude::{provide_context, use_context};
 use leptos_axum::ResponseOptions;
-use maud::html;
+use maud::{html, Markup};
 
 /// What a page handler hands [`render`]: the page, its status, and the
 /// data the page shows beyond its address.
@@ -144,13 +144,17 @@ pub fn not_found_context() -> impl Fn() + Clone + Send + Sync + 'static {
         let l = use_context::<RequestLocale>()
             .map(|r| r.0)
             .unwrap_or_default();
-        provide_context(Page::Markup {
-            html: html! {
-                h1 { (tr(l, "Página não encontrada", "Page not found")) }
-                p { a href="/" { (tr(l, "Abrir a calculadora", "Open the calculator")) } }
-            }
-            .into_string(),
-        });
+        provide_context(markup(html! {
+            h1 { (tr(l, "Página não encontrada", "Page not found")) }
+            p { a href="/" { (tr(l, "Abrir a calculadora", "Open the calculator")) } }
+        }));
+    }
+}
+
+/// A page that is the server's markup alone.
+pub fn markup(body: Markup) -> Page {
+    Page::Markup {
+        html: body.into_string(),
     }
 }
 

@@ -80,9 +80,7 @@ pub async fn action_page(
 /// The monitor's markup as a page (`#live-page`, which `public/live.js`
 /// redraws).
 fn live_page(html: String) -> Page {
-    Page::Markup {
-        html: maud::html! { div id="live-page" { (maud::PreEscaped(html)) } }.into_string(),
-    }
+    crate::http::page::markup(maud::html! { div id="live-page" { (maud::PreEscaped(html)) } })
 }
 
 /// The calculator's live panel. It reads no numbers while the page
