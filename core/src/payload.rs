@@ -12,6 +12,10 @@ use std::fmt;
 #[derive(Debug, Clone)]
 pub struct Payload<'a> {
     fields: Vec<(Cow<'a, str>, &'a RawValue)>,
+    /// The whole object's text as it was sent, when it was parsed from text:
+    /// what a worker acts on is this, in its own names and formats, never
+    /// the normalized forms the key is derived from.
+    source: Option<&'a str>,
 }
 
 /// One field's value, as a rule sees it.
@@ -48,7 +52,16 @@ impl<'a> Payload<'a> {
     pub fn from_json(text: &'a str) -> Result<Self, Error> {
         crate::json::check_depth(text.as_bytes(), crate::json::MAX_DEPTH)
             .map_err(Error::TooDeep)?;
-        serde_json::from_str(text).map_err(|e| Error::Payload(e.to_string()))
+        let mut p: Self = serde_json::from_str(text).map_err(|e| Error::Payload(e.to_string()))?;
+        p.source = Some(text);
+        Ok(p)
+    }
+
+    /// The object's JSON text as it was sent (`None` when it was not parsed
+    /// from text of its own, as when it was deserialized inside another
+    /// document).
+    pub fn source(&self) -> Option<&'a str> {
+        self.source
     }
 
     /// Wraps an already-parsed raw object.
@@ -113,7 +126,10 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Payload<'a> {
                     let v: &'de RawValue = m.next_value()?;
                     fields.push((k.0, v));
                 }
-                Ok(Payload { fields })
+                Ok(Payload {
+                    fields,
+                    source: None,
+                })
             }
         }
         d.deserialize_map(V(std::marker::PhantomData))

@@ -368,6 +368,7 @@ async fn write_round(
     let mut keys = Vec::with_capacity(groups.len());
     let mut payloads = Vec::with_capacity(groups.len());
     let mut counts = Vec::with_capacity(groups.len());
+    let mut candidates = Vec::with_capacity(groups.len());
     // One timestamp per statement: the latest of the callers' clocks.
     let now = groups.iter().flatten().map(|j| j.now).max().unwrap_or(0);
     for g in &groups {
@@ -378,11 +379,21 @@ async fn write_round(
         keys.push(j.candidate.key.as_str());
         payloads.push(j.json.as_str());
         counts.push(i64::try_from(g.len()).unwrap_or(i64::MAX));
+        // Identical normalized candidates may differ as sent ("180.00",
+        // "180,00"); they arrived together, so the first queued stands as
+        // the first delivery.
+        candidates.push(j.candidate.source.as_deref());
     }
-    let result = write(
-        c, tenant, &refs, &actions, &versions, &keys, &payloads, &counts, now, stats,
-    )
-    .await;
+    let columns = Columns {
+        refs: &refs,
+        actions: &actions,
+        versions: &versions,
+        keys: &keys,
+        payloads: &payloads,
+        counts: &counts,
+        candidates: &candidates,
+    };
+    let result = write(c, tenant, &columns, now, stats).await;
     let mut rows = match result {
         Ok(rows) => rows,
         Err(e) => {
@@ -406,17 +417,22 @@ async fn write_round(
     true
 }
 
-#[allow(clippy::too_many_arguments)] // one array per column
-#[tracing::instrument(level = "debug", skip_all, fields(rows = refs.len()))]
+/// One array per column of a coalesced write, a row per intent.
+struct Columns<'a> {
+    refs: &'a [&'a str],
+    actions: &'a [&'a str],
+    versions: &'a [i32],
+    keys: &'a [&'a str],
+    payloads: &'a [&'a str],
+    counts: &'a [i64],
+    candidates: &'a [Option<&'a str>],
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(rows = cols.refs.len()))]
 async fn write(
     c: &mut PgConnection,
     tenant: &TenantId,
-    refs: &[&str],
-    actions: &[&str],
-    versions: &[i32],
-    keys: &[&str],
-    payloads: &[&str],
-    counts: &[i64],
+    cols: &Columns<'_>,
     now: Millis,
     stats: bool,
 ) -> Result<HashMap<RowKey, IntentRow>, sqlx::Error> {
@@ -428,13 +444,14 @@ async fn write(
     };
     let mut query = sqlx::query(sql)
         .bind(tenant.as_str())
-        .bind(refs)
-        .bind(actions)
-        .bind(versions)
-        .bind(keys)
-        .bind(payloads)
-        .bind(counts)
-        .bind(now);
+        .bind(cols.refs)
+        .bind(cols.actions)
+        .bind(cols.versions)
+        .bind(cols.keys)
+        .bind(cols.payloads)
+        .bind(cols.counts)
+        .bind(now)
+        .bind(cols.candidates);
     if stats {
         query = query.bind(&crate::stats::DELAY_BOUNDS_MS[..]);
     }

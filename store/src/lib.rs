@@ -46,7 +46,7 @@
 //!             store.session().await?.complete(&tenant, &intent.key, token, receipt).await?;
 //!         }
 //!         // The redelivery: the stored answer, byte for byte, and no second charge.
-//!         Begin::Completed { response } => assert_eq!(response, r#"{"charge_id": "ch_1"}"#),
+//!         Begin::Completed { response, .. } => assert_eq!(response, r#"{"charge_id": "ch_1"}"#),
 //!         other => panic!("not expected here: {other:?}"),
 //!     }
 //! }
@@ -110,6 +110,13 @@ pub enum Error {
         /// The action's state.
         state: String,
     },
+    /// The claim's lease ran out before it was renewed: another claim may
+    /// take it over, so the holder no longer holds it.
+    #[error("the lease of fencing token {token} ran out: the claim is no longer held")]
+    LeaseLost {
+        /// The token presented.
+        token: i64,
+    },
     /// The action changed state again and again while being claimed.
     #[error("the action changed state three times while being claimed; retry")]
     ClaimContended,
@@ -168,6 +175,7 @@ impl Error {
         matches!(
             self,
             Error::StaleToken { .. }
+                | Error::LeaseLost { .. }
                 | Error::ClaimContended
                 | Error::ConcurrentCorrection
                 | Error::HttpKeyNotHeld
@@ -735,6 +743,21 @@ impl Store {
             .await
     }
 
+    /// Claims an action for a named attempt (see [`Session::begin_attempt`]).
+    pub async fn begin_attempt(
+        &self,
+        tenant: &TenantId,
+        action: &idem_core::ActionType,
+        key: &IdempotencyKey,
+        lease: Duration,
+        attempt_id: Option<&str>,
+    ) -> Result<Begin, Error> {
+        self.session()
+            .await?
+            .begin_attempt(tenant, action, key, lease, attempt_id)
+            .await
+    }
+
     /// Consumes an event once (see [`Session::consume_once`]).
     pub async fn consume_once(
         &self,
@@ -773,6 +796,7 @@ impl Store {
             key: d.key,
             rules_version: d.rules_version,
             payload: d.normalized,
+            source: payload.source().map(str::to_owned),
         })
     }
 

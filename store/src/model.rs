@@ -92,6 +92,9 @@ pub struct RecordedIntent {
     pub first_seen_ms: Millis,
     /// The latest delivery time recorded.
     pub last_seen_ms: Millis,
+    /// The candidate's JSON text as the first delivery sent it: act on this
+    /// (`None` for intents recorded before idem kept it).
+    pub candidate: Option<String>,
     /// Whether this delivery created the intent.
     pub inserted: bool,
     /// Whether this delivery's candidate differs from the frozen payload (the
@@ -120,6 +123,9 @@ pub struct Intent {
     pub first_seen_ms: Millis,
     /// Last delivery.
     pub last_seen_ms: Millis,
+    /// The candidate's JSON text as the first delivery (or the latest
+    /// correction) sent it; `None` for intents recorded before idem kept it.
+    pub candidate: Option<String>,
 }
 
 impl RecordedIntent {
@@ -138,6 +144,7 @@ impl RecordedIntent {
                 divergences: self.divergences,
                 first_seen_ms: self.first_seen_ms,
                 last_seen_ms: self.last_seen_ms,
+                candidate: self.candidate,
             },
             self.reference,
             self.inserted,
@@ -209,6 +216,10 @@ pub enum Begin {
     Completed {
         /// The response as recorded.
         response: String,
+        /// The attempt that completed it (claims so far).
+        attempts: i32,
+        /// Whether the outcome was learned from the provider by reconcile.
+        reconciled: bool,
     },
     /// Failed for good: the stored error.
     Failed {

@@ -503,7 +503,9 @@ async fn action_lifecycle_completed_verbatim(h: &H) {
             .await
             .unwrap(),
         Begin::Completed {
-            response: response.to_owned()
+            response: response.to_owned(),
+            attempts: 1,
+            reconciled: false,
         }
     );
     let a = s.action(&h.tenant, &k(1)).await.unwrap();

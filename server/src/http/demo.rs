@@ -47,6 +47,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
         .layer(from_fn(inject_faults));
     Router::new()
         .route("/v1/demo/charges/count", get(count))
+        .route("/v1/demo/charges", get(list))
         .merge(guarded)
         .route_layer(from_fn_with_state(api.store.clone(), authenticate))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -239,6 +240,62 @@ pub async fn count(
     Ok(Json(ChargeCount {
         count: s.demo_charge_count(&tenant).await?,
     }))
+}
+
+/// The most charges `GET /v1/demo/charges` lists.
+const MAX_LISTED: usize = 1000;
+
+/// `GET /v1/demo/charges` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChargeList {
+    /// The charges the demo provider executed for this tenant, oldest first
+    /// (at most 1000).
+    pub charges: Vec<ListedCharge>,
+}
+
+/// One executed charge, as the ledger recorded it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListedCharge {
+    /// The charge id.
+    pub id: String,
+    /// Amount in cents: what was really charged.
+    pub amount_cents: i64,
+    /// Currency.
+    pub currency: String,
+    /// Customer.
+    pub customer: String,
+    /// When it executed, ms since the epoch.
+    pub created_ms: i64,
+}
+
+/// The charges the demo provider really executed for the tenant, with the
+/// amounts its ledger recorded: a test's oracle for "charged once, and the
+/// right amount".
+#[utoipa::path(get, path = "/v1/demo/charges", tag = "demo",
+    responses(
+        (status = 200, description = "The ledger's rows, oldest first (at most 1000)", body = ChargeList),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+) -> Result<Json<ChargeList>, ApiError> {
+    let mut s = state.store.session().await?;
+    let charges = s
+        .demo_charges(&tenant)
+        .await?
+        .into_iter()
+        .take(MAX_LISTED)
+        .map(|c| ListedCharge {
+            id: c.id,
+            amount_cents: c.amount_cents,
+            currency: c.currency,
+            customer: c.customer,
+            created_ms: c.created_ms,
+        })
+        .collect();
+    Ok(Json(ChargeList { charges }))
 }
 
 /// Middleware outside the idempotency layer: applies `drop` and `error`

@@ -65,13 +65,49 @@ queries! {
     /// The action queries, one per statement, each with its signature;
     /// [`queries!`] implements them for both backends' connections.
     pub(crate) trait ActionQueries {
-        fn begin_action(c, tenant: &str, key: &str, action: &str, now: Millis, lease_until: Millis) -> R<Option<BeginRow>> {
+        #[allow(clippy::too_many_arguments)] // one bind per column
+        fn begin_action(c, tenant: &str, key: &str, action: &str, now: Millis, lease_until: Millis, attempt_id: Option<&str>) -> R<Option<BeginRow>> {
             sqlx::query_as::<Db, BeginRow>(q::BEGIN_ACTION)
                 .bind(tenant)
                 .bind(key)
                 .bind(action)
                 .bind(now)
                 .bind(lease_until)
+                .bind(attempt_id)
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)
+        }
+
+        fn select_held_claim(c, tenant: &str, key: &str, attempt_id: &str, now: Millis) -> R<Option<BeginRow>> {
+            sqlx::query_as::<Db, BeginRow>(q::SELECT_HELD_CLAIM)
+                .bind(tenant)
+                .bind(key)
+                .bind(attempt_id)
+                .bind(now)
+                .fetch_optional(&mut *c)
+                .await
+        }
+
+        fn renew_action(c, tenant: &str, key: &str, token: i64, lease_until: Millis, now: Millis) -> R<Option<i64>> {
+            sqlx::query_scalar::<Db, Option<i64>>(q::RENEW_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(token)
+                .bind(lease_until)
+                .bind(now)
+                .fetch_all(&mut *c)
+                .await
+                .map(|rows| first_opt(rows).flatten())
+        }
+
+        fn mark_uncertain(c, tenant: &str, key: &str, token: i64, error: &str, now: Millis) -> R<Option<String>> {
+            sqlx::query_scalar::<Db, String>(q::MARK_UNCERTAIN)
+                .bind(tenant)
+                .bind(key)
+                .bind(token)
+                .bind(error)
+                .bind(now)
                 .fetch_all(&mut *c)
                 .await
                 .map(first_opt)

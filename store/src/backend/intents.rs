@@ -15,6 +15,8 @@ pub(crate) struct IntentRow {
     pub divergences: i64,
     pub first_seen_ms: i64,
     pub last_seen_ms: i64,
+    /// The candidate as its first delivery sent it (none before migration 0019).
+    pub candidate: Option<String>,
 }
 
 /// A superseded intent version.
@@ -54,6 +56,8 @@ pub(crate) struct IntentWrite<'a> {
     pub rules_version: i32,
     pub key: &'a str,
     pub payload: &'a str,
+    /// The candidate's JSON text as sent.
+    pub candidate: Option<&'a str>,
 }
 
 queries! {
@@ -71,6 +75,7 @@ queries! {
                 .bind(w.payload)
                 .bind(n)
                 .bind(now)
+                .bind(w.candidate)
                 .fetch_all(&mut *c)
                 .await
                 .and_then(first)
@@ -107,6 +112,7 @@ queries! {
                 .bind(w.key)
                 .bind(w.payload)
                 .bind(now)
+                .bind(w.candidate)
                 .fetch_all(&mut *c)
                 .await
                 .map(first_opt)

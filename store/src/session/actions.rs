@@ -12,9 +12,97 @@ impl Session {
         key: &IdempotencyKey,
         lease: Duration,
     ) -> Result<Begin, Error> {
+        self.begin_attempt(tenant, action, key, lease, None).await
+    }
+
+    /// [`begin_action`](Self::begin_action) for an attempt the caller named:
+    /// when that attempt already holds the claim (its first answer was
+    /// lost), the same claim comes back, token and all, instead of
+    /// [`Begin::InFlight`].
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action = %action))]
+    pub async fn begin_attempt(
+        &mut self,
+        tenant: &TenantId,
+        action: &ActionType,
+        key: &IdempotencyKey,
+        lease: Duration,
+        attempt_id: Option<&str>,
+    ) -> Result<Begin, Error> {
         self.enter().await?;
-        let result = self.claim(tenant, action, key, lease).await;
+        let result = self.claim(tenant, action, key, lease, attempt_id).await;
         self.leave(result).await
+    }
+
+    /// Extends the lease of the claim `token` holds to `lease` from now, and
+    /// returns its new end. A token that no longer holds the claim (a newer
+    /// claim took it, it was settled, or its lease ran out) is refused with
+    /// [`Error::StaleToken`] and changes nothing.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
+    pub async fn renew(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        lease: Duration,
+    ) -> Result<Millis, Error> {
+        let now = self.now();
+        let until = now.saturating_add(duration_ms(lease));
+        let (t, k) = (tenant.as_str(), key.as_str());
+        if let Some(until) = on!(self.renew_action(t, k, token, until, now))? {
+            return Ok(until);
+        }
+        let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
+        if row.fencing_token == token
+            && matches!(row.state, ActionState::Started | ActionState::Uncertain)
+        {
+            return Err(Error::LeaseLost { token });
+        }
+        Err(Error::StaleToken {
+            token,
+            current: row.fencing_token,
+            state: row.state.as_str().to_owned(),
+        })
+    }
+
+    /// Marks the claim `token` holds uncertain at once: its effect raised,
+    /// so whether the provider acted is unknown. The next claim is granted
+    /// as [`Begin::Uncertain`] without waiting for the lease, and the
+    /// monitor's work queue lists it. Saying it twice is not a conflict.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
+    pub async fn mark_uncertain(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        error: &str,
+    ) -> Result<(), Error> {
+        self.enter().await?;
+        let result = self.mark_uncertain_counted(tenant, key, token, error).await;
+        self.leave(result).await
+    }
+
+    async fn mark_uncertain_counted(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        error: &str,
+    ) -> Result<(), Error> {
+        let now = self.now();
+        let (t, k) = (tenant.as_str(), key.as_str());
+        if let Some(action) = on!(self.mark_uncertain(t, k, token, error, now))? {
+            self.note(tenant, &action, |c| c.counts.actions_uncertain += 1);
+            return Ok(());
+        }
+        let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
+        if row.fencing_token == token && row.state == ActionState::Uncertain {
+            return Ok(());
+        }
+        Err(Error::StaleToken {
+            token,
+            current: row.fencing_token,
+            state: row.state.as_str().to_owned(),
+        })
     }
 
     async fn claim(
@@ -23,6 +111,7 @@ impl Session {
         action: &ActionType,
         key: &IdempotencyKey,
         lease: Duration,
+        attempt_id: Option<&str>,
     ) -> Result<Begin, Error> {
         // A claim can race with a lease running out between the upsert and
         // the read that explains a refusal; a second round settles it.
@@ -31,7 +120,9 @@ impl Session {
             let until = now.saturating_add(duration_ms(lease));
             let t = tenant.as_str();
             let k = key.as_str();
-            if let Some(row) = on!(self.begin_action(t, k, action.as_str(), now, until))? {
+            if let Some(row) =
+                on!(self.begin_action(t, k, action.as_str(), now, until, attempt_id))?
+            {
                 // Swept attempts were counted when swept (and rows swept
                 // before the sweep kept the lease have none).
                 let swept = row.prev_state.as_deref() == Some("swept");
@@ -52,6 +143,8 @@ impl Session {
                 (ActionState::Completed, _) => {
                     return Ok(Begin::Completed {
                         response: row.response.unwrap_or_default(),
+                        attempts: row.attempts,
+                        reconciled: row.reconciled,
                     })
                 }
                 (ActionState::Failed, _) if row.retryable != Some(true) => {
@@ -60,9 +153,14 @@ impl Session {
                     })
                 }
                 (ActionState::Started | ActionState::Uncertain, Some(until)) if until > now => {
+                    if let Some(id) = attempt_id {
+                        if let Some(held) = on!(self.select_held_claim(t, k, id, now))? {
+                            return claimed(held);
+                        }
+                    }
                     return Ok(Begin::InFlight {
                         lease_until_ms: until,
-                    })
+                    });
                 }
                 _ => continue,
             }

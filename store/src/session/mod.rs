@@ -284,6 +284,8 @@ pub(crate) struct Candidate {
     pub key: IdempotencyKey,
     pub rules_version: RulesVersion,
     pub payload: NormalizedPayload,
+    /// The candidate's JSON text as sent, frozen with the intent.
+    pub source: Option<String>,
 }
 
 impl Candidate {
@@ -300,6 +302,7 @@ impl Candidate {
             rules_version: i32::try_from(self.rules_version.number()).unwrap_or(i32::MAX),
             key: self.key.as_str(),
             payload: json,
+            candidate: self.source.as_deref(),
         }
     }
 
@@ -327,6 +330,7 @@ impl Candidate {
             divergences: row.divergences,
             first_seen_ms: row.first_seen_ms,
             last_seen_ms: row.last_seen_ms,
+            candidate: row.candidate.clone(),
             inserted,
             diverged: row.payload != json,
             candidate_key: self.key.clone(),
@@ -365,6 +369,7 @@ impl TryFrom<IntentRow> for Intent {
             divergences: row.divergences,
             first_seen_ms: row.first_seen_ms,
             last_seen_ms: row.last_seen_ms,
+            candidate: row.candidate,
         })
     }
 }

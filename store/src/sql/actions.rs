@@ -11,8 +11,8 @@ statements! {
     pub const BEGIN_ACTION: &str = "\
 insert into actions as a
     (tenant_id, idem_key, action, state, fencing_token, attempts,
-     lease_until_ms, started_ms, updated_ms)
-values ($1, $2, $3, 'started', 1, 1, $5, $4, $4)
+     lease_until_ms, started_ms, updated_ms, attempt_id)
+values ($1, $2, $3, 'started', 1, 1, $5, $4, $4, $6)
 on conflict (tenant_id, idem_key) do update set
     -- 'swept': the sweep marked this attempt uncertain and counted it.
     prev_state = case when a.swept_ms is not null then 'swept' else a.state end,
@@ -27,11 +27,40 @@ on conflict (tenant_id, idem_key) do update set
     attempts = a.attempts + 1,
     lease_until_ms = excluded.lease_until_ms,
     started_ms = excluded.started_ms,
-    updated_ms = excluded.updated_ms
+    updated_ms = excluded.updated_ms,
+    attempt_id = excluded.attempt_id
 where (a.state in ('started', 'uncertain') and coalesce(a.lease_until_ms, 0) <= excluded.started_ms)
    or (a.state = 'failed' and a.retryable)
 returning state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
     prev_started_ms, prev_lease_until_ms, error";
+
+    /// The claim an attempt holds, asked again by the same attempt (its
+    /// first answer was lost): the same token, while its lease runs.
+    pub const SELECT_HELD_CLAIM: &str = "\
+select state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
+    prev_started_ms, prev_lease_until_ms, error
+from actions
+where tenant_id = $1 and idem_key = $2 and attempt_id = $3
+    and state in ('started', 'uncertain') and lease_until_ms > $4";
+
+    /// Extends a held claim's lease. Only the current token, only while its
+    /// lease still runs: a lease that ran out may have been swept or taken
+    /// over, and the holder must learn it lost the claim.
+    pub const RENEW_ACTION: &str = "\
+update actions set lease_until_ms = $4, updated_ms = $5
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain') and lease_until_ms > $5
+returning lease_until_ms";
+
+    /// Marks a held claim uncertain now (its effect raised, so the outcome
+    /// is unknown): the lease ends at once, so the next claim takes it over
+    /// as uncertain without waiting, and `swept_ms` says it was counted.
+    pub const MARK_UNCERTAIN: &str = "\
+update actions set
+    state = 'uncertain', error = $4, lease_until_ms = $5, swept_ms = $5, updated_ms = $5
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain') and swept_ms is null
+returning action";
 
     /// An action as stored.
     pub const SELECT_ACTION: &str = "\

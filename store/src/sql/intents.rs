@@ -12,8 +12,8 @@ statements! {
     pub const RECORD_INTENT: &str = "\
 insert into intents as i
     (tenant_id, reference, action, rules_version, idem_key, payload,
-     deliveries, divergences, first_seen_ms, last_seen_ms)
-values ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8)
+     deliveries, divergences, first_seen_ms, last_seen_ms, candidate)
+values ($1, $2, $3, $4, $5, $6, $7, 0, $8, $8, $9)
 on conflict (tenant_id, reference, action) do update set
     deliveries = i.deliveries + excluded.deliveries,
     -- A different normalized payload means a different key under the same
@@ -23,12 +23,12 @@ on conflict (tenant_id, reference, action) do update set
     last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
         then i.last_seen_ms else excluded.last_seen_ms end
 returning rules_version, idem_key, payload, revision, deliveries, divergences,
-    first_seen_ms, last_seen_ms";
+    first_seen_ms, last_seen_ms, candidate";
 
     /// The frozen intent.
     pub const SELECT_INTENT: &str = "\
 select rules_version, idem_key, payload, revision, deliveries, divergences,
-    first_seen_ms, last_seen_ms
+    first_seen_ms, last_seen_ms, candidate
 from intents
 where tenant_id = $1 and reference = $2 and action = $3";
 
@@ -47,10 +47,10 @@ where tenant_id = $1 and reference = $2 and action = $3 and payload <> $4";
     pub const REPLACE_INTENT: &str = "\
 update intents set
     rules_version = $4, idem_key = $5, payload = $6,
-    revision = revision + 1, revised_ms = $7
+    revision = revision + 1, revised_ms = $7, candidate = $8
 where tenant_id = $1 and reference = $2 and action = $3
 returning rules_version, idem_key, payload, revision, deliveries, divergences,
-    first_seen_ms, last_seen_ms";
+    first_seen_ms, last_seen_ms, candidate";
 
     /// The versions corrections replaced, oldest first.
     pub const INTENT_HISTORY: &str = "\
@@ -65,7 +65,7 @@ order by revision";
     /// last-seen index and a lookup per row (see `INTENT_FACTS`).
     pub const INTENT_BY_KEY: &str = "\
 select reference, action, rules_version, idem_key, payload, revision, deliveries,
-    divergences, first_seen_ms, last_seen_ms
+    divergences, first_seen_ms, last_seen_ms, candidate
 from intents
 where tenant_id = $1 and idem_key = $2";
 }
@@ -81,10 +81,11 @@ statements! {
     pub const PG_RECORD_INTENTS: &str = "\
 insert into intents as i
     (tenant_id, reference, action, rules_version, idem_key, payload,
-     deliveries, divergences, first_seen_ms, last_seen_ms)
-select $1, u.reference, u.action, u.rules_version, u.idem_key, u.payload, u.n, 0, $8, $8
-from unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[])
-    as u (reference, action, rules_version, idem_key, payload, n)
+     deliveries, divergences, first_seen_ms, last_seen_ms, candidate)
+select $1, u.reference, u.action, u.rules_version, u.idem_key, u.payload, u.n, 0, $8, $8,
+    u.candidate
+from unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[], $9::text[])
+    as u (reference, action, rules_version, idem_key, payload, n, candidate)
 on conflict (tenant_id, reference, action) do update set
     deliveries = i.deliveries + excluded.deliveries,
     divergences = i.divergences
@@ -92,25 +93,27 @@ on conflict (tenant_id, reference, action) do update set
     last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
         then i.last_seen_ms else excluded.last_seen_ms end
 returning reference, action, rules_version, idem_key, payload, revision, deliveries,
-    divergences, first_seen_ms, last_seen_ms";
+    divergences, first_seen_ms, last_seen_ms, candidate";
 
     /// [`PG_RECORD_INTENTS`] with its statistics in the same statement, hence
     /// the same transaction: a crash loses neither the intents nor their counts,
     /// and the batch still costs one round trip. `d` says what this statement
     /// added to each row (a row is new when all its deliveries are this
     /// statement's; `second` marks the delivery that made it a duplicate), and
-    /// `j` appends one journal row per action and delay bucket. $9 is the delay
+    /// `j` appends one journal row per action and delay bucket. $9 the candidates as sent, $10 the delay
     /// histogram's upper bounds, ascending: `width_bucket(delay - 1, bounds)`
     /// counts the bounds below the delay, so the next one is the first bound at
     /// or above it, as `Cell::delay` picks.
     pub const PG_RECORD_INTENTS_COUNTED: &str = "\
-with u (reference, action, rules_version, idem_key, payload, n) as (
-    select * from unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[])),
+with u (reference, action, rules_version, idem_key, payload, n, candidate) as (
+    select * from unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[],
+        $9::text[])),
 w as (
     insert into intents as i
         (tenant_id, reference, action, rules_version, idem_key, payload,
-         deliveries, divergences, first_seen_ms, last_seen_ms)
-    select $1, u.reference, u.action, u.rules_version, u.idem_key, u.payload, u.n, 0, $8, $8
+         deliveries, divergences, first_seen_ms, last_seen_ms, candidate)
+    select $1, u.reference, u.action, u.rules_version, u.idem_key, u.payload, u.n, 0, $8, $8,
+        u.candidate
     from u
     on conflict (tenant_id, reference, action) do update set
         deliveries = i.deliveries + excluded.deliveries,
@@ -119,14 +122,14 @@ w as (
         last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
             then i.last_seen_ms else excluded.last_seen_ms end
     returning reference, action, rules_version, idem_key, payload, revision, deliveries,
-        divergences, first_seen_ms, last_seen_ms),
+        divergences, first_seen_ms, last_seen_ms, candidate),
 d as (
     select w.action, u.n, x.inserted, u.n - x.inserted as redeliveries,
         case when w.payload = u.payload then 0 else u.n end as diverged,
         case when w.deliveries - u.n <= 1 and w.deliveries >= 2 then 1 else 0 end as second,
         case when u.n > x.inserted then greatest($8 - w.first_seen_ms, 0) else 0 end as delay,
-        case when u.n > x.inserted then ($9::bigint[])[
-            width_bucket(greatest($8 - w.first_seen_ms, 0) - 1, $9::bigint[]) + 1] end as le
+        case when u.n > x.inserted then ($10::bigint[])[
+            width_bucket(greatest($8 - w.first_seen_ms, 0) - 1, $10::bigint[]) + 1] end as le
     from w
     join u on u.reference = w.reference and u.action = w.action
     cross join lateral (
@@ -140,7 +143,7 @@ j as (
     from d
     group by d.action, d.le)
 select reference, action, rules_version, idem_key, payload, revision, deliveries,
-    divergences, first_seen_ms, last_seen_ms
+    divergences, first_seen_ms, last_seen_ms, candidate
 from w";
 }
 

@@ -41,6 +41,13 @@ fn stored_json_or_string(text: String) -> Box<RawValue> {
     RawValue::from_string(text).unwrap_or_default()
 }
 
+/// The longest a claim waits for another holder's outcome (`wait_ms`): well
+/// under the server's request timeout, so a wait answers rather than times
+/// out. A client that waits longer asks again.
+pub const MAX_WAIT_MS: u64 = 20_000;
+/// The longest attempt id a claim may name.
+pub const MAX_ATTEMPT_ID: usize = 128;
+
 /// `POST /v1/actions/{key}/begin` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -51,6 +58,67 @@ pub struct BeginRequest {
     /// How long the claim holds, in ms (default 30000, at most 3600000).
     #[schema(minimum = 1, maximum = 3600000)]
     pub lease_ms: Option<u64>,
+    /// The caller's name for this attempt (1 to 128 visible ASCII
+    /// characters). Asking again with the same id while its claim is held
+    /// answers the same claim and token, so a lost answer is recoverable.
+    #[schema(example = "w1-6f1c0e2a")]
+    pub attempt_id: Option<String>,
+    /// While another holder's lease runs, wait up to this many ms for its
+    /// outcome before answering (default 0, at most 20000).
+    #[schema(minimum = 0, maximum = 20000)]
+    pub wait_ms: Option<u64>,
+}
+
+/// The claim options `begin` and `POST /v1/intents`' `claim` share.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimOptions {
+    /// How long the claim holds, in ms (default 30000, at most 3600000).
+    #[schema(minimum = 1, maximum = 3600000)]
+    pub lease_ms: Option<u64>,
+    /// As `begin`'s `attempt_id`.
+    pub attempt_id: Option<String>,
+    /// As `begin`'s `wait_ms`.
+    #[schema(minimum = 0, maximum = 20000)]
+    pub wait_ms: Option<u64>,
+}
+
+/// Checked claim options.
+pub(crate) struct Claim {
+    lease: Duration,
+    attempt_id: Option<String>,
+    wait: Duration,
+}
+
+impl TryFrom<ClaimOptions> for Claim {
+    type Error = ApiError;
+    fn try_from(o: ClaimOptions) -> Result<Self, ApiError> {
+        let lease_ms = o.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
+        if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
+            return Err(ApiError::unprocessable(format!(
+                "lease_ms must be between 1 and {MAX_LEASE_MS}"
+            )));
+        }
+        let wait_ms = o.wait_ms.unwrap_or(0);
+        if wait_ms > MAX_WAIT_MS {
+            return Err(ApiError::unprocessable(format!(
+                "wait_ms must be between 0 and {MAX_WAIT_MS}"
+            )));
+        }
+        if let Some(id) = &o.attempt_id {
+            let visible = id.bytes().all(|b| b.is_ascii_graphic());
+            if id.is_empty() || id.len() > MAX_ATTEMPT_ID || !visible {
+                return Err(ApiError::unprocessable(format!(
+                    "attempt_id must be 1 to {MAX_ATTEMPT_ID} visible ASCII characters (no spaces)"
+                )));
+            }
+        }
+        Ok(Claim {
+            lease: Duration::from_millis(lease_ms),
+            attempt_id: o.attempt_id,
+            wait: Duration::from_millis(wait_ms),
+        })
+    }
 }
 
 /// The previous attempt an uncertain claim replaced.
@@ -86,6 +154,10 @@ pub enum BeginResponse {
         /// The stored response.
         #[schema(value_type = Object)]
         response: Box<RawValue>,
+        /// The attempt that completed it.
+        attempt: i32,
+        /// Whether the outcome was learned from the provider by reconcile.
+        reconciled: bool,
     },
     /// Failed for good (200).
     Failed {
@@ -105,6 +177,15 @@ pub enum BeginResponse {
         previous: PreviousAttemptDoc,
         /// What to do next.
         advice: &'static str,
+    },
+    /// Only inside `POST /v1/intents`' `claim` (`begin` answers 409): another
+    /// holder's lease is running; do not act, ask again after
+    /// `retry_after_ms`.
+    InFlight {
+        /// The other holder's lease end, ms since the epoch.
+        lease_until_ms: i64,
+        /// How long until that lease ends, in ms.
+        retry_after_ms: i64,
     },
 }
 
@@ -135,45 +216,98 @@ pub async fn begin_action(
         .catalog
         .action(action.as_str())
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    let lease_ms = req.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
-    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
-        return Err(ApiError::unprocessable(format!(
-            "lease_ms must be between 1 and {MAX_LEASE_MS}"
-        )));
+    let claim = Claim::try_from(ClaimOptions {
+        lease_ms: req.lease_ms,
+        attempt_id: req.attempt_id,
+        wait_ms: req.wait_ms,
+    })?;
+    let (status, answer) = claim_action(&state, &tenant, &action, &key, &claim).await?;
+    if let BeginResponse::InFlight { lease_until_ms, .. } = answer {
+        return Err(ApiError::lease_held(
+            "urn:idem:problem:action-in-flight",
+            "Another attempt holds this action",
+            "do not act: another holder's lease is running; call begin again after Retry-After seconds",
+            lease_until_ms,
+            state.store.now_ms(),
+        ));
     }
-    let begin = state
-        .store
-        .begin_action(&tenant, &action, &key, Duration::from_millis(lease_ms))
-        .await?;
+    let mut res = (status, Json(answer)).into_response();
+    if status == StatusCode::CREATED {
+        if let Ok(loc) = HeaderValue::from_str(&format!("/v1/actions/{key}")) {
+            res.headers_mut().insert(header::LOCATION, loc);
+        }
+    }
+    Ok(res)
+}
+
+/// Claims `key` as `claim` says, waiting up to its `wait` while another
+/// holder's lease runs, and says what happened with the status `begin`
+/// answers it with (in flight: 409).
+pub(crate) async fn claim_action(
+    state: &ApiState,
+    tenant: &idem_core::TenantId,
+    action: &ActionType,
+    key: &IdempotencyKey,
+    claim: &Claim,
+) -> Result<(StatusCode, BeginResponse), ApiError> {
+    let until = tokio::time::Instant::now() + claim.wait;
+    // Short first pauses: most holders finish within a provider's answer.
+    let mut pause = Duration::from_millis(10);
+    let begin = loop {
+        let begin = state
+            .store
+            .begin_attempt(
+                tenant,
+                action,
+                key,
+                claim.lease,
+                claim.attempt_id.as_deref(),
+            )
+            .await?;
+        let Begin::InFlight { lease_until_ms } = begin else {
+            break begin;
+        };
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            break begin;
+        }
+        // Never past the wait, nor much past the holder's lease (then the
+        // claim is taken over as uncertain).
+        let to_lease = u64::try_from(lease_until_ms.saturating_sub(state.store.now_ms()))
+            .unwrap_or(0)
+            .max(1);
+        let nap = pause.min(until - now).min(Duration::from_millis(to_lease));
+        tokio::time::sleep(nap).await;
+        pause = (pause * 2).min(Duration::from_millis(200));
+    };
     Ok(match begin {
         Begin::Claimed {
             token,
             attempt,
             lease_until_ms,
             previous_error,
-        } => {
-            let b = BeginResponse::Claimed {
+        } => (
+            StatusCode::CREATED,
+            BeginResponse::Claimed {
                 token,
                 attempt,
                 lease_until_ms,
                 previous_error,
-            };
-            let mut res = (StatusCode::CREATED, Json(b)).into_response();
-            if let Ok(loc) = HeaderValue::from_str(&format!("/v1/actions/{key}")) {
-                res.headers_mut().insert(header::LOCATION, loc);
-            }
-            res
-        }
-        Begin::Completed { response } => {
-            let b = BeginResponse::Completed {
+            },
+        ),
+        Begin::Completed {
+            response,
+            attempts,
+            reconciled,
+        } => (
+            StatusCode::OK,
+            BeginResponse::Completed {
                 response: stored_json_or_string(response),
-            };
-            (StatusCode::OK, Json(b)).into_response()
-        }
-        Begin::Failed { error } => {
-            let b = BeginResponse::Failed { error };
-            (StatusCode::OK, Json(b)).into_response()
-        }
+                attempt: attempts,
+                reconciled,
+            },
+        ),
+        Begin::Failed { error } => (StatusCode::OK, BeginResponse::Failed { error }),
         Begin::Uncertain {
             token,
             attempt,
@@ -184,28 +318,28 @@ pub async fn begin_action(
             if previous.lease_until_ms.is_some() {
                 state.metrics.lease_takeovers.inc();
             }
-            let b = BeginResponse::Uncertain {
-                token,
-                attempt,
-                lease_until_ms,
-                previous: PreviousAttemptDoc {
-                    token: previous.token,
-                    started_ms: previous.started_ms,
-                    lease_until_ms: previous.lease_until_ms,
+            (
+                StatusCode::ACCEPTED,
+                BeginResponse::Uncertain {
+                    token,
+                    attempt,
+                    lease_until_ms,
+                    previous: PreviousAttemptDoc {
+                        token: previous.token,
+                        started_ms: previous.started_ms,
+                        lease_until_ms: previous.lease_until_ms,
+                    },
+                    advice: UNCERTAIN_ADVICE,
                 },
-                advice: UNCERTAIN_ADVICE,
-            };
-            (StatusCode::ACCEPTED, Json(b)).into_response()
+            )
         }
-        Begin::InFlight { lease_until_ms } => {
-            return Err(ApiError::lease_held(
-                "urn:idem:problem:action-in-flight",
-                "Another attempt holds this action",
-                "do not act: another holder's lease is running; call begin again after Retry-After seconds",
+        Begin::InFlight { lease_until_ms } => (
+            StatusCode::CONFLICT,
+            BeginResponse::InFlight {
                 lease_until_ms,
-                state.store.now_ms(),
-            ));
-        }
+                retry_after_ms: lease_until_ms.saturating_sub(state.store.now_ms()).max(0),
+            },
+        ),
     })
 }
 
@@ -376,11 +510,13 @@ const MAX_STORED: usize = 32 * 1024;
 fn finish_error(key: &IdempotencyKey, e: idem_store::Error) -> ApiError {
     match e {
         idem_store::Error::NotFound => unknown_action(key),
-        e @ idem_store::Error::StaleToken { .. } => ApiError::conflict(
-            "urn:idem:problem:stale-token",
-            "The fencing token is not the current claim",
-            format!("{e}; nothing was recorded. Read the action with GET /v1/actions/{key}"),
-        ),
+        e @ (idem_store::Error::StaleToken { .. } | idem_store::Error::LeaseLost { .. }) => {
+            ApiError::conflict(
+                "urn:idem:problem:stale-token",
+                "The fencing token is not the current claim",
+                format!("{e}; nothing was recorded. Read the action with GET /v1/actions/{key}"),
+            )
+        }
         other => other.into(),
     }
 }
@@ -486,4 +622,102 @@ pub async fn reconcile_action(
     let token = req.token;
     let outcome = req.outcome()?;
     finish(&state, &tenant, &key, token, outcome, true).await
+}
+
+/// `POST /v1/actions/{key}/renew` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewRequest {
+    /// The fencing token of the claim to extend.
+    pub token: i64,
+    /// The new lease, in ms from now (default 30000, at most 3600000).
+    #[schema(minimum = 1, maximum = 3600000)]
+    pub lease_ms: Option<u64>,
+}
+
+/// `POST /v1/actions/{key}/renew` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RenewResponse {
+    /// The token, still holding the claim.
+    pub token: i64,
+    /// The lease's new end, ms since the epoch.
+    pub lease_until_ms: i64,
+}
+
+/// Extends a held claim's lease while its effect runs.
+#[utoipa::path(post, path = "/v1/actions/{key}/renew", tag = "actions", request_body = RenewRequest,
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
+    responses(
+        (status = 200, description = "Extended", body = RenewResponse),
+        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "The token no longer holds the claim (a newer claim took it, it was settled, or its lease ran out): stop and let the next claim settle it", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Lease out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn renew_action(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+    ApiJson(req): ApiJson<RenewRequest>,
+) -> Result<Json<RenewResponse>, ApiError> {
+    let key = key(&raw)?;
+    let claim = Claim::try_from(ClaimOptions {
+        lease_ms: req.lease_ms,
+        ..ClaimOptions::default()
+    })?;
+    let mut s = state.store.session().await?;
+    let lease_until_ms = s
+        .renew(&tenant, &key, req.token, claim.lease)
+        .await
+        .map_err(|e| finish_error(&key, e))?;
+    Ok(Json(RenewResponse {
+        token: req.token,
+        lease_until_ms,
+    }))
+}
+
+/// `POST /v1/actions/{key}/uncertain` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UncertainRequest {
+    /// The fencing token of the held claim.
+    pub token: i64,
+    /// What happened (the exception the effect raised), kept as evidence.
+    pub error: String,
+}
+
+/// Marks a held claim uncertain now: its effect raised, so whether the
+/// provider acted is unknown. The next `begin` answers `uncertain` at once
+/// and `/live`'s work queue lists it, without waiting for the lease.
+#[utoipa::path(post, path = "/v1/actions/{key}/uncertain", tag = "actions", request_body = UncertainRequest,
+    params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
+    responses(
+        (status = 200, description = "Marked uncertain (or it already was, with this token)", body = ActionResponse),
+        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token: a newer claim holds the action, or it was settled", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Error text over 32 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn mark_uncertain(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath(raw): ApiPath<String>,
+    ApiJson(req): ApiJson<UncertainRequest>,
+) -> Result<Json<ActionResponse>, ApiError> {
+    let key = key(&raw)?;
+    if req.error.len() > MAX_STORED {
+        return Err(ApiError::unprocessable(format!(
+            "error is over {MAX_STORED} bytes"
+        )));
+    }
+    let mut s = state.store.session().await?;
+    s.mark_uncertain(&tenant, &key, req.token, &req.error)
+        .await
+        .map_err(|e| finish_error(&key, e))?;
+    state.metrics.uncertain.inc();
+    read_action(&mut s, &tenant, &key).await
 }

@@ -1,7 +1,8 @@
 //! `POST /v1/intents` (record a delivery; the first one freezes the
 //! payload) and `GET /v1/intents/{action}/{reference}` (read it back).
 
-use super::keys::{payload, IntentRequest};
+use super::actions::{claim_action, BeginResponse, Claim, ClaimOptions};
+use super::keys::payload;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::metrics::DeliveryLabels;
@@ -10,9 +11,26 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use idem_core::{ActionType, IdempotencyKey};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
+
+/// `POST /v1/intents` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"action": "pix.cobranca", "payload": {"cliente_id": "c-1", "valor": "180.00", "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}, "claim": {"lease_ms": 30000, "attempt_id": "w1-6f1c0e2a"}}))]
+pub struct RecordRequest {
+    /// Action type from the catalog, e.g. `pix.cobranca`.
+    #[schema(value_type = String)]
+    pub action: ActionType,
+    /// The candidate payload: a JSON object holding at least the action's
+    /// key fields. The first delivery's is frozen as sent (`frozen`).
+    #[schema(value_type = Object)]
+    pub payload: Box<RawValue>,
+    /// Also claim the frozen intent's action, as `begin` would, and answer
+    /// the claim under `claim`: one round trip instead of two.
+    pub claim: Option<ClaimOptions>,
+}
 
 /// The intent as frozen by its first delivery, and what this delivery was.
 #[derive(Debug, Serialize, ToSchema)]
@@ -27,24 +45,32 @@ pub struct IntentResponse {
     pub first_delivery: bool,
     /// The key this delivery's candidate alone would have had.
     pub candidate_key: String,
+    /// With `claim` in the request: the claim of the frozen intent's action,
+    /// as `begin` answers it (`claimed`, `completed`, `failed`,
+    /// `uncertain`), or `in_flight` where `begin` would answer 409.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<BeginResponse>,
 }
 
 /// Records a delivery of an intent: 201 for the first, 200 for a redelivery.
-#[utoipa::path(post, path = "/v1/intents", tag = "intents", request_body = IntentRequest,
+/// With `claim`, also claims the frozen intent's action in the same call.
+#[utoipa::path(post, path = "/v1/intents", tag = "intents", request_body = RecordRequest,
     responses(
         (status = 201, description = "First delivery: the intent is now frozen", body = IntentResponse),
         (status = 200, description = "Redelivery: the frozen intent, unchanged", body = IntentResponse),
         (status = 400, description = "Malformed JSON", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action, missing or invalid field", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, missing or invalid field, or claim options out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn record_intent(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
-    ApiJson(req): ApiJson<IntentRequest>,
+    ApiJson(req): ApiJson<RecordRequest>,
 ) -> Result<(StatusCode, Json<IntentResponse>), ApiError> {
+    // Checked before anything is written: a bad claim records nothing.
+    let claim = req.claim.map(Claim::try_from).transpose()?;
     let payload = payload(&req.payload)?;
     let r = state
         .store
@@ -65,6 +91,14 @@ pub async fn record_intent(
         StatusCode::OK
     };
     let (intent, reference, inserted, diverged, candidate_key) = r.into_parts();
+    let claim = match claim {
+        Some(c) => Some(
+            claim_action(&state, &tenant, &req.action, &intent.key, &c)
+                .await?
+                .1,
+        ),
+        None => None,
+    };
     Ok((
         status,
         Json(IntentResponse {
@@ -72,6 +106,7 @@ pub async fn record_intent(
             diverged,
             first_delivery: inserted,
             candidate_key: candidate_key.to_string(),
+            claim,
         }),
     ))
 }
@@ -89,9 +124,16 @@ pub struct IntentView {
     pub action: ActionType,
     /// The intent reference, as stored.
     pub reference: String,
-    /// The frozen normalized payload.
+    /// The frozen normalized payload: the fields the key covers, in their
+    /// normalized forms (`valor` in cents, as text). Not what to act on.
     #[schema(value_type = Object)]
     pub payload: Box<RawValue>,
+    /// The candidate as its first delivery sent it (or the latest
+    /// correction), in the sender's own names and formats (`"180.00"` stays
+    /// `"180.00"`): what a worker acts on. `null` for intents recorded
+    /// before idem kept it.
+    #[schema(value_type = Option<Object>)]
+    pub frozen: Option<Box<RawValue>>,
     /// 1 for the first write, then one more per correction.
     pub revision: i32,
     /// Deliveries so far.
@@ -114,6 +156,7 @@ impl IntentView {
             action,
             reference,
             payload: frozen(&i.payload)?,
+            frozen: i.candidate.map(as_sent).transpose()?,
             revision: i.revision,
             deliveries: i.deliveries,
             divergences: i.divergences,
@@ -164,6 +207,14 @@ pub async fn get_intent(
         Err(e) => return Err(e.into()),
     };
     Ok(Json(IntentView::of(action, reference, intent)?))
+}
+
+/// A frozen candidate, sent as the JSON text it arrived as.
+fn as_sent(text: String) -> Result<Box<RawValue>, ApiError> {
+    RawValue::from_string(text).map_err(|e| {
+        tracing::error!(error = %e, "a frozen candidate is not JSON");
+        ApiError::internal()
+    })
 }
 
 /// A frozen payload, sent as the JSON it was stored as.

@@ -27,6 +27,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
         .route("/v1/actions/{key}/begin", post(actions::begin_action))
         .route("/v1/actions/{key}/complete", post(actions::complete_action))
         .route("/v1/actions/{key}/fail", post(actions::fail_action))
+        .route("/v1/actions/{key}/renew", post(actions::renew_action))
+        .route("/v1/actions/{key}/uncertain", post(actions::mark_uncertain))
         .route(
             "/v1/actions/{key}/reconcile",
             post(actions::reconcile_action),

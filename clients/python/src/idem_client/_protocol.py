@@ -1,0 +1,271 @@
+"""The protocol both clients speak, without I/O: request bodies, how an
+answer is read, and when a call to idem may be retried.
+
+Every call the client makes is safe to repeat: recording an intent is first
+write wins, a claim names its attempt (``attempt_id``) so a retry after a
+lost answer gets its own token back, and complete, fail, reconcile, renew
+and uncertain are accepted twice with the same token. So a call is retried
+on a broken connection and on 429/502/503/504 alike, with exponential
+backoff and jitter, ``Retry-After`` honoured.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from typing import Any, Callable, Literal, Mapping, Union
+from urllib.parse import quote
+
+from ._errors import InFlight, ProblemError, Unavailable, Uncertain, problem_from
+from ._models import EventClaim, Intent
+
+JSON = Any
+OnInFlight = Literal["wait", "raise"]
+Candidate = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
+
+#: The longest wait one claim asks the server for (its bound is 20 s).
+MAX_SERVER_WAIT_MS = 20_000
+#: Statuses after which a call is repeated.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: The longest pause between two tries, whatever ``Retry-After`` says.
+MAX_BACKOFF_S = 30.0
+
+
+def backoff(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before try number ``attempt + 1`` (0-based)."""
+    if retry_after is not None and retry_after > 0:
+        return min(retry_after, MAX_BACKOFF_S)
+    base: float = min(0.25 * (2**attempt), 8.0)
+    return base * (0.5 + random.random() / 2)
+
+
+def retry_after_of(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def new_attempt_id() -> str:
+    """A fresh name for one call's attempt. Random on purpose: it names the
+    attempt, never the action (the key comes from the frozen intent)."""
+    return "py-" + uuid.uuid4().hex
+
+
+def check_candidate(candidate: object, reference: str | None) -> None:
+    """Refuses what cannot be a candidate before anything runs."""
+    if callable(candidate):
+        if not reference:
+            raise TypeError("a lazy candidate (a callable) needs reference=: the intent's reference, known before the model runs")
+        return
+    if not isinstance(candidate, Mapping):
+        raise TypeError(
+            f"the candidate must be a dict (the payload) or a zero-argument callable returning one, not {type(candidate).__name__}"
+        )
+
+
+def intent_path(action: str, reference: str) -> str:
+    return f"/v1/intents/{quote(action, safe='')}/{quote(reference, safe='')}"
+
+
+def action_path(key: str, verb: str = "") -> str:
+    return f"/v1/actions/{key}" + (f"/{verb}" if verb else "")
+
+
+def event_path(source: str, event_id: str, verb: str = "") -> str:
+    base = f"/v1/events/{quote(source, safe='')}/{quote(event_id, safe='')}"
+    return base + (f"/{verb}" if verb else "")
+
+
+def record_body(action: str, payload: Mapping[str, Any], lease_ms: int, attempt_id: str, wait_ms: int) -> dict[str, Any]:
+    return {
+        "action": action,
+        "payload": payload,
+        "claim": {"lease_ms": lease_ms, "attempt_id": attempt_id, "wait_ms": wait_ms},
+    }
+
+
+def begin_body(action: str, lease_ms: int, attempt_id: str, wait_ms: int) -> dict[str, Any]:
+    return {"action": action, "lease_ms": lease_ms, "attempt_id": attempt_id, "wait_ms": wait_ms}
+
+
+def frozen_candidate(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The candidate as first sent, from an intent document."""
+    frozen = doc.get("frozen")
+    if isinstance(frozen, Mapping):
+        return frozen  # pyright: ignore[reportUnknownVariableType]
+    # Intents recorded before idem kept the candidate: only the normalized
+    # fields exist, and a worker must know it is reading those.
+    raise ProblemError(
+        200,
+        "about:blank",
+        "No frozen candidate",
+        "this intent was recorded before idem kept the candidate as sent; read intent.normalized instead",
+    )
+
+
+def intent_of(doc: Mapping[str, Any], diverged: bool) -> Intent:
+    try:
+        return Intent(
+            key=str(doc["key"]),
+            action=str(doc["action"]),
+            reference=str(doc["reference"]),
+            payload=frozen_candidate(doc),
+            normalized=dict(doc["payload"]),
+            diverged=diverged,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise unexpected(f"an intent document without {e}") from None
+
+
+def unexpected(what: str, status: int = 200) -> ProblemError:
+    """An answer the protocol does not allow: named, never guessed around."""
+    return ProblemError(status, "about:blank", "Unexpected answer from idem", what)
+
+
+def claim_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    claim = doc.get("claim")
+    if not isinstance(claim, Mapping) or not isinstance(claim.get("status"), str):  # pyright: ignore[reportUnknownMemberType]
+        raise unexpected("POST /v1/intents with a claim answered without one")
+    return claim  # pyright: ignore[reportUnknownVariableType]
+
+
+def encode_response(value: object) -> JSON:
+    """Checks the effect's result is JSON before it is sent to be stored."""
+    json.dumps(value)
+    return value
+
+
+def error_of(status: int, body: Any, headers: Mapping[str, str]) -> ProblemError:
+    return problem_from(status, body, retry_after_of(headers) or 0.0)
+
+
+def decode(text: str, status: int) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise unexpected(f"HTTP {status} with a body that is not JSON", status) from None
+
+
+ALLOWED = {
+    "record": {200, 201},
+    "read": {200},
+    "begin": {200, 201, 202},
+    "settle": {200},
+    "event": {200, 201},
+}
+
+
+def event_claimed(ev: EventClaim, doc: Mapping[str, Any]) -> None:
+    status = doc.get("status")
+    if status == "first":
+        ev.token = int(doc["token"])
+        ev.attempt = int(doc.get("attempt", 1))
+        prev = doc.get("previous")
+        ev.previous = str(prev) if prev is not None else None
+    elif status in ("duplicate", "failed"):
+        ev.duplicate = True
+        ev.failed_before = status == "failed"
+    else:
+        raise unexpected(f"an event claim with status {status!r}")
+
+
+def hold(intent: Intent, claim: Mapping[str, Any]) -> None:
+    try:
+        intent.token = int(claim["token"])
+        intent.attempt = int(claim["attempt"])
+        intent._extend(int(claim["lease_until_ms"]))  # pyright: ignore[reportPrivateUsage]
+    except (KeyError, TypeError, ValueError):
+        raise unexpected("a claim without its token, attempt or lease") from None
+
+
+def in_flight(claim: Mapping[str, Any]) -> InFlight:
+    ms = float(claim.get("retry_after_ms", 0))
+    return InFlight(
+        409,
+        "urn:idem:problem:action-in-flight",
+        "Another attempt holds this action",
+        "another holder's lease is running: nothing ran here; call again later",
+        claim,
+        retry_after=ms / 1000,
+    )
+
+
+def uncertain_error(intent: Intent, claim: Mapping[str, Any]) -> Uncertain:
+    previous = claim.get("previous")
+    return Uncertain(
+        202,
+        "urn:idem:problem:uncertain",
+        "A previous attempt's outcome is unknown",
+        f"ask the provider about key {intent.key} and record what it says (reconcile=), never retry with a new reference",
+        claim,
+        key=intent.key,
+        previous=previous if isinstance(previous, Mapping) else None,  # pyright: ignore[reportUnknownArgumentType]
+    )
+
+
+def wait_ms(on_in_flight: OnInFlight, give_up: float) -> int:
+    if on_in_flight == "raise":
+        return 0
+    left = give_up - time.monotonic()
+    return max(0, min(MAX_SERVER_WAIT_MS, int(left * 1000)))
+
+
+def check_options(lease_ms: int, on_in_flight: str, max_wait: float) -> None:
+    if on_in_flight not in ("wait", "raise"):
+        raise TypeError(f"on_in_flight must be 'wait' or 'raise', not {on_in_flight!r}")
+    if not 1 <= lease_ms <= 3_600_000:
+        raise TypeError("lease_ms must be between 1 and 3600000")
+    if max_wait < 0:
+        raise TypeError("max_wait must be zero or more seconds")
+
+
+def unreachable(e: Exception) -> Unavailable:
+    return Unavailable(0, "urn:idem:problem:unavailable", "idem could not be reached", str(e))
+
+
+def read_answer(
+    method: str,
+    path: str,
+    kind: str,
+    status: int,
+    text: str,
+    headers: Mapping[str, str],
+    in_flight_ok: bool,
+    may_retry: bool,
+) -> dict[str, Any] | None:
+    """The answer's JSON object; ``None`` when the call should be repeated
+    (``may_retry`` and a status worth repeating); otherwise the typed error
+    is raised. An answer the protocol does not allow is named, never read as
+    a success."""
+    doc = decode(text, status)
+    if status in ALLOWED[kind]:
+        if not isinstance(doc, dict):
+            raise unexpected(f"{method} {path} answered {status} without a JSON object", status)
+        return doc  # pyright: ignore[reportUnknownVariableType]
+    if in_flight_ok and status == 409 and isinstance(doc, dict) and doc.get("type") == "urn:idem:problem:action-in-flight":  # pyright: ignore[reportUnknownMemberType]
+        until = int(doc.get("lease_until_ms", 0))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return {"status": "in_flight", "lease_until_ms": until, "retry_after_ms": (retry_after_of(headers) or 0) * 1000}
+    if status in RETRY_STATUSES and may_retry:
+        return None
+    if 200 <= status < 300:
+        raise unexpected(f"{method} {path} answered {status}", status)
+    raise error_of(status, doc, headers)
+
+
+def event_settlement(
+    ev: EventClaim, kind: type[BaseException] | None, exc: BaseException | None
+) -> tuple[str, dict[str, Any]]:
+    """How a claimed event is settled when its block ends: completed after a
+    clean exit, released for redelivery after an exception."""
+    if kind is None:
+        return event_path(ev.source, ev.event_id, "complete"), {"token": ev.token}
+    error = f"{kind.__name__}: {exc}"[:2000]
+    return event_path(ev.source, ev.event_id, "fail"), {"token": ev.token, "error": error, "retryable": True}

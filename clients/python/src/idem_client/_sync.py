@@ -1,0 +1,369 @@
+"""``Client``: the blocking client (threads, plain workers)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from types import TracebackType
+from typing import Any, Callable, Mapping, TypeVar
+
+import httpx
+
+from . import _protocol as p
+from ._errors import Failed, FailedForGood, ProblemError
+from ._models import EventClaim, Intent, Outcome
+from ._protocol import OnInFlight
+
+T = TypeVar("T")
+
+
+class Client:
+    """A blocking client of one idem server, for one tenant (the token's).
+
+    ``max_retries`` is how many times a call to idem is repeated after a
+    broken connection or a 429/502/503/504 (every call the client makes is
+    safe to repeat); ``timeout`` bounds each HTTP call, in seconds.
+    ``http_client`` replaces the ``httpx.Client`` (a proxy, a transport for
+    tests); the client then does not close it.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        if not token:
+            raise TypeError("token= is required: the tenant's API token (idem tenant create)")
+        self._owned = http_client is None
+        self._http = http_client or httpx.Client(timeout=timeout)
+        self._base = base_url.rstrip("/")
+        self._headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
+        self.max_retries = max_retries
+        self.events = Events(self)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        if self._owned:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the decorator -----------------------------------------------------
+
+    def once(
+        self,
+        action: str,
+        *,
+        lease_ms: int = 30_000,
+        on_in_flight: OnInFlight = "wait",
+        max_wait: float = 60.0,
+        reconcile: Callable[[Intent], Any] | None = None,
+    ) -> Callable[[Callable[[Intent], T]], Callable[..., Outcome[T]]]:
+        """Guards ``effect(intent)`` so it runs once per intent.
+
+        The decorated function takes the candidate payload (a dict, or a
+        zero-argument callable with ``reference=``) and returns an
+        ``Outcome``. See ``run`` for what happens in each state.
+        """
+        p.check_options(lease_ms, on_in_flight, max_wait)
+
+        def decorate(effect: Callable[[Intent], T]) -> Callable[..., Outcome[T]]:
+            @functools.wraps(effect)
+            def guarded(candidate: p.Candidate, *, reference: str | None = None) -> Outcome[T]:
+                return self.run(
+                    action,
+                    effect,
+                    candidate,
+                    reference=reference,
+                    lease_ms=lease_ms,
+                    on_in_flight=on_in_flight,
+                    max_wait=max_wait,
+                    reconcile=reconcile,
+                )
+
+            return guarded
+
+        return decorate
+
+    def run(
+        self,
+        action: str,
+        effect: Callable[[Intent], T],
+        candidate: p.Candidate,
+        *,
+        reference: str | None = None,
+        lease_ms: int = 30_000,
+        on_in_flight: OnInFlight = "wait",
+        max_wait: float = 60.0,
+        reconcile: Callable[[Intent], Any] | None = None,
+    ) -> Outcome[T]:
+        """Records the intent, claims it, and runs ``effect`` only when this
+        call holds the claim (the explicit form of ``once``).
+
+        - completed earlier: the stored response, ``replayed=True``;
+        - in flight elsewhere: waits for its outcome (``on_in_flight="wait"``,
+          at most ``max_wait`` seconds) or raises ``InFlight``;
+        - uncertain: ``reconcile(intent)``'s value is recorded as the outcome,
+          ``None`` from it runs the effect under the same key; without
+          ``reconcile``, raises ``Uncertain`` and runs nothing;
+        - the effect raises: the action is marked uncertain at once and the
+          exception propagates (``Failed`` from the effect records a known
+          failure instead).
+        """
+        p.check_options(lease_ms, on_in_flight, max_wait)
+        p.check_candidate(candidate, reference)
+        give_up = time.monotonic() + max_wait
+        attempt_id = p.new_attempt_id()
+        payload = self._payload(action, candidate, reference)
+        doc = self._call(
+            "POST",
+            "/v1/intents",
+            p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
+            "record",
+        )
+        intent = p.intent_of(doc, bool(doc.get("diverged")))
+        claim = p.claim_of(doc)
+        while claim["status"] == "in_flight":
+            wait_ms = p.wait_ms(on_in_flight, give_up)
+            if wait_ms == 0:
+                raise p.in_flight(claim)
+            claim = self._call(
+                "POST",
+                p.action_path(intent.key, "begin"),
+                p.begin_body(action, lease_ms, attempt_id, wait_ms),
+                "begin",
+                in_flight_ok=True,
+            )
+        return self._settle(intent, claim, effect, lease_ms, reconcile)
+
+    # -- what a claim leads to ----------------------------------------------
+
+    def _settle(
+        self,
+        intent: Intent,
+        claim: Mapping[str, Any],
+        effect: Callable[[Intent], T],
+        lease_ms: int,
+        reconcile: Callable[[Intent], Any] | None,
+    ) -> Outcome[T]:
+        status = claim["status"]
+        if status == "completed":
+            return Outcome(
+                response=claim.get("response"),  # type: ignore[arg-type]
+                replayed=True,
+                key=intent.key,
+                attempt=int(claim.get("attempt", 0)),
+                reconciled=bool(claim.get("reconciled", False)),
+                intent=intent,
+            )
+        if status == "failed":
+            error = str(claim.get("error", ""))
+            raise FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, claim, error=error)
+        if status not in ("claimed", "uncertain"):
+            raise p.unexpected(f"a claim with status {status!r}")
+        p.hold(intent, claim)
+        if status == "uncertain":
+            if reconcile is None:
+                # Nobody here can tell what happened: hand the claim back at
+                # once (still uncertain) so the work queue shows it now.
+                self._markp.uncertain_error(intent, "uncertain: the client has no reconcile function")
+                raise p.uncertain_error(intent, claim)
+            try:
+                found = reconcile(intent)
+            except BaseException as e:
+                self._markp.uncertain_error(intent, f"reconcile raised {type(e).__name__}: {e}")
+                raise
+            if found is not None:
+                self._call(
+                    "POST",
+                    p.action_path(intent.key, "reconcile"),
+                    {"token": intent.token, "outcome": "completed", "response": p.encode_response(found)},
+                    "settle",
+                )
+                return Outcome(found, False, intent.key, intent.attempt, True, intent)
+        return self._execute(intent, effect, lease_ms)
+
+    def _execute(self, intent: Intent, effect: Callable[[Intent], T], lease_ms: int) -> Outcome[T]:
+        renewer = _Renewer(self, intent, lease_ms)
+        renewer.start()
+        try:
+            result = effect(intent)
+        except Failed as f:
+            renewer.stop()
+            self._call(
+                "POST",
+                p.action_path(intent.key, "fail"),
+                {"token": intent.token, "error": f.error, "retryable": f.retryable},
+                "settle",
+            )
+            raise
+        except BaseException as e:
+            renewer.stop()
+            # A timeout may hide a charge: the outcome is unknown, never
+            # "not done", and the next attempt must not guess.
+            self._markp.uncertain_error(intent, f"the effect raised {type(e).__name__}: {e}")
+            raise
+        renewer.stop()
+        try:
+            response = p.encode_response(result)
+        except (TypeError, ValueError) as e:
+            self._markp.uncertain_error(intent, "the effect's result is not JSON")
+            raise TypeError(f"the effect's result must be JSON-serializable to be stored: {e}") from e
+        self._call(
+            "POST",
+            p.action_path(intent.key, "complete"),
+            {"token": intent.token, "response": response},
+            "settle",
+        )
+        return Outcome(result, False, intent.key, intent.attempt, False, intent)
+
+    def _mark_uncertain(self, intent: Intent, why: str) -> None:
+        try:
+            self._call("POST", p.action_path(intent.key, "uncertain"), {"token": intent.token, "error": why[:2000]}, "settle")
+        except ProblemError:
+            # The lease still ends on its own and the action is uncertain
+            # then; the original exception is what the caller must see.
+            pass
+
+    def _payload(self, action: str, candidate: p.Candidate, reference: str | None) -> Mapping[str, Any]:
+        if not callable(candidate):
+            return candidate
+        assert reference is not None
+        doc = self.get_intent(action, reference)
+        if doc is not None:
+            # Frozen already: the model is not called again.
+            return p.frozen_candidate(doc)
+        fresh = candidate()
+        if not isinstance(fresh, Mapping):
+            raise TypeError(f"the lazy candidate returned {type(fresh).__name__}, not a dict")
+        return fresh
+
+    # -- the API, one call each ----------------------------------------------
+
+    def get_intent(self, action: str, reference: str) -> dict[str, Any] | None:
+        """The frozen intent, or ``None`` when none was recorded."""
+        try:
+            return self._call("GET", p.intent_path(action, reference), None, "read")
+        except ProblemError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def record(self, action: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /v1/intents``: records a delivery (first write wins)."""
+        return self._call("POST", "/v1/intents", {"action": action, "payload": payload}, "record")
+
+    def get_action(self, key: str) -> dict[str, Any]:
+        """``GET /v1/actions/{key}``."""
+        return self._call("GET", p.action_path(key), None, "read")
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        kind: str,
+        *,
+        in_flight_ok: bool = False,
+    ) -> dict[str, Any]:
+        tries = 0
+        while True:
+            try:
+                r = self._http.request(method, self._base + path, json=body, headers=self._headers)
+            except httpx.TransportError as e:
+                if tries >= self.max_retries:
+                    raise p.unreachable(e) from e
+                time.sleep(p.backoff(tries, None))
+                tries += 1
+                continue
+            retry = tries < self.max_retries
+            doc = p.read_answer(method, path, kind, r.status_code, r.text, r.headers, in_flight_ok, retry)
+            if doc is not None:
+                return doc
+            time.sleep(p.backoff(tries, p.retry_after_of(r.headers)))
+            tries += 1
+
+
+class Events:
+    """Queue and webhook deduplication (``client.events``)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def claim(self, source: str, event_id: str, *, lease_ms: int = 30_000) -> _EventScope:
+        """A context manager: ``with client.events.claim("rabbitmq", msg_id) as ev``.
+
+        ``ev.duplicate`` is true when the event was handled before (only
+        acknowledge it). A clean exit completes the claim; an exception
+        releases it, so a redelivery runs again. Another consumer holding it
+        raises ``InFlight``.
+        """
+        return _EventScope(self._client, source, event_id, lease_ms)
+
+
+class _EventScope:
+    def __init__(self, client: Client, source: str, event_id: str, lease_ms: int) -> None:
+        self._c = client
+        self._ev = EventClaim(source, event_id, duplicate=False)
+        self._lease_ms = lease_ms
+
+    def __enter__(self) -> EventClaim:
+        doc = self._c._call(  # pyright: ignore[reportPrivateUsage]
+            "POST", p.event_path(self._ev.source, self._ev.event_id), {"lease_ms": self._lease_ms}, "event"
+        )
+        p.event_claimed(self._ev, doc)
+        return self._ev
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        ev = self._ev
+        if ev.duplicate or ev.token is None or ev.settled:
+            return
+        path, body = p.event_settlement(ev, kind, exc)
+        self._c._call("POST", path, body, "settle")  # pyright: ignore[reportPrivateUsage]
+        ev.settled = True
+
+
+class _Renewer:
+    """Renews the claim's lease every third of it while the effect runs, so
+    an effect longer than the lease keeps its claim. A renewal refused means
+    the claim was lost: ``complete`` will then raise ``StaleToken``."""
+
+    def __init__(self, client: Client, intent: Intent, lease_ms: int) -> None:
+        self._client = client
+        self._intent = intent
+        self._lease_ms = lease_ms
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"idem-renew-{intent.key[:8]}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        every = max(self._lease_ms / 3000, 0.05)
+        while not self._stop.wait(every):
+            try:
+                doc = self._client._call(  # pyright: ignore[reportPrivateUsage]
+                    "POST",
+                    p.action_path(self._intent.key, "renew"),
+                    {"token": self._intent.token, "lease_ms": self._lease_ms},
+                    "settle",
+                )
+            except ProblemError:
+                return
+            self._intent._extend(int(doc.get("lease_until_ms", 0)))  # pyright: ignore[reportPrivateUsage]
+
+
