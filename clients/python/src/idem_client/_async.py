@@ -320,6 +320,6 @@ class _AsyncEventScope:
         ev = self._ev
         if ev.duplicate or ev.token is None or ev.settled:
             return
-        path, body = p.event_settlement(ev, kind, exc)
+        path, body = p.event_settlement(ev, kind)
         await self._c._call("POST", path, body, "settle")  # pyright: ignore[reportPrivateUsage]
         ev.settled = True

@@ -260,12 +260,9 @@ def read_answer(
     raise error_of(status, doc, headers)
 
 
-def event_settlement(
-    ev: EventClaim, kind: type[BaseException] | None, exc: BaseException | None
-) -> tuple[str, dict[str, Any]]:
+def event_settlement(ev: EventClaim, kind: type[BaseException] | None) -> tuple[str, dict[str, Any]]:
     """How a claimed event is settled when its block ends: completed after a
     clean exit, released for redelivery after an exception."""
     if kind is None:
         return event_path(ev.source, ev.event_id, "complete"), {"token": ev.token}
-    error = f"{kind.__name__}: {exc}"[:2000]
-    return event_path(ev.source, ev.event_id, "fail"), {"token": ev.token, "error": error, "retryable": True}
+    return event_path(ev.source, ev.event_id, "fail"), {"token": ev.token, "retryable": True}

@@ -6,7 +6,7 @@ import functools
 import threading
 import time
 from types import TracebackType
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar, cast
 
 import httpx
 
@@ -176,12 +176,12 @@ class Client:
             if reconcile is None:
                 # Nobody here can tell what happened: hand the claim back at
                 # once (still uncertain) so the work queue shows it now.
-                self._markp.uncertain_error(intent, "uncertain: the client has no reconcile function")
+                self._mark_uncertain(intent, "uncertain: the client has no reconcile function")
                 raise p.uncertain_error(intent, claim)
             try:
                 found = reconcile(intent)
             except BaseException as e:
-                self._markp.uncertain_error(intent, f"reconcile raised {type(e).__name__}: {e}")
+                self._mark_uncertain(intent, f"reconcile raised {type(e).__name__}: {e}")
                 raise
             if found is not None:
                 self._call(
@@ -211,13 +211,13 @@ class Client:
             renewer.stop()
             # A timeout may hide a charge: the outcome is unknown, never
             # "not done", and the next attempt must not guess.
-            self._markp.uncertain_error(intent, f"the effect raised {type(e).__name__}: {e}")
+            self._mark_uncertain(intent, f"the effect raised {type(e).__name__}: {e}")
             raise
         renewer.stop()
         try:
             response = p.encode_response(result)
         except (TypeError, ValueError) as e:
-            self._markp.uncertain_error(intent, "the effect's result is not JSON")
+            self._mark_uncertain(intent, "the effect's result is not JSON")
             raise TypeError(f"the effect's result must be JSON-serializable to be stored: {e}") from e
         self._call(
             "POST",
@@ -243,10 +243,11 @@ class Client:
         if doc is not None:
             # Frozen already: the model is not called again.
             return p.frozen_candidate(doc)
-        fresh = candidate()
+        # Typed as a mapping, but a model's output is whatever it is.
+        fresh = cast(object, candidate())
         if not isinstance(fresh, Mapping):
             raise TypeError(f"the lazy candidate returned {type(fresh).__name__}, not a dict")
-        return fresh
+        return cast(Mapping[str, Any], fresh)
 
     # -- the API, one call each ----------------------------------------------
 
@@ -328,7 +329,7 @@ class _EventScope:
         ev = self._ev
         if ev.duplicate or ev.token is None or ev.settled:
             return
-        path, body = p.event_settlement(ev, kind, exc)
+        path, body = p.event_settlement(ev, kind)
         self._c._call("POST", path, body, "settle")  # pyright: ignore[reportPrivateUsage]
         ev.settled = True
 

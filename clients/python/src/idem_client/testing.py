@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Generator
 
 import httpx
 
@@ -78,7 +78,7 @@ def serve(
     demo: bool = True,
     extra_args: tuple[str, ...] = (),
     startup_timeout: float = 30.0,
-) -> Iterator[Server]:
+) -> Generator[Server, None, None]:
     """Starts ``idem serve`` on a free loopback port and stops it on exit."""
     exe = find_binary(binary)
     with tempfile.TemporaryDirectory(prefix="idem-test-") as tmp:
