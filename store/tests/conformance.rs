@@ -98,7 +98,264 @@ idem_testkit::both!(
     the_uncertain_list_shows_each_keys_intent,
     demo_ledger_follows_the_transaction_and_the_tenant,
     a_stored_state_no_machine_has_is_corrupt_data,
+    the_candidate_is_frozen_as_its_first_delivery_sent_it,
+    concurrent_records_freeze_one_candidate_as_sent,
+    a_claim_asked_again_by_its_attempt_gets_the_same_token,
+    a_held_claim_is_renewed_and_a_lost_one_is_not,
+    an_unknown_outcome_is_uncertain_at_once,
 );
+
+/// The first delivery's candidate is kept as it was sent, byte for byte
+/// (the worker's names and formats: `"180.00"`, not the key's cents); a
+/// redelivery, identical or divergent, never replaces it; a correction does.
+async fn the_candidate_is_frozen_as_its_first_delivery_sent_it(h: &H) {
+    let first = r#"{"cliente_id": "cli-1",  "valor": "180.00", "chave_pix_destino": "+55 11 98888-7777", "referencia_intencao": "FAT-C", "nota": [1, 2]}"#;
+    let r1 = record(h, &h.tenant, first).await;
+    assert!(r1.inserted);
+    assert_eq!(r1.candidate.as_deref(), Some(first));
+    assert_eq!(r1.payload.to_json().contains("\"18000\""), true);
+    // The same intent written another way, then a divergent one.
+    let same = r#"{"cliente_id":"cli-1","valor":"180.0","chave_pix_destino":"+5511988887777","referencia_intencao":"FAT-C"}"#;
+    let r2 = record(h, &h.tenant, same).await;
+    assert!(!r2.inserted && !r2.diverged);
+    assert_eq!(r2.candidate.as_deref(), Some(first));
+    let r3 = record(h, &h.tenant, &pix("FAT-C", "1800.00")).await;
+    assert!(r3.diverged);
+    assert_eq!(r3.candidate.as_deref(), Some(first));
+    let read = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent(&h.tenant, "pix.cobranca", "FAT-C")
+        .await
+        .unwrap();
+    assert_eq!(read.candidate.as_deref(), Some(first));
+    // A correction is a person's new candidate: it is frozen instead.
+    let fixed = pix("FAT-C", "181.00");
+    let c = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .correct_intent(
+            &h.tenant,
+            "pix.cobranca",
+            &Payload::from_json(&fixed).unwrap(),
+            "amount",
+        )
+        .await
+        .unwrap();
+    assert!(c.changed);
+    assert_eq!(c.intent.candidate.as_deref(), Some(fixed.as_str()));
+    let (_, _, by_key) = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent_by_key(&h.tenant, &c.intent.key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(by_key.candidate.as_deref(), Some(fixed.as_str()));
+}
+
+/// Concurrent first deliveries (coalesced into one statement on
+/// PostgreSQL) freeze exactly one of the candidates as sent, and every
+/// caller is told the same one.
+async fn concurrent_records_freeze_one_candidate_as_sent(h: &H) {
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let store = h.store.clone();
+            let tenant = h.tenant.clone();
+            // Two spellings of one amount: one normalized payload, one key.
+            let valor = if i % 2 == 0 { "180.00" } else { "180.0" };
+            let json = pix("FAT-CC", valor);
+            tokio::spawn(async move {
+                let p = Payload::from_json(&json).unwrap();
+                store
+                    .record_intent(&tenant, "pix.cobranca", &p)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut frozen = Vec::new();
+    for t in tasks {
+        frozen.push(t.await.unwrap().candidate.unwrap());
+    }
+    assert!(
+        frozen.iter().all(|c| c == &frozen[0]),
+        "one frozen candidate"
+    );
+    assert!(frozen[0] == pix("FAT-CC", "180.00") || frozen[0] == pix("FAT-CC", "180.0"));
+}
+
+/// A claimer whose answer was lost asks again with the same attempt id and
+/// gets its own claim back, token and all; another attempt is in flight;
+/// once the lease ran out, the same id is a new claim like any other.
+async fn a_claim_asked_again_by_its_attempt_gets_the_same_token(h: &H) {
+    let lease = Duration::from_secs(30);
+    let (t, a) = (&h.tenant, pix_action());
+    let first = h
+        .store
+        .begin_attempt(t, &a, &k(41), lease, Some("w-1"))
+        .await
+        .unwrap();
+    let again = h
+        .store
+        .begin_attempt(t, &a, &k(41), lease, Some("w-1"))
+        .await
+        .unwrap();
+    assert_eq!(first, again);
+    assert!(matches!(
+        first,
+        Begin::Claimed {
+            token: 1,
+            attempt: 1,
+            ..
+        }
+    ));
+    assert!(matches!(
+        h.store
+            .begin_attempt(t, &a, &k(41), lease, Some("w-2"))
+            .await
+            .unwrap(),
+        Begin::InFlight { .. }
+    ));
+    assert!(matches!(
+        h.store.begin_action(t, &a, &k(41), lease).await.unwrap(),
+        Begin::InFlight { .. }
+    ));
+    // Another tenant's attempt of the same name holds nothing here.
+    let other = h.tenant("outra-loja");
+    assert!(matches!(
+        h.store
+            .begin_attempt(&other, &a, &k(41), lease, Some("w-1"))
+            .await
+            .unwrap(),
+        Begin::Claimed { token: 1, .. }
+    ));
+    // An uncertain takeover asked again is the same takeover.
+    h.clock.advance(Duration::from_secs(31));
+    let took = h
+        .store
+        .begin_attempt(t, &a, &k(41), lease, Some("w-2"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        took,
+        Begin::Uncertain {
+            token: 2,
+            attempt: 2,
+            ..
+        }
+    ));
+    assert_eq!(
+        h.store
+            .begin_attempt(t, &a, &k(41), lease, Some("w-2"))
+            .await
+            .unwrap(),
+        took
+    );
+    let mut s = h.store.session().await.unwrap();
+    s.complete(t, &k(41), 2, "{}").await.unwrap();
+    assert!(matches!(
+        h.store
+            .begin_attempt(t, &a, &k(41), lease, Some("w-2"))
+            .await
+            .unwrap(),
+        Begin::Completed {
+            attempts: 2,
+            reconciled: false,
+            ..
+        }
+    ));
+}
+
+/// Renewing extends the holder's lease from now; a token whose lease ran
+/// out, or that a newer claim replaced, is refused and changes nothing.
+async fn a_held_claim_is_renewed_and_a_lost_one_is_not(h: &H) {
+    let lease = Duration::from_secs(10);
+    let (t, a) = (&h.tenant, pix_action());
+    h.store.begin_action(t, &a, &k(42), lease).await.unwrap();
+    let mut s = h.store.session().await.unwrap();
+    h.clock.advance(Duration::from_secs(8));
+    let until = s.renew(t, &k(42), 1, lease).await.unwrap();
+    assert_eq!(until, T0 + 18_000);
+    // Past the first lease, within the renewed one: still held.
+    h.clock.advance(Duration::from_secs(5));
+    assert!(matches!(
+        h.store.begin_action(t, &a, &k(42), lease).await.unwrap(),
+        Begin::InFlight { lease_until_ms } if lease_until_ms == T0 + 18_000
+    ));
+    assert!(matches!(
+        s.renew(t, &k(42), 2, lease).await,
+        Err(Error::StaleToken {
+            token: 2,
+            current: 1,
+            ..
+        })
+    ));
+    // The renewed lease runs out: renewing is too late.
+    h.clock.advance(Duration::from_secs(6));
+    assert!(matches!(
+        s.renew(t, &k(42), 1, lease).await,
+        Err(Error::LeaseLost { token: 1 })
+    ));
+    assert!(matches!(
+        h.store.begin_action(t, &a, &k(42), lease).await.unwrap(),
+        Begin::Uncertain { token: 2, .. }
+    ));
+    assert!(matches!(
+        s.renew(t, &k(42), 1, lease).await,
+        Err(Error::StaleToken {
+            token: 1,
+            current: 2,
+            ..
+        })
+    ));
+    assert!(matches!(
+        s.renew(t, &k(99), 1, lease).await,
+        Err(Error::NotFound)
+    ));
+}
+
+/// An effect that raised leaves its outcome unknown: marked so, the next
+/// claim is uncertain at once (no waiting for the lease), it is counted
+/// once, and a stale token cannot mark anything.
+async fn an_unknown_outcome_is_uncertain_at_once(h: &H) {
+    let lease = Duration::from_secs(600);
+    let (t, a) = (&h.tenant, pix_action());
+    h.store.begin_action(t, &a, &k(43), lease).await.unwrap();
+    let mut s = h.store.session().await.unwrap();
+    s.mark_uncertain(t, &k(43), 1, "read timeout")
+        .await
+        .unwrap();
+    // Said twice (a retried request): not a conflict.
+    s.mark_uncertain(t, &k(43), 1, "read timeout")
+        .await
+        .unwrap();
+    let stored = s.action(t, &k(43)).await.unwrap();
+    assert_eq!(stored.state, ActionState::Uncertain);
+    assert_eq!(stored.error.as_deref(), Some("read timeout"));
+    let next = h.store.begin_action(t, &a, &k(43), lease).await.unwrap();
+    assert!(
+        matches!(next, Begin::Uncertain { token: 2, attempt: 2, ref previous, .. } if previous.token == 1),
+        "{next:?}"
+    );
+    assert!(matches!(
+        s.mark_uncertain(t, &k(43), 1, "late").await,
+        Err(Error::StaleToken {
+            token: 1,
+            current: 2,
+            ..
+        })
+    ));
+    h.store.flush_stats().await.unwrap();
+    let report = hour(h, t).await;
+    assert_eq!(report.totals.actions_uncertain, 1, "counted once");
+}
 
 /// A row whose state no state machine has (written past the schema's
 /// check, as only a broken tool could) is reported as corrupt data, the

@@ -194,7 +194,170 @@ idem_testkit::both!(
     a_second_secret_on_the_same_database_refuses_to_start,
     the_conformance_fixture_grades_the_layer,
     the_readmes_worker_charges_once,
+    record_and_claim_renew_uncertain_and_wait,
 );
+
+/// The protocol a client library builds on: record and claim in one call,
+/// the candidate frozen as sent, a lost answer recovered by its attempt id,
+/// renew, uncertain now, and a begin that waits for the holder's outcome.
+async fn record_and_claim_renew_uncertain_and_wait(s: &Srv) {
+    let mut body = cobranca("180.00");
+    body["claim"] = json!({"lease_ms": 30000, "attempt_id": "w-1"});
+    let first = s.post(&s.a, "/v1/intents", &body).await;
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["frozen"], body["payload"], "the candidate as sent");
+    assert_eq!(
+        first["payload"]["valor"], "18000",
+        "the key's normalized form"
+    );
+    assert_eq!(first["claim"]["status"], "claimed");
+    assert_eq!(first["claim"]["token"], 1);
+    let key = first["key"].as_str().unwrap().to_owned();
+    // The same attempt again (its answer was lost): the same claim.
+    let again: Value = s
+        .post(&s.a, "/v1/intents", &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["claim"], first["claim"]);
+    // A divergent delivery from another attempt: the frozen candidate, and
+    // the claim is in flight (no 409: the intent's answer is still there).
+    let mut other = cobranca("1800.00");
+    other["claim"] = json!({"attempt_id": "w-2"});
+    let other: Value = s
+        .post(&s.a, "/v1/intents", &other)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["diverged"], true);
+    assert_eq!(other["frozen"]["valor"], "180.00");
+    assert_eq!(other["claim"]["status"], "in_flight");
+    assert!(other["claim"]["retry_after_ms"].as_i64().unwrap() > 0);
+
+    // Renew: the holder extends; a stale token is refused.
+    let renewed = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key}/renew"),
+            &json!({"token": 1, "lease_ms": 60000}),
+        )
+        .await;
+    assert_eq!(renewed.status(), 200);
+    let renewed: Value = renewed.json().await.unwrap();
+    assert!(renewed["lease_until_ms"].as_i64() > first["claim"]["lease_until_ms"].as_i64());
+    let stale = problem(
+        s.post(
+            &s.a,
+            &format!("/v1/actions/{key}/renew"),
+            &json!({"token": 7}),
+        )
+        .await,
+        409,
+    )
+    .await;
+    assert_eq!(stale["type"], "urn:idem:problem:stale-token");
+
+    // Uncertain now: the next begin is a takeover at once.
+    let marked = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key}/uncertain"),
+            &json!({"token": 1, "error": "read timeout"}),
+        )
+        .await;
+    assert_eq!(marked.status(), 200);
+    let marked: Value = marked.json().await.unwrap();
+    assert_eq!(
+        (marked["state"].as_str(), marked["error"].as_str()),
+        (Some("uncertain"), Some("read timeout"))
+    );
+    let took = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key}/begin"),
+            &json!({"action": "pix.cobranca", "attempt_id": "w-3"}),
+        )
+        .await;
+    assert_eq!(took.status(), 202);
+    let took: Value = took.json().await.unwrap();
+    assert_eq!(
+        (took["token"].as_i64(), took["previous"]["token"].as_i64()),
+        (Some(2), Some(1))
+    );
+
+    // Wait: a begin that waits is answered with the holder's outcome.
+    let done = {
+        let http = s.http.clone();
+        let url = s.url(&format!("/v1/actions/{key}/complete"));
+        let token = s.a.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            http.post(url)
+                .bearer_auth(token)
+                .json(&json!({"token": 2, "response": {"charge_id": "ch_1"}}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    let started = std::time::Instant::now();
+    let waited = s
+        .post(
+            &s.a,
+            &format!("/v1/actions/{key}/begin"),
+            &json!({"action": "pix.cobranca", "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(done.await.unwrap(), 200);
+    assert_eq!(waited.status(), 200);
+    let waited: Value = waited.json().await.unwrap();
+    assert_eq!(waited["status"], "completed");
+    assert_eq!(waited["response"]["charge_id"], "ch_1");
+    assert_eq!(
+        (waited["attempt"].as_i64(), waited["reconciled"].as_bool()),
+        (Some(2), Some(false))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered when the holder finished"
+    );
+
+    // Bad claim options: 422 naming the field, and nothing recorded.
+    for (claim, field) in [
+        (json!({"lease_ms": 0}), "lease_ms"),
+        (json!({"wait_ms": 20001}), "wait_ms"),
+        (json!({"attempt_id": "has space"}), "attempt_id"),
+        (json!({"attempt_id": "x".repeat(129)}), "attempt_id"),
+        (json!({"bogus": 1}), "bogus"),
+    ] {
+        let mut body = cobranca("1.00");
+        body["payload"]["referencia_intencao"] = json!("FAT-BAD");
+        body["claim"] = claim;
+        let p = s.post(&s.a, "/v1/intents", &body).await;
+        assert!(matches!(p.status().as_u16(), 400 | 422), "{field}");
+        let p: Value = p.json().await.unwrap();
+        assert!(
+            p["detail"].as_str().unwrap().contains(field),
+            "{field}: {p}"
+        );
+    }
+    problem(s.get(&s.a, "/v1/intents/pix.cobranca/FAT-BAD").await, 404).await;
+    // Another tenant cannot renew or mark this tenant's action.
+    problem(
+        s.post(
+            &s.b,
+            &format!("/v1/actions/{key}/uncertain"),
+            &json!({"token": 2, "error": "x"}),
+        )
+        .await,
+        404,
+    )
+    .await;
+}
 
 fn cobranca(valor: &str) -> Value {
     json!({
