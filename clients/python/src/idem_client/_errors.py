@@ -44,7 +44,7 @@ class Unauthorized(ProblemError):
 
 
 class TenantDisabled(ProblemError):
-    """403: the token's tenant is disabled."""
+    """The token's tenant is disabled (`idem tenant disable`)."""
 
 
 class InFlight(ProblemError):
