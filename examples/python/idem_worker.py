@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""idem's reference queue consumer, in Python (standard library + pika).
+"""idem's reference queue consumer, in Python (idem_client + pika).
 
 For every message: claim it as an event (a copy or a redelivery of a handled
-message is a duplicate: acknowledge it and skip the model), record the intent
-or read the one frozen by an earlier delivery, charge with the intent's key,
-complete the event, acknowledge. A worker killed anywhere in between leaves
-nothing half done: the broker redelivers, the claim's lease runs out, and the
-next delivery charges with the same key, which replays instead of charging
-again.
+message is a duplicate: acknowledge it and skip the model), then charge
+through idem_client's guard. The intent is recorded before acting (the
+model runs only while nothing is frozen for the reference), the charge runs
+only in the call that holds the claim, on the payload the first delivery
+froze and with the key derived from it, and an outcome left unknown by a
+killed worker or a lost answer is reconciled by re-sending with the same
+key (the provider deduplicates it). A worker killed anywhere in between
+leaves nothing half done: the broker redelivers, the claims' leases run
+out, and the next delivery finds the charge instead of repeating it.
 
 It runs as a worker of `idem simulate --broker ... --strategies idem
 --worker-command "python3 examples/python/idem_worker.py"`, which sets:
@@ -18,6 +21,7 @@ It runs as a worker of `idem simulate --broker ... --strategies idem
                                          the simulation's faults
 The lines it prints on stdout (`emit`) and the kill points (`point`) are the
 simulation's hooks, not part of the pattern: drop them when you copy it.
+Needs `pip install pika ./clients/python`.
 """
 
 import json
@@ -26,10 +30,12 @@ import random
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+from decimal import Decimal
 
+import httpx
 import pika
+
+import idem_client
 
 BASE = os.environ["IDEM_URL"]
 TOKEN = os.environ["IDEM_TOKEN"]
@@ -37,6 +43,9 @@ LEASE_MS = int(os.environ.get("IDEM_SIM_LEASE_MS", "30000"))
 KILL_RATE = float(os.environ.get("IDEM_SIM_KILL_RATE", "0"))
 TIMEOUT_RATE = float(os.environ.get("IDEM_SIM_TIMEOUT_RATE", "0"))
 DIVERGENCE_RATE = float(os.environ.get("IDEM_SIM_DIVERGENCE_RATE", "0"))
+
+client = idem_client.Client(BASE, TOKEN)
+psp = httpx.Client(base_url=BASE, headers={"authorization": "Bearer " + TOKEN}, timeout=30)
 
 
 def emit(**line):
@@ -52,64 +61,58 @@ def point(at):
         os._exit(3)
 
 
-def call(method, path, body=None, headers=None):
-    """One request to idem: (status, JSON body), or (None, None) without an answer."""
-    req = urllib.request.Request(
-        BASE + path,
-        method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json", **(headers or {})},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=30) as res:
-            return res.status, json.loads(res.read() or b"null")
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.loads(e.read() or b"null")
-        except ValueError:
-            return e.code, None
-    except (OSError, ValueError):
-        return None, None
-
-
 def model(msg, redelivered):
     """The model stub: right the first time; a retry may read another amount."""
     emit(ev="model")
     amount = msg["amount_cents"]
     if (redelivered or msg.get("retry")) and random.random() < DIVERGENCE_RATE:
         amount += 100 * random.randint(1, 49)
-    return amount, msg["destination"]
+    return {
+        "cliente_id": msg["reference"],
+        "valor": "%d.%02d" % divmod(amount, 100),
+        "chave_pix_destino": msg["destination"],
+        "referencia_intencao": msg["reference"],
+    }
 
 
-def intent(msg, redelivered):
-    """The frozen intent (key, amount in cents, Pix key), recorded first if new."""
-    status, v = call("GET", "/v1/intents/pix.cobranca/" + msg["reference"])
-    if status == 404:
-        amount, dest = model(msg, redelivered)
-        payload = {
-            "cliente_id": msg["reference"],
-            "valor": "%d.%02d" % divmod(amount, 100),
-            "chave_pix_destino": dest,
-            "referencia_intencao": msg["reference"],
-        }
-        status, v = call("POST", "/v1/intents", {"action": "pix.cobranca", "payload": payload})
-    if status not in (200, 201):
-        return None
-    frozen = v["payload"]  # the amount rule freezes money as whole cents
-    return v["key"], int(frozen["valor"]), frozen["chave_pix_destino"]
-
-
-def charge(key, amount, reference, dest):
-    """Charge with the intent's key: 'done', 'retry' (busy or no answer) or 'refused'."""
-    headers = {"Idempotency-Key": key}
-    if random.random() < TIMEOUT_RATE:
+def send(intent, fault=False):
+    """The provider call, with the intent's key: its answer, or an exception
+    when it refused (Failed) or did not answer (the outcome is unknown)."""
+    frozen = intent.payload  # the candidate as first sent: "180.00", not cents
+    body = {
+        "amount_cents": int(Decimal(frozen["valor"]) * 100),
+        "currency": "BRL",
+        "customer": frozen["referencia_intencao"] + "|" + frozen["chave_pix_destino"],
+    }
+    headers = {"Idempotency-Key": intent.key}
+    if fault:
         headers["Idem-Demo-Fault"] = "drop"  # the answer is lost after the charge
-    body = {"amount_cents": amount, "currency": "BRL", "customer": reference + "|" + dest}
+    r = psp.post("/v1/demo/charges", json=body, headers=headers)
+    if 200 <= r.status_code < 300:
+        return r.json()
+    if r.status_code == 422:
+        raise idem_client.Failed(r.text, retryable=False)
+    raise RuntimeError("the provider answered %d" % r.status_code)
+
+
+def resend(intent):
+    """Reconciles an uncertain charge: the provider honours the key, so the
+    same request again returns the first charge (or makes it, once)."""
+    return send(intent)
+
+
+@client.once("pix.cobranca", lease_ms=LEASE_MS, max_wait=LEASE_MS / 1000 + 5, reconcile=resend)
+def charge(intent):
+    point("after-intent")
     result = {}
-    sending = threading.Thread(
-        target=lambda: result.update(status=call("POST", "/v1/demo/charges", body, headers)[0]),
-        daemon=True,
-    )
+
+    def run():
+        try:
+            result["ok"] = send(intent, fault=random.random() < TIMEOUT_RATE)
+        except Exception as e:  # handed to the caller below
+            result["error"] = e
+
+    sending = threading.Thread(target=run, daemon=True)
     sending.start()
     if random.random() < KILL_RATE:
         time.sleep(0.001)
@@ -117,47 +120,31 @@ def charge(key, amount, reference, dest):
         time.sleep(30)
         os._exit(3)
     sending.join()
-    status = result.get("status")
-    if status is not None and 200 <= status < 300:
-        return "done"
-    if status is None or status == 409 or status >= 500:
-        return "retry"
-    return "refused"
+    if "error" in result:
+        raise result["error"]
+    return result["ok"]
 
 
 def handle(msg, redelivered):
     """True: acknowledge; False: give the message back to the broker."""
-    event = "/v1/events/rabbitmq/" + msg["reference"]
-    status, v = call("POST", event, {"lease_ms": LEASE_MS})
-    if status == 200:  # handled before (a copy or a redelivery): drop it
+    try:
+        with client.events.claim("rabbitmq", msg["reference"], lease_ms=LEASE_MS) as ev:
+            if ev.duplicate:  # handled before (a copy or a redelivery): drop it
+                return True
+            if ev.previous == "expired":
+                emit(ev="takeover")
+            point("before-intent")
+            charge(lambda: model(msg, redelivered), reference=msg["reference"])
+            point("after-charge")
         return True
-    if status == 409:  # another worker holds it: give it back when its lease ends
-        wait_ms = v["lease_until_ms"] - time.time() * 1000
-        time.sleep(max(0, min(wait_ms, LEASE_MS)) / 1000)
+    except idem_client.InFlight as e:  # another worker holds it: give it back after its lease
+        time.sleep(max(0.0, min(e.retry_after, LEASE_MS / 1000)))
         return False
-    if status != 201:
-        time.sleep(0.2)
-        return False
-    if v.get("previous") == "expired":
-        emit(ev="takeover")
-    token = v["token"]
-    point("before-intent")
-    frozen = intent(msg, redelivered)
-    if frozen is None:
-        call("POST", event + "/fail", {"token": token, "retryable": True})
-        time.sleep(0.2)
-        return False
-    key, amount, dest = frozen
-    point("after-intent")
-    outcome = charge(key, amount, msg["reference"], dest)
-    if outcome == "done":
-        point("after-charge")
-        call("POST", event + "/complete", {"token": token})
+    except (idem_client.Failed, idem_client.FailedForGood):  # the provider refused for good
         return True
-    call("POST", event + "/fail", {"token": token, "retryable": outcome == "retry"})
-    if outcome == "retry":
+    except Exception:  # an unknown outcome, or idem unreachable: the claim was released
         time.sleep(0.2)
-    return outcome == "refused"
+        return False
 
 
 def main():

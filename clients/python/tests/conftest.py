@@ -1,11 +1,12 @@
 """Fixtures: a real ``idem serve`` per backend (SQLite always, PostgreSQL
 when ``IDEM_TEST_POSTGRES_URL`` is set, else those tests are skipped), a
 fresh tenant per test, and the demo payment provider as the PSP whose
-ledger is the oracle."""
+ledger (GET /v1/demo/ledger) is the oracle."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from typing import Any, Iterator
 
@@ -28,8 +29,16 @@ def server(request: pytest.FixtureRequest) -> Iterator[Server]:
         url = os.environ.get("IDEM_TEST_POSTGRES_URL")
         if not url:
             pytest.skip("IDEM_TEST_POSTGRES_URL is not set")
-        with serve(database_url=url) as srv:
-            yield srv
+        # A schema of its own: the database is shared with other suites,
+        # each with its own HMAC secret.
+        schema = "pyclient_" + uuid.uuid4().hex[:12]
+        subprocess.run(["psql", url, "-qc", f"create schema {schema}"], check=True)
+        sep = "&" if "?" in url else "?"
+        try:
+            with serve(database_url=f"{url}{sep}options=-c%20search_path%3D{schema}") as srv:
+                yield srv
+        finally:
+            subprocess.run(["psql", url, "-qc", f"drop schema {schema} cascade"], check=True)
     else:
         with serve() as srv:
             yield srv
@@ -55,7 +64,7 @@ class Tenant:
         return psp_charge(self.url, self.token, intent.payload, intent.key)
 
     def charges(self) -> list[dict[str, Any]]:
-        r = httpx.get(self.url + "/v1/demo/charges", headers={"authorization": f"Bearer {self.token}"})
+        r = httpx.get(self.url + "/v1/demo/ledger", headers={"authorization": f"Bearer {self.token}"})
         r.raise_for_status()
         out: list[dict[str, Any]] = r.json()["charges"]
         return out

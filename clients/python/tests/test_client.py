@@ -1,5 +1,5 @@
 """The Python client against a real idem server, on SQLite and PostgreSQL.
-The demo provider's ledger (GET /v1/demo/charges) is the oracle: what it
+The demo provider's ledger (GET /v1/demo/ledger) is the oracle: what it
 recorded is what a customer was charged."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
         .layer(from_fn(inject_faults));
     Router::new()
         .route("/v1/demo/charges/count", get(count))
-        .route("/v1/demo/charges", get(list))
+        .route("/v1/demo/ledger", get(list))
         .merge(guarded)
         .route_layer(from_fn_with_state(api.store.clone(), authenticate))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -242,10 +242,10 @@ pub async fn count(
     }))
 }
 
-/// The most charges `GET /v1/demo/charges` lists.
+/// The most charges `GET /v1/demo/ledger` lists.
 const MAX_LISTED: usize = 1000;
 
-/// `GET /v1/demo/charges` answer.
+/// `GET /v1/demo/ledger` answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ChargeList {
     /// The charges the demo provider executed for this tenant, oldest first
@@ -271,7 +271,7 @@ pub struct ListedCharge {
 /// The charges the demo provider really executed for the tenant, with the
 /// amounts its ledger recorded: a test's oracle for "charged once, and the
 /// right amount".
-#[utoipa::path(get, path = "/v1/demo/charges", tag = "demo",
+#[utoipa::path(get, path = "/v1/demo/ledger", tag = "demo",
     responses(
         (status = 200, description = "The ledger's rows, oldest first (at most 1000)", body = ChargeList),
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
