@@ -31,61 +31,16 @@ impl Application {
     /// Opens (and migrates) the database, loads the secret, binds the
     /// listener. Fails, naming the cause, when any of them cannot be done.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        check_writable(&config.database_url)?;
-        let postgres = config.database_url.starts_with("postgres");
-        let secret = match config.secret {
-            SecretSource::Given(s) => s,
-            SecretSource::File(path) => crate::secret::from_file(&path)?,
-            SecretSource::DataDir if postgres && !crate::secret::in_env() => anyhow::bail!(
-                "refusing to start on PostgreSQL without a shared HMAC secret: every instance on \
-                 one database must derive the same key for the same intent, and a secret generated \
-                 here would differ from the others'. Set {} (or --hmac-key-file) to the secret \
-                 your services share.",
-                crate::secret::ENV
-            ),
-            SecretSource::DataDir => {
-                let (secret, created) = crate::secret::for_serve(&config.data_dir)?;
-                if created {
-                    tracing::info!(
-                        path = %config.data_dir.join(crate::secret::FILE).display(),
-                        "created a random HMAC secret for this data directory (export it as {} to derive the same keys elsewhere)",
-                        crate::secret::ENV
-                    );
-                }
-                secret
-            }
-        };
         let catalog = Arc::new(config.catalog);
-        let deriver = Arc::new(KeyDeriver::new(&secret));
-        let mut options = config
-            .db_timeouts
-            .apply(Options::new(catalog.clone(), deriver.clone()));
-        options.clock = config.clock.clone();
-        let store = Store::connect(&config.database_url, options).await?;
-        // Which file the embedded database is, so an operator can tell it
-        // from the one a CLI command run elsewhere opened (a PostgreSQL URL
-        // may hold a password: never logged).
-        if let Some(path) = config
-            .database_url
-            .strip_prefix("sqlite://")
-            .map(|p| p.split('?').next().unwrap_or(p))
-        {
-            let path = std::path::Path::new(path);
-            let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-            tracing::info!(database = %shown.display(), "opened the embedded database");
-        }
-        store.migrate().await?;
-        match store.check_secret().await {
-            Ok(()) => {}
-            Err(idem_store::Error::SecretMismatch) => anyhow::bail!(
-                "refusing to start: this database was set up with another HMAC secret, so this \
-                 instance would derive other keys for the same intents. Start it with the secret \
-                 the other instances use ({} or --hmac-key-file). The database keeps only a check \
-                 value of the secret, never the secret.",
-                crate::secret::ENV
-            ),
-            Err(e) => return Err(e.into()),
-        }
+        let (store, deriver) = open_keyed_store(KeyedStore {
+            database_url: &config.database_url,
+            data_dir: &config.data_dir,
+            secret: config.secret,
+            catalog: catalog.clone(),
+            timeouts: config.db_timeouts,
+            clock: config.clock.clone(),
+        })
+        .await?;
         let listener = TcpListener::bind(config.addr)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.addr))?;
@@ -350,4 +305,82 @@ async fn leads(store: &Store, metrics: &Metrics, chore: Chore, every: Duration) 
             false
         }
     }
+}
+
+/// What [`open_keyed_store`] needs: where the database is and where the
+/// HMAC secret comes from.
+pub struct KeyedStore<'a> {
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: &'a str,
+    /// The data directory (the embedded database's secret file lives here).
+    pub data_dir: &'a std::path::Path,
+    /// Where the secret comes from.
+    pub secret: SecretSource,
+    /// The action catalog.
+    pub catalog: Arc<idem_core::Catalog>,
+    /// The database timeouts.
+    pub timeouts: crate::config::DbTimeouts,
+    /// The store's clock.
+    pub clock: Arc<dyn idem_store::Clock>,
+}
+
+/// Opens and migrates the store that derives keys, with the deployment's
+/// secret (`IDEMPOTENCY_HMAC_KEY`, `--hmac-key-file`, or the data
+/// directory's), refusing a secret the database was not set up with.
+/// `idem serve` and `idem mcp gateway` open it here, so they derive the
+/// same keys.
+pub async fn open_keyed_store(k: KeyedStore<'_>) -> anyhow::Result<(Store, Arc<KeyDeriver>)> {
+    check_writable(k.database_url)?;
+    let postgres = k.database_url.starts_with("postgres");
+    let secret = match k.secret {
+        SecretSource::Given(s) => s,
+        SecretSource::File(path) => crate::secret::from_file(&path)?,
+        SecretSource::DataDir if postgres && !crate::secret::in_env() => anyhow::bail!(
+            "refusing to start on PostgreSQL without a shared HMAC secret: every instance on \
+             one database must derive the same key for the same intent, and a secret generated \
+             here would differ from the others'. Set {} (or --hmac-key-file) to the secret \
+             your services share.",
+            crate::secret::ENV
+        ),
+        SecretSource::DataDir => {
+            let (secret, created) = crate::secret::for_serve(k.data_dir)?;
+            if created {
+                tracing::info!(
+                    path = %k.data_dir.join(crate::secret::FILE).display(),
+                    "created a random HMAC secret for this data directory (export it as {} to derive the same keys elsewhere)",
+                    crate::secret::ENV
+                );
+            }
+            secret
+        }
+    };
+    let deriver = Arc::new(KeyDeriver::new(&secret));
+    let mut options = k.timeouts.apply(Options::new(k.catalog, deriver.clone()));
+    options.clock = k.clock;
+    let store = Store::connect(k.database_url, options).await?;
+    // Which file the embedded database is, so an operator can tell it
+    // from the one a CLI command run elsewhere opened (a PostgreSQL URL
+    // may hold a password: never logged).
+    if let Some(path) = k
+        .database_url
+        .strip_prefix("sqlite://")
+        .map(|p| p.split('?').next().unwrap_or(p))
+    {
+        let path = std::path::Path::new(path);
+        let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        tracing::info!(database = %shown.display(), "opened the embedded database");
+    }
+    store.migrate().await?;
+    match store.check_secret().await {
+        Ok(()) => {}
+        Err(idem_store::Error::SecretMismatch) => anyhow::bail!(
+            "refusing to start: this database was set up with another HMAC secret, so this \
+             instance would derive other keys for the same intents. Start it with the secret \
+             the other instances use ({} or --hmac-key-file). The database keeps only a check \
+             value of the secret, never the secret.",
+            crate::secret::ENV
+        ),
+        Err(e) => return Err(e.into()),
+    }
+    Ok((store, deriver))
 }

@@ -48,6 +48,12 @@ pub(crate) enum Command {
     /// its settings in IDEM_SIM_* variables.
     #[command(hide = true)]
     SimulateWorker,
+    /// Agents and MCP: `idem mcp gateway` makes an upstream MCP server's
+    /// money-moving tools run once per intent.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// Manage tenants.
     Tenant {
         #[command(subcommand)]
@@ -72,6 +78,47 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: StatsCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// An MCP server on stdio for one agent, in front of an upstream MCP
+    /// server: the tools the guard file names run once per intent (a repeat
+    /// returns the first result), every other tool, resource and prompt
+    /// passes through. Exit 2 when the guard file, the tenant or the
+    /// upstream cannot be used.
+    Gateway(McpGatewayArgs),
+}
+
+/// `idem mcp gateway` options.
+#[derive(Debug, Args)]
+pub struct McpGatewayArgs {
+    /// The guard file (TOML): the upstream, and which tools run once under
+    /// which catalog action (the book's "Agents and MCP").
+    #[arg(long, value_name = "FILE")]
+    pub guard: PathBuf,
+    /// The tenant whose intents the guarded calls record (registered with
+    /// `idem tenant create`).
+    #[arg(long, value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// The upstream MCP server to start over stdio, as a command line
+    /// (split on spaces); overrides the guard file's [upstream].
+    #[arg(long, value_name = "CMD", conflicts_with = "upstream_url")]
+    pub upstream_command: Option<String>,
+    /// The upstream MCP server over Streamable HTTP; overrides the guard
+    /// file's [upstream].
+    #[arg(long, value_name = "URL")]
+    pub upstream_url: Option<String>,
+    /// Where the intent store is.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The action catalog the guards name.
+    #[command(flatten)]
+    pub catalog: CatalogArgs,
+    /// A file holding the HMAC secret (instead of IDEMPOTENCY_HMAC_KEY, or
+    /// the data directory's `hmac.key` that `idem serve` uses).
+    #[arg(long, env = "IDEM_HMAC_KEY_FILE", value_name = "FILE")]
+    pub hmac_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

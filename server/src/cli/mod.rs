@@ -8,6 +8,7 @@ pub mod audit;
 pub mod broker;
 pub mod cost;
 pub mod key;
+pub mod mcp;
 pub mod options;
 pub mod prices;
 pub mod sim_model;
@@ -17,7 +18,8 @@ pub mod webhook;
 
 pub use args::Cli;
 use args::{
-    AlertCommand, Command, KeyCommand, ServeArgs, StatsCommand, TenantCommand, WebhookCommand,
+    AlertCommand, Command, KeyCommand, McpCommand, ServeArgs, StatsCommand, TenantCommand,
+    WebhookCommand,
 };
 use std::process::ExitCode;
 
@@ -39,6 +41,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Migrate(args) => run_async(admin::migrate(args)),
         Command::Purge(args) => run_async(admin::purge(args)),
         Command::Retention(args) => run_async(admin::retention(args)),
+        Command::Mcp {
+            command: McpCommand::Gateway(args),
+        } => run_async(mcp::gateway(args)),
         Command::Tenant { command } => match command {
             TenantCommand::Create(args) => run_async(admin::tenant_create(args)),
             TenantCommand::RotateToken(args) => run_async(admin::tenant_rotate(args)),

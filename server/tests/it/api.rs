@@ -508,8 +508,14 @@ async fn action_states_are_distinct_statuses(s: &Srv) {
     let res = begin(s, &key, 30_000).await;
     assert_eq!(res.status(), 200);
     let done: Value = res.json().await.unwrap();
-    assert_eq!(members(&done), ["attempt", "reconciled", "response", "status"]);
-    assert_eq!((done["attempt"].as_i64(), done["reconciled"].as_bool()), (Some(1), Some(false)));
+    assert_eq!(
+        members(&done),
+        ["attempt", "reconciled", "response", "status"]
+    );
+    assert_eq!(
+        (done["attempt"].as_i64(), done["reconciled"].as_bool()),
+        (Some(1), Some(false))
+    );
     assert_eq!(done["status"], "completed");
     assert_eq!(done["response"], json!({"id": "pay_1", "amount": "180.00"}));
 

@@ -1,0 +1,290 @@
+//! The gateway: an MCP server for one agent in front of an upstream MCP
+//! server. Guarded tools run through [`crate::guarded`]; every other tool,
+//! resource and prompt passes through untouched and unrecorded.
+
+use crate::guard_file::{GuardFile, Upstream};
+use crate::guarded::{CallUpstream, Gate};
+use idem_core::TenantId;
+use idem_store::Store;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// The sentence a guarded tool's description gains.
+pub const GUARDED_SENTENCE: &str = "Guarded by idem: repeated calls for the same reference run once; a repeat returns the first result.";
+
+/// Why the gateway cannot start (the command exits 2 with it).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The upstream could not be started or did not complete the handshake.
+    #[error("the upstream MCP server failed to start: {0}")]
+    Upstream(String),
+    /// A guarded tool the upstream does not have.
+    #[error("{path}:{line}: the upstream has no tool {tool:?}; it has {have}")]
+    NoSuchTool {
+        /// The guard file.
+        path: String,
+        /// The `tool` line.
+        line: usize,
+        /// The tool named.
+        tool: String,
+        /// The upstream's tools.
+        have: String,
+    },
+    /// The upstream is named by a URL: this build reaches upstreams over stdio.
+    #[error("an upstream over Streamable HTTP ({0}) is not supported by this gateway yet: run it over stdio (`command`)")]
+    UrlUpstream(String),
+    /// No upstream named anywhere.
+    #[error(
+        "no upstream: give [upstream] in the guard file, --upstream-command or --upstream-url"
+    )]
+    NoUpstream,
+}
+
+/// The upstream's client side, owned by the gateway.
+pub struct Connected {
+    service: RunningService<RoleClient, ()>,
+}
+
+impl Connected {
+    /// Starts the upstream (a child process over stdio) and completes the
+    /// MCP handshake.
+    pub async fn start(upstream: &Upstream) -> Result<Self, StartError> {
+        let argv = match upstream {
+            Upstream::Command(argv) => argv,
+            Upstream::Url { url, .. } => return Err(StartError::UrlUpstream(url.clone())),
+        };
+        let Some((program, args)) = argv.split_first() else {
+            return Err(StartError::Upstream("the command is empty".into()));
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        let transport = rmcp::transport::TokioChildProcess::new(cmd)
+            .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
+        let service = ()
+            .serve(transport)
+            .await
+            .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
+        Ok(Self { service })
+    }
+
+    fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+}
+
+impl CallUpstream for Peer<RoleClient> {
+    async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, String> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        self.call_tool(params).await.map_err(|e| e.to_string())
+    }
+}
+
+/// The gateway's MCP server.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    file: GuardFile,
+    gate: Gate,
+    upstream: Connected,
+}
+
+impl Gateway {
+    /// Connects the upstream, checks that every guarded tool exists there,
+    /// and returns the gateway ready to serve.
+    pub async fn start(
+        store: Store,
+        tenant: TenantId,
+        file: GuardFile,
+        upstream: Option<Upstream>,
+    ) -> Result<Self, StartError> {
+        let target = upstream
+            .or_else(|| file.upstream.clone())
+            .ok_or(StartError::NoUpstream)?;
+        let connected = Connected::start(&target).await?;
+        let tools = connected
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
+        for g in &file.guards {
+            if !tools.iter().any(|t| t.name == g.tool) {
+                let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+                return Err(StartError::NoSuchTool {
+                    path: file.path.clone(),
+                    line: g.line,
+                    tool: g.tool.clone(),
+                    have: have.join(", "),
+                });
+            }
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                file,
+                gate: Gate::new(store, tenant),
+                upstream: connected,
+            }),
+        })
+    }
+
+    /// Serves one agent over stdin and stdout until it closes them.
+    pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(std::io::Error::other)?;
+        running.waiting().await.map_err(std::io::Error::other)?;
+        Ok(())
+    }
+
+    fn upstream(&self) -> &Peer<RoleClient> {
+        self.inner.upstream.peer()
+    }
+
+    fn upstream_capabilities(&self) -> Option<ServerCapabilities> {
+        self.upstream().peer_info().map(|i| i.capabilities.clone())
+    }
+}
+
+fn forwarded(e: rmcp::ServiceError) -> McpError {
+    match e {
+        rmcp::ServiceError::McpError(e) => e,
+        other => McpError::internal_error(format!("the upstream MCP server: {other}"), None),
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let up = self.upstream_capabilities().unwrap_or_default();
+        let mut caps = ServerCapabilities::builder().enable_tools().build();
+        caps.resources = up.resources;
+        caps.prompts = up.prompts;
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new("idem-mcp-gateway", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "idem guards this server's money-moving tools: a repeated call for the same reference runs once and returns the first result (see _meta.idem).",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut listed = self
+            .upstream()
+            .list_tools(request)
+            .await
+            .map_err(forwarded)?;
+        for tool in &mut listed.tools {
+            if self.inner.file.guard(&tool.name).is_some() {
+                let said = tool
+                    .description
+                    .as_deref()
+                    .unwrap_or("")
+                    .trim_end()
+                    .to_owned();
+                let joined = if said.is_empty() {
+                    GUARDED_SENTENCE.to_owned()
+                } else {
+                    format!("{said} {GUARDED_SENTENCE}")
+                };
+                tool.description = Some(joined.into());
+            }
+        }
+        Ok(listed)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(guard) = self.inner.file.guard(&request.name) else {
+            return self
+                .upstream()
+                .call_tool_once(request)
+                .await
+                .map_err(forwarded);
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        let answer = self
+            .inner
+            .gate
+            .call(guard, arguments, self.upstream())
+            .await;
+        tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
+        Ok(answer.result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.upstream()
+            .list_resources(request)
+            .await
+            .map_err(forwarded)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.upstream()
+            .list_resource_templates(request)
+            .await
+            .map_err(forwarded)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.upstream()
+            .read_resource(request)
+            .await
+            .map(Into::into)
+            .map_err(forwarded)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.upstream()
+            .list_prompts(request)
+            .await
+            .map_err(forwarded)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.upstream()
+            .get_prompt(request)
+            .await
+            .map(Into::into)
+            .map_err(forwarded)
+    }
+}

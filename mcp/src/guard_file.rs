@@ -1,0 +1,421 @@
+//! The guard file: which upstream MCP server the gateway fronts, and which
+//! of its tools move money and so run once per intent.
+//!
+//! ```toml
+//! [upstream]
+//! command = ["python3", "pay.py"]
+//!
+//! [[guard]]
+//! tool = "create_pix_charge"
+//! action = "pix.cobranca"
+//! key_argument = "idempotency_key"
+//! lease_ms = 30000
+//! on_uncertain = "resend"
+//! [guard.fields]
+//! cliente_id = "customer_id"
+//! valor = "amount"
+//! chave_pix_destino = "pix_key"
+//! referencia_intencao = "invoice_ref"
+//! ```
+//!
+//! Its shape is a public interface: keys are added, never renamed. A file
+//! that names an unknown action, a field the action does not have, or
+//! leaves one of the action's fields without an argument is refused with
+//! the line it is on, before the gateway serves anything.
+
+use idem_core::{ActionType, Catalog};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use toml::Spanned;
+
+/// The largest guard file read (it is configuration, never data).
+pub const MAX_BYTES: usize = 64 * 1024;
+/// The most tools one file guards.
+pub const MAX_GUARDS: usize = 64;
+/// The default claim lease, as `/v1` begin's.
+pub const DEFAULT_LEASE_MS: u64 = 30_000;
+/// The longest lease a guard may set (one hour, as `/v1`).
+pub const MAX_LEASE_MS: u64 = 3_600_000;
+
+/// A guard file that cannot be used, with the line it is about.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}:{line}: {message}")]
+pub struct GuardFileError {
+    /// The file, as given.
+    pub path: String,
+    /// 1-based line (1 when the problem is the whole file).
+    pub line: usize,
+    /// What is wrong and what to write instead.
+    pub message: String,
+}
+
+/// How the gateway reaches the upstream MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Upstream {
+    /// A server over stdio the gateway starts and owns: program and arguments.
+    Command(Vec<String>),
+    /// A server over Streamable HTTP, with headers to send (authorization).
+    Url {
+        /// Its address.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// What to do with an action whose earlier attempt's outcome is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUncertain {
+    /// Answer `isError`: the outcome is unknown, a person settles it on `/live`.
+    Refuse,
+    /// Call the upstream again with the same key and the frozen arguments
+    /// (for upstreams that honour the key), and record its answer as the
+    /// reconciliation.
+    Resend,
+}
+
+/// What an upstream `isError` result means for the action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Errors {
+    /// A retryable failure: the next call executes again under the same key.
+    Retryable,
+    /// Final: stored and replayed like a success.
+    Final,
+}
+
+/// One guarded tool.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    /// The upstream tool's name.
+    pub tool: String,
+    /// The catalog action whose fields make the key.
+    pub action: ActionType,
+    /// The argument the derived key is written into for the upstream.
+    pub key_argument: Option<String>,
+    /// The claim's lease.
+    pub lease: Duration,
+    /// What to do when an earlier attempt's outcome is unknown.
+    pub on_uncertain: OnUncertain,
+    /// What an upstream `isError` result means.
+    pub errors: Errors,
+    /// Catalog field to tool argument, in the catalog's field order.
+    pub fields: Vec<(String, String)>,
+    /// The catalog field that carries the intent reference.
+    pub reference_field: String,
+    /// The line of its `tool` key, for later messages.
+    pub line: usize,
+}
+
+/// A checked guard file.
+#[derive(Debug, Clone)]
+pub struct GuardFile {
+    /// The upstream, when the file names one (a command-line option may
+    /// name it instead).
+    pub upstream: Option<Upstream>,
+    /// The guarded tools.
+    pub guards: Vec<Guard>,
+    /// The file, as given, for messages.
+    pub path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    upstream: Option<Spanned<RawUpstream>>,
+    #[serde(default)]
+    guard: Vec<Spanned<RawGuard>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstream {
+    command: Option<Vec<String>>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuard {
+    tool: Spanned<String>,
+    action: Spanned<String>,
+    key_argument: Option<String>,
+    lease_ms: Option<Spanned<u64>>,
+    on_uncertain: Option<OnUncertain>,
+    errors: Option<Errors>,
+    fields: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+impl GuardFile {
+    /// Reads and checks the file at `path` against `catalog`.
+    pub fn load(path: &std::path::Path, catalog: &Catalog) -> Result<Self, GuardFileError> {
+        let shown = path.display().to_string();
+        let whole = |message: String| GuardFileError {
+            path: shown.clone(),
+            line: 1,
+            message,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+        if meta.len() > MAX_BYTES as u64 {
+            return Err(whole(format!(
+                "the file is {} bytes; a guard file is at most {MAX_BYTES}",
+                meta.len()
+            )));
+        }
+        let text =
+            std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read it: {e}")))?;
+        Self::parse(&shown, &text, catalog)
+    }
+
+    /// Checks the text of a guard file (`path` only names it in messages).
+    pub fn parse(path: &str, text: &str, catalog: &Catalog) -> Result<Self, GuardFileError> {
+        let at = |span: std::ops::Range<usize>, message: String| GuardFileError {
+            path: path.to_owned(),
+            line: line_of(text, span.start),
+            message,
+        };
+        if text.len() > MAX_BYTES {
+            return Err(at(
+                0..0,
+                format!("the file is over {MAX_BYTES} bytes; a guard file is configuration"),
+            ));
+        }
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            at(
+                e.span().unwrap_or(0..0),
+                format!("not a guard file: {}", e.message()),
+            )
+        })?;
+        let upstream = match raw.upstream {
+            None => None,
+            Some(u) => {
+                let span = u.span();
+                Some(upstream_of(u.into_inner()).map_err(|m| at(span, m))?)
+            }
+        };
+        if raw.guard.is_empty() {
+            return Err(at(
+                0..0,
+                "no [[guard]] table: name at least one tool to guard".to_owned(),
+            ));
+        }
+        if raw.guard.len() > MAX_GUARDS {
+            return Err(at(
+                0..0,
+                format!(
+                    "{} guards; a file guards at most {MAX_GUARDS} tools",
+                    raw.guard.len()
+                ),
+            ));
+        }
+        let mut guards: Vec<Guard> = Vec::with_capacity(raw.guard.len());
+        for g in raw.guard {
+            let g = g.into_inner();
+            let tool_span = g.tool.span();
+            if guards.iter().any(|o| o.tool == *g.tool.get_ref()) {
+                return Err(at(
+                    tool_span,
+                    format!("tool {:?} is guarded twice", g.tool.get_ref()),
+                ));
+            }
+            let action_span = g.action.span();
+            let spec = catalog.action(g.action.get_ref()).map_err(|_| {
+                let known: Vec<&str> = catalog.actions().map(|a| a.action.as_str()).collect();
+                at(
+                    action_span.clone(),
+                    format!(
+                        "unknown action {:?}; the catalog has {}",
+                        g.action.get_ref(),
+                        known.join(", ")
+                    ),
+                )
+            })?;
+            let lease_ms = match &g.lease_ms {
+                Some(l) if !(1..=MAX_LEASE_MS).contains(l.get_ref()) => {
+                    return Err(at(
+                        l.span(),
+                        format!("lease_ms must be between 1 and {MAX_LEASE_MS}"),
+                    ))
+                }
+                Some(l) => *l.get_ref(),
+                None => DEFAULT_LEASE_MS,
+            };
+            let fields_span = g.fields.span();
+            let mapped = g.fields.into_inner();
+            for (field, _) in &mapped {
+                if !spec.fields().iter().any(|f| &*f.name == field.get_ref()) {
+                    let names: Vec<&str> = spec.fields().iter().map(|f| &*f.name).collect();
+                    return Err(at(
+                        field.span(),
+                        format!(
+                            "action {} has no field {:?}; its fields are {}",
+                            spec.action,
+                            field.get_ref(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            let mut fields = Vec::new();
+            for f in spec.fields() {
+                let Some((_, arg)) = mapped.iter().find(|(k, _)| *k.get_ref() == *f.name) else {
+                    return Err(at(
+                        fields_span,
+                        format!(
+                            "no argument maps to field {:?} of {}: add `{} = \"<tool argument>\"` under [guard.fields]",
+                            &*f.name, spec.action, &*f.name
+                        ),
+                    ));
+                };
+                if arg.get_ref().is_empty() {
+                    return Err(at(arg.span(), "an argument name cannot be empty".into()));
+                }
+                fields.push((f.name.to_string(), arg.get_ref().clone()));
+            }
+            guards.push(Guard {
+                tool: g.tool.into_inner(),
+                action: spec.action.clone(),
+                key_argument: g.key_argument.filter(|k| !k.is_empty()),
+                lease: Duration::from_millis(lease_ms),
+                on_uncertain: g.on_uncertain.unwrap_or(OnUncertain::Refuse),
+                errors: g.errors.unwrap_or(Errors::Retryable),
+                fields,
+                reference_field: spec.reference.clone(),
+                line: line_of(text, tool_span.start),
+            });
+        }
+        Ok(GuardFile {
+            upstream,
+            guards,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The guard of `tool`, if it is guarded.
+    pub fn guard(&self, tool: &str) -> Option<&Guard> {
+        self.guards.iter().find(|g| g.tool == tool)
+    }
+}
+
+fn upstream_of(u: RawUpstream) -> Result<Upstream, String> {
+    match (u.command, u.url) {
+        (Some(_), Some(_)) => Err("[upstream] takes `command` or `url`, not both".into()),
+        (Some(c), None) if c.is_empty() || c[0].is_empty() => {
+            Err("[upstream] command is empty: name the program and its arguments".into())
+        }
+        (Some(c), None) => Ok(Upstream::Command(c)),
+        (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+            Ok(Upstream::Url {
+                url,
+                headers: u.headers,
+            })
+        }
+        (None, Some(url)) => Err(format!("[upstream] url {url:?} is not an http(s) address")),
+        (None, None) => Err("[upstream] names neither `command` nor `url`".into()),
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset.min(text.len()))
+        .map(|t| t.bytes().filter(|b| *b == b'\n').count() + 1)
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[upstream]
+command = ["python3", "pay.py"]
+
+[[guard]]
+tool = "create_pix_charge"
+action = "pix.cobranca"
+key_argument = "idempotency_key"
+on_uncertain = "resend"
+[guard.fields]
+cliente_id = "customer_id"
+valor = "amount"
+chave_pix_destino = "pix_key"
+referencia_intencao = "invoice_ref"
+"#;
+
+    fn parse(text: &str) -> Result<GuardFile, GuardFileError> {
+        GuardFile::parse("g.toml", text, &Catalog::builtin())
+    }
+
+    #[test]
+    fn a_good_file_reads_with_its_defaults() {
+        let f = parse(GOOD).unwrap();
+        assert_eq!(
+            f.upstream,
+            Some(Upstream::Command(vec!["python3".into(), "pay.py".into()]))
+        );
+        let g = f.guard("create_pix_charge").unwrap();
+        assert_eq!(g.lease, Duration::from_millis(DEFAULT_LEASE_MS));
+        assert_eq!(g.on_uncertain, OnUncertain::Resend);
+        assert_eq!(g.errors, Errors::Retryable);
+        assert_eq!(g.reference_field, "referencia_intencao");
+        assert_eq!(g.fields.len(), 4);
+        assert_eq!(g.line, 6);
+    }
+
+    #[test]
+    fn each_mistake_names_its_line() {
+        let cases = [
+            (
+                GOOD.replace("pix.cobranca", "pix.nope"),
+                7,
+                "unknown action",
+            ),
+            (
+                GOOD.replace(
+                    "valor = \"amount\"",
+                    "valor = \"amount\"\ntroco = \"change\"",
+                ),
+                13,
+                "no field \"troco\"",
+            ),
+            (
+                GOOD.replace("valor = \"amount\"\n", ""),
+                10,
+                "no argument maps to field \"valor\"",
+            ),
+            (
+                GOOD.replace("on_uncertain = \"resend\"", "on_uncertain = \"maybe\""),
+                9,
+                "not a guard file",
+            ),
+            (
+                GOOD.replace("key_argument", "lease_ms = 0\nkey_argument"),
+                8,
+                "lease_ms must be",
+            ),
+            (GOOD.replace("tool =", "tol ="), 5, "not a guard file"),
+            (
+                GOOD.replace("command = [\"python3\", \"pay.py\"]", "command = []"),
+                2,
+                "command is empty",
+            ),
+        ];
+        for (text, line, says) in cases {
+            let e = parse(&text).unwrap_err();
+            assert!(e.message.contains(says), "{e}");
+            assert_eq!(e.line, line, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_tool_guarded_twice_and_an_empty_file_are_refused() {
+        let twice = format!("{GOOD}\n[[guard]]\ntool = \"create_pix_charge\"\naction = \"pix.cobranca\"\n[guard.fields]\n");
+        assert!(parse(&twice).unwrap_err().message.contains("guarded twice"));
+        assert!(parse("").unwrap_err().message.contains("no [[guard]]"));
+        let huge = "#".repeat(MAX_BYTES + 1);
+        assert!(parse(&huge).unwrap_err().message.contains("over"));
+    }
+}

@@ -1,0 +1,555 @@
+//! One guarded tool call: the arguments become the action's fields, the
+//! intent is recorded (the first call freezes the fields the key covers
+//! and the arguments as it sent them), the action is claimed under the key,
+//! and the upstream runs only in the call that holds the claim, always
+//! with the frozen arguments. Every answer says what happened in
+//! `_meta.idem`, and a replayed or divergent one also in a sentence a model
+//! reads.
+
+use crate::guard_file::{Errors, Guard, OnUncertain};
+use idem_core::{IdempotencyKey, Payload, TenantId};
+use idem_store::{Begin, Outcome, Store};
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{json, Map, Value};
+use std::future::Future;
+use std::time::Duration;
+
+/// The member of the recorded candidate that keeps the tool's arguments as
+/// the first call sent them (the catalog's fields beside it make the key;
+/// this member never enters it).
+pub const ARGUMENTS_MEMBER: &str = "_idem_mcp_arguments";
+/// The largest arguments object a call may send, as the API's body bound.
+pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+/// The largest upstream result stored for replay.
+pub const MAX_STORED_RESULT: usize = 256 * 1024;
+
+/// What the gateway calls: the upstream server's `tools/call`.
+pub trait CallUpstream: Send + Sync {
+    /// Calls `tool` with `arguments`; an error means no answer arrived (the
+    /// outcome is unknown), never "it did not run".
+    fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> impl Future<Output = Result<CallToolResult, String>> + Send;
+}
+
+/// What one guarded call did, for the monitor's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The upstream ran (first time, after a retryable failure, or resent
+    /// for an uncertain action).
+    Executed,
+    /// The stored result was returned; nothing ran.
+    Replayed,
+    /// The outcome is unknown (the upstream did not answer, or an earlier
+    /// attempt's outcome is unknown and the guard refuses to resend).
+    Uncertain,
+    /// Another attempt still holds the claim.
+    InFlight,
+    /// The call was refused before anything was recorded (bad arguments).
+    Refused,
+    /// The action failed for good earlier, or idem's store failed.
+    Failed,
+}
+
+/// What the gateway answers, and what it was.
+#[derive(Debug)]
+pub struct Answer {
+    /// The `tools/call` result.
+    pub result: CallToolResult,
+    /// What happened.
+    pub outcome: CallOutcome,
+    /// Whether this call's arguments differed from the frozen intent's.
+    pub diverged: bool,
+}
+
+/// The guarded calls of one tenant, on one store.
+#[derive(Clone)]
+pub struct Gate {
+    store: Store,
+    tenant: TenantId,
+}
+
+impl Gate {
+    /// Guarded calls for `tenant` on `store`.
+    pub fn new(store: Store, tenant: TenantId) -> Self {
+        Self { store, tenant }
+    }
+
+    /// Runs one guarded call of `guard`'s tool.
+    pub async fn call<U: CallUpstream>(
+        &self,
+        guard: &Guard,
+        arguments: Map<String, Value>,
+        upstream: &U,
+    ) -> Answer {
+        match self.try_call(guard, arguments, upstream).await {
+            Ok(a) => a,
+            Err(Refusal::BadArguments(message)) => Answer {
+                result: error_result(message),
+                outcome: CallOutcome::Refused,
+                diverged: false,
+            },
+            Err(Refusal::Store(e)) => {
+                tracing::error!(error = %e, tool = %guard.tool, "the intent store failed during a guarded call");
+                Answer {
+                    result: error_result(format!(
+                        "idem could not record this call ({e}); nothing was executed by this call. Retry the same call with the same arguments: it cannot run twice."
+                    )),
+                    outcome: CallOutcome::Failed,
+                    diverged: false,
+                }
+            }
+        }
+    }
+
+    async fn try_call<U: CallUpstream>(
+        &self,
+        guard: &Guard,
+        arguments: Map<String, Value>,
+        upstream: &U,
+    ) -> Result<Answer, Refusal> {
+        let sent = serde_json::to_string(&arguments).unwrap_or_default();
+        if sent.len() > MAX_ARGUMENTS_BYTES {
+            return Err(Refusal::BadArguments(format!(
+                "the arguments are {} bytes; a guarded call takes at most {MAX_ARGUMENTS_BYTES}",
+                sent.len()
+            )));
+        }
+        if let Err(e) = idem_core::json::check_depth(sent.as_bytes(), idem_core::json::MAX_DEPTH) {
+            return Err(Refusal::BadArguments(format!(
+                "the arguments nest too deep: {e}"
+            )));
+        }
+        let mut candidate = Map::new();
+        for (field, arg) in &guard.fields {
+            let Some(v) = arguments.get(arg) else {
+                return Err(Refusal::BadArguments(format!(
+                    "missing argument `{arg}`: {} needs it (idem's field `{field}`) to tell this charge from others; nothing was recorded or executed",
+                    guard.tool
+                )));
+            };
+            candidate.insert(field.clone(), v.clone());
+        }
+        candidate.insert(
+            ARGUMENTS_MEMBER.to_owned(),
+            Value::Object(arguments.clone()),
+        );
+        let text = Value::Object(candidate).to_string();
+        let payload = Payload::from_json(&text)
+            .map_err(|e| Refusal::BadArguments(format!("the arguments cannot be read: {e}")))?;
+        let recorded = match self
+            .store
+            .record_intent(&self.tenant, guard.action.as_str(), &payload)
+            .await
+        {
+            Ok(r) => r,
+            Err(idem_store::Error::Invalid(m)) => {
+                return Err(Refusal::BadArguments(name_the_argument(guard, &m)))
+            }
+            Err(e) if e.is_unstorable_text() => {
+                return Err(Refusal::BadArguments(
+                    "an argument holds a NUL character or text the database cannot store".into(),
+                ))
+            }
+            Err(e) => return Err(Refusal::Store(e)),
+        };
+        let frozen = frozen_arguments(guard, recorded.candidate.as_deref(), &arguments);
+        let differences = differences(guard, &arguments, &frozen);
+        let call = Call {
+            guard,
+            key: recorded.key.clone(),
+            reference: recorded.reference.clone(),
+            frozen,
+            diverged: recorded.diverged || !differences.is_empty(),
+            differences,
+        };
+        self.claim_and_run(&call, upstream).await
+    }
+
+    async fn claim_and_run<U: CallUpstream>(
+        &self,
+        call: &Call<'_>,
+        upstream: &U,
+    ) -> Result<Answer, Refusal> {
+        let guard = call.guard;
+        // Another holder's lease bounds the wait: past it the claim is
+        // taken over as uncertain.
+        let give_up = tokio::time::Instant::now() + guard.lease + Duration::from_secs(1);
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let begin = self
+                .store
+                .begin_action(&self.tenant, &guard.action, &call.key, guard.lease)
+                .await
+                .map_err(Refusal::Store)?;
+            match begin {
+                Begin::Claimed { token, attempt, .. } => {
+                    return self.execute(call, upstream, token, attempt, false).await
+                }
+                Begin::Completed {
+                    response,
+                    attempts,
+                    reconciled,
+                } => return self.replay(call, &response, attempts, reconciled).await,
+                Begin::Failed { error } => {
+                    return Ok(Answer {
+                        result: with_meta(
+                            error_result(format!(
+                                "{} for {} failed for good earlier and will not run again: {error}",
+                                guard.tool, call.reference
+                            )),
+                            call,
+                            false,
+                            0,
+                            false,
+                        ),
+                        outcome: CallOutcome::Failed,
+                        diverged: call.diverged,
+                    })
+                }
+                Begin::Uncertain { token, attempt, .. } => match guard.on_uncertain {
+                    OnUncertain::Resend => {
+                        return self.execute(call, upstream, token, attempt, true).await
+                    }
+                    OnUncertain::Refuse => {
+                        let mut s = self.store.session().await.map_err(Refusal::Store)?;
+                        // Handed back at once, still uncertain, for a person.
+                        let _ = s
+                            .mark_uncertain(
+                                &self.tenant,
+                                &call.key,
+                                token,
+                                "the gateway refuses to resend (on_uncertain = \"refuse\")",
+                            )
+                            .await;
+                        return Ok(Answer {
+                            result: with_meta(
+                                error_result(format!(
+                                    "the outcome of an earlier {} for {} is unknown: it may have been executed. \
+                                     Do not retry it with a new reference (that would be a new charge); \
+                                     it is in idem's work queue (/live), where a person settles it. Key {}.",
+                                    guard.tool, call.reference, call.key
+                                )),
+                                call,
+                                false,
+                                attempt,
+                                false,
+                            ),
+                            outcome: CallOutcome::Uncertain,
+                            diverged: call.diverged,
+                        });
+                    }
+                },
+                Begin::InFlight { lease_until_ms } => {
+                    let now = tokio::time::Instant::now();
+                    if now >= give_up {
+                        let wait_s = (lease_until_ms - self.store.now_ms()).max(0) / 1000 + 1;
+                        return Ok(Answer {
+                            result: with_meta(
+                                error_result(format!(
+                                    "{} for {} is still running in another call; nothing was executed by this one. Retry the same call in {wait_s} s to get its result.",
+                                    guard.tool, call.reference
+                                )),
+                                call,
+                                false,
+                                0,
+                                false,
+                            ),
+                            outcome: CallOutcome::InFlight,
+                            diverged: call.diverged,
+                        });
+                    }
+                    tokio::time::sleep(pause.min(give_up - now)).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
+    async fn execute<U: CallUpstream>(
+        &self,
+        call: &Call<'_>,
+        upstream: &U,
+        token: i64,
+        attempt: i32,
+        reconcile: bool,
+    ) -> Result<Answer, Refusal> {
+        let guard = call.guard;
+        let mut arguments = call.frozen.clone();
+        if let Some(k) = &guard.key_argument {
+            arguments.insert(k.clone(), Value::String(call.key.to_string()));
+        }
+        let answered =
+            tokio::time::timeout(guard.lease, upstream.call(&guard.tool, arguments)).await;
+        let result = match answered {
+            Ok(Ok(r)) => r,
+            Ok(Err(why)) => return self.unanswered(call, token, attempt, why).await,
+            Err(_) => {
+                let why = format!(
+                    "no answer within the lease ({} ms)",
+                    guard.lease.as_millis()
+                );
+                return self.unanswered(call, token, attempt, why).await;
+            }
+        };
+        let stored = stored_text(&result);
+        let failed = result.is_error == Some(true) && guard.errors == Errors::Retryable;
+        let outcome = if failed {
+            Outcome::Failed {
+                error: stored,
+                retryable: true,
+            }
+        } else {
+            Outcome::Completed(stored)
+        };
+        let mut s = self.store.session().await.map_err(Refusal::Store)?;
+        let settled = if reconcile {
+            s.reconcile(&self.tenant, &call.key, token, &outcome).await
+        } else {
+            match &outcome {
+                Outcome::Completed(r) => s.complete(&self.tenant, &call.key, token, r).await,
+                Outcome::Failed { error, retryable } => {
+                    s.fail(&self.tenant, &call.key, token, error, *retryable)
+                        .await
+                }
+            }
+        };
+        if let Err(e) = settled {
+            // The upstream answered; its answer goes back even when the
+            // claim was lost meanwhile (the next holder settles it).
+            tracing::warn!(error = %e, tool = %guard.tool, "a guarded call's outcome could not be recorded");
+        }
+        Ok(Answer {
+            result: with_meta(result, call, false, attempt, reconcile),
+            outcome: CallOutcome::Executed,
+            diverged: call.diverged,
+        })
+    }
+
+    /// The upstream was called and no answer came: the outcome is unknown,
+    /// so the action is uncertain now, never "not done".
+    async fn unanswered(
+        &self,
+        call: &Call<'_>,
+        token: i64,
+        attempt: i32,
+        why: String,
+    ) -> Result<Answer, Refusal> {
+        let mut s = self.store.session().await.map_err(Refusal::Store)?;
+        if let Err(e) = s
+            .mark_uncertain(
+                &self.tenant,
+                &call.key,
+                token,
+                &format!("the upstream: {why}"),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not mark a guarded call uncertain; its lease will");
+        }
+        Ok(Answer {
+            result: with_meta(
+                error_result(format!(
+                    "{} for {} was sent, and its answer never came ({why}): whether it was executed is unknown. \
+                     Do not retry with a new reference; retrying this same call is safe (same key). Key {}.",
+                    call.guard.tool, call.reference, call.key
+                )),
+                call,
+                false,
+                attempt,
+                false,
+            ),
+            outcome: CallOutcome::Uncertain,
+            diverged: call.diverged,
+        })
+    }
+
+    async fn replay(
+        &self,
+        call: &Call<'_>,
+        response: &str,
+        attempt: i32,
+        reconciled: bool,
+    ) -> Result<Answer, Refusal> {
+        let stored: CallToolResult = match serde_json::from_str(response) {
+            Ok(r) => r,
+            // Completed through /v1 or the monitor with another document:
+            // shown as it was recorded.
+            Err(_) => CallToolResult::success(vec![ContentBlock::text(response.to_owned())]),
+        };
+        let when = self
+            .store
+            .session()
+            .await
+            .map_err(Refusal::Store)?
+            .action(&self.tenant, &call.key)
+            .await
+            .map(|a| a.updated_ms)
+            .ok();
+        let at = when
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|t| {
+                format!(
+                    " at {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                )
+            })
+            .unwrap_or_default();
+        let mut result = with_meta(stored, call, true, attempt, reconciled);
+        result.content.push(ContentBlock::text(format!(
+            "idem: {} was already executed for {}{at}; the stored result is returned and nothing was executed or charged again.",
+            call.guard.tool, call.reference
+        )));
+        Ok(Answer {
+            result,
+            outcome: CallOutcome::Replayed,
+            diverged: call.diverged,
+        })
+    }
+}
+
+/// One call's frozen view.
+struct Call<'a> {
+    guard: &'a Guard,
+    key: IdempotencyKey,
+    reference: String,
+    /// The arguments as the first call sent them.
+    frozen: Map<String, Value>,
+    diverged: bool,
+    /// (argument, this call's value, the frozen value) where they differ.
+    differences: Vec<(String, Value, Value)>,
+}
+
+enum Refusal {
+    BadArguments(String),
+    Store(idem_store::Error),
+}
+
+fn error_result(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// The upstream's result with `_meta.idem` added (its own `_meta` kept),
+/// and, for a divergent call, the sentence that says which frozen values
+/// were used.
+fn with_meta(
+    result: CallToolResult,
+    call: &Call<'_>,
+    replayed: bool,
+    attempt: i32,
+    reconciled: bool,
+) -> CallToolResult {
+    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
+    let idem = json!({
+        "key": call.key.as_str(),
+        "replayed": replayed,
+        "diverged": call.diverged,
+        "attempt": attempt,
+        "reconciled": reconciled,
+    });
+    if let Some(obj) = value.as_object_mut() {
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if !meta.is_object() {
+            *meta = json!({});
+        }
+        if let Some(m) = meta.as_object_mut() {
+            m.insert("idem".into(), idem);
+        }
+    }
+    let mut out: CallToolResult = serde_json::from_value(value).unwrap_or(result);
+    if !call.differences.is_empty() {
+        let said: Vec<String> = call
+            .differences
+            .iter()
+            .map(|(arg, now, first)| {
+                format!(
+                    "the {arg} you sent, {}, differs from the frozen intent's {}",
+                    plain(now),
+                    plain(first)
+                )
+            })
+            .collect();
+        out.content.push(ContentBlock::text(format!(
+            "idem: {}; the frozen intent was used, as the first call for {} sent it.",
+            said.join("; "),
+            call.reference
+        )));
+    }
+    out
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What is stored for replay: the whole result, or a note when it is too
+/// large to keep.
+fn stored_text(result: &CallToolResult) -> String {
+    let text = serde_json::to_string(result).unwrap_or_default();
+    if text.len() <= MAX_STORED_RESULT {
+        return text;
+    }
+    let mut note = CallToolResult::success(vec![ContentBlock::text(format!(
+        "the upstream's result ({} bytes) was over idem's {MAX_STORED_RESULT}-byte bound and was not stored; the call was executed once",
+        text.len()
+    ))]);
+    note.is_error = result.is_error;
+    serde_json::to_string(&note).unwrap_or_default()
+}
+
+/// The arguments as the first call sent them: the recorded candidate's
+/// copy, or (an intent recorded through `/v1`, without one) this call's
+/// arguments with the frozen fields' values.
+fn frozen_arguments(
+    guard: &Guard,
+    candidate: Option<&str>,
+    arguments: &Map<String, Value>,
+) -> Map<String, Value> {
+    let parsed: Option<Map<String, Value>> =
+        candidate.and_then(|c| serde_json::from_str::<Map<String, Value>>(c).ok());
+    if let Some(Value::Object(args)) = parsed.as_ref().and_then(|c| c.get(ARGUMENTS_MEMBER)) {
+        return args.clone();
+    }
+    let mut out = arguments.clone();
+    if let Some(c) = parsed {
+        for (field, arg) in &guard.fields {
+            if let Some(v) = c.get(field) {
+                out.insert(arg.clone(), v.clone());
+            }
+        }
+    }
+    out
+}
+
+fn differences(
+    guard: &Guard,
+    now: &Map<String, Value>,
+    frozen: &Map<String, Value>,
+) -> Vec<(String, Value, Value)> {
+    guard
+        .fields
+        .iter()
+        .filter_map(|(_, arg)| {
+            let (a, b) = (now.get(arg)?, frozen.get(arg)?);
+            (a != b).then(|| (arg.clone(), a.clone(), b.clone()))
+        })
+        .collect()
+}
+
+/// A store refusal names the catalog's field; the agent knows the tool's
+/// argument, so the message names that.
+fn name_the_argument(guard: &Guard, message: &str) -> String {
+    for (field, arg) in &guard.fields {
+        if message.contains(&format!("`{field}`")) {
+            return format!(
+                "argument `{arg}` (idem's field `{field}`): {message}; nothing was recorded or executed"
+            );
+        }
+    }
+    format!("{message}; nothing was recorded or executed")
+}
