@@ -1,0 +1,258 @@
+"""The MCP gateway driven by the official Python MCP SDK, in front of an
+upstream written with the same SDK that honours idempotency keys and
+writes every real execution to a ledger (the oracle). Each test runs on
+SQLite and, with IDEM_TEST_POSTGRES_URL, on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+HERE = Path(__file__).resolve().parent
+IDEM = os.environ.get("IDEM_BIN", str(HERE.parents[2] / "target" / "debug" / "idem"))
+SECRET = "mcp-gateway-tests-only-secret-0123456789"
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Env:
+    """One test's store (SQLite file or PostgreSQL schema), tenant, guard
+    file and ledger."""
+
+    def __init__(self, tmp: Path, database_url: str | None) -> None:
+        self.tmp = tmp
+        self.database_url = database_url
+        self.ledger = tmp / "ledger.json"
+        self.tenant = "mcp" + uuid.uuid4().hex[:10]
+        self.idem("tenant", "create", self.tenant)
+
+    def db_args(self) -> list[str]:
+        args = ["--data-dir", str(self.tmp / "data")]
+        if self.database_url:
+            args += ["--database-url", self.database_url]
+        return args
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {"PAY_LEDGER": str(self.ledger), "IDEMPOTENCY_HMAC_KEY": SECRET, "PATH": os.environ.get("PATH", ""), **extra}
+
+    def idem(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([IDEM, *args, *self.db_args()], capture_output=True, text=True,
+                              env={**os.environ, **self.env()}, timeout=60)
+
+    def guard_file(self, on_uncertain: str = "resend", lease_ms: int = 30000, extra: str = "") -> Path:
+        path = self.tmp / f"guard-{uuid.uuid4().hex[:6]}.toml"
+        path.write_text(f"""
+[upstream]
+command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / "pay_server.py"))}]
+
+[[guard]]
+tool = "create_pix_charge"
+action = "pix.cobranca"
+key_argument = "idempotency_key"
+lease_ms = {lease_ms}
+on_uncertain = "{on_uncertain}"
+[guard.fields]
+cliente_id = "customer_id"
+valor = "amount"
+chave_pix_destino = "pix_key"
+referencia_intencao = "invoice_ref"
+{extra}""")
+        return path
+
+    def gateway_args(self, guard: Path) -> list[str]:
+        return ["mcp", "gateway", "--guard", str(guard), "--tenant", self.tenant, *self.db_args()]
+
+    def executions(self) -> list[dict[str, Any]]:
+        if not self.ledger.exists():
+            return []
+        out: list[dict[str, Any]] = json.loads(self.ledger.read_text() or '{"executions": []}')["executions"]
+        return out
+
+    @asynccontextmanager
+    async def agent(self, guard: Path, **env: str) -> AsyncIterator[ClientSession]:
+        params = StdioServerParameters(command=IDEM, args=self.gateway_args(guard), env=self.env(**env))
+        with open(self.tmp / "gateway.log", "a") as log:
+            async with stdio_client(params, errlog=log) as (r, w):
+                async with ClientSession(r, w) as s:
+                    await s.initialize()
+                    yield s
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "sqlite":
+        yield Env(tmp_path, None)
+        return
+    url = os.environ.get("IDEM_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("IDEM_TEST_POSTGRES_URL is not set")
+    schema = "mcp_" + uuid.uuid4().hex[:12]
+    subprocess.run(["psql", url, "-qc", f"create schema {schema}"], check=True)
+    sep = "&" if "?" in url else "?"
+    try:
+        yield Env(tmp_path, f"{url}{sep}options=-c%20search_path%3D{schema}")
+    finally:
+        subprocess.run(["psql", url, "-qc", f"drop schema {schema} cascade"], check=True)
+
+
+def charge_args(ref: str, amount: str = "180.00") -> dict[str, str]:
+    return {"customer_id": "c-1", "amount": amount, "pix_key": "fulano@example.com", "invoice_ref": ref}
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "text", None))
+
+
+async def test_first_call_retry_divergence_new_reference_and_pass_through(env: Env) -> None:
+    guard = env.guard_file()
+    async with env.agent(guard) as agent:
+        listed = {t.name: t for t in (await agent.list_tools()).tools}
+        assert "run once" in (listed["create_pix_charge"].description or "")
+        assert "run once" not in (listed["echo"].description or "")
+        assert listed["create_pix_charge"].input_schema["properties"]["amount"]["type"] == "string"
+
+        first = await agent.call_tool("create_pix_charge", charge_args("FAT-1"))
+        assert not first.is_error
+        meta = first.meta["idem"]
+        assert (meta["replayed"], meta["diverged"], meta["attempt"], meta["reconciled"]) == (False, False, 1, False)
+        receipt = json.loads(first.content[0].text)
+        assert receipt["amount"] == "180.00", "the arguments as sent, never the key's cents"
+
+        again = await agent.call_tool("create_pix_charge", charge_args("FAT-1"))
+        assert again.meta["idem"]["replayed"] is True
+        assert again.content[0].text == first.content[0].text
+        assert "already executed for FAT-1" in text_of(again)
+        assert again.structured_content == first.structured_content
+
+        other = await agent.call_tool("create_pix_charge", charge_args("FAT-1", amount="1800.00"))
+        assert other.meta["idem"]["diverged"] is True and other.meta["idem"]["replayed"] is True
+        assert "1800.00, differs from the frozen intent's 180.00" in text_of(other)
+        assert json.loads(other.content[0].text)["amount"] == "180.00"
+
+        new = await agent.call_tool("create_pix_charge", charge_args("FAT-2"))
+        assert new.meta["idem"]["replayed"] is False
+        assert new.meta["idem"]["key"] != meta["key"]
+
+        echo = await agent.call_tool("echo", {"text": "hi"})
+        assert text_of(echo) == "hi" and (echo.meta or {}).get("idem") is None
+    executions = env.executions()
+    assert [e["invoice_ref"] for e in executions] == ["FAT-1", "FAT-2"]
+    assert all(e["idempotency_key"] == m for e, m in zip(executions, [meta["key"], new.meta["idem"]["key"]]))
+    assert executions[0]["amount"] == "180.00"
+
+
+async def test_a_call_missing_an_argument_or_with_a_refused_value_records_nothing(env: Env) -> None:
+    async with env.agent(env.guard_file()) as agent:
+        missing = await agent.call_tool("create_pix_charge", {"customer_id": "c-1", "amount": "1.00", "invoice_ref": "X"})
+        assert missing.is_error and "missing argument `pix_key`" in text_of(missing)
+        bad = await agent.call_tool("create_pix_charge", charge_args("FAT-3", amount="cento e oitenta"))
+        assert bad.is_error and "argument `amount`" in text_of(bad)
+        deep: dict[str, Any] = {}
+        cur = deep
+        for _ in range(80):
+            cur["x"] = {}
+            cur = cur["x"]
+        too_deep = await agent.call_tool("create_pix_charge", {**charge_args("FAT-4"), "note": deep})
+        assert too_deep.is_error and "deep" in text_of(too_deep)
+        huge = await agent.call_tool("create_pix_charge", {**charge_args("FAT-5"), "note": "x" * 70_000})
+        assert huge.is_error and "at most" in text_of(huge)
+        # The gateway still serves.
+        ok = await agent.call_tool("create_pix_charge", charge_args("FAT-6"))
+        assert not ok.is_error
+    assert [e["invoice_ref"] for e in env.executions()] == ["FAT-6"]
+
+
+async def test_eight_agents_in_eight_gateways_call_the_same_charge_once(env: Env) -> None:
+    guard = env.guard_file()
+    env.idem("migrate")
+
+    async def one() -> Any:
+        async with env.agent(guard, PAY_DELAY_MS="300") as agent:
+            return await agent.call_tool("create_pix_charge", charge_args("FAT-8"))
+
+    results = await asyncio.gather(*(one() for _ in range(8)))
+    assert all(not r.is_error for r in results), [text_of(r) for r in results if r.is_error]
+    assert sum(1 for r in results if not r.meta["idem"]["replayed"]) == 1
+    assert len({r.content[0].text for r in results}) == 1
+    assert len(env.executions()) == 1
+
+
+@pytest.mark.parametrize("on_uncertain", ["resend", "refuse"])
+async def test_a_gateway_killed_while_the_upstream_charges(env: Env, on_uncertain: str) -> None:
+    guard = env.guard_file(on_uncertain=on_uncertain, lease_ms=1500)
+    gw = subprocess.Popen([IDEM, *env.gateway_args(guard)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(env.tmp / "killed.log", "w"), env=env.env(PAY_DELAY_MS="5000"))
+    assert gw.stdin is not None and gw.stdout is not None
+
+    def send(msg: dict[str, Any]) -> None:
+        assert gw.stdin is not None
+        gw.stdin.write((json.dumps(msg) + "\n").encode())
+        gw.stdin.flush()
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    assert json.loads(gw.stdout.readline())["id"] == 1
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_pix_charge", "arguments": charge_args("FAT-K")}})
+    give_up = time.monotonic() + 30
+    while not env.executions() and time.monotonic() < give_up:
+        time.sleep(0.05)
+    assert len(env.executions()) == 1, "the upstream charged"
+    os.kill(gw.pid, signal.SIGKILL)  # its answer is never stored
+    gw.wait()
+    time.sleep(1.6)  # the claim's lease runs out
+    async with env.agent(guard) as agent:
+        retried = await agent.call_tool("create_pix_charge", charge_args("FAT-K"))
+    executions = env.executions()
+    assert len(executions) == 1, "never a second charge"
+    if on_uncertain == "resend":
+        assert not retried.is_error
+        assert retried.meta["idem"]["reconciled"] is True and retried.meta["idem"]["attempt"] == 2
+        assert json.loads(retried.content[0].text)["charge_id"] == executions[0]["charge_id"], "the first charge's answer"
+    else:
+        assert retried.is_error
+        said = text_of(retried)
+        assert "unknown" in said and "new reference" in said and "/live" in said
+
+
+def test_bad_guard_files_tenants_and_upstreams_exit_2_naming_the_line(env: Env) -> None:
+    def run(guard: Path, tenant: str | None = None) -> subprocess.CompletedProcess[str]:
+        args = ["mcp", "gateway", "--guard", str(guard), "--tenant", tenant or env.tenant, *env.db_args()]
+        return subprocess.run([IDEM, *args], capture_output=True, text=True, env={**os.environ, **env.env()},
+                              stdin=subprocess.DEVNULL, timeout=60)
+
+    good = env.guard_file().read_text()
+    cases = [
+        (good.replace('action = "pix.cobranca"', 'action = "pix.nada"'), ":7:", "unknown action"),
+        (good.replace('valor = "amount"', 'valor = "amount"\ntroco = "change"'), ":14:", 'no field "troco"'),
+        (good.replace('valor = "amount"\n', ""), ":11:", 'no argument maps to field "valor"'),
+        (good.replace('tool = "create_pix_charge"', 'tool = "create_charge"'), ":6:", 'no tool "create_charge"'),
+        (good.replace(str(HERE / "pay_server.py"), "/nonexistent/pay.py"), "", "failed to start"),
+    ]
+    for text, line, says in cases:
+        path = env.tmp / "bad.toml"
+        path.write_text(text)
+        done = run(path)
+        assert done.returncode == 2, (says, done.stderr)
+        assert says in done.stderr and line in done.stderr, (says, done.stderr)
+    done = run(env.guard_file(), tenant="nobody")
+    assert done.returncode == 2 and '"nobody"' in done.stderr
+    assert env.executions() == []
