@@ -246,7 +246,7 @@ impl GuardFile {
             };
             let fields_span = g.fields.span();
             let mapped = g.fields.into_inner();
-            for (field, _) in &mapped {
+            for field in mapped.keys() {
                 if !spec.fields().iter().any(|f| &*f.name == field.get_ref()) {
                     let names: Vec<&str> = spec.fields().iter().map(|f| &*f.name).collect();
                     return Err(at(

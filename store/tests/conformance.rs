@@ -113,7 +113,7 @@ async fn the_candidate_is_frozen_as_its_first_delivery_sent_it(h: &H) {
     let r1 = record(h, &h.tenant, first).await;
     assert!(r1.inserted);
     assert_eq!(r1.candidate.as_deref(), Some(first));
-    assert_eq!(r1.payload.to_json().contains("\"18000\""), true);
+    assert!(r1.payload.to_json().contains("\"18000\""));
     // The same intent written another way, then a divergent one.
     let same = r#"{"cliente_id":"cli-1","valor":"180.0","chave_pix_destino":"+5511988887777","referencia_intencao":"FAT-C"}"#;
     let r2 = record(h, &h.tenant, same).await;
