@@ -9,11 +9,15 @@
 //! arguments as sent), later calls replay the stored result, and an attempt
 //! whose outcome is unknown is uncertain, never executed again under a new
 //! key. The guard file ([`guard_file`]) says which tools are guarded and
-//! which catalog action's fields make their key.
+//! which catalog action's fields make their key. idem's own server
+//! ([`tools::IdemTools`]) offers the calculator and the live monitor as
+//! tools.
 
 pub mod gateway;
 pub mod guard_file;
 pub mod guarded;
+pub mod tools;
 
 pub use gateway::{Gateway, StartError};
 pub use guard_file::{GuardFile, GuardFileError, Upstream};
+pub use tools::{IdemTools, TenantSource};

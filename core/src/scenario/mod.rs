@@ -20,10 +20,12 @@
 use crate::cost::CostInputs;
 
 mod analysis;
+mod estimate;
 mod fields;
 mod link;
 
 pub use analysis::*;
+pub use estimate::*;
 pub use fields::*;
 pub use link::*;
 

@@ -28,11 +28,6 @@ SECRET = "mcp-gateway-tests-only-secret-0123456789"
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Env:
     """One test's store (SQLite file or PostgreSQL schema), tenant, guard
     file and ledger."""
@@ -94,23 +89,6 @@ referencia_intencao = "invoice_ref"
                 async with ClientSession(r, w) as s:
                     await s.initialize()
                     yield s
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "sqlite":
-        yield Env(tmp_path, None)
-        return
-    url = os.environ.get("IDEM_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("IDEM_TEST_POSTGRES_URL is not set")
-    schema = "mcp_" + uuid.uuid4().hex[:12]
-    subprocess.run(["psql", url, "-qc", f"create schema {schema}"], check=True)
-    sep = "&" if "?" in url else "?"
-    try:
-        yield Env(tmp_path, f"{url}{sep}options=-c%20search_path%3D{schema}")
-    finally:
-        subprocess.run(["psql", url, "-qc", f"drop schema {schema} cascade"], check=True)
 
 
 def charge_args(ref: str, amount: str = "180.00") -> dict[str, str]:

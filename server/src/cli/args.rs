@@ -88,6 +88,21 @@ pub(crate) enum McpCommand {
     /// passes through. Exit 2 when the guard file, the tenant or the
     /// upstream cannot be used.
     Gateway(McpGatewayArgs),
+    /// idem's own MCP server on stdio, for one tenant: the cost estimate,
+    /// the live numbers, the uncertain actions and their reconciliation as
+    /// tools. `idem serve` also serves it at /mcp (bearer token).
+    Serve(McpServeArgs),
+}
+
+/// `idem mcp serve` options.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    /// The tenant the tools read and settle (registered with `idem tenant create`).
+    #[arg(long, value_parser = parse_tenant)]
+    pub tenant: idem_core::TenantId,
+    /// Where the intent store is.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// `idem mcp gateway` options.

@@ -423,38 +423,7 @@ pub fn run(a: &CostArgs) -> ExitCode {
     match result {
         Ok((s, o, note)) => {
             if a.json {
-                // Every value an exact decimal string (rust_decimal's
-                // serde-str), plus what the numbers are in.
-                let mut v = match serde_json::to_value(&o) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitCode::FAILURE;
-                    }
-                };
-                if let Some(obj) = v.as_object_mut() {
-                    obj.insert("currency".into(), s.inputs.revenue_currency.code().into());
-                    // The pair the rate was applied to, so a script sees
-                    // which rate its numbers rest on.
-                    if let Some(fx) = s
-                        .inputs
-                        .fx
-                        .filter(|_| s.inputs.price_currency != s.inputs.revenue_currency)
-                    {
-                        obj.insert(
-                            "exchange".into(),
-                            serde_json::json!({
-                                "from": s.inputs.price_currency.code(),
-                                "to": s.inputs.revenue_currency.code(),
-                                "rate": fx.normalize().to_string(),
-                            }),
-                        );
-                    }
-                    obj.insert("link".into(), format!("/?{}", s.to_query()).into());
-                    if let Some(m) = &s.model {
-                        obj.insert("model".into(), m.as_str().into());
-                    }
-                }
+                let v = idem_core::scenario::estimate_json(&s, &o);
                 println!("{v}");
             } else {
                 if let Some(n) = note {

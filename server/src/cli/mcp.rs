@@ -1,13 +1,14 @@
-//! `idem mcp gateway`: the MCP gateway on stdio for one agent. It opens the
+//! `idem mcp gateway`: the MCP gateway on stdio for one agent, and `idem
+//! mcp serve`, idem's own tools on stdio. It opens the
 //! store as `idem serve` does (the same database and HMAC secret, so the
 //! same keys), checks the guard file, the tenant and the upstream, then
 //! serves until the agent closes stdin. Stdout is the MCP channel: every
 //! word for a person goes to stderr.
 
-use super::args::McpGatewayArgs;
+use super::args::{McpGatewayArgs, McpServeArgs};
 use super::Usage;
 use crate::config::SecretSource;
-use idem_mcp::{Gateway, GuardFile, Upstream};
+use idem_mcp::{Gateway, GuardFile, IdemTools, TenantSource, Upstream};
 use std::sync::Arc;
 
 pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
@@ -60,6 +61,18 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
     };
     tracing::info!("the MCP gateway serves on stdio");
     let served = gateway.serve_stdio().await;
+    store.close().await;
+    served.map_err(Into::into)
+}
+
+/// `idem mcp serve`: idem's own tools on stdio for one tenant. It reads and
+/// settles what is stored; it derives no key, so it needs no secret.
+pub(crate) async fn serve(args: McpServeArgs) -> anyhow::Result<()> {
+    let store = super::admin::tenant_store(&args.db, &args.tenant).await?;
+    tracing::info!("idem's MCP server serves on stdio");
+    let served = IdemTools::new(store.clone(), TenantSource::Fixed(args.tenant))
+        .serve_stdio()
+        .await;
     store.close().await;
     served.map_err(Into::into)
 }

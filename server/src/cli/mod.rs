@@ -41,9 +41,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Migrate(args) => run_async(admin::migrate(args)),
         Command::Purge(args) => run_async(admin::purge(args)),
         Command::Retention(args) => run_async(admin::retention(args)),
-        Command::Mcp {
-            command: McpCommand::Gateway(args),
-        } => run_async(mcp::gateway(args)),
+        Command::Mcp { command } => match command {
+            McpCommand::Gateway(args) => run_async(mcp::gateway(args)),
+            McpCommand::Serve(args) => run_async(mcp::serve(args)),
+        },
         Command::Tenant { command } => match command {
             TenantCommand::Create(args) => run_async(admin::tenant_create(args)),
             TenantCommand::RotateToken(args) => run_async(admin::tenant_rotate(args)),

@@ -1,0 +1,647 @@
+//! idem's own MCP server: the calculator and the live monitor as tools an
+//! agent can call. `estimate_duplicate_cost` answers what `idem cost
+//! --json` prints; the others read (and `reconcile_action` settles) the
+//! tenant's intents and actions. Bad input is an `isError` result that
+//! names the argument, never a protocol error.
+
+use idem_core::cost::{self, CostInputs, PriceUnit, RiskInputs};
+use idem_core::locale::{format_money, format_pct, parse_decimal_flag, Currency, Locale};
+use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
+use idem_core::{ActionType, IdempotencyKey, TenantId};
+use idem_store::{ActionState, Outcome, Store};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use rust_decimal::Decimal;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// The most uncertain actions `list_uncertain_actions` returns.
+pub const MAX_LISTED: i64 = 100;
+/// The largest response or error `reconcile_action` records, as `/v1`.
+pub const MAX_EVIDENCE: usize = 32 * 1024;
+
+/// Which tenant a call acts for.
+#[derive(Clone, Debug)]
+pub enum TenantSource {
+    /// One tenant for the whole session (`idem mcp serve --tenant`).
+    Fixed(TenantId),
+    /// The tenant the HTTP request's bearer token authenticated (put in the
+    /// request's extensions by the server's authentication layer).
+    FromRequest,
+}
+
+/// idem's own MCP server.
+#[derive(Clone)]
+pub struct IdemTools {
+    store: Store,
+    tenant: TenantSource,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl IdemTools {
+    /// The server for `tenant` on `store`.
+    pub fn new(store: Store, tenant: TenantSource) -> Self {
+        Self {
+            store,
+            tenant,
+            tools: Arc::new(tool_list()),
+        }
+    }
+
+    /// Serves one agent over stdin and stdout until it closes them.
+    pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
+        use rmcp::ServiceExt;
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(std::io::Error::other)?;
+        running.waiting().await.map_err(std::io::Error::other)?;
+        Ok(())
+    }
+
+    fn tenant(&self, context: &RequestContext<RoleServer>) -> Option<TenantId> {
+        match &self.tenant {
+            TenantSource::Fixed(t) => Some(t.clone()),
+            TenantSource::FromRequest => context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.extensions.get::<TenantId>())
+                .cloned(),
+        }
+    }
+
+    async fn run(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        match name {
+            "estimate_duplicate_cost" => estimate(args),
+            "live_summary" => self.live_summary(tenant, args).await,
+            "list_uncertain_actions" => self.list_uncertain(tenant, args).await,
+            "get_intent" => self.get_intent(tenant, args).await,
+            "get_action" => self.get_action(tenant, args).await,
+            "reconcile_action" => self.reconcile(tenant, args).await,
+            other => Err(Bad(format!("no tool {other:?}"))),
+        }
+    }
+
+    async fn live_summary(
+        &self,
+        tenant: &TenantId,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        let hours = optional_int(args, "hours", 1, 24 * 31)?.unwrap_or(24);
+        let to = self.store.now_ms() + 1;
+        let from = to - hours * 3_600_000;
+        let report = self
+            .store
+            .stats(tenant, idem_store::stats::Granularity::Hour, from, to)
+            .await
+            .map_err(store_bad)?;
+        let live = self
+            .store
+            .session()
+            .await
+            .map_err(store_bad)?
+            .live_actions(tenant, self.store.now_ms(), 0)
+            .await
+            .map_err(store_bad)?;
+        let t = &report.totals;
+        let summary = json!({
+            "window_hours": hours,
+            "intents": t.intents,
+            "deliveries": t.deliveries,
+            "redeliveries": t.redeliveries,
+            "duplicate_rate_pct": report.duplicate_rate_pct,
+            "divergences": t.divergences,
+            "actions_started": t.actions_started,
+            "actions_completed": t.actions_completed,
+            "in_flight_now": live.in_flight,
+            "uncertain_now": live.uncertain,
+        });
+        let text = format!(
+            "In the last {hours} h: {} intents, {} redeliveries absorbed, {} divergent re-extractions; {} actions in flight and {} uncertain now.",
+            t.intents, t.redeliveries, t.divergences, live.in_flight, live.uncertain
+        );
+        Ok(structured(summary, text))
+    }
+
+    async fn list_uncertain(
+        &self,
+        tenant: &TenantId,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        let limit = optional_int(args, "limit", 1, MAX_LISTED)?.unwrap_or(20);
+        let live = self
+            .store
+            .session()
+            .await
+            .map_err(store_bad)?
+            .live_actions(
+                tenant,
+                self.store.now_ms(),
+                u32::try_from(limit).unwrap_or(20),
+            )
+            .await
+            .map_err(store_bad)?;
+        let n = live.uncertain_keys.len();
+        let listed = json!({"uncertain_now": live.uncertain, "actions": live.uncertain_keys});
+        Ok(structured(
+            listed,
+            format!(
+                "{} actions have an unknown outcome; {n} listed (newest first). Ask the provider about each key, then settle it with reconcile_action.",
+                live.uncertain
+            ),
+        ))
+    }
+
+    async fn get_intent(
+        &self,
+        tenant: &TenantId,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        let action = action_arg(args)?;
+        let reference = string(args, "reference", 1, 255)?;
+        let mut s = self.store.session().await.map_err(store_bad)?;
+        let i = match s.intent(tenant, action.as_str(), &reference).await {
+            Ok(i) => i,
+            Err(idem_store::Error::NotFound) => return Err(Bad(format!(
+                "argument `reference`: no intent {reference:?} of action {action} for this tenant"
+            ))),
+            Err(e) => return Err(store_bad(e)),
+        };
+        let frozen = i
+            .candidate
+            .as_deref()
+            .and_then(|c| serde_json::from_str::<Value>(c).ok());
+        let normalized: Value = serde_json::from_str(&i.payload.to_json()).unwrap_or(Value::Null);
+        Ok(structured(
+            json!({
+                "key": i.key.as_str(), "action": action.as_str(), "reference": reference,
+                "frozen": frozen, "payload": normalized, "revision": i.revision,
+                "deliveries": i.deliveries, "divergences": i.divergences,
+                "first_seen_ms": i.first_seen_ms, "last_seen_ms": i.last_seen_ms,
+            }),
+            format!(
+                "Intent {reference}: {} deliveries, {} divergent; key {}.",
+                i.deliveries, i.divergences, i.key
+            ),
+        ))
+    }
+
+    async fn get_action(
+        &self,
+        tenant: &TenantId,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        let key = key_arg(args)?;
+        let mut s = self.store.session().await.map_err(store_bad)?;
+        let a = match s.action(tenant, &key).await {
+            Ok(a) => a,
+            Err(idem_store::Error::NotFound) => {
+                return Err(Bad(format!(
+                    "argument `key`: no action {key} for this tenant"
+                )))
+            }
+            Err(e) => return Err(store_bad(e)),
+        };
+        let response = a.response.as_deref().map(|r| {
+            serde_json::from_str::<Value>(r).unwrap_or_else(|_| Value::String(r.to_owned()))
+        });
+        let state = a.state.as_str();
+        Ok(structured(
+            json!({
+                "key": key.as_str(), "action": a.action, "state": state, "attempts": a.attempts,
+                "lease_until_ms": a.lease_until_ms, "started_ms": a.started_ms, "updated_ms": a.updated_ms,
+                "response": response, "error": a.error, "retryable": a.retryable, "reconciled": a.reconciled,
+            }),
+            format!(
+                "Action {key}: {state}, {} attempts{}.",
+                a.attempts,
+                if a.reconciled { ", reconciled" } else { "" }
+            ),
+        ))
+    }
+
+    async fn reconcile(
+        &self,
+        tenant: &TenantId,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        let key = key_arg(args)?;
+        let outcome = match args.get("outcome").and_then(Value::as_str) {
+            Some("completed") => {
+                let Some(r) = args.get("response").filter(|v| !v.is_null()) else {
+                    return Err(Bad("argument `response`: outcome `completed` needs the provider's response as evidence".into()));
+                };
+                let text = r.to_string();
+                if text.len() > MAX_EVIDENCE {
+                    return Err(Bad(format!(
+                        "argument `response`: over {MAX_EVIDENCE} bytes"
+                    )));
+                }
+                Outcome::Completed(text)
+            }
+            Some("failed") => {
+                let error = string(args, "error", 1, MAX_EVIDENCE)
+                    .map_err(|_| Bad("argument `error`: outcome `failed` needs the provider's error as evidence (1 to 32768 characters)".into()))?;
+                let retryable = match args.get("retryable") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Err(Bad("argument `retryable`: true or false".into())),
+                };
+                Outcome::Failed { error, retryable }
+            }
+            _ => {
+                return Err(Bad(
+                    "argument `outcome`: `completed` (with `response`) or `failed` (with `error`)"
+                        .into(),
+                ))
+            }
+        };
+        let mut s = self.store.session().await.map_err(store_bad)?;
+        let a = match s.action(tenant, &key).await {
+            Ok(a) => a,
+            Err(idem_store::Error::NotFound) => {
+                return Err(Bad(format!(
+                    "argument `key`: no action {key} for this tenant"
+                )))
+            }
+            Err(e) => return Err(store_bad(e)),
+        };
+        let now = self.store.now_ms();
+        let unknown = a.state == ActionState::Uncertain
+            || (a.state == ActionState::Started && a.lease_until_ms.is_some_and(|u| u <= now));
+        if !unknown {
+            return Err(Bad(format!(
+                "argument `key`: action {key} is {} {}; only an action whose outcome is unknown is reconciled",
+                a.state.as_str(),
+                if a.state == ActionState::Started { "with its lease running" } else { "" }
+            )));
+        }
+        match s.reconcile(tenant, &key, a.token, &outcome).await {
+            Ok(()) => {}
+            Err(idem_store::Error::StaleToken { .. }) => {
+                return Err(Bad(format!("argument `key`: action {key} changed while it was being reconciled; read it again with get_action")))
+            }
+            Err(e) => return Err(store_bad(e)),
+        }
+        tracing::info!(tenant = %tenant, "action reconciled over MCP");
+        let settled = match outcome {
+            Outcome::Completed(_) => "completed",
+            Outcome::Failed { .. } => "failed",
+        };
+        Ok(structured(
+            json!({"key": key.as_str(), "state": settled, "reconciled": true}),
+            format!("Action {key} recorded as {settled} (reconciled); later calls for it replay this outcome."),
+        ))
+    }
+}
+
+impl ServerHandler for IdemTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("idem", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "idem: what duplicate model and payment calls cost (estimate_duplicate_cost), and the tenant's intents and actions as they stand (live_summary, list_uncertain_actions, get_intent, get_action, reconcile_action).",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(McpError::invalid_params(
+                format!("no tool {:?}", request.name),
+                None,
+            ));
+        }
+        let Some(tenant) = self.tenant(&context) else {
+            return Err(McpError::invalid_request(
+                "no tenant: authenticate with a tenant's bearer token",
+                None,
+            ));
+        };
+        let args = request.arguments.unwrap_or_default();
+        let result = match self.run(&tenant, &request.name, &args).await {
+            Ok(r) => r,
+            Err(Bad(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
+        };
+        Ok(result.into())
+    }
+}
+
+/// A refusal the agent reads (`isError`).
+struct Bad(String);
+
+fn store_bad(e: idem_store::Error) -> Bad {
+    tracing::error!(error = %e, "the intent store failed during an MCP tool call");
+    Bad("idem's store is unavailable right now; retry in a moment".into())
+}
+
+fn structured(value: Value, text: String) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(value);
+    r
+}
+
+fn string(args: &Map<String, Value>, name: &str, min: usize, max: usize) -> Result<String, Bad> {
+    match args.get(name) {
+        Some(Value::String(s)) if (min..=max).contains(&s.chars().count()) => Ok(s.clone()),
+        Some(Value::String(_)) => Err(Bad(format!("argument `{name}`: {min} to {max} characters"))),
+        None | Some(Value::Null) => Err(Bad(format!("argument `{name}` is required"))),
+        Some(_) => Err(Bad(format!("argument `{name}`: a string"))),
+    }
+}
+
+fn optional_int(
+    args: &Map<String, Value>,
+    name: &str,
+    min: i64,
+    max: i64,
+) -> Result<Option<i64>, Bad> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(Bad(format!(
+                "argument `{name}`: a whole number from {min} to {max}"
+            ))),
+        },
+    }
+}
+
+fn action_arg(args: &Map<String, Value>) -> Result<ActionType, Bad> {
+    let a = string(args, "action", 1, 100)?;
+    ActionType::try_from(a.as_str()).map_err(|e| Bad(format!("argument `action`: {e}")))
+}
+
+fn key_arg(args: &Map<String, Value>) -> Result<IdempotencyKey, Bad> {
+    let k = string(args, "key", 64, 64)
+        .map_err(|_| Bad("argument `key`: 64 lowercase hexadecimal characters".into()))?;
+    IdempotencyKey::try_from(k.as_str())
+        .map_err(|_| Bad("argument `key`: 64 lowercase hexadecimal characters".into()))
+}
+
+/// A number argument: a JSON number or a decimal string (`"0,015"` or
+/// `"0.015"`); an ambiguous one (`"1,200"`) is refused naming both readings.
+fn number(args: &Map<String, Value>, name: &str) -> Result<Option<Decimal>, Bad> {
+    let text = match args.get(name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(_) => {
+            return Err(Bad(format!(
+                "argument `{name}`: a number, or a decimal written as a string"
+            )))
+        }
+    };
+    parse_decimal_flag(&text, None)
+        .map(Some)
+        .map_err(|e| Bad(format!("argument `{name}`: {e}")))
+}
+
+fn required(args: &Map<String, Value>, name: &str) -> Result<Decimal, Bad> {
+    number(args, name)?.ok_or_else(|| Bad(format!("argument `{name}` is required")))
+}
+
+fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(Currency::Brl),
+        Some(Value::String(s)) => Currency::from_code(s).ok_or_else(|| {
+            Bad(format!(
+                "argument `{name}`: `{s}` is not a currency idem prices in (BRL, USD or EUR)"
+            ))
+        }),
+        Some(_) => Err(Bad(format!(
+            "argument `{name}`: a currency code such as BRL"
+        ))),
+    }
+}
+
+/// `estimate_duplicate_cost`: the inputs of `idem cost --json`, its figures.
+fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
+    const KNOWN: [&str; 21] = [
+        "conversations",
+        "tokens_in",
+        "tokens_out",
+        "price_in",
+        "price_out",
+        "price_cached",
+        "price_unit",
+        "price_currency",
+        "revenue_currency",
+        "fx",
+        "fx_date",
+        "cached_share",
+        "calls",
+        "dup_cache_share",
+        "ticket",
+        "duplicate_rate",
+        "money_share",
+        "avg_charge",
+        "ops_cost",
+        "claim_rate",
+        "locale",
+    ];
+    if let Some(unknown) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(Bad(format!(
+            "argument `{unknown}` is not an input of the estimate; the inputs are {}",
+            KNOWN.join(", ")
+        )));
+    }
+    let zero = Decimal::ZERO;
+    let risk_parts = ["money_share", "avg_charge", "ops_cost", "claim_rate"];
+    let given: Vec<&str> = risk_parts
+        .iter()
+        .copied()
+        .filter(|p| args.get(*p).is_some_and(|v| !v.is_null()))
+        .collect();
+    let risk = match given.len() {
+        0 => None,
+        4 => Some(RiskInputs {
+            money_share_pct: required(args, "money_share")?,
+            avg_charge: required(args, "avg_charge")?,
+            ops_cost: required(args, "ops_cost")?,
+            claim_rate_pct: required(args, "claim_rate")?,
+        }),
+        _ => {
+            let missing: Vec<&str> = risk_parts
+                .iter()
+                .copied()
+                .filter(|p| !given.contains(p))
+                .collect();
+            return Err(Bad(format!("argument `{}`: the risk block takes money_share, avg_charge, ops_cost and claim_rate together", missing[0])));
+        }
+    };
+    let price_unit = match args.get("price_unit") {
+        None | Some(Value::Null) => PriceUnit::PerThousand,
+        Some(Value::String(u)) => u
+            .parse::<PriceUnit>()
+            .map_err(|e| Bad(format!("argument `price_unit`: {e}")))?,
+        Some(_) => return Err(Bad("argument `price_unit`: \"1k\" or \"1m\"".into())),
+    };
+    let mut s = Scenario {
+        inputs: CostInputs {
+            conversations: required(args, "conversations")?,
+            tokens_in: required(args, "tokens_in")?,
+            tokens_out: required(args, "tokens_out")?,
+            price_in: required(args, "price_in")?,
+            price_out: required(args, "price_out")?,
+            price_unit,
+            ticket: required(args, "ticket")?,
+            duplicate_rate_pct: required(args, "duplicate_rate")?,
+            risk,
+            price_currency: currency(args, "price_currency")?,
+            revenue_currency: currency(args, "revenue_currency")?,
+            fx: number(args, "fx")?,
+            cached_share_pct: number(args, "cached_share")?.unwrap_or(zero),
+            price_cached: number(args, "price_cached")?.unwrap_or(zero),
+            calls_per_conversation: number(args, "calls")?.unwrap_or(Decimal::ONE),
+            dup_cache_share_pct: number(args, "dup_cache_share")?.unwrap_or(zero),
+        },
+        ..Scenario::default()
+    };
+    if s.inputs.price_currency == s.inputs.revenue_currency {
+        if s.inputs.fx.is_some() {
+            return Err(Bad(format!("argument `fx`: prices and revenue are both in {}; a rate applies only when price_currency differs from revenue_currency", s.inputs.revenue_currency.code())));
+        }
+    } else if s.inputs.fx.is_none() {
+        return Err(Bad(format!("argument `fx` is required: prices are in {} and revenue in {} (US$ 1 = R$ 5,33 is fx 5.33)", s.inputs.price_currency.code(), s.inputs.revenue_currency.code())));
+    }
+    if let Some(d) = args.get("fx_date").filter(|v| !v.is_null()) {
+        match d.as_str() {
+            Some(d) if is_iso_date(d) => s.fx_date = Some(d.to_owned()),
+            _ => return Err(Bad("argument `fx_date`: a date written YYYY-MM-DD".into())),
+        }
+    }
+    for f in Field::ALL {
+        if let Some(v) = f.get(&s) {
+            if f.check_typed(v) == Err(Problem::TooPrecise) {
+                return Err(Bad(format!(
+                    "argument `{}`: more than {} decimal places",
+                    f.key(),
+                    f.kind().max_decimals()
+                )));
+            }
+        }
+    }
+    let o =
+        cost::compute(&s.inputs).map_err(|e| Bad(format!("argument `{}`", e).replace('-', "_")))?;
+    o.break_even()
+        .map_err(|e| Bad(format!("argument `{}`", e).replace('-', "_")))?;
+    let v = idem_core::scenario::estimate_json(&s, &o);
+    let l = match args.get("locale").and_then(Value::as_str) {
+        Some(tag) => {
+            Locale::from_tag(tag).ok_or_else(|| Bad("argument `locale`: pt-BR or en-US".into()))?
+        }
+        None => Locale::PtBr,
+    };
+    let c = s.inputs.revenue_currency;
+    let share = o
+        .waste_share_of_revenue_pct
+        .map(|p| format!(" ({} of revenue)", format_pct(p, l)))
+        .unwrap_or_default();
+    let text = format!(
+        "{} wasted a month on duplicated calls{share}, {} a year; {} duplicated conversations. The scenario: /?{}",
+        format_money(o.monthly_token_waste, l, c),
+        format_money(o.annual_token_waste, l, c),
+        o.duplicated_conversations,
+        s.to_query()
+    );
+    Ok(structured(v, text))
+}
+
+fn schema(properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
+    let mut m = Map::new();
+    m.insert("type".into(), "object".into());
+    m.insert("properties".into(), properties);
+    m.insert("required".into(), json!(required));
+    m.insert("additionalProperties".into(), false.into());
+    Arc::new(m)
+}
+
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    input: Arc<Map<String, Value>>,
+    read_only: bool,
+) -> Tool {
+    let mut t = Tool::new(name, description, input);
+    let mut a = ToolAnnotations::new();
+    a.read_only_hint = Some(read_only);
+    a.destructive_hint = Some(false);
+    a.idempotent_hint = Some(true);
+    a.open_world_hint = Some(false);
+    t.annotations = Some(a);
+    t
+}
+
+fn tool_list() -> Vec<Tool> {
+    let num = |d: &str| json!({"type": ["number", "string"], "description": d});
+    let estimate = schema(
+        json!({
+            "conversations": num("conversations a month"),
+            "tokens_in": num("input tokens per model call"),
+            "tokens_out": num("output tokens per model call"),
+            "price_in": num("price of input tokens per price_unit, in price_currency"),
+            "price_out": num("price of output tokens per price_unit"),
+            "price_cached": num("price of cached input tokens (default 0)"),
+            "price_unit": {"type": "string", "enum": ["1k", "1m"], "description": "what prices are quoted per (default 1k)"},
+            "price_currency": {"type": "string", "description": "ISO 4217 code of the prices (default BRL)"},
+            "revenue_currency": {"type": "string", "description": "ISO 4217 code of revenue and every result (default BRL)"},
+            "fx": num("one unit of price_currency in revenue_currency; required when they differ"),
+            "fx_date": {"type": "string", "description": "the day the rate was quoted, YYYY-MM-DD"},
+            "cached_share": num("percentage of each call's input served from cache (default 0)"),
+            "calls": num("model calls per conversation (default 1)"),
+            "dup_cache_share": num("percentage of a duplicate's input that hits the cache (default 0)"),
+            "ticket": num("revenue per resolved conversation"),
+            "duplicate_rate": num("percentage of conversations that repeat the call (3 means 3%)"),
+            "money_share": num("risk block: percentage of duplicated conversations that move money"),
+            "avg_charge": num("risk block: average charge"),
+            "ops_cost": num("risk block: operations cost per duplicate charge"),
+            "claim_rate": num("risk block: percentage of duplicate charges customers claim back"),
+            "locale": {"type": "string", "enum": ["pt-BR", "en-US"], "description": "the language of the summary sentence (default pt-BR); the figures are exact decimals either way"},
+        }),
+        &[
+            "conversations",
+            "tokens_in",
+            "tokens_out",
+            "price_in",
+            "price_out",
+            "ticket",
+            "duplicate_rate",
+        ],
+    );
+    vec![
+        tool("estimate_duplicate_cost", "What duplicated model calls cost a month and a year, in exact decimals: the inputs and figures of `idem cost --json`, and a link to the scenario on idem's dashboard.", estimate, true),
+        tool("live_summary", "The tenant's intents, redeliveries absorbed, duplicate rate, divergent re-extractions, and actions in flight or with an unknown outcome now.", schema(json!({"hours": {"type": "integer", "minimum": 1, "maximum": 744, "description": "the window, in hours (default 24)"}}), &[]), true),
+        tool("list_uncertain_actions", "Actions whose outcome is unknown (an attempt started and never said how it ended), newest first, with each one's intent: ask the provider about the key, then reconcile_action.", schema(json!({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LISTED}}), &[]), true),
+        tool("get_intent", "An intent as frozen by its first delivery: the candidate as sent, the normalized fields its key covers, deliveries and divergences.", schema(json!({"action": {"type": "string", "description": "e.g. pix.cobranca"}, "reference": {"type": "string"}}), &["action", "reference"]), true),
+        tool("get_action", "An action by its key: state, attempts, lease, the stored response or error.", schema(json!({"key": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}), &["key"]), true),
+        tool("reconcile_action", "Settles an action whose outcome is unknown with what the provider says happened, with its response or error as evidence; later calls replay it.", schema(json!({
+            "key": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+            "outcome": {"type": "string", "enum": ["completed", "failed"]},
+            "response": {"description": "the provider's response (outcome completed)"},
+            "error": {"type": "string", "description": "the provider's error (outcome failed)"},
+            "retryable": {"type": "boolean", "description": "outcome failed: whether a later call may run it again (default false)"},
+        }), &["key", "outcome"]), false),
+    ]
+}

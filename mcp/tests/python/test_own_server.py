@@ -1,0 +1,85 @@
+"""idem's own MCP server (`idem mcp serve`), driven by the official Python
+MCP SDK: its tools, the reference estimate, and a reconciliation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from test_gateway import IDEM, Env, charge_args, text_of
+
+pytestmark = pytest.mark.anyio
+
+REFERENCE = {"conversations": 30000, "tokens_in": 8000, "tokens_out": 600, "price_in": "0,015",
+             "price_out": "0,075", "price_unit": "1k", "ticket": "1,20", "duplicate_rate": 3}
+
+
+async def own(env: Env) -> Any:
+    params = StdioServerParameters(command=IDEM, args=["mcp", "serve", "--tenant", env.tenant, *env.db_args()], env=env.env())
+    return stdio_client(params, errlog=open(env.tmp / "own.log", "a"))
+
+
+async def test_tools_list_annotations_and_the_reference_estimate(env: Env) -> None:
+    async with await own(env) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert set(tools) == {"estimate_duplicate_cost", "live_summary", "list_uncertain_actions",
+                                  "get_intent", "get_action", "reconcile_action"}
+            for name, t in tools.items():
+                assert t.annotations is not None
+                assert t.annotations.read_only_hint is (name != "reconcile_action"), name
+            est = await s.call_tool("estimate_duplicate_cost", REFERENCE)
+            assert not est.is_error
+            assert "R$ 148,50" in text_of(est)
+            figures = est.structured_content
+            assert figures["monthly_token_waste"] == "148.50"
+            assert figures["annual_token_waste"] == "1782.00"
+            assert figures["break_even_conversations"] == "124"
+            assert figures["cost_per_call"] == "0.165"
+            cli = subprocess.run([IDEM, "cost", "--conversations", "30000", "--tokens-in", "8000", "--tokens-out", "600",
+                                  "--price-in", "0,015", "--price-out", "0,075", "--price-unit", "1k", "--ticket", "1,20",
+                                  "--duplicate-rate", "3", "--json"], capture_output=True, text=True, check=True)
+            assert figures == json.loads(cli.stdout), "the same figures as idem cost --json"
+            for bad, named in [({**REFERENCE, "tokens_in": "muitos"}, "tokens_in"),
+                               ({k: v for k, v in REFERENCE.items() if k != "ticket"}, "ticket"),
+                               ({**REFERENCE, "price_currency": "XYZ"}, "price_currency"),
+                               ({**REFERENCE, "surprise": 1}, "surprise")]:
+                refused = await s.call_tool("estimate_duplicate_cost", bad)
+                assert refused.is_error and f"`{named}`" in text_of(refused), text_of(refused)
+
+
+async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> None:
+    guard = env.guard_file(on_uncertain="refuse", lease_ms=1000)
+    async with env.agent(guard, PAY_DELAY_MS="3000") as agent:
+        # The upstream answers after the lease: the gateway marks it uncertain.
+        late = await agent.call_tool("create_pix_charge", charge_args("FAT-U"))
+        assert late.is_error and "unknown" in text_of(late)
+        key = late.meta["idem"]["key"]
+    async with await own(env) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            listed = await s.call_tool("list_uncertain_actions", {})
+            assert [a["key"] for a in listed.structured_content["actions"]] == [key]
+            intent = await s.call_tool("get_intent", {"action": "pix.cobranca", "reference": "FAT-U"})
+            assert intent.structured_content["frozen"]["valor"] == "180.00"
+            no_evidence = await s.call_tool("reconcile_action", {"key": key, "outcome": "completed"})
+            assert no_evidence.is_error and "`response`" in text_of(no_evidence)
+            receipt = env.executions()[0]
+            done = await s.call_tool("reconcile_action", {"key": key, "outcome": "completed", "response": {"charge_id": receipt["charge_id"]}})
+            assert not done.is_error, text_of(done)
+            action = await s.call_tool("get_action", {"key": key})
+            assert action.structured_content["state"] == "completed" and action.structured_content["reconciled"]
+            again = await s.call_tool("reconcile_action", {"key": key, "outcome": "failed", "error": "x"})
+            assert again.is_error and "unknown is reconciled" in text_of(again)
+            summary = await s.call_tool("live_summary", {"hours": 1})
+            assert summary.structured_content["uncertain_now"] == 0
+    async with env.agent(guard) as agent:
+        replay = await agent.call_tool("create_pix_charge", charge_args("FAT-U"))
+        assert replay.meta["idem"]["replayed"] and replay.meta["idem"]["reconciled"]
+    assert len(env.executions()) == 1
