@@ -4,7 +4,7 @@
 
 use crate::guard_file::{GuardFile, Upstream};
 use crate::guarded::{CallUpstream, Gate};
-use idem_core::TenantId;
+use crate::tenant::TenantSource;
 use idem_store::Store;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
@@ -99,7 +99,8 @@ pub struct Gateway {
 
 struct Inner {
     file: GuardFile,
-    gate: Gate,
+    store: Store,
+    tenant: TenantSource,
     upstream: Connected,
 }
 
@@ -108,7 +109,7 @@ impl Gateway {
     /// and returns the gateway ready to serve.
     pub async fn start(
         store: Store,
-        tenant: TenantId,
+        tenant: TenantSource,
         file: GuardFile,
         upstream: Option<Upstream>,
     ) -> Result<Self, StartError> {
@@ -135,7 +136,8 @@ impl Gateway {
         Ok(Self {
             inner: Arc::new(Inner {
                 file,
-                gate: Gate::new(store, tenant),
+                store,
+                tenant,
                 upstream: connected,
             }),
         })
@@ -212,7 +214,7 @@ impl ServerHandler for Gateway {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(guard) = self.inner.file.guard(&request.name) else {
             return self
@@ -221,12 +223,15 @@ impl ServerHandler for Gateway {
                 .await
                 .map_err(forwarded);
         };
+        let Some(tenant) = self.inner.tenant.of(&context) else {
+            return Err(McpError::invalid_request(
+                "no tenant: authenticate with a tenant's bearer token",
+                None,
+            ));
+        };
+        let gate = Gate::new(self.inner.store.clone(), tenant);
         let arguments = request.arguments.unwrap_or_default();
-        let answer = self
-            .inner
-            .gate
-            .call(guard, arguments, self.upstream())
-            .await;
+        let answer = gate.call(guard, arguments, self.upstream()).await;
         tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
         Ok(answer.result.into())
     }

@@ -16,8 +16,11 @@
 pub mod gateway;
 pub mod guard_file;
 pub mod guarded;
+pub mod streamable;
+pub mod tenant;
 pub mod tools;
 
 pub use gateway::{Gateway, StartError};
 pub use guard_file::{GuardFile, GuardFileError, Upstream};
-pub use tools::{IdemTools, TenantSource};
+pub use tenant::TenantSource;
+pub use tools::IdemTools;

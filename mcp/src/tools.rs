@@ -16,6 +16,8 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
+
+pub use crate::tenant::TenantSource;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -24,16 +26,6 @@ use std::sync::Arc;
 pub const MAX_LISTED: i64 = 100;
 /// The largest response or error `reconcile_action` records, as `/v1`.
 pub const MAX_EVIDENCE: usize = 32 * 1024;
-
-/// Which tenant a call acts for.
-#[derive(Clone, Debug)]
-pub enum TenantSource {
-    /// One tenant for the whole session (`idem mcp serve --tenant`).
-    Fixed(TenantId),
-    /// The tenant the HTTP request's bearer token authenticated (put in the
-    /// request's extensions by the server's authentication layer).
-    FromRequest,
-}
 
 /// idem's own MCP server.
 #[derive(Clone)]
@@ -62,17 +54,6 @@ impl IdemTools {
             .map_err(std::io::Error::other)?;
         running.waiting().await.map_err(std::io::Error::other)?;
         Ok(())
-    }
-
-    fn tenant(&self, context: &RequestContext<RoleServer>) -> Option<TenantId> {
-        match &self.tenant {
-            TenantSource::Fixed(t) => Some(t.clone()),
-            TenantSource::FromRequest => context
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|p| p.extensions.get::<TenantId>())
-                .cloned(),
-        }
     }
 
     async fn run(
@@ -172,9 +153,11 @@ impl IdemTools {
         let mut s = self.store.session().await.map_err(store_bad)?;
         let i = match s.intent(tenant, action.as_str(), &reference).await {
             Ok(i) => i,
-            Err(idem_store::Error::NotFound) => return Err(Bad(format!(
+            Err(idem_store::Error::NotFound) => {
+                return Err(Bad(format!(
                 "argument `reference`: no intent {reference:?} of action {action} for this tenant"
-            ))),
+            )))
+            }
             Err(e) => return Err(store_bad(e)),
         };
         let frozen = i
@@ -333,7 +316,7 @@ impl ServerHandler for IdemTools {
                 None,
             ));
         }
-        let Some(tenant) = self.tenant(&context) else {
+        let Some(tenant) = self.tenant.of(&context) else {
             return Err(McpError::invalid_request(
                 "no tenant: authenticate with a tenant's bearer token",
                 None,

@@ -60,6 +60,9 @@ pub struct Config {
     pub fixture_ttl_ms: Option<i64>,
     /// The outbox relay this process runs (`None`: `--no-relay`).
     pub relay: Option<RelayConfig>,
+    /// MCP gateways to mount at `/mcp/gateways/{name}`: a name and its guard
+    /// file (`--mcp-gateway NAME=FILE`).
+    pub mcp_gateways: Vec<(String, PathBuf)>,
     /// The store's clock (leases, retention, statistics): the system's, or
     /// a manual one that tests move instead of sleeping. No command-line
     /// option sets it.
@@ -92,6 +95,7 @@ impl Config {
             conformance_fixture: false,
             fixture_ttl_ms: None,
             relay: Some(RelayConfig::default()),
+            mcp_gateways: Vec::new(),
             clock: Arc::new(SystemClock),
         }
     }

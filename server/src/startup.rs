@@ -62,6 +62,21 @@ impl Application {
                 "the demo payment provider is mounted (/v1/demo/charges, Idem-Demo-Fault): a test and demo tool, never for production"
             );
         }
+        let mut mcp_gateways = Vec::with_capacity(config.mcp_gateways.len());
+        for (name, path) in &config.mcp_gateways {
+            let file = idem_mcp::GuardFile::load(path, &catalog)
+                .map_err(|e| anyhow::anyhow!("--mcp-gateway {name}: {e}"))?;
+            let gateway = idem_mcp::Gateway::start(
+                store.clone(),
+                idem_mcp::TenantSource::FromRequest,
+                file,
+                None,
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("--mcp-gateway {name}: {e}"))?;
+            tracing::info!(gateway = %name, "MCP gateway mounted at /mcp/gateways/{name}");
+            mcp_gateways.push((name.clone(), gateway));
+        }
         let api = ApiState::new(ApiParts {
             store,
             catalog,
@@ -73,6 +88,7 @@ impl Application {
                 config.saves_per_address,
                 config.saves_per_day,
             ),
+            mcp_gateways,
         });
         // The access rule follows the configured address (an unspecified
         // 0.0.0.0 is not loopback even when the port is picked later).

@@ -283,6 +283,26 @@ pub fn parse_tenant(s: &str) -> Result<idem_core::TenantId, String> {
     idem_core::TenantId::try_from(s).map_err(|e| format!("tenant {s:?}: {e}"))
 }
 
+/// Parses `--mcp-gateway NAME=FILE`.
+pub fn parse_gateway(s: &str) -> Result<(String, PathBuf), String> {
+    let (name, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=FILE (e.g. pay=guard.toml)"))?;
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !ok {
+        return Err(format!(
+            "gateway name `{name}`: 1 to 64 lowercase letters, digits or dashes"
+        ));
+    }
+    if file.is_empty() {
+        return Err(format!("gateway `{name}` names no guard file"));
+    }
+    Ok((name.to_owned(), PathBuf::from(file)))
+}
+
 /// Parses a UTC day, `YYYY-MM-DD`, into the epoch milliseconds of its start.
 pub fn parse_day_ms(s: &str) -> Result<i64, String> {
     let bad = || format!("{s:?}: expected a day as YYYY-MM-DD, e.g. 2026-11-30");
@@ -491,6 +511,12 @@ pub struct ServeArgs {
     /// elsewhere, or deliver the outbox yourself).
     #[arg(long, env = "IDEM_NO_RELAY")]
     pub no_relay: bool,
+    /// Mount an MCP gateway at /mcp/gateways/NAME (Streamable HTTP; the
+    /// bearer token picks the tenant): NAME=FILE, FILE a guard file whose
+    /// [upstream] names a command (repeatable). NAME is 1 to 64 lowercase
+    /// letters, digits or dashes.
+    #[arg(long = "mcp-gateway", value_name = "NAME=FILE", value_parser = parse_gateway)]
+    pub mcp_gateways: Vec<(String, PathBuf)>,
     /// The relay's pacing.
     #[command(flatten)]
     pub relay: RelayArgs,
@@ -552,6 +578,7 @@ impl ServeArgs {
                 relay.allow_private |= self.demo;
                 Some(relay)
             },
+            mcp_gateways: self.mcp_gateways,
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })
     }

@@ -52,7 +52,14 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e.into()),
     }
-    let gateway = match Gateway::start(store.clone(), args.tenant, file, upstream).await {
+    let gateway = match Gateway::start(
+        store.clone(),
+        TenantSource::Fixed(args.tenant),
+        file,
+        upstream,
+    )
+    .await
+    {
         Ok(g) => g,
         Err(e) => {
             store.close().await;

@@ -51,6 +51,9 @@ async fn tenant_of(store: &Store, headers: &axum::http::HeaderMap) -> Result<Ten
 pub async fn authenticate(State(store): State<Store>, mut req: Request, next: Next) -> Response {
     match tenant_of(&store, req.headers()).await {
         Ok(t) => {
+            // The bare id too, for handlers outside this crate (the MCP
+            // transport hands request extensions to idem-mcp's tools).
+            req.extensions_mut().insert(t.0.clone());
             req.extensions_mut().insert(t);
             next.run(req).await
         }

@@ -25,6 +25,7 @@ pub mod fixture;
 pub mod guard;
 pub mod idempotency;
 pub mod live;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod page;
@@ -71,6 +72,7 @@ pub fn router(state: AppState) -> Router {
             )),
         )
         .merge(v1::router(&state.api))
+        .merge(mcp::router(&state.api))
         // The document describes the areas, so the router serves it, not v1.
         .route("/v1/openapi.json", get(openapi::serve))
         .route("/s", post(dashboard::save))
