@@ -37,3 +37,41 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         subprocess.run(["psql", url, "-qc", f"drop schema {schema} cascade"], check=True)
 
 
+
+
+class Served:
+    """`idem serve` on this test's store, with the gateway `pay` mounted."""
+
+    def __init__(self, env: Env, extra: list[str]) -> None:
+        import re
+        import time
+
+        self.log = env.tmp / "serve.log"
+        self.token = env.idem("tenant", "create", "http" + uuid.uuid4().hex[:8]).stdout.strip()
+        cmd = [os.environ.get("IDEM_BIN", ""), "serve", "--addr", "127.0.0.1:0", *env.db_args(), *extra]
+        self.proc = subprocess.Popen(cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
+                                     env={**os.environ, **env.env()})
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            found = re.search(r"listening on (http://[0-9.:]+)", self.log.read_text())
+            if found:
+                self.url = found.group(1)
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(self.log.read_text())
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def served(env: Env) -> Any:
+    from test_gateway import IDEM
+
+    os.environ.setdefault("IDEM_BIN", IDEM)
+    s = Served(env, ["--mcp-gateway", f"pay={env.guard_file()}"])
+    yield s
+    s.stop()

@@ -1,0 +1,65 @@
+"""The MCP endpoints of `idem serve` over Streamable HTTP, driven by the
+official Python MCP SDK: idem's own server at /mcp and a gateway at
+/mcp/gateways/pay, with a tenant's bearer token; a wrong token is 401 and
+a foreign Origin 403."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import Served
+from test_gateway import Env, charge_args, text_of
+from test_own_server import REFERENCE
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_gateway_and_idem_s_own_server_over_http(env: Env, served: Served) -> None:
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:
+        async with streamable_http_client(served.url + "/mcp/gateways/pay", http_client=h) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert {"create_pix_charge", "echo"} <= names
+                first = await s.call_tool("create_pix_charge", charge_args("HTTP-1"))
+                again = await s.call_tool("create_pix_charge", charge_args("HTTP-1", amount="1800.00"))
+                assert not first.meta["idem"]["replayed"] and again.meta["idem"]["replayed"]
+                assert again.meta["idem"]["diverged"]
+                assert json.loads(again.content[0].text)["amount"] == "180.00"
+        async with streamable_http_client(served.url + "/mcp", http_client=h) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                est = await s.call_tool("estimate_duplicate_cost", REFERENCE)
+                assert "R$ 148,50" in text_of(est)
+                got = await s.call_tool("get_intent", {"action": "pix.cobranca", "reference": "HTTP-1"})
+                assert got.structured_content["deliveries"] == 2
+    assert len(env.executions()) == 1
+
+
+async def test_a_wrong_token_is_401_and_a_foreign_origin_403(served: Served) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    headers = {"accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient() as h:
+        for path in ("/mcp", "/mcp/gateways/pay"):
+            wrong = await h.post(served.url + path, json=body, headers={**headers, "authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+            assert wrong.headers["content-type"] == "application/problem+json"
+            none = await h.post(served.url + path, json=body, headers=headers)
+            assert none.status_code == 401
+            foreign = await h.post(served.url + path, json=body, headers={
+                **headers, "authorization": f"Bearer {served.token}", "origin": "https://evil.example"})
+            assert foreign.status_code == 403
+            assert foreign.json()["type"] == "urn:idem:problem:cross-site"
+            ok = await h.post(served.url + path, json=body, headers={**headers, "authorization": f"Bearer {served.token}"})
+            assert ok.status_code == 200, ok.text
+        huge = await h.post(served.url + "/mcp", content=b"{" + b" " * 70_000 + b"}", headers={
+            **headers, "authorization": f"Bearer {served.token}", "content-type": "application/json"})
+        assert 400 <= huge.status_code < 500
+        alive = await h.get(served.url + "/healthz")
+        assert alive.status_code == 200
