@@ -13,6 +13,8 @@ use rmcp::model::{
     ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -38,9 +40,9 @@ pub enum StartError {
         /// The upstream's tools.
         have: String,
     },
-    /// The upstream is named by a URL: this build reaches upstreams over stdio.
-    #[error("an upstream over Streamable HTTP ({0}) is not supported by this gateway yet: run it over stdio (`command`)")]
-    UrlUpstream(String),
+    /// A header of `[upstream] headers` that HTTP cannot carry.
+    #[error("[upstream] headers: {0}")]
+    Header(String),
     /// No upstream named anywhere.
     #[error(
         "no upstream: give [upstream] in the guard file, --upstream-command or --upstream-url"
@@ -57,27 +59,59 @@ impl Connected {
     /// Starts the upstream (a child process over stdio) and completes the
     /// MCP handshake.
     pub async fn start(upstream: &Upstream) -> Result<Self, StartError> {
-        let argv = match upstream {
-            Upstream::Command(argv) => argv,
-            Upstream::Url { url, .. } => return Err(StartError::UrlUpstream(url.clone())),
+        let service = match upstream {
+            Upstream::Command(argv) => {
+                let Some((program, args)) = argv.split_first() else {
+                    return Err(StartError::Upstream("the command is empty".into()));
+                };
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args);
+                let transport = rmcp::transport::TokioChildProcess::new(cmd)
+                    .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
+                ().serve(transport)
+                    .await
+                    .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?
+            }
+            Upstream::Url { url, headers } => {
+                // Already installed by another client in this process: fine.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let transport =
+                    StreamableHttpClientTransport::from_config(http_config(url, headers)?);
+                ().serve(transport)
+                    .await
+                    .map_err(|e| StartError::Upstream(format!("{url}: {e}")))?
+            }
         };
-        let Some((program, args)) = argv.split_first() else {
-            return Err(StartError::Upstream("the command is empty".into()));
-        };
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args);
-        let transport = rmcp::transport::TokioChildProcess::new(cmd)
-            .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
-        let service = ()
-            .serve(transport)
-            .await
-            .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
         Ok(Self { service })
     }
 
     fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }
+}
+
+/// The Streamable HTTP client's settings for `url`: `authorization` is
+/// sent as the bearer token, every other header as given.
+fn http_config(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransportConfig, StartError> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            let token = value.strip_prefix("Bearer ").unwrap_or(value);
+            config = config.auth_header(token.to_owned());
+            continue;
+        }
+        let n = http::HeaderName::try_from(name.as_str())
+            .map_err(|_| StartError::Header(format!("{name:?} is not a header name")))?;
+        let v = http::HeaderValue::try_from(value.as_str()).map_err(|_| {
+            StartError::Header(format!("the value of {name} is not a header value"))
+        })?;
+        custom.insert(n, v);
+    }
+    Ok(config.custom_headers(custom))
 }
 
 impl CallUpstream for Peer<RoleClient> {

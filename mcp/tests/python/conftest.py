@@ -23,7 +23,9 @@ def anyio_backend() -> str:
 @pytest.fixture(params=["sqlite", "postgres"])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if request.param == "sqlite":
-        yield Env(tmp_path, None)
+        e = Env(tmp_path, None)
+        yield e
+        e.close()
         return
     url = os.environ.get("IDEM_TEST_POSTGRES_URL")
     if not url:
@@ -31,9 +33,11 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     schema = "mcp_" + uuid.uuid4().hex[:12]
     subprocess.run(["psql", url, "-qc", f"create schema {schema}"], check=True)
     sep = "&" if "?" in url else "?"
+    e = Env(tmp_path, f"{url}{sep}options=-c%20search_path%3D{schema}")
     try:
-        yield Env(tmp_path, f"{url}{sep}options=-c%20search_path%3D{schema}")
+        yield e
     finally:
+        e.close()
         subprocess.run(["psql", url, "-qc", f"drop schema {schema} cascade"], check=True)
 
 

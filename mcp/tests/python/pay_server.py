@@ -2,7 +2,8 @@
 for the gateway's tests: `create_pix_charge` honours its idempotency key
 (a repeated key returns the first charge) and writes every REAL execution
 to the ledger file PAY_LEDGER, shared by every process under a file lock.
-PAY_DELAY_MS makes a charge answer late, after it was executed (the window
+PAY_HTTP_PORT serves it over Streamable HTTP instead of stdio.
+PAY_DELAY_MS makes a new charge answer late, after it was executed (the window
 in which the tests kill the gateway). `echo` is a tool the gateway passes
 through; `refuse_charge` answers isError."""
 
@@ -41,16 +42,16 @@ def _locked(update):  # type: ignore[no-untyped-def]
 def create_pix_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: str, idempotency_key: str = "") -> dict:
     def charge(state):  # type: ignore[no-untyped-def]
         if idempotency_key and idempotency_key in state["by_key"]:
-            return state["by_key"][idempotency_key]
+            return None, state["by_key"][idempotency_key]
         receipt = {"charge_id": "ch_" + uuid.uuid4().hex[:12], "amount": amount, "customer_id": customer_id,
                    "pix_key": pix_key, "invoice_ref": invoice_ref}
         state["executions"].append(dict(receipt, idempotency_key=idempotency_key, pid=os.getpid()))
         if idempotency_key:
             state["by_key"][idempotency_key] = receipt
-        return receipt
+        return receipt, receipt
 
-    receipt = _locked(charge)
-    if DELAY_MS:
+    executed, receipt = _locked(charge)
+    if DELAY_MS and executed:
         print(f"pay_server: charged {receipt['charge_id']}, answering in {DELAY_MS} ms", file=sys.stderr, flush=True)
         time.sleep(DELAY_MS / 1000)
     return receipt
@@ -68,4 +69,9 @@ def echo(text: str) -> str:
 
 
 if __name__ == "__main__":
-    app.run()
+    port = os.environ.get("PAY_HTTP_PORT")
+    if port:
+        # Over Streamable HTTP, for a gateway whose [upstream] is a url.
+        app.run("streamable-http", host="127.0.0.1", port=int(port))
+    else:
+        app.run()

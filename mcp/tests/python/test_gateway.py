@@ -33,6 +33,7 @@ class Env:
     file and ledger."""
 
     def __init__(self, tmp: Path, database_url: str | None) -> None:
+        self.processes: list[subprocess.Popen[bytes]] = []
         self.tmp = tmp
         self.database_url = database_url
         self.ledger = tmp / "ledger.json"
@@ -52,11 +53,35 @@ class Env:
         return subprocess.run([IDEM, *args, *self.db_args()], capture_output=True, text=True,
                               env={**os.environ, **self.env()}, timeout=60)
 
-    def guard_file(self, on_uncertain: str = "resend", lease_ms: int = 30000, extra: str = "") -> Path:
+    def http_upstream(self, **env: str) -> str:
+        """The payment server over Streamable HTTP, in a process of its own."""
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, str(HERE / "pay_server.py")], env={**os.environ, **self.env(PAY_HTTP_PORT=str(port), **env)},
+                                stdout=subprocess.DEVNULL, stderr=open(self.tmp / "upstream.log", "a"))
+        self.processes.append(proc)
+        give_up = time.monotonic() + 30
+        while time.monotonic() < give_up:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return f"http://127.0.0.1:{port}/mcp"
+            time.sleep(0.05)
+        raise RuntimeError((self.tmp / "upstream.log").read_text())
+
+    def close(self) -> None:
+        for p in self.processes:
+            p.kill()
+            p.wait()
+
+    def guard_file(self, on_uncertain: str = "resend", lease_ms: int = 30000, extra: str = "", url: str | None = None) -> Path:
         path = self.tmp / f"guard-{uuid.uuid4().hex[:6]}.toml"
+        upstream = f"url = {json.dumps(url)}" if url else f"command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / 'pay_server.py'))}]"
         path.write_text(f"""
 [upstream]
-command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / "pay_server.py"))}]
+{upstream}
 
 [[guard]]
 tool = "create_pix_charge"
@@ -99,8 +124,9 @@ def text_of(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "text", None))
 
 
-async def test_first_call_retry_divergence_new_reference_and_pass_through(env: Env) -> None:
-    guard = env.guard_file()
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
+async def test_first_call_retry_divergence_new_reference_and_pass_through(env: Env, upstream: str) -> None:
+    guard = env.guard_file(url=env.http_upstream() if upstream == "http" else None)
     async with env.agent(guard) as agent:
         listed = {t.name: t for t in (await agent.list_tools()).tools}
         assert "run once" in (listed["create_pix_charge"].description or "")
@@ -158,9 +184,10 @@ async def test_a_call_missing_an_argument_or_with_a_refused_value_records_nothin
     assert [e["invoice_ref"] for e in env.executions()] == ["FAT-6"]
 
 
-async def test_eight_agents_in_eight_gateways_call_the_same_charge_once(env: Env) -> None:
-    guard = env.guard_file()
-    env.idem("migrate")
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
+async def test_eight_agents_in_eight_gateways_call_the_same_charge_once(env: Env, upstream: str) -> None:
+    url = env.http_upstream(PAY_DELAY_MS="300") if upstream == "http" else None
+    guard = env.guard_file(url=url)
 
     async def one() -> Any:
         async with env.agent(guard, PAY_DELAY_MS="300") as agent:
@@ -173,9 +200,13 @@ async def test_eight_agents_in_eight_gateways_call_the_same_charge_once(env: Env
     assert len(env.executions()) == 1
 
 
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
 @pytest.mark.parametrize("on_uncertain", ["resend", "refuse"])
-async def test_a_gateway_killed_while_the_upstream_charges(env: Env, on_uncertain: str) -> None:
-    guard = env.guard_file(on_uncertain=on_uncertain, lease_ms=1500)
+async def test_a_gateway_killed_while_the_upstream_charges(env: Env, on_uncertain: str, upstream: str) -> None:
+    # Over HTTP the upstream outlives the gateway and answers late; over
+    # stdio it dies with it after charging.
+    url = env.http_upstream(PAY_DELAY_MS="2500") if upstream == "http" else None
+    guard = env.guard_file(on_uncertain=on_uncertain, lease_ms=1500, url=url)
     gw = subprocess.Popen([IDEM, *env.gateway_args(guard)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=open(env.tmp / "killed.log", "w"), env=env.env(PAY_DELAY_MS="5000"))
     assert gw.stdin is not None and gw.stdout is not None
