@@ -19,6 +19,7 @@ Prints round trips, p50 and p99 per effect, and the ratios to `separate`.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import time
@@ -56,7 +57,8 @@ def main() -> None:
             run(srv.url, srv.token, args.n, "PostgreSQL" if schema else "SQLite")
     finally:
         if schema:
-            subprocess.run(["psql", args.database_url, "-qc", f"drop schema {schema} cascade"], check=True)
+            subprocess.run(["psql", args.database_url, "-qc", f"drop schema {schema} cascade"], check=True,
+                           env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"})
 
 
 def run(base: str, token: str, n: int, backend: str) -> None:
