@@ -84,6 +84,40 @@ impl Gate {
         arguments: Map<String, Value>,
         upstream: &U,
     ) -> Answer {
+        let answer = self.answer(guard, arguments, upstream).await;
+        self.count(guard, &answer).await;
+        answer
+    }
+
+    /// Counts the call for the monitor, `/v1/stats` and `/metrics`; a count
+    /// that cannot be written costs the agent nothing.
+    async fn count(&self, guard: &Guard, answer: &Answer) {
+        let outcome = match answer.outcome {
+            CallOutcome::Executed => "executed",
+            CallOutcome::Replayed => "replayed",
+            CallOutcome::Uncertain => "uncertain",
+            CallOutcome::InFlight => "in_flight",
+            CallOutcome::Refused => "refused",
+            CallOutcome::Failed => "failed",
+        };
+        let counted = match self.store.session().await {
+            Ok(mut s) => {
+                s.count_mcp_call(&self.tenant, &guard.tool, outcome, answer.diverged)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = counted {
+            tracing::warn!(error = %e, tool = %guard.tool, "a guarded call was not counted");
+        }
+    }
+
+    async fn answer<U: CallUpstream>(
+        &self,
+        guard: &Guard,
+        arguments: Map<String, Value>,
+        upstream: &U,
+    ) -> Answer {
         match self.try_call(guard, arguments, upstream).await {
             Ok(a) => a,
             Err(Refusal::BadArguments(message)) => Answer {

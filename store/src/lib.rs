@@ -948,6 +948,12 @@ impl Store {
         }
     }
 
+    /// Admin: the MCP gateway's guarded calls of every tenant, as
+    /// (tool, outcome, count) rows.
+    pub async fn admin_mcp_calls(&self) -> Result<Vec<(String, String, i64)>, Error> {
+        self.session().await?.admin_mcp_calls().await
+    }
+
     /// Admin: unsettled actions of every tenant, by state (what retention
     /// keeps until someone settles or reconciles them). A started action
     /// whose lease has run out is `uncertain` here, as everywhere.

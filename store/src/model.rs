@@ -783,3 +783,59 @@ impl WebhookCounts {
         }
     }
 }
+
+/// What one guarded MCP tool did over a range: the gateway counts each
+/// call's outcome (and a divergence beside it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct McpToolCounts {
+    /// The upstream tool's name.
+    pub tool: String,
+    /// Calls answered, whatever the outcome (divergences are not extra calls).
+    pub calls: i64,
+    /// Calls that ran the upstream (first time, after a retryable failure,
+    /// or resent for an uncertain action).
+    pub executions: i64,
+    /// Calls answered with the stored result; nothing ran.
+    pub replays: i64,
+    /// Calls whose arguments differed from the frozen intent's (the frozen
+    /// ones were used).
+    pub divergences: i64,
+    /// Calls whose outcome is unknown, or refused because an earlier one's is.
+    pub uncertain: i64,
+    /// Calls answered "still running" (another call held the claim).
+    pub in_flight: i64,
+    /// Calls refused before anything was recorded (bad arguments).
+    pub refused: i64,
+    /// Calls that failed for good, or found the store failing.
+    pub failed: i64,
+}
+
+impl McpToolCounts {
+    /// The per-tool counts from (tool, outcome, n) rows sorted by tool.
+    pub fn from_rows(rows: impl IntoIterator<Item = (String, String, i64)>) -> Vec<Self> {
+        let mut out: Vec<Self> = Vec::new();
+        for (tool, outcome, n) in rows {
+            if out.last().map(|c| c.tool.as_str()) != Some(tool.as_str()) {
+                out.push(Self {
+                    tool,
+                    ..Self::default()
+                });
+            }
+            let Some(c) = out.last_mut() else { continue };
+            match outcome.as_str() {
+                "executed" => c.executions += n,
+                "replayed" => c.replays += n,
+                "uncertain" => c.uncertain += n,
+                "in_flight" => c.in_flight += n,
+                "refused" => c.refused += n,
+                "failed" => c.failed += n,
+                "diverged" => c.divergences += n,
+                _ => continue,
+            }
+            if outcome != "diverged" {
+                c.calls += n;
+            }
+        }
+        out
+    }
+}

@@ -103,7 +103,46 @@ idem_testkit::both!(
     a_claim_asked_again_by_its_attempt_gets_the_same_token,
     a_held_claim_is_renewed_and_a_lost_one_is_not,
     an_unknown_outcome_is_uncertain_at_once,
+    mcp_calls_are_counted_per_tenant_tool_and_outcome,
 );
+
+/// The gateway's counts: one row per hour, tool and outcome, summed over
+/// a range for one tenant, and over every tenant for `/metrics`.
+async fn mcp_calls_are_counted_per_tenant_tool_and_outcome(h: &H) {
+    let mut s = h.store.session().await.unwrap();
+    let other = h.tenant("outra-loja");
+    for (outcome, diverged) in [("executed", false), ("replayed", true), ("replayed", false)] {
+        s.count_mcp_call(&h.tenant, "create_pix_charge", outcome, diverged)
+            .await
+            .unwrap();
+    }
+    h.clock.advance(Duration::from_secs(3600));
+    s.count_mcp_call(&h.tenant, "create_pix_charge", "uncertain", false)
+        .await
+        .unwrap();
+    s.count_mcp_call(&other, "refund", "executed", false)
+        .await
+        .unwrap();
+    let counts = s.mcp_calls(&h.tenant, T0, T0 + 7_200_000).await.unwrap();
+    assert_eq!(
+        counts,
+        vec![McpToolCounts {
+            tool: "create_pix_charge".into(),
+            calls: 4,
+            executions: 1,
+            replays: 2,
+            divergences: 1,
+            uncertain: 1,
+            ..McpToolCounts::default()
+        }]
+    );
+    // The range is whole hours: the first hour alone.
+    let first = s.mcp_calls(&h.tenant, T0, T0 + 1).await.unwrap();
+    assert_eq!(first[0].calls, 3);
+    let all = h.store.admin_mcp_calls().await.unwrap();
+    assert!(all.contains(&("refund".into(), "executed".into(), 1)));
+    assert!(all.contains(&("create_pix_charge".into(), "replayed".into(), 2)));
+}
 
 /// The first delivery's candidate is kept as it was sent, byte for byte
 /// (the worker's names and formats: `"180.00"`, not the key's cents); a

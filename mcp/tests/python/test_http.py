@@ -39,6 +39,19 @@ async def test_the_gateway_and_idem_s_own_server_over_http(env: Env, served: Ser
                 got = await s.call_tool("get_intent", {"action": "pix.cobranca", "reference": "HTTP-1"})
                 assert got.structured_content["deliveries"] == 2
     assert len(env.executions()) == 1
+    # Counted for the monitor, /v1/stats and /metrics, with one definition.
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:
+        stats = (await h.get(served.url + "/v1/stats")).json()
+        [tool] = stats["mcp_tools"]
+        assert (tool["tool"], tool["calls"], tool["executions"], tool["replays"], tool["divergences"]) == (
+            "create_pix_charge", 2, 1, 1, 1)
+        metrics = (await h.get(served.url + "/metrics")).text
+        assert 'idem_mcp_calls_total{tool="create_pix_charge",outcome="executed"} 1' in metrics
+        assert 'idem_mcp_calls_total{tool="create_pix_charge",outcome="diverged"} 1' in metrics
+        live = (await h.get(served.url + "/live/data.json")).json()
+        assert any(t["tool"] == "create_pix_charge" and t["replays"] == 1 for t in live["mcp_tools"])
+        page = (await h.get(served.url + "/live")).text
+        assert "live-mcp" in page and "create_pix_charge" in page
 
 
 async def test_a_wrong_token_is_401_and_a_foreign_origin_403(served: Served) -> None:

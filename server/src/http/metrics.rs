@@ -81,11 +81,23 @@ pub struct Metrics {
     pub webhooks: Family<StateLabels, Gauge>,
     /// Periodic chore runs of this instance, by chore and outcome.
     pub chores: Family<ChoreLabels, Counter>,
+    /// Guarded MCP tool calls, by tool and outcome (from the database).
+    pub mcp_calls: Family<McpLabels, Counter>,
     /// Age of the oldest webhook message still waiting (pending or retrying).
     pub oldest_webhook: Gauge,
 }
 
 /// Labels naming an unsettled action state.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct McpLabels {
+    /// The guarded upstream tool.
+    pub tool: String,
+    /// `executed`, `replayed`, `uncertain`, `in_flight`, `refused`,
+    /// `failed`, or `diverged` (beside the call's outcome).
+    pub outcome: String,
+}
+
+/// Labels of a state gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabels {
     /// `started`, `uncertain` or `failed_retryable`.
@@ -183,6 +195,12 @@ impl Metrics {
             "Age of the oldest outbox message still waiting for delivery (pending or retrying)",
             oldest_webhook.clone(),
         );
+        let mcp_calls = Family::<McpLabels, Counter>::default();
+        registry.register(
+            "mcp_calls",
+            "Guarded MCP tool calls (every tenant, every gateway process, read from the database), by tool and outcome: executed, replayed, uncertain, in_flight, refused, failed; diverged counts calls whose arguments differed from the frozen intent's, beside their outcome",
+            mcp_calls.clone(),
+        );
         let chores = Family::<ChoreLabels, Counter>::default();
         registry.register(
             "chore_runs",
@@ -219,6 +237,7 @@ impl Metrics {
             webhooks,
             oldest_webhook,
             chores,
+            mcp_calls,
         }
     }
 
@@ -246,6 +265,22 @@ impl Metrics {
             c.oldest_waiting_ms
                 .map_or(0, |t| (now_ms - t).max(0) / 1000),
         );
+    }
+
+    /// Brings the MCP call counters up to the database's sums (they only
+    /// grow there, so the counters stay monotonic).
+    pub fn set_mcp_calls(&self, rows: &[(String, String, i64)]) {
+        for (tool, outcome, n) in rows {
+            let c = self.mcp_calls.get_or_create(&McpLabels {
+                tool: tool.clone(),
+                outcome: outcome.clone(),
+            });
+            let have = c.get();
+            let want = u64::try_from(*n).unwrap_or(0);
+            if want > have {
+                c.inc_by(want - have);
+            }
+        }
     }
 
     /// Sets the unsettled-action gauges from the database's numbers.
@@ -304,6 +339,12 @@ pub async fn serve_metrics(
         // The counters still answer; the gauges keep their last values.
         Err(e) => {
             tracing::warn!(error = %super::error::chain(&e), "reading unsettled actions for /metrics failed")
+        }
+    }
+    match store.admin_mcp_calls().await {
+        Ok(rows) => metrics.set_mcp_calls(&rows),
+        Err(e) => {
+            tracing::warn!(error = %super::error::chain(&e), "reading MCP call counts for /metrics failed")
         }
     }
     match store.admin_webhook_counts().await {

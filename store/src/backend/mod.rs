@@ -16,6 +16,7 @@ pub(crate) mod events;
 pub(crate) mod http_keys;
 pub(crate) mod intents;
 pub(crate) mod live;
+pub(crate) mod mcp;
 pub(crate) mod stats;
 pub(crate) mod webhooks;
 
@@ -34,6 +35,7 @@ pub(crate) mod prelude {
     pub(crate) use super::http_keys::HttpKeyQueries;
     pub(crate) use super::intents::IntentQueries;
     pub(crate) use super::live::LiveQueries;
+    pub(crate) use super::mcp::McpQueries;
     pub(crate) use super::stats::StatsQueries;
     pub(crate) use super::webhooks::WebhookQueries;
 }

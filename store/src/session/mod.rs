@@ -257,6 +257,7 @@ mod events;
 mod http_keys;
 mod intents;
 mod live;
+mod mcp;
 mod scenarios;
 mod settings;
 mod webhooks;

@@ -66,6 +66,7 @@ pub mod events;
 pub mod http_keys;
 pub mod intents;
 pub mod live;
+pub mod mcp;
 pub mod stats;
 pub mod webhooks;
 
@@ -81,6 +82,7 @@ pub fn admin_statements() -> impl Iterator<Item = &'static str> {
         webhooks::WEBHOOK_TENANTS,
         alerts::ALERT_TENANTS,
         webhooks::ADMIN_WEBHOOKS,
+        mcp::ADMIN_MCP_CALLS,
     ]
     .into_iter()
     .chain(admin::TENANTS_IN_TABLES)
@@ -115,6 +117,8 @@ pub fn all() -> impl Iterator<Item = (String, &'static str)> {
         .chain(listed("admin::", admin::HERE))
         .chain(listed("admin::", admin::ADMIN))
         .chain(listed("dashboard::", dashboard::HERE))
+        .chain(listed("mcp::", mcp::HERE))
+        .chain(listed("mcp::", mcp::ADMIN))
 }
 
 #[cfg(test)]

@@ -304,6 +304,16 @@ pub struct LiveHorizon {
     pub warning: bool,
 }
 
+/// One guarded MCP tool of one tenant over the window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LiveMcpTool {
+    /// The tenant.
+    pub tenant: String,
+    /// Its counts.
+    #[serde(flatten)]
+    pub counts: idem_store::McpToolCounts,
+}
+
 /// Everything the monitor shows, as `/live/data.json` returns it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct LiveData {
@@ -349,6 +359,9 @@ pub struct LiveData {
     /// together: pending, retrying, delivered, dead-lettered, and the age
     /// of the oldest message still waiting.
     pub webhooks: LiveWebhooks,
+    /// The MCP gateway's guarded tools over the window, per tenant and tool
+    /// (the counts `/v1/stats` and `/metrics` read too).
+    pub mcp_tools: Vec<LiveMcpTool>,
     /// Redelivery horizon and retention.
     pub horizon: LiveHorizon,
     /// The calculator link with the measured monthly volume and rate.

@@ -231,6 +231,7 @@ pub fn live_html(d: &LiveData, l: Locale) -> String {
         (uncertain_table(d, l))
         (unresolved_table(d, l))
         (webhooks(d, l))
+        (mcp_tools(d, l))
         (horizon(d, l))
         (use_numbers_link(d, l))
         (series_charts(d, l))
@@ -392,6 +393,45 @@ fn webhooks(d: &LiveData, l: Locale) -> Markup {
                             td { (count(w.delivered, l)) }
                             td { (count(w.dead_lettered, l)) }
                             td { (w.oldest_waiting_age_ms.map(|ms| duration(ms, l)).unwrap_or_else(|| "—".into())) }
+                        }
+                    }
+                } }))
+            }
+        }
+    }
+}
+
+/// The MCP gateway's guarded tools, once an agent called any.
+fn mcp_tools(d: &LiveData, l: Locale) -> Markup {
+    html! {
+        @if !d.mcp_tools.is_empty() {
+            section class="mcp" id="live-mcp" {
+                h3 { (tr(l, "Ferramentas MCP protegidas", "Guarded MCP tools")) }
+                (scrolling("MCP", l, html! { table {
+                    (head_row(&[
+                        tr(l, "Tenant", "Tenant"),
+                        tr(l, "Ferramenta", "Tool"),
+                        tr(l, "Chamadas", "Calls"),
+                        tr(l, "Execuções", "Executions"),
+                        tr(l, "Repetições respondidas", "Replays"),
+                        tr(l, "Divergências", "Divergences"),
+                        tr(l, "Incertas", "Uncertain"),
+                        tr(l, "Em andamento", "In flight"),
+                        tr(l, "Recusadas", "Refused"),
+                    ]))
+                    tbody {
+                        @for t in &d.mcp_tools {
+                            tr {
+                                td { (t.tenant) }
+                                td { code { (t.counts.tool) } }
+                                td { (count(t.counts.calls, l)) }
+                                td { (count(t.counts.executions, l)) }
+                                td { (count(t.counts.replays, l)) }
+                                td { (count(t.counts.divergences, l)) }
+                                td { (count(t.counts.uncertain, l)) }
+                                td { (count(t.counts.in_flight, l)) }
+                                td { (count(t.counts.refused + t.counts.failed, l)) }
+                            }
                         }
                     }
                 } }))

@@ -152,13 +152,19 @@ pub(super) async fn read(
             let retention = s.retention(&tenant).await?;
             let webhooks = s.webhook_counts(&tenant).await?;
             let alerts = s.alerts(&tenant).await?;
-            Ok::<_, idem_store::Error>((tenant, report, live, retention, webhooks, alerts))
+            let mcp = s.mcp_calls(&tenant, from, to).await?;
+            Ok::<_, idem_store::Error>((tenant, report, live, retention, webhooks, alerts, mcp))
         })
         .buffered(PARALLEL_READS)
         .collect::<Vec<_>>()
         .await;
     for read in reads {
-        let (tenant, report, live, r, webhooks, alerts) = read?;
+        let (tenant, report, live, r, webhooks, alerts, mcp) = read?;
+        data.mcp_tools
+            .extend(mcp.into_iter().map(|counts| data::LiveMcpTool {
+                tenant: tenant.as_str().to_owned(),
+                counts,
+            }));
         data.alerts_firing.extend(
             alerts
                 .into_iter()

@@ -65,9 +65,16 @@ pub async fn stats(
         .await?
         .live_actions(&tenant, now, 0)
         .await?;
+    let mcp_tools = state
+        .store
+        .session()
+        .await?
+        .mcp_calls(&tenant, from, to)
+        .await?;
     Ok(Json(StatsResponse {
         report,
         uncertain_now: live.uncertain,
+        mcp_tools,
     })
     .into_response())
 }
@@ -82,4 +89,8 @@ struct StatsResponse {
     /// definition `/live`, the alerts and `/metrics` use;
     /// `totals.actions_uncertain` counts transitions once recorded.
     uncertain_now: i64,
+    /// The MCP gateway's guarded tools over the range (whole hours), per
+    /// tool: calls, executions, replays, divergences, uncertain, in_flight,
+    /// refused, failed. Empty when no gateway called any.
+    mcp_tools: Vec<idem_store::McpToolCounts>,
 }
