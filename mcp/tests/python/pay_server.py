@@ -63,6 +63,16 @@ def refuse_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: str,
     raise ValueError("card declined")
 
 
+@app.resource("pay://fees", description="The fee table (a resource the gateway passes through).")
+def fees() -> str:
+    return "pix: 0.00"
+
+
+@app.prompt(description="How to ask for a refund (a prompt the gateway passes through).")
+def refund_help(invoice_ref: str) -> str:
+    return f"To refund {invoice_ref}, call refund with its charge id."
+
+
 @app.tool(description="Say it back.")
 def echo(text: str) -> str:
     return text

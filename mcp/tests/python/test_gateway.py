@@ -157,6 +157,14 @@ async def test_first_call_retry_divergence_new_reference_and_pass_through(env: E
 
         echo = await agent.call_tool("echo", {"text": "hi"})
         assert text_of(echo) == "hi" and (echo.meta or {}).get("idem") is None
+        resources = await agent.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["pay://fees"]
+        fees = await agent.read_resource("pay://fees")
+        assert fees.contents[0].text == "pix: 0.00"
+        prompts = await agent.list_prompts()
+        assert [p.name for p in prompts.prompts] == ["refund_help"]
+        got = await agent.get_prompt("refund_help", {"invoice_ref": "FAT-1"})
+        assert "FAT-1" in got.messages[0].content.text
     executions = env.executions()
     assert [e["invoice_ref"] for e in executions] == ["FAT-1", "FAT-2"]
     assert all(e["idempotency_key"] == m for e, m in zip(executions, [meta["key"], new.meta["idem"]["key"]]))
