@@ -396,7 +396,7 @@ referencia_intencao = "invoice_ref"
                 8,
                 "lease_ms must be",
             ),
-            (GOOD.replace("tool =", "tol ="), 5, "not a guard file"),
+            (GOOD.replace("tool =", "tol ="), 6, "not a guard file"),
             (
                 GOOD.replace("command = [\"python3\", \"pay.py\"]", "command = []"),
                 2,
