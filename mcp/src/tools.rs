@@ -186,15 +186,7 @@ impl IdemTools {
     ) -> Result<CallToolResult, Bad> {
         let key = key_arg(args)?;
         let mut s = self.store.session().await.map_err(store_bad)?;
-        let a = match s.action(tenant, &key).await {
-            Ok(a) => a,
-            Err(idem_store::Error::NotFound) => {
-                return Err(Bad(format!(
-                    "argument `key`: no action {key} for this tenant"
-                )))
-            }
-            Err(e) => return Err(store_bad(e)),
-        };
+        let a = action_of(&mut s, tenant, &key).await?;
         let response = a.response.as_deref().map(|r| {
             serde_json::from_str::<Value>(r).unwrap_or_else(|_| Value::String(r.to_owned()))
         });
@@ -250,15 +242,7 @@ impl IdemTools {
             }
         };
         let mut s = self.store.session().await.map_err(store_bad)?;
-        let a = match s.action(tenant, &key).await {
-            Ok(a) => a,
-            Err(idem_store::Error::NotFound) => {
-                return Err(Bad(format!(
-                    "argument `key`: no action {key} for this tenant"
-                )))
-            }
-            Err(e) => return Err(store_bad(e)),
-        };
+        let a = action_of(&mut s, tenant, &key).await?;
         let now = self.store.now_ms();
         let unknown = a.state == ActionState::Uncertain
             || (a.state == ActionState::Started && a.lease_until_ms.is_some_and(|u| u <= now));
@@ -328,6 +312,21 @@ impl ServerHandler for IdemTools {
             Err(Bad(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
         };
         Ok(result.into())
+    }
+}
+
+/// The tenant's action `key`, or a refusal naming the argument.
+async fn action_of(
+    s: &mut idem_store::Session,
+    tenant: &TenantId,
+    key: &IdempotencyKey,
+) -> Result<idem_store::Action, Bad> {
+    match s.action(tenant, key).await {
+        Ok(a) => Ok(a),
+        Err(idem_store::Error::NotFound) => Err(Bad(format!(
+            "argument `key`: no action {key} for this tenant"
+        ))),
+        Err(e) => Err(store_bad(e)),
     }
 }
 

@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable, Mapping, TypeVar, Union
 import httpx
 
 from . import _protocol as p
-from ._errors import Failed, FailedForGood, ProblemError
+from ._errors import Failed, ProblemError
 from ._models import EventClaim, Intent, Outcome
 from ._protocol import OnInFlight
 
@@ -138,20 +138,9 @@ class AsyncClient:
         reconcile: MaybeAsync[Any] | None,
     ) -> Outcome[T]:
         status = claim["status"]
-        if status == "completed":
-            return Outcome(
-                response=claim.get("response"),  # type: ignore[arg-type]
-                replayed=True,
-                key=intent.key,
-                attempt=int(claim.get("attempt", 0)),
-                reconciled=bool(claim.get("reconciled", False)),
-                intent=intent,
-            )
-        if status == "failed":
-            error = str(claim.get("error", ""))
-            raise FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, claim, error=error)
-        if status not in ("claimed", "uncertain"):
-            raise p.unexpected(f"a claim with status {status!r}")
+        finished = p.finished(intent, claim)
+        if finished is not None:
+            return finished
         p.hold(intent, claim)
         if status == "uncertain":
             if reconcile is None:

@@ -18,8 +18,8 @@ import uuid
 from typing import Any, Callable, Literal, Mapping, Union
 from urllib.parse import quote
 
-from ._errors import InFlight, ProblemError, Unavailable, Uncertain, problem_from
-from ._models import EventClaim, Intent
+from ._errors import FailedForGood, InFlight, ProblemError, Unavailable, Uncertain, problem_from
+from ._models import EventClaim, Intent, Outcome
 
 JSON = Any
 OnInFlight = Literal["wait", "raise"]
@@ -266,3 +266,25 @@ def event_settlement(ev: EventClaim, kind: type[BaseException] | None) -> tuple[
     if kind is None:
         return event_path(ev.source, ev.event_id, "complete"), {"token": ev.token}
     return event_path(ev.source, ev.event_id, "fail"), {"token": ev.token, "retryable": True}
+
+
+def finished(intent: Intent, claim: Mapping[str, Any]) -> Outcome[Any] | None:
+    """A claim that needs no effect: the stored outcome of a completed
+    action (replayed), or ``FailedForGood``; ``None`` when this call holds
+    the claim (``claimed`` or ``uncertain``). Any other status is named."""
+    status = claim["status"]
+    if status == "completed":
+        return Outcome(
+            response=claim.get("response"),
+            replayed=True,
+            key=intent.key,
+            attempt=int(claim.get("attempt", 0)),
+            reconciled=bool(claim.get("reconciled", False)),
+            intent=intent,
+        )
+    if status == "failed":
+        error = str(claim.get("error", ""))
+        raise FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, claim, error=error)
+    if status not in ("claimed", "uncertain"):
+        raise unexpected(f"a claim with status {status!r}")
+    return None
