@@ -273,3 +273,31 @@ def test_bad_guard_files_tenants_and_upstreams_exit_2_naming_the_line(env: Env) 
     done = run(env.guard_file(), tenant="nobody")
     assert done.returncode == 2 and '"nobody"' in done.stderr
     assert env.executions() == []
+
+
+@pytest.mark.parametrize("errors", ["retryable", "final"])
+async def test_an_upstream_error_is_retried_under_the_same_key_or_replayed(env: Env, errors: str) -> None:
+    refuse = f"""
+[[guard]]
+tool = "refuse_charge"
+action = "pix.cobranca"
+key_argument = "idempotency_key"
+errors = "{errors}"
+[guard.fields]
+cliente_id = "customer_id"
+valor = "amount"
+chave_pix_destino = "pix_key"
+referencia_intencao = "invoice_ref"
+"""
+    async with env.agent(env.guard_file(extra=refuse)) as agent:
+        first = await agent.call_tool("refuse_charge", charge_args("FAT-E"))
+        again = await agent.call_tool("refuse_charge", charge_args("FAT-E"))
+    # The upstream's own error, unchanged (the SDK words it).
+    assert first.is_error and "refuse_charge" in text_of(first)
+    assert again.is_error and text_of(again).startswith(text_of(first))
+    attempts = env.executions()
+    assert {a["idempotency_key"] for a in attempts} == {first.meta["idem"]["key"]}, "one key, always"
+    if errors == "retryable":
+        assert len(attempts) == 2 and again.meta["idem"]["attempt"] == 2 and not again.meta["idem"]["replayed"]
+    else:
+        assert len(attempts) == 1 and again.meta["idem"]["replayed"]
