@@ -50,6 +50,25 @@ pub enum StartError {
     NoUpstream,
 }
 
+/// The longest line (one JSON-RPC message) read from stdin: a guarded
+/// call's arguments are at most 64 KiB, so anything this long is not a
+/// call; the transport drops such a line and keeps the session.
+pub const MAX_STDIO_LINE: usize = 1024 * 1024;
+
+/// Serves `handler` to one agent over stdin and stdout until it closes them.
+pub async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), std::io::Error> {
+    let (input, output) = rmcp::transport::stdio();
+    let transport =
+        rmcp::transport::async_rw::AsyncRwTransport::<RoleServer, _, _>::new(input, output)
+            .with_max_line_length(MAX_STDIO_LINE);
+    let running = handler
+        .serve(transport)
+        .await
+        .map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
 /// The upstream's client side, owned by the gateway.
 pub struct Connected {
     service: RunningService<RoleClient, ()>,
@@ -179,12 +198,7 @@ impl Gateway {
 
     /// Serves one agent over stdin and stdout until it closes them.
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(std::io::Error::other)?;
-        running.waiting().await.map_err(std::io::Error::other)?;
-        Ok(())
+        serve_stdio(self).await
     }
 
     fn upstream(&self) -> &Peer<RoleClient> {

@@ -47,13 +47,7 @@ impl IdemTools {
 
     /// Serves one agent over stdin and stdout until it closes them.
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
-        use rmcp::ServiceExt;
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(std::io::Error::other)?;
-        running.waiting().await.map_err(std::io::Error::other)?;
-        Ok(())
+        crate::gateway::serve_stdio(self).await
     }
 
     async fn run(

@@ -301,3 +301,34 @@ referencia_intencao = "invoice_ref"
         assert len(attempts) == 2 and again.meta["idem"]["attempt"] == 2 and not again.meta["idem"]["replayed"]
     else:
         assert len(attempts) == 1 and again.meta["idem"]["replayed"]
+
+
+def test_an_oversized_or_broken_message_on_stdio_leaves_the_gateway_serving(env: Env) -> None:
+    gw = subprocess.Popen([IDEM, *env.gateway_args(env.guard_file())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(env.tmp / "hostile.log", "w"), env=env.env())
+    assert gw.stdin is not None and gw.stdout is not None
+
+    def send(raw: bytes) -> None:
+        assert gw.stdin is not None
+        gw.stdin.write(raw + b"\n")
+        gw.stdin.flush()
+
+    send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+    assert json.loads(gw.stdout.readline())["id"] == 1
+    send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+    send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "' + b"x" * 3_000_000 + b'"}}}')
+    send(b"[" * 100_000)
+    send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).encode())
+    answers = {}
+    give_up = time.monotonic() + 30
+    while 3 not in answers and time.monotonic() < give_up:
+        line = gw.stdout.readline()
+        if not line:
+            break
+        msg = json.loads(line)
+        answers[msg.get("id")] = msg
+    assert 3 in answers and "tools" in answers[3]["result"], answers
+    assert gw.poll() is None, "still serving"
+    gw.kill()
+    gw.wait()
