@@ -542,7 +542,13 @@ impl ServeArgs {
             purge_every: self.purge_every,
             alert_every: self.alert_every,
             admin_token: match self.admin_token.as_deref().map(str::trim) {
-                None | Some("") => None,
+                None => None,
+                // Blank would silently mean an open monitor.
+                Some("") => anyhow::bail!(
+                    "the admin token (--admin-token, IDEM_ADMIN_TOKEN) is blank: leave it unset \
+                     for a monitor open on loopback only, or give one of at least {} characters",
+                    crate::config::ADMIN_TOKEN_MIN
+                ),
                 Some(t) if t.chars().count() < crate::config::ADMIN_TOKEN_MIN => anyhow::bail!(
                     "the admin token (--admin-token, IDEM_ADMIN_TOKEN) must have at least {} \
                      characters: it opens every tenant's monitor, and a short one is guessed. \

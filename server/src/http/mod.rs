@@ -37,7 +37,7 @@ pub mod v1;
 use app::shell;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::middleware::{from_fn, from_fn_with_state};
+use axum::middleware::{from_fn, from_fn_with_state, map_response};
 use axum::routing::{get, post};
 use axum::Router;
 use metrics::{observe, serve_metrics};
@@ -59,8 +59,13 @@ pub fn router(state: AppState) -> Router {
         .route("/s/{id}", get(dashboard::saved))
         .route("/compare", get(dashboard::compare))
         .route("/c/{id}", get(dashboard::comparison))
-        .route("/live", get(live::page))
-        .route("/live/actions/{key}", get(live::action_page));
+        // The monitor's pages show a tenant's numbers to whoever signed in
+        // (a cookie): never kept by a cache, the browser's included.
+        .route("/live", get(live::page).layer(map_response(no_store)))
+        .route(
+            "/live/actions/{key}",
+            get(live::action_page).layer(map_response(no_store)),
+        );
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -199,4 +204,13 @@ pub(crate) async fn shutdown() {
     let term = std::future::pending::<()>();
     tokio::select! { () = ctrl_c => {}, () = term => {} }
     tracing::info!("shutting down");
+}
+
+/// `Cache-Control: no-store` on a response.
+async fn no_store(mut res: axum::response::Response) -> axum::response::Response {
+    res.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    res
 }

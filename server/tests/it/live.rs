@@ -490,6 +490,9 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
         .await
         .unwrap();
     assert_eq!(other.status().as_u16(), 403);
+    // Typed as what it is: another tenant's numbers, not a bad body.
+    let p: serde_json::Value = other.json().await.unwrap();
+    assert_eq!(p["type"], "urn:idem:problem:other-tenant", "{p}");
 
     // Sign in with the form: an HttpOnly cookie, then the page shows acme.
     let no_redirect = reqwest::Client::builder()
@@ -516,6 +519,8 @@ async fn tokens_decide_what_the_monitor_shows(db: &Db) {
         .await
         .unwrap();
     assert_eq!(page.status().as_u16(), 200);
+    // A signed-in page is never kept by a cache.
+    assert_eq!(page.headers()["cache-control"], "no-store");
     let html = page.text().await.unwrap();
     assert!(html.contains("tenant acme") && !html.contains("globex"));
 

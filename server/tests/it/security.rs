@@ -1121,6 +1121,18 @@ fn a_short_admin_token_is_refused_and_the_data_directory_is_private() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("at least 32 characters"), "{err}");
     assert!(!err.contains("IDEM_ADMIN_TOKEN=x"));
+    // Blank (spaces) is refused too: it would mean an open monitor.
+    for blank in ["", "   "] {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .env("IDEM_ADMIN_TOKEN", blank)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{blank:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is blank"), "{err}");
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(["tenant", "create", "acme", "--data-dir"])
         .arg(&data)

@@ -10,7 +10,6 @@ use super::params::LiveQuery;
 use super::{data, MAX_TENANTS, PARALLEL_READS, SHARE_FOR, UNCERTAIN_LISTED};
 use crate::http::error::ApiError;
 use crate::http::state::LiveState;
-use axum::http::StatusCode;
 use futures_util::StreamExt;
 use idem_core::TenantId;
 use idem_store::stats::Granularity;
@@ -26,8 +25,8 @@ pub(super) async fn scope(
     q: &LiveQuery,
 ) -> Result<Vec<TenantId>, ApiError> {
     match (viewer, &q.tenant) {
-        (Viewer::Tenant(own), Some(asked)) if asked != own.as_str() => Err(ApiError::body(
-            StatusCode::FORBIDDEN,
+        (Viewer::Tenant(own), Some(asked)) if asked != own.as_str() => Err(ApiError::forbidden(
+            "urn:idem:problem:other-tenant",
             "this token sees only its own tenant: drop the tenant parameter or ask for your own",
         )),
         (Viewer::Tenant(own), _) => Ok(vec![own.clone()]),
