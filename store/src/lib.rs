@@ -201,6 +201,12 @@ impl Error {
     }
 }
 
+/// The longest intent reference, in characters: a business reference (an
+/// invoice, an order), and far below what PostgreSQL's primary-key index
+/// holds (about 2,700 bytes), so both backends refuse the same text, as
+/// the client's error it is.
+pub const MAX_REFERENCE_CHARS: usize = 255;
+
 /// The reserved tenant deployment-wide rows live under.
 const DEPLOYMENT_TENANT: &str = "_deployment";
 
@@ -788,6 +794,13 @@ impl Store {
         if reference.is_empty() {
             return Err(Error::Invalid(format!(
                 "the intent reference field {:?} is empty",
+                spec.reference
+            )));
+        }
+        let n = reference.chars().count();
+        if n > MAX_REFERENCE_CHARS {
+            return Err(Error::Invalid(format!(
+                "field `{}`: the intent reference is {n} characters; at most {MAX_REFERENCE_CHARS}",
                 spec.reference
             )));
         }

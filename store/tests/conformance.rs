@@ -2159,6 +2159,28 @@ async fn empty_reference_and_unknown_action_are_refused(h: &H) {
         h.store.record_intent(&h.tenant, "pix.cobranca", &p).await,
         Err(Error::Invalid(_))
     ));
+    // A reference has a length, the same on both backends, far below what
+    // PostgreSQL's index holds: over it is the caller's error, never an outage.
+    let longest = "R".repeat(MAX_REFERENCE_CHARS);
+    let p_json = pix(&longest, "1.00");
+    let p = Payload::from_json(&p_json).unwrap();
+    h.store
+        .record_intent(&h.tenant, "pix.cobranca", &p)
+        .await
+        .unwrap();
+    for too_long in ["R".repeat(MAX_REFERENCE_CHARS + 1), "é".repeat(3000)] {
+        let p_json = pix(&too_long, "1.00");
+        let p = Payload::from_json(&p_json).unwrap();
+        let e = h
+            .store
+            .record_intent(&h.tenant, "pix.cobranca", &p)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Invalid(ref m) if m.contains("at most 255") && m.contains("referencia_intencao")),
+            "{e:?}"
+        );
+    }
 }
 
 /// Fault injection on Postgres: every backend connection of the store is

@@ -346,6 +346,17 @@ async fn record_and_claim_renew_uncertain_and_wait(s: &Srv) {
         );
     }
     problem(s.get(&s.a, "/v1/intents/pix.cobranca/FAT-BAD").await, 404).await;
+    // A 3,000-character reference: the client's error (422 naming the field
+    // and the limit) on both backends, never PostgreSQL's index failing as
+    // a retryable 503.
+    let mut long = cobranca("1.00");
+    long["payload"]["referencia_intencao"] = json!("R".repeat(3000));
+    let p = problem(s.post(&s.a, "/v1/intents", &long).await, 422).await;
+    let said = p["detail"].as_str().unwrap();
+    assert!(
+        said.contains("referencia_intencao") && said.contains("at most 255"),
+        "{p}"
+    );
     // Another tenant cannot renew or mark this tenant's action.
     problem(
         s.post(
