@@ -58,7 +58,10 @@ async def test_a_wrong_token_is_401_and_a_foreign_origin_403(served: Served) -> 
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
     headers = {"accept": "application/json, text/event-stream"}
-    async with httpx2.AsyncClient() as h:
+    # A refused request's body is left unread, so the server closes that
+    # connection after answering (as hyper does): every request here gets a
+    # connection of its own, or the next one could race the close.
+    async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0)) as h:
         for path in ("/mcp", "/mcp/gateways/pay"):
             wrong = await h.post(served.url + path, json=body, headers={**headers, "authorization": "Bearer nope"})
             assert wrong.status_code == 401
