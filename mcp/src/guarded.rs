@@ -228,20 +228,15 @@ impl Gate {
                     reconciled,
                 } => return self.replay(call, &response, attempts, reconciled).await,
                 Begin::Failed { error } => {
-                    return Ok(Answer {
-                        result: with_meta(
-                            error_result(format!(
-                                "{} for {} failed for good earlier and will not run again: {error}",
-                                guard.tool, call.reference
-                            )),
-                            call,
-                            false,
-                            0,
-                            false,
+                    return Ok(error_answer(
+                        call,
+                        0,
+                        CallOutcome::Failed,
+                        format!(
+                            "{} for {} failed for good earlier and will not run again: {error}",
+                            guard.tool, call.reference
                         ),
-                        outcome: CallOutcome::Failed,
-                        diverged: call.diverged,
-                    })
+                    ))
                 }
                 Begin::Uncertain { token, attempt, .. } => match guard.on_uncertain {
                     OnUncertain::Resend => {
@@ -258,42 +253,32 @@ impl Gate {
                                 "the gateway refuses to resend (on_uncertain = \"refuse\")",
                             )
                             .await;
-                        return Ok(Answer {
-                            result: with_meta(
-                                error_result(format!(
+                        return Ok(error_answer(
+                            call,
+                            attempt,
+                            CallOutcome::Uncertain,
+                            format!(
                                     "the outcome of an earlier {} for {} is unknown: it may have been executed. \
                                      Do not retry it with a new reference (that would be a new charge); \
                                      it is in idem's work queue (/live), where a person settles it. Key {}.",
                                     guard.tool, call.reference, call.key
-                                )),
-                                call,
-                                false,
-                                attempt,
-                                false,
-                            ),
-                            outcome: CallOutcome::Uncertain,
-                            diverged: call.diverged,
-                        });
+                                ),
+                        ));
                     }
                 },
                 Begin::InFlight { lease_until_ms } => {
                     let now = tokio::time::Instant::now();
                     if now >= give_up {
                         let wait_s = (lease_until_ms - self.store.now_ms()).max(0) / 1000 + 1;
-                        return Ok(Answer {
-                            result: with_meta(
-                                error_result(format!(
+                        return Ok(error_answer(
+                            call,
+                            0,
+                            CallOutcome::InFlight,
+                            format!(
                                     "{} for {} is still running in another call; nothing was executed by this one. Retry the same call in {wait_s} s to get its result.",
                                     guard.tool, call.reference
-                                )),
-                                call,
-                                false,
-                                0,
-                                false,
-                            ),
-                            outcome: CallOutcome::InFlight,
-                            diverged: call.diverged,
-                        });
+                                ),
+                        ));
                     }
                     tokio::time::sleep(pause.min(give_up - now)).await;
                     pause = (pause * 2).min(Duration::from_millis(200));
@@ -383,21 +368,16 @@ impl Gate {
         {
             tracing::warn!(error = %e, "could not mark a guarded call uncertain; its lease will");
         }
-        Ok(Answer {
-            result: with_meta(
-                error_result(format!(
+        Ok(error_answer(
+            call,
+            attempt,
+            CallOutcome::Uncertain,
+            format!(
                     "{} for {} was sent, and its answer never came ({why}): whether it was executed is unknown. \
                      Do not retry with a new reference; retrying this same call is safe (same key). Key {}.",
                     call.guard.tool, call.reference, call.key
-                )),
-                call,
-                false,
-                attempt,
-                false,
-            ),
-            outcome: CallOutcome::Uncertain,
-            diverged: call.diverged,
-        })
+                ),
+        ))
     }
 
     async fn replay(
@@ -459,6 +439,16 @@ struct Call<'a> {
 enum Refusal {
     BadArguments(String),
     Store(idem_store::Error),
+}
+
+/// An `isError` answer about `call` (what an agent reads when nothing, or
+/// nothing known, was executed), with `_meta.idem`.
+fn error_answer(call: &Call<'_>, attempt: i32, outcome: CallOutcome, message: String) -> Answer {
+    Answer {
+        result: with_meta(error_result(message), call, false, attempt, false),
+        outcome,
+        diverged: call.diverged,
+    }
 }
 
 fn error_result(message: String) -> CallToolResult {
