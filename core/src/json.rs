@@ -67,6 +67,72 @@ pub fn check_depth(text: &[u8], limit: usize) -> Result<(), TooDeep> {
     Ok(())
 }
 
+/// The first object member name that appears twice in one object, at any
+/// depth, with the path to its object (`$`, `$.payload`, `$.items[2]`), or
+/// `None` when every object names each member once (or the text is not
+/// JSON: the parser judges that). Parsers disagree on duplicates (most keep
+/// the last, some the first, some refuse), so idem refuses them wherever a
+/// client's JSON enters: one reading for the fingerprint, the handler and
+/// whoever reads the stored text later. Call [`check_depth`] first: the
+/// walk recurses once per level.
+pub fn duplicate_member(text: &str) -> Option<(String, String)> {
+    let raw = serde_json::from_str::<&serde_json::value::RawValue>(text).ok()?;
+    find_duplicate(raw, "$")
+}
+
+fn find_duplicate(raw: &serde_json::value::RawValue, at: &str) -> Option<(String, String)> {
+    use serde_json::value::RawValue;
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'{') => {
+            let members = serde_json::from_str::<Members<'_>>(text).ok()?.0;
+            let mut seen = std::collections::BTreeSet::new();
+            for (name, _) in &members {
+                if !seen.insert(name.as_str()) {
+                    return Some((name.clone(), at.to_owned()));
+                }
+            }
+            members
+                .iter()
+                .find_map(|(name, v)| find_duplicate(v, &format!("{at}.{name}")))
+        }
+        Some(b'[') => {
+            let items = serde_json::from_str::<Vec<&RawValue>>(text).ok()?;
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| find_duplicate(v, &format!("{at}[{i}]")))
+        }
+        _ => None,
+    }
+}
+
+/// An object's members in the order sent, duplicates kept.
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Members<'a>, M::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, &'de serde_json::value::RawValue>()? {
+                    out.push((k, v));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +169,26 @@ mod tests {
         }
         let deep = nested(1_000_000);
         assert!(check_depth(deep.as_bytes(), MAX_DEPTH).is_err());
+    }
+
+    #[test]
+    fn duplicate_members_are_found_at_any_depth() {
+        assert_eq!(duplicate_member(r#"{"a":1,"b":{"c":[1,{"d":2}]}}"#), None);
+        assert_eq!(
+            duplicate_member(r#"{"a":1,"a":2}"#),
+            Some(("a".into(), "$".into()))
+        );
+        assert_eq!(
+            duplicate_member(r#"{"p":{"x":1,"y":2,"\u0078":3}}"#),
+            Some(("x".into(), "$.p".into())),
+            "an escaped name is the same name"
+        );
+        assert_eq!(
+            duplicate_member(r#"[0,{"k":[{"z":1,"z":1}]}]"#),
+            Some(("z".into(), "$[1].k[0]".into()))
+        );
+        assert_eq!(duplicate_member("not json"), None);
+        assert_eq!(duplicate_member(r#""{\"a\":1,\"a\":2}""#), None);
     }
 
     #[test]

@@ -39,8 +39,45 @@ pub fn nfc(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// Python's `str.isalnum`: letters and numbers, but not the combining marks
-/// that Rust's `is_alphanumeric` also counts as alphabetic.
+/// Python's `str.isalnum`: letters (general category L*) and numbers.
+/// Rust's `is_alphanumeric` reads the Alphabetic property instead, which
+/// also counts combining marks and 130 symbols (category So) drawn as
+/// enclosed Latin letters: circled Ⓐ–ⓩ (U+24B6–U+24E9), and squared,
+/// negative circled and negative squared A–Z (U+1F130–U+1F149,
+/// U+1F150–U+1F169, U+1F170–U+1F189). Python keeps none of them. A code
+/// point assigned after Python's Unicode version (14.0 in 3.11) can still
+/// differ: Python sees it unassigned.
 pub fn py_isalnum(c: char) -> bool {
-    c.is_alphanumeric() && !unicode_normalization::char::is_combining_mark(c)
+    c.is_alphanumeric()
+        && !unicode_normalization::char::is_combining_mark(c)
+        && !is_enclosed_latin_letter(c)
+}
+
+/// The 130 enclosed Latin letters that are Alphabetic but not letters.
+fn is_enclosed_latin_letter(c: char) -> bool {
+    matches!(c,
+        '\u{24B6}'..='\u{24E9}'
+        | '\u{1F130}'..='\u{1F149}'
+        | '\u{1F150}'..='\u{1F169}'
+        | '\u{1F170}'..='\u{1F189}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enclosed_latin_letters_are_not_alphanumeric_in_python() {
+        let dropped: Vec<char> = (0..=0x10FFFF_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| {
+                c.is_alphanumeric()
+                    && !unicode_normalization::char::is_combining_mark(c)
+                    && !py_isalnum(c)
+            })
+            .collect();
+        assert_eq!(dropped.len(), 130);
+        assert!(dropped.contains(&'Ⓐ') && dropped.contains(&'ⓩ') && dropped.contains(&'🅰'));
+        assert!(py_isalnum('a') && py_isalnum('Ж') && py_isalnum('٣') && py_isalnum('Ⅻ'));
+    }
 }

@@ -1,4 +1,7 @@
-//! Every case of the reference vectors (rules v1), byte for byte.
+//! Every case of the reference vectors (rules v1), byte for byte, and of
+//! the enclosed-letter vectors written by the documented Python rule
+//! (`scripts/derivation_v1.py`, which `scripts/test` checks against both
+//! files too).
 
 #![allow(clippy::unwrap_used)] // tests and benches fail loudly by design
 
@@ -6,11 +9,19 @@ use idem_core::{Catalog, KeyDeriver, Payload, Secret, TenantId};
 
 #[test]
 fn every_reference_vector_matches() {
-    let text = include_str!("fixtures/derivation-v1.json");
+    check(include_str!("fixtures/derivation-v1.json"), 60);
+}
+
+#[test]
+fn enclosed_latin_letters_derive_as_the_python_rule_does() {
+    check(include_str!("fixtures/derivation-v1-symbols.json"), 131);
+}
+
+fn check(text: &str, cases: usize) {
     // Payloads stay raw JSON so numbers keep their source text.
     let raw_cases: RawDoc = serde_json::from_str(text).unwrap();
     assert_eq!(raw_cases.rules_version, 1);
-    assert_eq!(raw_cases.cases.len(), 60, "the fixture holds 60 cases");
+    assert_eq!(raw_cases.cases.len(), cases, "the fixture holds {cases} cases");
     let deriver = KeyDeriver::new(&Secret::new(raw_cases.secret.into_bytes()).unwrap());
     let catalog = Catalog::builtin();
     let mut checked = 0;
@@ -28,7 +39,7 @@ fn every_reference_vector_matches() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 60);
+    assert_eq!(checked, cases);
 }
 
 #[derive(serde::Deserialize)]

@@ -275,6 +275,33 @@ impl ApiError {
         .extra(serde_json::json!({ "max_depth": e.limit }))
     }
 
+    /// 422: an object in the body names a member twice (parsers disagree on
+    /// which one counts, so idem takes neither).
+    pub fn duplicate_member(name: &str, at: &str) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "urn:idem:problem:duplicate-member",
+            "The JSON names a member twice",
+        )
+        .detail(format!(
+            "the object at {at} names `{name}` more than once; send each member once"
+        ))
+        .extra(serde_json::json!({ "member": name, "at": at }))
+    }
+
+    /// Refuses JSON text that nests too deeply or names a member twice in
+    /// one object: the checks every reader of a client's JSON makes first.
+    pub fn check_json(text: &[u8]) -> Result<(), Self> {
+        idem_core::json::check_depth(text, idem_core::json::MAX_DEPTH).map_err(Self::too_deep)?;
+        if let Some((name, at)) = std::str::from_utf8(text)
+            .ok()
+            .and_then(idem_core::json::duplicate_member)
+        {
+            return Err(Self::duplicate_member(&name, &at));
+        }
+        Ok(())
+    }
+
     /// 503: the store is unreachable or failed; the cause was logged.
     pub fn unavailable() -> Self {
         Self::new(

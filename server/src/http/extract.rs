@@ -100,8 +100,7 @@ where
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|e| ApiError::body(e.status(), e.body_text()))?;
-        idem_core::json::check_depth(&bytes, idem_core::json::MAX_DEPTH)
-            .map_err(ApiError::too_deep)?;
+        ApiError::check_json(&bytes)?;
         let value = Json::<T>::from_bytes(&bytes)
             .map(|Json(v)| ApiJson(v))
             .map_err(ApiError::from)?;

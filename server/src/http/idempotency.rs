@@ -16,8 +16,10 @@
 //! 4. The store decides in one statement: run it, replay the stored
 //!    response (`Idempotent-Replayed: true`), 409 while the first request
 //!    runs (`Retry-After`), or 422 when the key came with another request.
-//! 5. The handler runs to completion in its own task even if the client
-//!    goes away, so a retry finds the stored response rather than a lock.
+//! 5. Once the body is read, taking the key, running the handler and
+//!    storing its outcome happen in a task of their own, so a client that
+//!    goes away, at any moment, leaves either the stored response or a
+//!    free key, never a lock.
 //!    A handler may take an [`IdempotencyGuard`] and write through
 //!    [`IdempotencyGuard::transaction`]: the layer stores the response in
 //!    that same transaction, so the handler's writes and the key's
@@ -371,9 +373,11 @@ where
     // A JSON body too deep for the handler's parser is refused here, with
     // the limit named, before anything is stored (other bodies are hashed
     // as bytes past the limit: see `fingerprint`).
+    // So is one naming a member twice: the fingerprint would read one of
+    // them and the handler refuse both, and a clean retry would then be
+    // answered with that refusal.
     if super::extract::json_content_type(&parts.headers) {
-        idem_core::json::check_depth(&body, idem_core::json::MAX_DEPTH)
-            .map_err(ApiError::too_deep)?;
+        ApiError::check_json(&body)?;
     }
     let method = parts.method.as_str().to_owned();
     let path = parts
@@ -382,48 +386,20 @@ where
         .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned());
     let fingerprint = fingerprint(&method, &path, &body);
     let run = Run {
-        config: config.clone(),
+        config,
         tenant,
         key,
         fingerprint,
         method,
         path,
     };
-    let verdict = config
-        .store
-        .session()
-        .await?
-        .http_begin(&run.tenant, &run.key(), config.lock)
-        .await?;
-    match verdict {
-        HttpBegin::Proceed => {}
-        HttpBegin::Replay(stored) => {
-            config.metrics.replays.inc();
-            return replay(stored);
-        }
-        HttpBegin::InProgress => {
-            config.metrics.in_progress.inc();
-            return Err(ApiError::conflict(
-                "urn:idem:problem:request-in-progress",
-                "A request with this Idempotency-Key is still running",
-                "retry with the same key after Retry-After seconds to get its response",
-            )
-            .retry_after(1));
-        }
-        HttpBegin::Mismatch => {
-            config.metrics.mismatches.inc();
-            return Err(ApiError::unprocessable_as(
-                "urn:idem:problem:key-reused",
-                "This Idempotency-Key was used with a different request",
-                "an Idempotency-Key names one operation: send a new key for a different method, path or body",
-            ));
-        }
-    }
-    // Run the handler and record its outcome in a task of its own, so a
-    // client that disconnects cannot leave the key locked or the
-    // handler's transaction half done.
+    // From here on the request runs in a task of its own: taking the key,
+    // running the handler and storing (or releasing) its outcome. A client
+    // that goes away drops this future, never that task, so the key is
+    // never left taken by a request that will not finish (the statement
+    // that takes it may commit after the client is gone, under load).
     let req = Request::from_parts(parts, Body::from(body));
-    match tokio::spawn(run.execute(inner, req)).await {
+    match tokio::spawn(run.begin_and_execute(inner, req)).await {
         Ok(res) => res,
         Err(e) => {
             tracing::error!(error = %e, "a guarded handler panicked; its key lock expires on its own");
@@ -466,6 +442,43 @@ impl Run {
             fingerprint: &self.fingerprint,
             method: &self.method,
             path: &self.path,
+        }
+    }
+
+    async fn begin_and_execute<S>(self, inner: S, req: Request) -> Result<Response, ApiError>
+    where
+        S: Service<Request, Response = Response, Error = Infallible>,
+    {
+        let config = &self.config;
+        let verdict = config
+            .store
+            .session()
+            .await?
+            .http_begin(&self.tenant, &self.key(), config.lock)
+            .await?;
+        match verdict {
+            HttpBegin::Proceed => self.execute(inner, req).await,
+            HttpBegin::Replay(stored) => {
+                config.metrics.replays.inc();
+                replay(stored)
+            }
+            HttpBegin::InProgress => {
+                config.metrics.in_progress.inc();
+                Err(ApiError::conflict(
+                    "urn:idem:problem:request-in-progress",
+                    "A request with this Idempotency-Key is still running",
+                    "retry with the same key after Retry-After seconds to get its response",
+                )
+                .retry_after(1))
+            }
+            HttpBegin::Mismatch => {
+                config.metrics.mismatches.inc();
+                Err(ApiError::unprocessable_as(
+                    "urn:idem:problem:key-reused",
+                    "This Idempotency-Key was used with a different request",
+                    "an Idempotency-Key names one operation: send a new key for a different method, path or body",
+                ))
+            }
         }
     }
 

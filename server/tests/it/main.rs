@@ -18,6 +18,7 @@ mod broker;
 mod cli;
 mod http;
 mod live;
+mod probe;
 mod security;
 mod simulate;
 mod webhooks;
