@@ -123,7 +123,9 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
                 mut m: M,
             ) -> Result<Members<'a>, M::Error> {
                 let mut out = Vec::new();
-                while let Some((k, v)) = m.next_entry::<String, &'de serde_json::value::RawValue>()? {
+                while let Some((k, v)) =
+                    m.next_entry::<String, &'de serde_json::value::RawValue>()?
+                {
                     out.push((k, v));
                 }
                 Ok(Members(out))

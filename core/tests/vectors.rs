@@ -21,7 +21,11 @@ fn check(text: &str, cases: usize) {
     // Payloads stay raw JSON so numbers keep their source text.
     let raw_cases: RawDoc = serde_json::from_str(text).unwrap();
     assert_eq!(raw_cases.rules_version, 1);
-    assert_eq!(raw_cases.cases.len(), cases, "the fixture holds {cases} cases");
+    assert_eq!(
+        raw_cases.cases.len(),
+        cases,
+        "the fixture holds {cases} cases"
+    );
     let deriver = KeyDeriver::new(&Secret::new(raw_cases.secret.into_bytes()).unwrap());
     let catalog = Catalog::builtin();
     let mut checked = 0;

@@ -105,7 +105,14 @@ impl Application {
         let state = AppState {
             leptos_options,
             assets,
-            live: LiveState::new(api.clone(), access),
+            live: LiveState::with_feeds(
+                api.clone(),
+                access,
+                crate::http::state::Feeds::new(
+                    config.limits.feed_slots(),
+                    config.limits.feed_max_age,
+                ),
+            ),
             api,
             hosts,
         };

@@ -189,15 +189,32 @@ impl Error {
     /// lacks (22P05). The input is at fault, not the database: a 422 at
     /// the API, never a "retry later".
     pub fn is_unstorable_text(&self) -> bool {
+        matches!(self.sqlstate().as_deref(), Some("22021" | "22P05"))
+    }
+
+    /// Whether the database refused a value for its size: a text too long
+    /// for an index entry (PostgreSQL's 54000, about 2,700 bytes in a
+    /// B-tree) or for its column (22001), a number out of its range
+    /// (22003). Every limit idem documents is checked before a statement
+    /// runs, far below these; this is the net under them, so a value that
+    /// slips through is still the client's 422, never a retryable 503.
+    pub fn is_too_large_for_the_database(&self) -> bool {
+        matches!(
+            self.sqlstate().as_deref(),
+            Some("54000" | "22001" | "22003")
+        )
+    }
+
+    fn sqlstate(&self) -> Option<std::borrow::Cow<'_, str>> {
         let db = match self {
             Error::Database(sqlx::Error::Database(d)) => d,
             Error::Shared(e) => match e.as_ref() {
                 sqlx::Error::Database(d) => d,
-                _ => return false,
+                _ => return None,
             },
-            _ => return false,
+            _ => return None,
         };
-        matches!(db.code().as_deref(), Some("22021" | "22P05"))
+        db.code()
     }
 }
 
@@ -206,6 +223,10 @@ impl Error {
 /// holds (about 2,700 bytes), so both backends refuse the same text, as
 /// the client's error it is.
 pub const MAX_REFERENCE_CHARS: usize = 255;
+
+/// The longest customer (the catalog's `customer` field), in characters:
+/// an id or a name, shown on the monitor and in its exports.
+pub const MAX_CUSTOMER_CHARS: usize = 255;
 
 /// The reserved tenant deployment-wide rows live under.
 const DEPLOYMENT_TENANT: &str = "_deployment";
@@ -803,6 +824,18 @@ impl Store {
                 "field `{}`: the intent reference is {n} characters; at most {MAX_REFERENCE_CHARS}",
                 spec.reference
             )));
+        }
+        if let Some(field) = &spec.customer {
+            let n = match payload.get(field) {
+                Some(idem_core::payload::FieldValue::Str(t)) => t.chars().count(),
+                Some(idem_core::payload::FieldValue::Num(t)) => t.len(),
+                _ => 0,
+            };
+            if n > MAX_CUSTOMER_CHARS {
+                return Err(Error::Invalid(format!(
+                    "field `{field}`: the customer is {n} characters; at most {MAX_CUSTOMER_CHARS}"
+                )));
+            }
         }
         Ok(session::Candidate {
             reference,

@@ -63,11 +63,20 @@ fn tenant_of(token: &str) -> Option<TenantId> {
     TenantId::try_from(String::from_utf8(bytes).ok()?).ok()
 }
 
+/// The longest tenant display name, in characters.
+pub const MAX_TENANT_NAME_CHARS: usize = 200;
+
 impl Store {
     /// Registers a tenant and returns its first API token (store only its
     /// hash). A tenant that already exists is a [`Error::Conflict`].
     #[tracing::instrument(skip(self))]
     pub async fn create_tenant(&self, tenant: &TenantId, name: &str) -> Result<ApiToken, Error> {
+        let n = name.chars().count();
+        if n > MAX_TENANT_NAME_CHARS || name.chars().any(char::is_control) {
+            return Err(Error::Invalid(format!(
+                "the tenant's name is {n} characters; at most {MAX_TENANT_NAME_CHARS}, without control characters"
+            )));
+        }
         let token = new_token(tenant);
         let now = self.now_ms();
         let mut tx = self.transaction().await?;

@@ -474,6 +474,16 @@ pub struct ServeArgs {
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
+    /// Live-feed streams (`/live/events`) open at once, every viewer
+    /// together; at most a quarter of --max-connections is used, so feeds
+    /// never take the slots ordinary requests need. Past it, 503 and the
+    /// page polls instead.
+    #[arg(long, env = "IDEM_MAX_FEEDS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_feeds: u32,
+    /// How long one live-feed stream lives before the server ends it (the
+    /// browser reconnects at once), e.g. 10m.
+    #[arg(long, env = "IDEM_FEED_MAX_AGE", default_value = "10m", value_parser = parse_duration)]
+    pub feed_max_age: std::time::Duration,
     /// Saved links (`POST /s`, `POST /c`) one client address may create per
     /// ten minutes; past it, 429 with Retry-After (0: unbounded).
     #[arg(long, env = "IDEM_SAVES_PER_ADDRESS", default_value_t = 30)]
@@ -566,6 +576,8 @@ impl ServeArgs {
                 header_timeout: self.header_timeout,
                 idle_timeout: self.idle_timeout,
                 max_connections: self.max_connections as usize,
+                max_feeds: self.max_feeds as usize,
+                feed_max_age: self.feed_max_age,
                 request_timeout: self.request_timeout,
             },
             catalog: self.catalog.load()?,

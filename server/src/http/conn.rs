@@ -5,11 +5,20 @@
 //!
 //! axum's own `serve` sets no timer, so hyper's header timeout would never
 //! run, and a client sending one header byte at a time could hold its
-//! socket for as long as it liked. Here hyper gets tokio's timer and the limit,
-//! a watchdog closes a connection that stays silent both ways (a body sent
-//! a byte a minute is as much an attack as slow headers), and the accept
-//! loop waits for a free slot instead of opening a task per socket without
-//! end; the kernel's backlog holds the rest.
+//! socket for as long as it liked. Here a watchdog per connection counts
+//! the requests in flight on it (HTTP/1 and HTTP/2 alike, a response's body
+//! until its last byte): with none in flight, the connection has the header
+//! timeout to start one, whatever else it sends (HTTP/2 PING and SETTINGS
+//! frames, a preface and nothing, half a request's headers); with one in
+//! flight, a connection that moves no byte either way for the idle timeout
+//! is closed (a body sent a byte a minute is as much an attack as slow
+//! headers). The accept loop waits for a free slot instead of opening a
+//! task per socket without end; the kernel's backlog holds the rest.
+//!
+//! HTTP/2 is served in cleartext too (prior knowledge, `h2c`), for gRPC-
+//! style clients and load balancers that speak it to their backends; the
+//! same bounds hold for it, and at most [`H2_MAX_STREAMS`] streams run at
+//! once on one connection.
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -45,6 +54,22 @@ pub struct ConnLimits {
     /// bound that holds when a database host vanishes without a reset
     /// (no keepalive in sqlx: a statement's socket would wait forever).
     pub request_timeout: Duration,
+    /// Live-feed streams (`/live/events`) open at once, every viewer
+    /// together; never more than a quarter of `max_connections`, so feeds
+    /// cannot take the slots ordinary requests need. Past it a feed is
+    /// refused with 503 and the page polls instead.
+    pub max_feeds: usize,
+    /// How long one feed stream lives before the server ends it (the
+    /// browser's EventSource reconnects at once, and is counted again).
+    pub feed_max_age: Duration,
+}
+
+impl ConnLimits {
+    /// The feed streams allowed at once: `max_feeds`, at most a quarter of
+    /// the connections, at least one.
+    pub fn feed_slots(&self) -> usize {
+        self.max_feeds.min(self.max_connections / 4).max(1)
+    }
 }
 
 impl Default for ConnLimits {
@@ -54,9 +79,14 @@ impl Default for ConnLimits {
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
             request_timeout: Duration::from_secs(30),
+            max_feeds: 64,
+            feed_max_age: Duration::from_secs(600),
         }
     }
 }
+
+/// Streams one HTTP/2 connection may run at once.
+pub const H2_MAX_STREAMS: u32 = 64;
 
 /// How long requests in flight may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -74,7 +104,11 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
-    builder.http2().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(H2_MAX_STREAMS)
+        .max_header_list_size(64 * 1024);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -102,22 +136,35 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let (io, last) = Watched::new(stream);
+        let requests = Requests::new();
         let router = router.clone();
+        let counted = requests.clone();
         let service =
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(remote));
-                router.clone().oneshot(req.map(axum::body::Body::new))
+                let running = counted.start();
+                let res = router.clone().oneshot(req.map(axum::body::Body::new));
+                async move {
+                    let res = res.await?;
+                    // The request counts until its response's last byte
+                    // (or until hyper drops the body: a reset stream).
+                    Ok::<_, std::convert::Infallible>(res.map(|b| {
+                        axum::body::Body::new(Counted {
+                            inner: b,
+                            _running: running,
+                        })
+                    }))
+                }
             });
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
         let conn = graceful.watch(conn.into_owned());
-        let idle = limits.idle_timeout;
         tokio::spawn(async move {
             tokio::select! {
                 r = conn => if let Err(e) = r {
                     tracing::debug!(error = %e, "connection ended with an error");
                 },
-                () = silent_for(&last, idle) => {
-                    tracing::debug!(%remote, "closing a connection that moved no bytes for {idle:?}");
+                why = watchdog(&requests, &last, limits) => {
+                    tracing::debug!(%remote, "closing a connection: {why}");
                 }
             }
             drop(permit);
@@ -139,14 +186,96 @@ pub async fn serve(
     Ok(())
 }
 
-/// Resolves once nothing moved on the connection for `idle`.
-async fn silent_for(last: &Activity, idle: Duration) {
+/// Resolves once the connection should close: no request in flight for
+/// the header timeout, or one in flight and no byte moved for the idle
+/// timeout. Says which.
+async fn watchdog(requests: &Requests, bytes: &Activity, limits: ConnLimits) -> &'static str {
     loop {
-        let since = last.since();
-        if since >= idle {
-            return;
+        let wait = if requests.in_flight() == 0 {
+            let since = requests.idle_for();
+            if since >= limits.header_timeout {
+                return "no request started within the header timeout";
+            }
+            limits.header_timeout - since
+        } else {
+            let since = bytes.since();
+            if since >= limits.idle_timeout {
+                return "a request in flight moved no byte for the idle timeout";
+            }
+            limits.idle_timeout - since
+        };
+        // A request starting or ending is noticed at the next wake-up, at
+        // most a quarter of a second later.
+        tokio::time::sleep(wait.min(Duration::from_millis(250))).await;
+    }
+}
+
+/// The requests in flight on one connection, and when the last one ended.
+#[derive(Clone)]
+struct Requests {
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
+    ended: Activity,
+}
+
+impl Requests {
+    fn new() -> Self {
+        Self {
+            in_flight: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            ended: Activity {
+                opened: Instant::now(),
+                last_ms: Arc::new(AtomicU64::new(0)),
+            },
         }
-        tokio::time::sleep(idle - since).await;
+    }
+
+    fn start(&self) -> Running {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        Running(self.clone())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// How long since the last request ended (or the connection opened).
+    fn idle_for(&self) -> Duration {
+        self.ended.since()
+    }
+}
+
+/// One request in flight; it ends when this is dropped.
+struct Running(Requests);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.ended.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted until it is done.
+struct Counted {
+    inner: axum::body::Body,
+    _running: Running,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

@@ -302,6 +302,32 @@ impl ApiError {
         Ok(())
     }
 
+    /// 503: every live-feed slot is taken; the page polls instead.
+    pub fn feeds_full(cap: usize) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "urn:idem:problem:feeds-full",
+            "Every live-feed stream is taken",
+        )
+        .detail(format!(
+            "{cap} live-feed streams are open, the most this server keeps; poll /live/fragment or retry later"
+        ))
+        .retry_after(5)
+    }
+
+    /// 503: every export slot is taken.
+    pub fn exports_busy(at_once: usize) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "urn:idem:problem:exports-busy",
+            "Other exports are running",
+        )
+        .detail(format!(
+            "{at_once} exports of the uncertain list are running, the most this server runs at once; retry after Retry-After seconds"
+        ))
+        .retry_after(2)
+    }
+
     /// 503: the store is unreachable or failed; the cause was logged.
     pub fn unavailable() -> Self {
         Self::new(
@@ -404,6 +430,14 @@ impl From<idem_store::Error> for ApiError {
                 "The request holds text the database cannot store",
                 "a value holds a NUL character (\\u0000) or one the database's encoding lacks; remove it",
             ),
+            e if e.is_too_large_for_the_database() => {
+                tracing::warn!(error = %chain(&e), "the database refused a value for its size; a documented limit is missing");
+                ApiError::unprocessable_as(
+                    "urn:idem:problem:too-large",
+                    "A value is too large to store",
+                    "a text or number in the request is larger than the database holds; shorten it",
+                )
+            }
             e if e.is_conflict() => ApiError::conflict(
                 "urn:idem:problem:conflict",
                 "Conflicting state",

@@ -142,6 +142,34 @@ pub struct LiveState {
     pub(crate) cache: Arc<Mutex<SharedReads>>,
     /// Refused sign-ins per client address.
     pub login_failures: Arc<super::guard::Limiter>,
+    /// The live feed's stream slots and how long a stream lives.
+    pub feeds: Arc<Feeds>,
+    /// One permit per uncertain-list export running.
+    pub exports: Arc<tokio::sync::Semaphore>,
+}
+
+/// The bound on live-feed streams (server-sent events): they hold their
+/// connection for as long as the page is open, and their heartbeats keep
+/// every idle timer from firing, so they get a cap and an age of their own.
+#[derive(Debug)]
+pub struct Feeds {
+    /// One permit per open stream.
+    pub slots: Arc<tokio::sync::Semaphore>,
+    /// The most streams open at once.
+    pub cap: usize,
+    /// How long a stream lives before the server ends it.
+    pub max_age: std::time::Duration,
+}
+
+impl Feeds {
+    /// `cap` streams at once, each ending after `max_age`.
+    pub fn new(cap: usize, max_age: std::time::Duration) -> Self {
+        Self {
+            slots: Arc::new(tokio::sync::Semaphore::new(cap)),
+            cap,
+            max_age,
+        }
+    }
 }
 
 /// Recent reads by scope and window, with when they were made.
@@ -150,11 +178,25 @@ pub(crate) type SharedReads = HashMap<String, (Instant, Arc<LiveData>)>;
 impl LiveState {
     /// A monitor over `api` with the access rule `access`.
     pub fn new(api: ApiState, access: LiveAccess) -> Self {
+        let limits = super::conn::ConnLimits::default();
+        Self::with_feeds(
+            api,
+            access,
+            Feeds::new(limits.feed_slots(), limits.feed_max_age),
+        )
+    }
+
+    /// A monitor whose feed streams are bounded by `feeds`.
+    pub fn with_feeds(api: ApiState, access: LiveAccess, feeds: Feeds) -> Self {
         Self {
             api,
             access: Arc::new(access),
             cache: Arc::default(),
             login_failures: Arc::new(super::guard::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
+            feeds: Arc::new(feeds),
+            exports: Arc::new(tokio::sync::Semaphore::new(
+                super::live::action::EXPORTS_AT_ONCE,
+            )),
         }
     }
 }

@@ -8,6 +8,7 @@
 use crate::common;
 
 use common::{http_client as http, tenant, TestApp as Srv};
+use futures_util::StreamExt;
 use idem_testkit::TestDb as Db;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -20,7 +21,10 @@ async fn postgres() -> Option<Db> {
     Db::postgres("probe").await
 }
 
-idem_testkit::both!(a_killed_client_never_leaves_a_key_locked_under_load,);
+idem_testkit::both!(
+    a_killed_client_never_leaves_a_key_locked_under_load,
+    six_exports_at_once_stream_within_a_bound,
+);
 
 fn intent(n: usize) -> Value {
     json!({
@@ -120,4 +124,283 @@ async fn a_killed_client_never_leaves_a_key_locked_under_load(db: &Db) {
         .await
         .unwrap();
     assert_eq!(count["count"], kills, "each key charged exactly once");
+}
+
+/// Reads from `sock` until the server closes it; how long that took.
+fn closed_after(mut sock: std::net::TcpStream, within: Duration) -> Duration {
+    use std::io::Read;
+    sock.set_read_timeout(Some(within + Duration::from_secs(3)))
+        .unwrap();
+    let t = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => continue,
+        }
+    }
+    let took = t.elapsed();
+    assert!(took < within + Duration::from_secs(2), "open for {took:?}");
+    took
+}
+
+/// An HTTP/2 frame header: length, type, flags, stream 0.
+fn h2_frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+    let mut f = vec![len[1], len[2], len[3], kind, flags, 0, 0, 0, 0];
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A connection that only pings (HTTP/2 in cleartext), one that sends the
+/// preface and nothing, and one that sends nothing at all: each is closed
+/// at the header timeout, and a new client is served meanwhile.
+#[tokio::test]
+async fn connections_without_a_request_close_at_the_header_timeout() {
+    use std::io::Write;
+    let s = Srv::sqlite_with(|c| {
+        c.limits.header_timeout = Duration::from_millis(800);
+        c.limits.idle_timeout = Duration::from_secs(30);
+    })
+    .await;
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let a = addr.clone();
+    let pinger = tokio::task::spawn_blocking(move || {
+        let mut sock = std::net::TcpStream::connect(&a).unwrap();
+        sock.write_all(PREFACE).unwrap();
+        sock.write_all(&h2_frame(0x4, 0, &[])).unwrap();
+        let reader = sock.try_clone().unwrap();
+        let pings = std::thread::spawn(move || {
+            // A PING every 100 ms: "activity" the old idle timer counted.
+            for i in 0..60u8 {
+                if sock.write_all(&h2_frame(0x6, 0, &[i; 8])).is_err() {
+                    return i;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            60
+        });
+        let took = closed_after(reader, Duration::from_millis(800));
+        let sent = pings.join().unwrap();
+        assert!(sent < 40, "the pinger kept its connection for {sent} pings");
+        took
+    });
+    let a = addr.clone();
+    let preface_only = tokio::task::spawn_blocking(move || {
+        let mut sock = std::net::TcpStream::connect(&a).unwrap();
+        sock.write_all(PREFACE).unwrap();
+        sock.write_all(&h2_frame(0x4, 0, &[])).unwrap();
+        closed_after(sock, Duration::from_millis(800))
+    });
+    let a = addr.clone();
+    let silent = tokio::task::spawn_blocking(move || {
+        let sock = std::net::TcpStream::connect(&a).unwrap();
+        closed_after(sock, Duration::from_millis(800))
+    });
+    assert_eq!(reqwest::get(s.url("/healthz")).await.unwrap().status(), 200);
+    pinger.await.unwrap();
+    preface_only.await.unwrap();
+    silent.await.unwrap();
+}
+
+/// HTTP/2 requests are served, and a request in flight keeps its
+/// connection past the header timeout.
+#[tokio::test]
+async fn http2_in_cleartext_is_served_within_the_same_bounds() {
+    let s = Srv::sqlite_with(|c| {
+        c.limits.header_timeout = Duration::from_millis(800);
+    })
+    .await;
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let res = h2.get(s.url("/healthz")).send().await.unwrap();
+    assert_eq!(res.version(), reqwest::Version::HTTP_2);
+    assert_eq!(res.status(), 200);
+    let token = tenant(&s.store, "acme").await;
+    // 1.5 s of handler time on one HTTP/2 stream: longer than the header
+    // timeout, which does not apply while a request runs.
+    let res = h2
+        .post(s.url("/v1/demo/charges"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "h2-slow")
+        .header("idem-demo-fault", "delay=1500")
+        .json(&json!({"amount_cents": 100, "currency": "BRL", "customer": "c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+}
+
+/// Live-feed streams have slots of their own (a quarter of the
+/// connections) and an age: the next stream past the cap is a 503 with
+/// Retry-After while ordinary requests are still served, and a stream
+/// ends by itself at its age, freeing its slot.
+#[tokio::test]
+async fn live_feeds_have_a_cap_and_an_age_and_leave_slots_to_requests() {
+    let s = Srv::sqlite_with(|c| {
+        c.limits.max_connections = 20;
+        c.limits.feed_max_age = Duration::from_secs(2);
+    })
+    .await;
+    let feed = || async {
+        // A client of its own per stream: one connection each.
+        http().get(s.url("/live/events")).send().await.unwrap()
+    };
+    let mut open = Vec::new();
+    for _ in 0..5 {
+        let res = feed().await;
+        assert_eq!(res.status(), 200);
+        open.push(res);
+    }
+    let refused = feed().await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let p: Value = refused.json().await.unwrap();
+    assert_eq!(p["type"], "urn:idem:problem:feeds-full");
+    // Fifteen ordinary requests at once still find connections.
+    let mut asks = Vec::new();
+    for _ in 0..15 {
+        let url = s.url("/healthz");
+        asks.push(tokio::spawn(async move {
+            http().get(url).send().await.unwrap().status()
+        }));
+    }
+    for a in asks {
+        assert_eq!(a.await.unwrap(), 200);
+    }
+    // Each open stream ends by itself at its age.
+    let t = Instant::now();
+    for res in open {
+        let body = tokio::time::timeout(Duration::from_secs(6), res.text())
+            .await
+            .expect("the stream ended at its age")
+            .unwrap();
+        assert!(body.contains("event:"), "{body}");
+    }
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(feed().await.status(), 200, "a slot is free again");
+}
+
+/// The resident memory of process `pid`, in KiB (Linux).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// 1,500 uncertain actions with the longest references and customers the
+/// API takes; six exports asked at once. Two run (the rest are a 503 with
+/// Retry-After), each streams every row, the monitor answers meanwhile,
+/// and the server's resident memory grows by less than 128 MiB (about
+/// 40-60 MiB measured, most of it the database driver's buffers).
+async fn six_exports_at_once_stream_within_a_bound(db: &Db) {
+    let mut srv = common::child_serve(&db.url, &[], &[]).await;
+    let store = common::store(&db.url).await;
+    let token = tenant(&store, "acme").await;
+    let c = http();
+    let n = 1_500;
+    let mut jobs = futures_util::stream::iter(0..n)
+        .map(|i| {
+            let (c, base, token) = (c.clone(), srv.base.clone(), token.clone());
+            async move {
+                let reference = format!("{i:05}-{}", "r".repeat(249));
+                let customer = format!("{i:05}-{}", "ç".repeat(249));
+                let res: Value = c
+                    .post(format!("{base}/v1/intents"))
+                    .bearer_auth(&token)
+                    .json(&json!({
+                        "action": "pix.cobranca",
+                        "payload": {"cliente_id": customer, "valor": "1.00",
+                                    "chave_pix_destino": "a@example.com",
+                                    "referencia_intencao": reference},
+                        "claim": {"lease_ms": 60000}
+                    }))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let key = res["key"].as_str().unwrap().to_owned();
+                let marked = c
+                    .post(format!("{base}/v1/actions/{key}/uncertain"))
+                    .bearer_auth(&token)
+                    .json(&json!({"token": res["claim"]["token"], "error": "timeout"}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = marked.status();
+                assert_eq!(status, 200, "{}", marked.text().await.unwrap());
+            }
+        })
+        .buffer_unordered(16);
+    while jobs.next().await.is_some() {}
+    drop(jobs);
+    let pid = srv.pid();
+    let before = rss_kib(pid);
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(before));
+    let watching = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(rss_kib(pid), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let mut exports = Vec::new();
+    for i in 0..6 {
+        let path = if i % 2 == 0 {
+            "/live/uncertain.csv?lang=en"
+        } else {
+            "/live/uncertain.json"
+        };
+        let (url, token) = (format!("{}{path}", srv.base), token.clone());
+        exports.push(tokio::spawn(async move {
+            let res = http().get(url).bearer_auth(&token).send().await.unwrap();
+            let status = res.status().as_u16();
+            let retry = res.headers().contains_key("retry-after");
+            (status, retry, res.bytes().await.unwrap())
+        }));
+    }
+    let live = c
+        .get(format!("{}/live", srv.base))
+        .bearer_auth(&token)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200, "the monitor answers while exports run");
+    let mut served = 0;
+    for e in exports {
+        let (status, retry, body) = e.await.unwrap();
+        if status == 503 {
+            assert!(retry, "a busy export says when to come back");
+            continue;
+        }
+        assert_eq!(status, 200);
+        served += 1;
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        let rows = if text.starts_with('[') {
+            serde_json::from_str::<Vec<Value>>(&text).unwrap().len()
+        } else {
+            text.lines().count() - 1
+        };
+        assert_eq!(rows, n, "every uncertain action, once");
+    }
+    assert!(served >= 2, "{served} exports served");
+    watching.abort();
+    let grew = peak
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .saturating_sub(before);
+    eprintln!("six exports: {served} served, RSS {before} KiB then peak +{grew} KiB");
+    assert!(grew < 128 * 1024, "RSS grew by {grew} KiB");
+    assert!(srv.alive());
+    store.close().await;
 }

@@ -20,8 +20,15 @@ use idem_core::{IdempotencyKey, TenantId};
 use idem_store::{Action, ActionState, Intent, Outcome, ReplacedAttempt};
 use maud::{html, Markup};
 
-/// Uncertain actions an export lists per tenant, at most.
-const EXPORT_MAX: u32 = 10_000;
+/// Uncertain actions one export lists, every tenant together, at most.
+/// With every text a client sends bounded (255-character references and
+/// customers), a row is at most about 3 KB, so an export is at most about
+/// 30 MB on the wire, and far less in memory: it streams.
+pub const EXPORT_MAX: u32 = 10_000;
+/// Exports running at once, every viewer together: the next one is a 503
+/// with Retry-After, so six dashboards exporting at once cannot crowd out
+/// the monitor.
+pub const EXPORTS_AT_ONCE: usize = 2;
 /// The largest response or error the form stores (the API's limit).
 const MAX_STORED: usize = 32 * 1024;
 
@@ -511,66 +518,167 @@ pub async fn reconcile(
     }
 }
 
-/// Every uncertain action the viewer may see (newest first, at most
-/// [`EXPORT_MAX`] per tenant).
-async fn uncertain_list(
+/// What an export covers: the tenants the viewer may see, in the
+/// viewer's language.
+async fn export_scope(
     state: &LiveState,
     headers: &HeaderMap,
     pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
-) -> Result<(Vec<LiveUncertain>, Locale), ApiError> {
+) -> Result<(Vec<TenantId>, Locale), ApiError> {
     let q = super::query_of(pairs, headers)?;
     let v = authorized(state, headers).await?;
     let tenants = match (&v, &q.tenant) {
         (Viewer::Admin, None) => every_tenant(state).await?,
         _ => scope(state, &v, &q).await?,
     };
-    let store = &state.api.store;
-    let now = store.now_ms();
-    let mut out = Vec::new();
-    let mut s = store.session().await?;
-    for t in tenants {
-        let live = s.live_actions(&t, now, EXPORT_MAX).await?;
-        out.extend(
-            live.uncertain_keys
-                .into_iter()
-                .map(|u| LiveUncertain::new(t.as_str(), u, &state.api.catalog, now)),
-        );
+    Ok((tenants, q.locale))
+}
+
+/// The formats an export is written in.
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Json,
+    Csv(Locale),
+}
+
+/// Rows written per chunk of an export's body.
+const ROWS_PER_CHUNK: usize = 256;
+
+/// Starts an export: the rows are read tenant by tenant and written in
+/// chunks through a channel of two, so an export holds one tenant's rows
+/// and two chunks at a time however long the list is, and stops reading
+/// when its client stops reading. Takes one of the export slots (every
+/// viewer together), or answers 503.
+fn export_body(
+    state: &LiveState,
+    tenants: Vec<TenantId>,
+    format: Format,
+) -> Result<axum::body::Body, ApiError> {
+    let Ok(slot) = state.exports.clone().try_acquire_owned() else {
+        return Err(ApiError::exports_busy(EXPORTS_AT_ONCE));
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, std::io::Error>>(2);
+    let store = state.api.store.clone();
+    let catalog = state.api.catalog.clone();
+    tokio::spawn(async move {
+        let _slot = slot;
+        let r = write_export(&store, &catalog, tenants, format, &tx).await;
+        if r.is_err() {
+            // The body ends with an error rather than looking complete (the
+            // cause was logged where it became an ApiError).
+            tracing::warn!("an uncertain-list export stopped");
+            let _ = tx
+                .send(Err(std::io::Error::other("the export stopped")))
+                .await;
+        }
+    });
+    let chunks =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    Ok(axum::body::Body::from_stream(chunks))
+}
+
+/// Writes the export into `tx`; `Ok` also when the client went away.
+async fn write_export(
+    store: &idem_store::Store,
+    catalog: &idem_core::Catalog,
+    tenants: Vec<TenantId>,
+    format: Format,
+    tx: &tokio::sync::mpsc::Sender<Result<axum::body::Bytes, std::io::Error>>,
+) -> Result<(), ApiError> {
+    let send = |bytes: Vec<u8>| async move { tx.send(Ok(bytes.into())).await.is_ok() };
+    let head = match format {
+        Format::Json => b"[".to_vec(),
+        Format::Csv(l) => uncertain_csv_text(&[], l).map_err(csv_failed)?,
+    };
+    if !send(head).await {
+        return Ok(());
     }
-    out.sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
-    Ok((out, q.locale))
+    let now = store.now_ms();
+    let mut left = EXPORT_MAX;
+    let mut first = true;
+    for t in tenants {
+        if left == 0 {
+            break;
+        }
+        let mut rows: Vec<LiveUncertain> = {
+            let mut s = store.session().await?;
+            s.live_actions(&t, now, left)
+                .await?
+                .uncertain_keys
+                .into_iter()
+                .map(|u| LiveUncertain::new(t.as_str(), u, catalog, now))
+                .collect()
+        };
+        rows.sort_by_key(|u| std::cmp::Reverse(u.lease_until_ms.unwrap_or(u.started_ms)));
+        left = left.saturating_sub(u32::try_from(rows.len()).unwrap_or(u32::MAX));
+        for chunk in rows.chunks(ROWS_PER_CHUNK) {
+            let bytes = match format {
+                Format::Json => {
+                    let mut out = Vec::new();
+                    for u in chunk {
+                        if !first {
+                            out.push(b',');
+                        }
+                        first = false;
+                        serde_json::to_writer(&mut out, u).map_err(|e| {
+                            tracing::error!(error = %e, "cannot write the uncertain list");
+                            ApiError::internal()
+                        })?;
+                    }
+                    out
+                }
+                Format::Csv(l) => uncertain_csv_rows(chunk, l).map_err(csv_failed)?,
+            };
+            if !send(bytes).await {
+                return Ok(());
+            }
+        }
+    }
+    if let Format::Json = format {
+        send(b"]".to_vec()).await;
+    }
+    Ok(())
+}
+
+fn csv_failed(e: csv::Error) -> ApiError {
+    tracing::error!(error = %e, "cannot write the uncertain list");
+    ApiError::internal()
 }
 
 /// `GET /live/uncertain.json`: the uncertain list as a JSON array (the
-/// same objects as `uncertain_keys` in `/live/data.json`, every one).
+/// same objects as `uncertain_keys` in `/live/data.json`), tenant by
+/// tenant, newest first within each, at most [`EXPORT_MAX`] in all.
 pub async fn uncertain_json(
     State(state): State<LiveState>,
     headers: HeaderMap,
     pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let (list, _) = uncertain_list(&state, &headers, pairs).await?;
+    let (tenants, _) = export_scope(&state, &headers, pairs).await?;
+    let body = export_body(&state, tenants, Format::Json)?;
     Ok((
-        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
-        axum::Json(list),
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        body,
     )
         .into_response())
 }
 
 /// `GET /live/uncertain.csv`: the uncertain list in the page's locale's
 /// dialect (pt-BR: `;`, decimal comma in `amount_formatted`, UTF-8 BOM;
-/// English: `,`). `amount` and the times stay locale-free.
+/// English: `,`). `amount` and the times stay locale-free. Rows as in
+/// [`uncertain_json`].
 pub async fn uncertain_csv(
     State(state): State<LiveState>,
     headers: HeaderMap,
     pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let (list, l) = uncertain_list(&state, &headers, pairs).await?;
-    let body = uncertain_csv_text(&list, l).map_err(|e| {
-        tracing::error!(error = %e, "cannot write the uncertain list");
-        ApiError::body(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the list cannot be written",
-        )
-    })?;
+    let (tenants, l) = export_scope(&state, &headers, pairs).await?;
+    let body = export_body(&state, tenants, Format::Csv(l))?;
     let day: String = utc_second(state.api.store.now_ms())
         .chars()
         .take(10)
@@ -594,12 +702,18 @@ pub async fn uncertain_csv(
         .into_response())
 }
 
-/// The CSV text: one header, one row per uncertain action.
+/// The CSV text: one header, one row per uncertain action (pt-BR with
+/// the byte-order mark Excel needs to read UTF-8).
 pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, csv::Error> {
     let pt = l == Locale::PtBr;
-    let mut w = csv::WriterBuilder::new()
-        .delimiter(if pt { b';' } else { b',' })
-        .from_writer(Vec::new());
+    let mut w = csv_writer(
+        l,
+        if pt {
+            "\u{feff}".as_bytes().to_vec()
+        } else {
+            Vec::new()
+        },
+    );
     w.write_record([
         "tenant",
         "key",
@@ -613,6 +727,21 @@ pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, 
         "age_s",
         "attempts",
     ])?;
+    let mut out = w.into_inner().map_err(|e| e.into_error())?;
+    out.extend(uncertain_csv_rows(list, l)?);
+    Ok(out)
+}
+
+fn csv_writer(l: Locale, into: Vec<u8>) -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new()
+        .delimiter(if l == Locale::PtBr { b';' } else { b',' })
+        .from_writer(into)
+}
+
+/// Rows of the CSV, without its header.
+fn uncertain_csv_rows(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, csv::Error> {
+    let pt = l == Locale::PtBr;
+    let mut w = csv_writer(l, Vec::new());
     for u in list {
         let amount = u.amount.map(|a| a.to_string()).unwrap_or_default();
         let amount = crate::http::sheet::exact_number(&amount, pt);
@@ -636,15 +765,7 @@ pub fn uncertain_csv_text(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, 
             &u.attempts.to_string(),
         ]))?;
     }
-    let text = w.into_inner().map_err(|e| e.into_error())?;
-    // Excel in Portuguese reads UTF-8 only after a byte-order mark.
-    Ok(if pt {
-        let mut b = "\u{feff}".as_bytes().to_vec();
-        b.extend(text);
-        b
-    } else {
-        text
-    })
+    Ok(w.into_inner().map_err(|e| e.into_error())?)
 }
 
 #[cfg(test)]

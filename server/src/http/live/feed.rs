@@ -71,6 +71,10 @@ pub async fn events(
     let v = authorized(&state, &headers).await?;
     // Refused before the stream opens, so a bad query gets a status.
     scope(&state, &v, &q).await?;
+    let Ok(slot) = state.feeds.slots.clone().try_acquire_owned() else {
+        return Err(ApiError::feeds_full(state.feeds.cap));
+    };
+    let ends = Instant::now() + state.feeds.max_age;
     struct Feed {
         state: LiveState,
         viewer: Viewer,
@@ -80,6 +84,8 @@ pub async fn events(
         last_html: String,
         sent: Instant,
         first: bool,
+        ends: Instant,
+        _slot: tokio::sync::OwnedSemaphorePermit,
     }
     let feed = Feed {
         state,
@@ -90,9 +96,16 @@ pub async fn events(
         last_html: String::new(),
         sent: Instant::now(),
         first: true,
+        ends,
+        _slot: slot,
     };
     let stream = futures_util::stream::unfold(feed, |mut f| async move {
         loop {
+            if Instant::now() >= f.ends {
+                // The stream's age is up: the browser reconnects at once
+                // (and takes a slot again, if one is free).
+                return None;
+            }
             if !f.first {
                 tokio::time::sleep(TICK).await;
             }

@@ -57,8 +57,14 @@ impl TestApp {
 
     /// Starts the application on a SQLite file of its own.
     pub async fn sqlite() -> Self {
+        Self::sqlite_with(|_| {}).await
+    }
+
+    /// Starts the application on a SQLite file of its own, with the test
+    /// configuration changed by `configure`.
+    pub async fn sqlite_with(configure: impl FnOnce(&mut Config)) -> Self {
         let db = TestDb::sqlite();
-        let mut app = Self::spawn(&db.url, |_| {}).await;
+        let mut app = Self::spawn(&db.url, configure).await;
         app._db = Some(db);
         app
     }

@@ -132,6 +132,11 @@ impl ChildServer {
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 /// A port nothing listens on now.
