@@ -30,3 +30,4 @@ pub use ids::{ActionType, TenantId};
 pub use money::Cents;
 pub use payload::Payload;
 pub use secret::Secret;
+pub use text::{is_bidi_control, reveal_bidi};

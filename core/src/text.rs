@@ -81,3 +81,53 @@ mod tests {
         assert!(py_isalnum('a') && py_isalnum('Ж') && py_isalnum('٣') && py_isalnum('Ⅻ'));
     }
 }
+
+/// Whether `c` changes the direction text is drawn in (the Unicode
+/// bidirectional controls: embeddings, overrides, isolates and the marks).
+/// Text holding them can be drawn in another order than it is stored:
+/// `FAT-1`, U+202E, `2-TAF` is drawn as `FAT-1FAT-2`.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every bidirectional control written out as `<U+XXXX>`, so a
+/// person sees that it is there and the text is drawn in the order it is
+/// stored. Borrowed when there is none (nearly always).
+pub fn reveal_bidi(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_bidi_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_bidi_control(c) {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod bidi_tests {
+    use super::*;
+
+    #[test]
+    fn bidi_controls_are_written_out() {
+        assert_eq!(reveal_bidi("FAT-1"), "FAT-1");
+        assert!(matches!(reveal_bidi("FAT-1"), Cow::Borrowed(_)));
+        assert_eq!(reveal_bidi("FAT-1\u{202E}2-TAF"), "FAT-1<U+202E>2-TAF");
+        assert_eq!(
+            reveal_bidi("\u{2066}a\u{2069}\u{200F}"),
+            "<U+2066>a<U+2069><U+200F>"
+        );
+        assert_eq!(
+            reveal_bidi("العربية"),
+            "العربية",
+            "right-to-left letters stay"
+        );
+    }
+}

@@ -113,7 +113,11 @@ impl Relay {
             cfg.lease,
             cfg.timeout
         );
-        let mut http = reqwest::Client::builder();
+        // Never a proxy from the environment (HTTP_PROXY, HTTPS_PROXY,
+        // ALL_PROXY): the proxy would resolve and connect in the relay's
+        // place, so the address rule below would check a name while the
+        // proxy reached whatever it names, private ones included.
+        let mut http = reqwest::Client::builder().no_proxy();
         if !cfg.allow_private {
             // Every name is resolved through the rule, at each connection.
             http = http.dns_resolver(Arc::new(crate::targets::PublicOnly));

@@ -394,12 +394,17 @@ fn may_save(
 }
 
 /// A saved link's name, trimmed: at most [`MAX_NAME_CHARS`] characters and
-/// no control characters, else why not.
+/// no control characters and no bidirectional controls (a shared link's
+/// name is drawn for everyone who opens it), else why not.
 fn saved_name(raw: &str) -> Result<&str, String> {
     let name = raw.trim();
-    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+    if name.chars().count() > MAX_NAME_CHARS
+        || name
+            .chars()
+            .any(|c| c.is_control() || idem_core::is_bidi_control(c))
+    {
         return Err(format!(
-            "the name must be at most {MAX_NAME_CHARS} characters, without control characters"
+            "the name must be at most {MAX_NAME_CHARS} characters, without control or text-direction characters"
         ));
     }
     Ok(name)

@@ -107,8 +107,28 @@ pub fn host_of(headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
 /// `X-Forwarded-For`): then the visitor is not on this machine, whatever
 /// address the connection came from.
 pub fn forwarded(headers: &HeaderMap) -> bool {
-    headers.contains_key(header::FORWARDED) || headers.contains_key("x-forwarded-for")
+    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h))
 }
+
+/// The headers proxies, load balancers and CDNs add to say whom they
+/// forwarded for, or that they forwarded at all (RFC 7239, RFC 9110's
+/// `Via`, and the de facto ones of nginx, Apache, HAProxy, Envoy,
+/// Cloudflare, Akamai and Fastly).
+pub const PROXY_HEADERS: [&str; 13] = [
+    "forwarded",
+    "via",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-forwarded-port",
+    "x-forwarded-server",
+    "x-real-ip",
+    "x-client-ip",
+    "x-cluster-client-ip",
+    "true-client-ip",
+    "cf-connecting-ip",
+    "fastly-client-ip",
+];
 
 /// Why the boundary refuses a request before any route sees it, if it
 /// does: 421 for a `Host` the rule does not allow, 403 for a forwarded
@@ -127,10 +147,29 @@ fn refusal(rule: &HostRule, req: &Request) -> Option<ApiError> {
         return Some(ApiError::forbidden(
             "urn:idem:problem:open-monitor-forwarded",
             "this monitor is open to visitors on this machine only (loopback, no admin token), \
-             and this request came through a proxy (Forwarded or X-Forwarded-For), so its \
+             and this request came through a proxy (it carries Forwarded, Via, X-Forwarded-*, \
+             X-Real-IP or another proxy header), so its \
              visitor may be anyone: start idem serve with an admin token (IDEM_ADMIN_TOKEN) to \
              serve the monitor behind a proxy",
         ));
+    }
+    // One name per request: two Host headers, or a target (an absolute-form
+    // URI, HTTP/2's :authority) naming another host than the Host header,
+    // would let a proxy route by one name while idem checks the other.
+    let mut hosts = h.get_all(header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Some(ApiError::bad_request("send one Host header, not several"));
+    }
+    if let (Some(host), Some(authority)) = (first, req.uri().authority()) {
+        let same = host
+            .to_str()
+            .is_ok_and(|h| h.trim().eq_ignore_ascii_case(authority.as_str()));
+        if !same {
+            return Some(ApiError::bad_request(
+                "the request target names another host than the Host header; send one name",
+            ));
+        }
     }
     if rule.enforce && !matches!(path, "/healthz" | "/readyz") {
         let host = request_host(req).unwrap_or_default();

@@ -86,18 +86,24 @@ pub fn router(state: AppState) -> Router {
         .route("/prices", get(prices::page))
         .route("/charts/figures", get(charts::figures))
         .route("/charts/{file}", get(charts::image))
-        .route("/live/data.json", get(live::data_json))
-        .route("/live/charts/{file}", get(live::chart))
-        .route("/live/fragment", get(live::fragment))
-        .route("/live/events", get(live::events))
-        .route("/live/login", post(live::login))
-        .route("/live/logout", post(live::logout))
-        .route(
-            "/live/actions/{key}/reconcile",
-            post(live::action::reconcile),
+        // Everything under /live answers to a token or the monitor's session
+        // cookie: never kept by a cache, the browser's included.
+        .merge(
+            Router::new()
+                .route("/live/data.json", get(live::data_json))
+                .route("/live/charts/{file}", get(live::chart))
+                .route("/live/fragment", get(live::fragment))
+                .route("/live/events", get(live::events))
+                .route("/live/login", post(live::login))
+                .route("/live/logout", post(live::logout))
+                .route(
+                    "/live/actions/{key}/reconcile",
+                    post(live::action::reconcile),
+                )
+                .route("/live/uncertain.csv", get(live::action::uncertain_csv))
+                .route("/live/uncertain.json", get(live::action::uncertain_json))
+                .layer(map_response(no_store)),
         )
-        .route("/live/uncertain.csv", get(live::action::uncertain_csv))
-        .route("/live/uncertain.json", get(live::action::uncertain_json))
         // Counted by route pattern, so only the routes above (the dashboard's
         // pages and files are not API traffic).
         .route_layer(from_fn_with_state(state.api.metrics.clone(), observe));

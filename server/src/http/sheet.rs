@@ -13,6 +13,11 @@ use std::borrow::Cow;
 /// The cell as written: `text` unchanged, or `'` and `text` when it would
 /// start a formula. Numbers (`-5`, `-0.25`, `1.234,56`) are left alone.
 pub fn cell(text: &str) -> Cow<'_, str> {
+    // A direction override would draw the cell in another order than the
+    // file holds it: written out instead.
+    if text.chars().any(idem_core::is_bidi_control) {
+        return Cow::Owned(cell(&idem_core::reveal_bidi(text)).into_owned());
+    }
     match text.as_bytes().first() {
         Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') if !is_number(text) => {
             Cow::Owned(format!("'{text}"))

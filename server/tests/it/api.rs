@@ -1515,7 +1515,12 @@ async fn dashboard_saves_shows_compares_and_exports_scenarios(s: &Srv) {
         (
             "v=1",
             "\u{7}bell",
-            "the name must be at most 80 characters, without control characters",
+            "the name must be at most 80 characters, without control or text-direction characters",
+        ),
+        (
+            "v=1",
+            "Cen\u{202E}B",
+            "the name must be at most 80 characters, without control or text-direction characters",
         ),
     ] {
         let res = save(q, name).await.unwrap();

@@ -24,6 +24,8 @@ async fn postgres() -> Option<Db> {
 idem_testkit::both!(
     a_killed_client_never_leaves_a_key_locked_under_load,
     six_exports_at_once_stream_within_a_bound,
+    long_texts_are_refused_naming_the_field_and_the_limit,
+    bidi_controls_are_written_out_where_people_read,
 );
 
 fn intent(n: usize) -> Value {
@@ -402,5 +404,330 @@ async fn six_exports_at_once_stream_within_a_bound(db: &Db) {
     eprintln!("six exports: {served} served, RSS {before} KiB then peak +{grew} KiB");
     assert!(grew < 128 * 1024, "RSS grew by {grew} KiB");
     assert!(srv.alive());
+    store.close().await;
+}
+
+/// Sends `raw` (one HTTP/1.1 request) and reads the status code back.
+async fn raw_status(addr: &str, raw: &str) -> u16 {
+    let (addr, raw) = (addr.to_owned(), raw.to_owned());
+    tokio::task::spawn_blocking(move || raw_status_blocking(&addr, &raw))
+        .await
+        .unwrap()
+}
+
+fn raw_status_blocking(addr: &str, raw: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut sock = std::net::TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    sock.write_all(raw.as_bytes()).unwrap();
+    let mut buf = [0u8; 64];
+    let n = sock.read(&mut buf).unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+    head.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The Host rule reads every name a request carries: a second Host header
+/// and an absolute-form target naming another host are 400, and an HTTP/2
+/// request whose `:authority` names another host is refused like a Host
+/// header would be (421 on an open monitor).
+#[tokio::test]
+async fn every_form_of_the_target_meets_the_host_rule() {
+    let s = Srv::sqlite().await;
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let two = raw_status(
+        &addr,
+        "GET /live HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(two, 400, "two Host headers");
+    let absolute = raw_status(
+        &addr,
+        "GET http://evil.example/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(absolute, 400, "an absolute-form target naming another host");
+    let same = raw_status(
+        &addr,
+        &format!("GET http://{addr}/healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(same, 200, "an absolute-form target naming the same host");
+    // HTTP/2: the authority is the URL's host; reqwest sends no Host.
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .resolve("evil.example", addr.parse().unwrap())
+        .build()
+        .unwrap();
+    let port = addr.rsplit(':').next().unwrap();
+    let res = h2
+        .get(format!("http://evil.example:{port}/live/data.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.version(), reqwest::Version::HTTP_2);
+    assert_eq!(res.status(), 421, ":authority naming another host");
+    let res = h2
+        .get(format!("http://evil.example:{port}/live/data.json"))
+        .header("host", format!("127.0.0.1:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        matches!(res.status().as_u16(), 400 | 421),
+        ":authority and Host disagreeing: {}",
+        res.status()
+    );
+    assert_eq!(
+        h2.get(s.url("/live/data.json"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
+
+/// An open monitor (loopback, no admin token) refuses a request that any
+/// common proxy header says was forwarded, and every cookie-authenticated
+/// answer under /live says `Cache-Control: no-store`.
+#[tokio::test]
+async fn proxy_headers_close_an_open_monitor_and_live_answers_are_not_cached() {
+    let s = Srv::sqlite().await;
+    let c = http();
+    for h in [
+        "x-real-ip",
+        "via",
+        "x-forwarded-host",
+        "x-forwarded-proto",
+        "true-client-ip",
+        "cf-connecting-ip",
+    ] {
+        let res = c
+            .get(s.url("/live/data.json"))
+            .header(h, "203.0.113.9")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{h}");
+    }
+    for path in [
+        "/live",
+        "/live/data.json",
+        "/live/fragment",
+        "/live/uncertain.csv",
+        "/live/uncertain.json",
+    ] {
+        let res = c.get(s.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(res.headers()["cache-control"], "no-store", "{path}");
+    }
+}
+
+/// A body naming a member twice is a 422 naming it, on a guarded route (in
+/// the layer, before anything is stored: a clean retry with the same key
+/// then runs) and on a plain one.
+#[tokio::test]
+async fn duplicate_members_are_refused_before_anything_is_stored() {
+    let s = Srv::sqlite().await;
+    let token = tenant(&s.store, "acme").await;
+    let c = http();
+    let res = c
+        .post(s.url("/v1/demo/charges"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "dup-1")
+        .header("content-type", "application/json")
+        .body(r#"{"amount_cents":100,"amount_cents":5,"currency":"BRL","customer":"c"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let p: Value = res.json().await.unwrap();
+    assert_eq!(p["type"], "urn:idem:problem:duplicate-member");
+    assert_eq!(p["member"], "amount_cents");
+    let clean = c
+        .post(s.url("/v1/demo/charges"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "dup-1")
+        .json(&json!({"amount_cents": 5, "currency": "BRL", "customer": "c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(clean.status(), 201, "the clean retry runs");
+    assert!(!clean.headers().contains_key("idempotent-replayed"));
+    let res = c
+        .post(s.url("/v1/intents"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(r#"{"action":"pix.cobranca","payload":{"cliente_id":"c","valor":"1.00","valor":"9.00","chave_pix_destino":"a@b.c","referencia_intencao":"D-1"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let p: Value = res.json().await.unwrap();
+    assert_eq!(p["member"], "valor");
+    assert_eq!(p["at"], "$.payload");
+}
+
+/// Text past its documented length is a 422 naming the field and the
+/// limit: a customer, a 3,000-character reference (which PostgreSQL's index
+/// could not hold), a tenant's name.
+async fn long_texts_are_refused_naming_the_field_and_the_limit(db: &Db) {
+    let s = Srv::spawn(&db.url, |_| {}).await;
+    let token = tenant(&s.store, "acme").await;
+    let c = http();
+    for (customer, reference, field) in [
+        ("c".repeat(256), "R-1".to_owned(), "cliente_id"),
+        ("c".to_owned(), "r".repeat(3_000), "referencia_intencao"),
+    ] {
+        let res = c
+            .post(s.url("/v1/intents"))
+            .bearer_auth(&token)
+            .json(&json!({"action": "pix.cobranca",
+                "payload": {"cliente_id": customer, "valor": "1.00",
+                            "chave_pix_destino": "a@b.c", "referencia_intencao": reference}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 422, "{field}");
+        let p: Value = res.json().await.unwrap();
+        let detail = p["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(field) && detail.contains("at most 255"),
+            "{detail}"
+        );
+    }
+    let e = s
+        .store
+        .create_tenant(
+            &idem_core::TenantId::try_from("longname").unwrap(),
+            &"n".repeat(201),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("at most 200"), "{e}");
+}
+
+/// Direction overrides in what a client sent are written out wherever the
+/// monitor shows it to a person: its page, its copy buttons, its CSV.
+async fn bidi_controls_are_written_out_where_people_read(db: &Db) {
+    let s = Srv::spawn(&db.url, |_| {}).await;
+    let token = tenant(&s.store, "acme").await;
+    let c = http();
+    let res: Value = c
+        .post(s.url("/v1/intents"))
+        .bearer_auth(&token)
+        .json(&json!({"action": "pix.cobranca",
+            "payload": {"cliente_id": "cli\u{202E}ente", "valor": "1.00",
+                        "chave_pix_destino": "a@b.c", "referencia_intencao": "FAT-1\u{202E}2-TAF"},
+            "claim": {"lease_ms": 60000}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = res["key"].as_str().unwrap();
+    let marked = c
+        .post(s.url(&format!("/v1/actions/{key}/uncertain")))
+        .bearer_auth(&token)
+        .json(&json!({"token": res["claim"]["token"], "error": "timeout"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(marked.status(), 200);
+    for path in [
+        "/live?lang=en".to_owned(),
+        format!("/live/actions/{key}?lang=en"),
+        "/live/uncertain.csv?lang=en".to_owned(),
+    ] {
+        let text = c
+            .get(s.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!text.contains('\u{202E}'), "{path} shows the override raw");
+        assert!(
+            text.contains("FAT-1&lt;U+202E&gt;2-TAF") || text.contains("FAT-1<U+202E>2-TAF"),
+            "{path}"
+        );
+    }
+}
+
+/// With HTTP_PROXY and HTTPS_PROXY set, the relay still connects by itself
+/// (so the address rule checks the address it reaches): the proxy is never
+/// asked.
+#[tokio::test]
+async fn the_relay_ignores_a_proxy_from_the_environment() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let h = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((_s, _)) = proxy.accept().await {
+            h.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let db = Db::sqlite();
+    let srv = common::child_serve(
+        &db.url,
+        &["--demo"],
+        &[
+            ("HTTP_PROXY", proxy_url.as_str()),
+            ("HTTPS_PROXY", proxy_url.as_str()),
+            ("ALL_PROXY", proxy_url.as_str()),
+            ("http_proxy", proxy_url.as_str()),
+        ],
+    )
+    .await;
+    let store = common::store(&db.url).await;
+    let token = tenant(&store, "acme").await;
+    let t = idem_core::TenantId::try_from("acme").unwrap();
+    store
+        .session()
+        .await
+        .unwrap()
+        .add_webhook_endpoint(
+            &t,
+            &idem_store::WebhookEndpoint {
+                endpoint_id: "ep_proxy".into(),
+                url: "http://hooks.internal.example/h".into(),
+                events: "*".into(),
+                secret: "c2VjcmV0c2VjcmV0c2VjcmV0".into(),
+                created_ms: store.now_ms(),
+            },
+        )
+        .await
+        .unwrap();
+    let charged = http()
+        .post(format!("{}/v1/demo/charges", srv.base))
+        .bearer_auth(&token)
+        .header("idempotency-key", "proxy-1")
+        .json(&json!({"amount_cents": 100, "currency": "BRL", "customer": "c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(charged.status(), 201);
+    // Wait for the relay's first attempt to fail on its own.
+    let t0 = Instant::now();
+    loop {
+        let attempts = common::store(&db.url)
+            .await
+            .admin_webhook_counts()
+            .await
+            .unwrap();
+        if attempts.retrying + attempts.dead_lettered >= 1 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the relay never tried"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the proxy was asked");
     store.close().await;
 }

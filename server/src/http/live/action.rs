@@ -16,6 +16,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use idem_core::locale::{format_decimal, Locale};
+use idem_core::reveal_bidi;
 use idem_core::{IdempotencyKey, TenantId};
 use idem_store::{Action, ActionState, Intent, Outcome, ReplacedAttempt};
 use maud::{html, Markup};
@@ -293,22 +294,22 @@ fn detail_html(
             @if let Some(t) = a.swept_ms { dt { (tr(l, "Marcada incerta", "Marked uncertain")) } dd { (moment(t)) " " (tr(l, "(varredura)", "(sweep)")) } }
             dt { (tr(l, "Última mudança", "Last change")) } dd { (moment(a.updated_ms)) }
             @if let Some(r) = &a.response { dt { (tr(l, "Resposta", "Response")) } dd { pre { (r) } } }
-            @if let Some(e) = &a.error { dt { (tr(l, "Erro", "Error")) } dd { pre { (e) } } }
+            @if let Some(e) = &a.error { dt { (tr(l, "Erro", "Error")) } dd { pre { (reveal_bidi(e)) } } }
         }
         h2 { (tr(l, "Intenção", "Intent")) }
         @match &f.intent {
             Some((reference, action, i)) => {
                 dl class="facts" id="action-intent" {
-                    dt { (tr(l, "Referência", "Reference")) } dd id="intent-reference" { (reference) " " (copy_button(reference, tr(l, "Copiar a referência", "Copy the reference"), l)) }
+                    dt { (tr(l, "Referência", "Reference")) } dd id="intent-reference" { (reveal_bidi(reference)) " " (copy_button(reference, tr(l, "Copiar a referência", "Copy the reference"), l)) }
                     dt { (tr(l, "Valor", "Amount")) } dd id="intent-amount" { @if let Some(v) = facts.amount { (format_decimal(v, l, 2, 2)) } @else { "—" } }
-                    dt { (tr(l, "Cliente", "Customer")) } dd id="intent-customer" { @if let Some(c) = &facts.customer { (c) " " (copy_button(c, tr(l, "Copiar o cliente", "Copy the customer"), l)) } @else { "—" } }
+                    dt { (tr(l, "Cliente", "Customer")) } dd id="intent-customer" { @if let Some(c) = &facts.customer { (reveal_bidi(c)) " " (copy_button(c, tr(l, "Copiar o cliente", "Copy the customer"), l)) } @else { "—" } }
                     dt { (tr(l, "Ação", "Action")) } dd { (action) }
                     dt { (tr(l, "Regras", "Rules")) } dd { "v" (i.rules_version) ", " (tr(l, "revisão", "revision")) " " (i.revision) }
                     dt { (tr(l, "Entregas", "Deliveries")) } dd { (i.deliveries) }
                     dt { (tr(l, "Primeira / última", "First / last")) } dd { (moment(i.first_seen_ms)) " / " (moment(i.last_seen_ms)) }
                 }
                 h3 { (tr(l, "Payload congelado", "Frozen payload")) }
-                pre id="intent-payload" class="payload" { (pretty(&i.payload.to_json())) }
+                pre id="intent-payload" class="payload" { (reveal_bidi(&pretty(&i.payload.to_json()))) }
             }
             None => p class="note" id="intent-missing" { (tr(l,
                 "Nenhuma intenção guardada tem esta chave: a retenção a removeu, ou a chave foi derivada sem registrar a intenção.",
@@ -335,7 +336,7 @@ fn detail_html(
                             td class="num" { (t.token) }
                             td { (moment(t.started_ms)) }
                             td { @if let Some(x) = t.lease_until_ms { (moment(x)) } @else { "—" } }
-                            td { (ended_text(&t.ended, l)) @if let Some(e) = &t.error { ": " code { (e) } } }
+                            td { (ended_text(&t.ended, l)) @if let Some(e) = &t.error { ": " code { (reveal_bidi(e)) } } }
                             td { (moment(t.replaced_ms)) }
                         }
                     }

@@ -198,9 +198,13 @@ impl LiveUncertain {
             started_ms: u.started_ms,
             lease_until_ms: u.lease_until_ms,
             attempts: u.attempts,
-            reference: u.reference,
+            // Shown to a person (pages, copy buttons, files): a
+            // direction override in what a client sent is written out.
+            reference: u.reference.map(|r| idem_core::reveal_bidi(&r).into_owned()),
             amount: facts.amount,
-            customer: facts.customer,
+            customer: facts
+                .customer
+                .map(|c| idem_core::reveal_bidi(&c).into_owned()),
         }
     }
 }

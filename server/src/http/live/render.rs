@@ -334,6 +334,7 @@ pub fn short_key(key: &str) -> String {
 /// A button that copies `text` as it is (public/page.js); `label` says what
 /// it copies, for screen readers and on hover.
 pub fn copy_button(text: &str, label: &str, l: Locale) -> Markup {
+    let text = idem_core::reveal_bidi(text);
     html! {
         button type="button" class="copy" data-copy-text=(text) aria-label=(label) title=(label)
             data-done=(tr(l, "Copiado", "Copied")) { (tr(l, "Copiar", "Copy")) }
