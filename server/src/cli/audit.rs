@@ -297,7 +297,7 @@ pub fn run(a: &AuditArgs) -> ExitCode {
             eprintln!("idem audit: no idempotency key built from a per-attempt value");
         } else {
             eprintln!(
-                "idem audit: {} finding(s). Derive the key from the recorded intent's frozen payload instead (see the README).",
+                "idem audit: {} finding(s). Derive the key from the recorded intent's frozen payload instead (see the manual: Key derivation).",
                 findings.len()
             );
         }

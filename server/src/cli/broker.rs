@@ -259,8 +259,8 @@ struct Shared {
 }
 
 impl Shared {
-    fn with(&self, f: impl FnOnce(&mut Tally)) {
-        f(&mut self.tally.lock().unwrap_or_else(|e| e.into_inner()));
+    fn with<R>(&self, f: impl FnOnce(&mut Tally) -> R) -> R {
+        f(&mut self.tally.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -416,12 +416,25 @@ async fn supervise(
                         if let Some(at) = read_line(&shared, &line) {
                             // A real SIGKILL, at the point the worker drew.
                             let _ = child.start_kill();
-                            shared.with(|t| match at.as_str() {
-                                "before-intent" => t.kills.before_intent += 1,
-                                "after-intent" => t.kills.after_intent += 1,
-                                "during-charge" => t.kills.during_charge += 1,
-                                _ => t.kills.after_charge += 1,
+                            let known = shared.with(|t| {
+                                let slot = match at.as_str() {
+                                    "before-intent" => &mut t.kills.before_intent,
+                                    "after-intent" => &mut t.kills.after_intent,
+                                    "during-charge" => &mut t.kills.during_charge,
+                                    "after-charge" => &mut t.kills.after_charge,
+                                    _ => return false,
+                                };
+                                *slot += 1;
+                                true
                             });
+                            if !known {
+                                let _ = child.wait().await;
+                                return Err(super::Usage(format!(
+                                    "a worker asked to be killed at `{at}`, which is no kill point: \
+                                     use before-intent, after-intent, during-charge or after-charge"
+                                ))
+                                .into());
+                            }
                             break true;
                         }
                     }

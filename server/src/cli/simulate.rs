@@ -79,7 +79,7 @@ pub struct SimulateArgs {
     pub json: bool,
     /// Run through a real RabbitMQ broker (`amqp://user:pass@host:port/vhost`)
     /// with worker processes that are SIGKILLed mid-flight, instead of the
-    /// in-process queue. See README "Simulate on a real broker".
+    /// in-process queue. See the manual's "Simulate and the broker".
     #[arg(long, value_name = "AMQP_URL")]
     pub broker: Option<String>,
     /// With --broker: worker processes consuming each strategy's queue.
@@ -95,7 +95,8 @@ pub struct SimulateArgs {
     pub prefetch: u16,
     /// With --broker and `--strategies idem`: run this shell command as the
     /// worker instead of the built-in one (it reads the IDEM_SIM_* variables
-    /// and speaks the line protocol of README "Simulate on a real broker"),
+    /// and speaks the line protocol in the manual's "Simulate and the
+    /// broker", section "The worker interface"),
     /// e.g. `python3 examples/python/idem_worker.py`.
     #[arg(long, value_name = "COMMAND", requires = "broker")]
     pub worker_command: Option<String>,
@@ -156,6 +157,13 @@ pub struct StrategyReport {
     pub divergent_charges: u64,
     /// Conversations never charged (dead-lettered).
     pub conversations_not_charged: u64,
+    /// Conversations charged exactly once, but with an amount or a
+    /// destination that differs from what the customer agreed to: the
+    /// model's extraction on the delivery that first recorded the intent
+    /// was wrong, and it is what was frozen. Not a duplicate, and no
+    /// idempotency key can catch it; anchoring such fields in the system
+    /// (the invoice's amount, not the model's reading) does.
+    pub conversations_charged_wrong_value: u64,
 }
 
 /// The whole run.
@@ -508,12 +516,19 @@ async fn tally(
     let mut divergent = 0u64;
     let mut duplicated_cents = 0i64;
     let mut twice = 0u64;
+    let mut wrong_value = 0u64;
     for i in 0..args.conversations {
         let t = truth(args.seed, i);
         let list = per_conv
             .get(t.reference.as_str())
             .cloned()
             .unwrap_or_default();
+        if let [only] = list.as_slice() {
+            let destination = only.customer.split('|').nth(1).unwrap_or_default();
+            if only.amount_cents != t.amount_cents || destination != t.destination {
+                wrong_value += 1;
+            }
+        }
         if list.len() > 1 {
             twice += 1;
             // Order-free, so a run reproduces whatever the timing: what was
@@ -560,6 +575,7 @@ async fn tally(
         ),
         divergent_charges: divergent,
         conversations_not_charged: conversations.saturating_sub(charged),
+        conversations_charged_wrong_value: wrong_value,
     })
 }
 
@@ -631,12 +647,13 @@ fn table(r: &Report) -> String {
     use std::fmt::Write;
     let broker = r.strategies.iter().any(|s| s.broker.is_some());
     let mut out = format!(
-        "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
+        "{:<11} {:>9} {:>10} {:>8} {:>7} {:>9} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
         "strategy",
         "charges",
         "duplicates",
         "charged2x",
         "diverg",
+        "wrong val",
         "deliveries",
         "model",
         "wasted model",
@@ -651,12 +668,13 @@ fn table(r: &Report) -> String {
     for s in &r.strategies {
         let _ = write!(
             out,
-            "{:<11} {:>9} {:>10} {:>8} {:>7} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
+            "{:<11} {:>9} {:>10} {:>8} {:>7} {:>9} {:>10} {:>9} {:>16} {:>9} {:>11} {:>14}",
             s.strategy.name(),
             s.charges_executed,
             s.duplicate_charges,
             s.conversations_charged_twice,
             s.divergent_charges,
+            s.conversations_charged_wrong_value,
             s.deliveries,
             s.model_calls,
             s.wasted_model_calls,
@@ -668,6 +686,18 @@ fn table(r: &Report) -> String {
             let _ = write!(out, " {:>9} {:>6}", b.broker_redeliveries, b.kills.total());
         }
         out.push('\n');
+    }
+    if r.strategies
+        .iter()
+        .any(|s| s.conversations_charged_wrong_value > 0)
+    {
+        out.push_str(
+            "\nwrong val: conversations charged once, but not with what the customer agreed to. \
+             The model extracts the amount and the destination; the first delivery that records \
+             the intent freezes that reading, right or wrong, and every retry then charges it \
+             once. No key can catch this: anchor such fields in the system (the invoice's \
+             amount, the customer's registered key), not in the model's output.\n",
+        );
     }
     out
 }

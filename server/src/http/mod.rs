@@ -212,11 +212,11 @@ pub(crate) async fn shutdown() {
     tracing::info!("shutting down");
 }
 
-/// `Cache-Control: no-store` on a response.
+/// `Cache-Control: no-store` on a response that says nothing of caching
+/// (one that does, such as a chart's `private, max-age=5`, chose already).
 async fn no_store(mut res: axum::response::Response) -> axum::response::Response {
-    res.headers_mut().insert(
-        axum::http::header::CACHE_CONTROL,
-        axum::http::HeaderValue::from_static("no-store"),
-    );
+    res.headers_mut()
+        .entry(axum::http::header::CACHE_CONTROL)
+        .or_insert(axum::http::HeaderValue::from_static("no-store"));
     res
 }

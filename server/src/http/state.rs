@@ -148,6 +148,11 @@ pub struct LiveState {
     pub exports: Arc<tokio::sync::Semaphore>,
 }
 
+/// Uncertain-list exports running at once, every viewer together: the
+/// next one is a 503 with Retry-After, so six dashboards exporting at once
+/// cannot crowd out the monitor.
+pub const EXPORTS_AT_ONCE: usize = 2;
+
 /// The bound on live-feed streams (server-sent events): they hold their
 /// connection for as long as the page is open, and their heartbeats keep
 /// every idle timer from firing, so they get a cap and an age of their own.
@@ -194,9 +199,7 @@ impl LiveState {
             cache: Arc::default(),
             login_failures: Arc::new(super::guard::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
             feeds: Arc::new(feeds),
-            exports: Arc::new(tokio::sync::Semaphore::new(
-                super::live::action::EXPORTS_AT_ONCE,
-            )),
+            exports: Arc::new(tokio::sync::Semaphore::new(EXPORTS_AT_ONCE)),
         }
     }
 }

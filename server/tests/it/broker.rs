@@ -174,6 +174,85 @@ async fn amqp_python_reference_worker_never_charges_twice() {
     queue_is_gone(s["broker"]["queue"].as_str().unwrap()).await;
 }
 
+/// The new user's fault rates (a kill chance of 0.10 at each point, a lost
+/// answer for one charge in four, a model that reads a retried
+/// conversation differently half the time), 400 conversations: no stall
+/// (a minute without an acknowledgement would stop the run and leave
+/// conversations uncharged), no duplicate, nothing lost.
+#[tokio::test]
+#[ignore = "RabbitMQ: needs IDEM_TEST_AMQP_URL and --include-ignored (scripts/test passes both)"]
+async fn amqp_the_new_users_fault_rates_finish_with_nothing_twice_or_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let report = tokio::task::spawn_blocking(move || {
+        let url = amqp_url();
+        let out = idem(&[
+            "simulate",
+            "--broker",
+            &url,
+            "--strategies",
+            "idem",
+            "--conversations",
+            "400",
+            "--workers",
+            "4",
+            "--kill-rate",
+            "0.10",
+            "--timeout-rate",
+            "0.25",
+            "--divergence-rate",
+            "0.5",
+            "--json",
+            "--data-dir",
+            path.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    })
+    .await
+    .unwrap();
+    let s = by_strategy(&report, "idem");
+    assert_eq!(s["charges_executed"], 400, "{s}");
+    assert_eq!(s["duplicate_charges"], 0, "{s}");
+    assert_eq!(s["conversations_not_charged"], 0, "{s}");
+    assert_eq!(s["broker"]["unacknowledged"], 0, "{s}");
+    assert!(s["conversations_charged_wrong_value"].is_u64(), "{s}");
+}
+
+/// A worker naming a kill point the simulator does not know ends the run
+/// with exit 2 naming it, rather than being counted somewhere.
+#[tokio::test]
+#[ignore = "RabbitMQ: needs IDEM_TEST_AMQP_URL and --include-ignored (scripts/test passes both)"]
+async fn amqp_an_unknown_kill_point_is_exit_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        let url = amqp_url();
+        idem(&[
+            "simulate",
+            "--broker",
+            &url,
+            "--strategies",
+            "idem",
+            "--conversations",
+            "5",
+            "--workers",
+            "1",
+            "--worker-command",
+            r#"echo '{"ev":"kill","at":"after-coffee"}'; sleep 30"#,
+            "--data-dir",
+            path.to_str().unwrap(),
+        ])
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`after-coffee`"), "{stderr}");
+    assert!(stderr.contains("before-intent"), "{stderr}");
+}
+
 #[test]
 fn an_unreachable_broker_is_exit_2_naming_the_url_without_its_password() {
     let out = idem(&[

@@ -26,6 +26,7 @@ idem_testkit::both!(
     six_exports_at_once_stream_within_a_bound,
     long_texts_are_refused_naming_the_field_and_the_limit,
     bidi_controls_are_written_out_where_people_read,
+    begin_checks_the_action_and_reconcile_needs_an_uncertain_claim,
 );
 
 fn intent(n: usize) -> Value {
@@ -730,4 +731,73 @@ async fn the_relay_ignores_a_proxy_from_the_environment() {
     }
     assert_eq!(hits.load(Ordering::SeqCst), 0, "the proxy was asked");
     store.close().await;
+}
+
+/// `begin` checks its `action` against the key's (a key names one action),
+/// and `reconcile` is for an action whose outcome is unknown: a claim that
+/// started fresh and still runs is completed or failed by its holder.
+async fn begin_checks_the_action_and_reconcile_needs_an_uncertain_claim(db: &Db) {
+    let s = Srv::spawn(&db.url, |_| {}).await;
+    let token = tenant(&s.store, "acme").await;
+    let c = http();
+    let res: Value = c
+        .post(s.url("/v1/intents"))
+        .bearer_auth(&token)
+        .json(&json!({"action": "pix.cobranca",
+            "payload": {"cliente_id": "c", "valor": "1.00",
+                        "chave_pix_destino": "a@b.c", "referencia_intencao": "R-7"},
+            "claim": {"lease_ms": 60000}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = res["key"].as_str().unwrap();
+    let claim = res["claim"]["token"].clone();
+    let reconcile = c
+        .post(s.url(&format!("/v1/actions/{key}/reconcile")))
+        .bearer_auth(&token)
+        .json(&json!({"token": claim, "outcome": "completed", "response": "{}"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reconcile.status(), 422);
+    let p: Value = reconcile.json().await.unwrap();
+    assert!(
+        p["detail"].as_str().unwrap().contains("not uncertain"),
+        "{p}"
+    );
+    let done = c
+        .post(s.url(&format!("/v1/actions/{key}/complete")))
+        .bearer_auth(&token)
+        .json(&json!({"token": claim, "response": "{}"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200);
+    let other = c
+        .post(s.url(&format!("/v1/actions/{key}/begin")))
+        .bearer_auth(&token)
+        .json(&json!({"action": "email.cobranca"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 422);
+    let p: Value = other.json().await.unwrap();
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to action `pix.cobranca`"),
+        "{p}"
+    );
+    let same = c
+        .post(s.url(&format!("/v1/actions/{key}/begin")))
+        .bearer_auth(&token)
+        .json(&json!({"action": "pix.cobranca"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same.status(), 200, "completed");
 }

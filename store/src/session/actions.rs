@@ -139,6 +139,13 @@ impl Session {
                 return Ok(begin);
             }
             let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
+            if row.action != action.as_str() {
+                return Err(Error::Invalid(format!(
+                    "field `action`: the key {k} belongs to action `{}`, not `{}`",
+                    row.action,
+                    action.as_str()
+                )));
+            }
             match (row.state, row.lease_until_ms) {
                 (ActionState::Completed, _) => {
                     return Ok(Begin::Completed {
@@ -372,6 +379,19 @@ impl Session {
         token: i64,
         outcome: &Outcome,
     ) -> Result<(), Error> {
+        // A reconciliation records what the provider says about an attempt
+        // whose outcome is unknown: only an uncertain action has one. A
+        // claim that started fresh knows its own outcome; it completes or
+        // fails it.
+        if let Some(row) = on!(self.select_action(tenant.as_str(), key.as_str()))? {
+            // A started claim whose lease ran out is uncertain, swept or not.
+            let running = row.lease_until_ms.is_some_and(|until| until > self.now());
+            if row.fencing_token == token && row.state == ActionState::Started && running {
+                return Err(Error::Invalid(
+                    "field `token`: this claim is not uncertain (it started fresh, so its holder knows the outcome): complete or fail it; reconcile is for an action whose outcome is unknown".into(),
+                ));
+            }
+        }
         self.finish(tenant, key, token, outcome, true).await
     }
 

@@ -29,8 +29,10 @@ on conflict (tenant_id, idem_key) do update set
     started_ms = excluded.started_ms,
     updated_ms = excluded.updated_ms,
     attempt_id = excluded.attempt_id
-where (a.state in ('started', 'uncertain') and coalesce(a.lease_until_ms, 0) <= excluded.started_ms)
-   or (a.state = 'failed' and a.retryable)
+where ((a.state in ('started', 'uncertain') and coalesce(a.lease_until_ms, 0) <= excluded.started_ms)
+   or (a.state = 'failed' and a.retryable))
+  -- A key names one action: a claim naming another never takes it over.
+  and a.action = excluded.action
 returning state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
     prev_started_ms, prev_lease_until_ms, error";
 

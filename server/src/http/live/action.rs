@@ -26,10 +26,7 @@ use maud::{html, Markup};
 /// customers), a row is at most about 3 KB, so an export is at most about
 /// 30 MB on the wire, and far less in memory: it streams.
 pub const EXPORT_MAX: u32 = 10_000;
-/// Exports running at once, every viewer together: the next one is a 503
-/// with Retry-After, so six dashboards exporting at once cannot crowd out
-/// the monitor.
-pub const EXPORTS_AT_ONCE: usize = 2;
+use crate::http::state::EXPORTS_AT_ONCE;
 /// The largest response or error the form stores (the API's limit).
 const MAX_STORED: usize = 32 * 1024;
 
