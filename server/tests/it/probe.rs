@@ -129,6 +129,52 @@ async fn a_killed_client_never_leaves_a_key_locked_under_load(db: &Db) {
     assert_eq!(count["count"], kills, "each key charged exactly once");
 }
 
+/// Records an intent for `customer` and `reference` and claims it; the
+/// answer (`key`, `claim.token`, ...).
+async fn record_and_claim(
+    c: &reqwest::Client,
+    base: &str,
+    token: &str,
+    customer: &str,
+    reference: &str,
+) -> Value {
+    c.post(format!("{base}/v1/intents"))
+        .bearer_auth(token)
+        .json(&json!({"action": "pix.cobranca",
+            "payload": {"cliente_id": customer, "valor": "1.00",
+                        "chave_pix_destino": "a@example.com", "referencia_intencao": reference},
+            "claim": {"lease_ms": 60000}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// An uncertain action for `customer` and `reference`, as a worker whose
+/// effect raised leaves it; its key.
+async fn uncertain_action(
+    c: &reqwest::Client,
+    base: &str,
+    token: &str,
+    customer: &str,
+    reference: &str,
+) -> String {
+    let res = record_and_claim(c, base, token, customer, reference).await;
+    let key = res["key"].as_str().unwrap().to_owned();
+    let marked = c
+        .post(format!("{base}/v1/actions/{key}/uncertain"))
+        .bearer_auth(token)
+        .json(&json!({"token": res["claim"]["token"], "error": "timeout"}))
+        .send()
+        .await
+        .unwrap();
+    let status = marked.status();
+    assert_eq!(status, 200, "{}", marked.text().await.unwrap());
+    key
+}
+
 /// Reads from `sock` until the server closes it; how long that took.
 fn closed_after(mut sock: std::net::TcpStream, within: Duration) -> Duration {
     use std::io::Read;
@@ -314,32 +360,7 @@ async fn six_exports_at_once_stream_within_a_bound(db: &Db) {
             async move {
                 let reference = format!("{i:05}-{}", "r".repeat(249));
                 let customer = format!("{i:05}-{}", "ç".repeat(249));
-                let res: Value = c
-                    .post(format!("{base}/v1/intents"))
-                    .bearer_auth(&token)
-                    .json(&json!({
-                        "action": "pix.cobranca",
-                        "payload": {"cliente_id": customer, "valor": "1.00",
-                                    "chave_pix_destino": "a@example.com",
-                                    "referencia_intencao": reference},
-                        "claim": {"lease_ms": 60000}
-                    }))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let key = res["key"].as_str().unwrap().to_owned();
-                let marked = c
-                    .post(format!("{base}/v1/actions/{key}/uncertain"))
-                    .bearer_auth(&token)
-                    .json(&json!({"token": res["claim"]["token"], "error": "timeout"}))
-                    .send()
-                    .await
-                    .unwrap();
-                let status = marked.status();
-                assert_eq!(status, 200, "{}", marked.text().await.unwrap());
+                uncertain_action(&c, &base, &token, &customer, &reference).await;
             }
         })
         .buffer_unordered(16);
@@ -614,28 +635,7 @@ async fn bidi_controls_are_written_out_where_people_read(db: &Db) {
     let s = Srv::spawn(&db.url, |_| {}).await;
     let token = tenant(&s.store, "acme").await;
     let c = http();
-    let res: Value = c
-        .post(s.url("/v1/intents"))
-        .bearer_auth(&token)
-        .json(&json!({"action": "pix.cobranca",
-            "payload": {"cliente_id": "cli\u{202E}ente", "valor": "1.00",
-                        "chave_pix_destino": "a@b.c", "referencia_intencao": "FAT-1\u{202E}2-TAF"},
-            "claim": {"lease_ms": 60000}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let key = res["key"].as_str().unwrap();
-    let marked = c
-        .post(s.url(&format!("/v1/actions/{key}/uncertain")))
-        .bearer_auth(&token)
-        .json(&json!({"token": res["claim"]["token"], "error": "timeout"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(marked.status(), 200);
+    let key = uncertain_action(&c, &s.base, &token, "cli\u{202E}ente", "FAT-1\u{202E}2-TAF").await;
     for path in [
         "/live?lang=en".to_owned(),
         format!("/live/actions/{key}?lang=en"),
@@ -740,19 +740,7 @@ async fn begin_checks_the_action_and_reconcile_needs_an_uncertain_claim(db: &Db)
     let s = Srv::spawn(&db.url, |_| {}).await;
     let token = tenant(&s.store, "acme").await;
     let c = http();
-    let res: Value = c
-        .post(s.url("/v1/intents"))
-        .bearer_auth(&token)
-        .json(&json!({"action": "pix.cobranca",
-            "payload": {"cliente_id": "c", "valor": "1.00",
-                        "chave_pix_destino": "a@b.c", "referencia_intencao": "R-7"},
-            "claim": {"lease_ms": 60000}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let res = record_and_claim(&c, &s.base, &token, "c", "R-7").await;
     let key = res["key"].as_str().unwrap();
     let claim = res["claim"]["token"].clone();
     let reconcile = c
