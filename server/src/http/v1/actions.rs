@@ -201,7 +201,7 @@ const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is un
         (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "In flight: another holder's lease is running; retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action or lease out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, an action other than the key's, or lease out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn begin_action(
@@ -609,7 +609,7 @@ pub async fn fail_action(
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing; or the claim is not uncertain (it started fresh and its lease runs: complete or fail it)", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn reconcile_action(
