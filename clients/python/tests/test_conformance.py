@@ -1,0 +1,157 @@
+"""The conformance scenarios (clients/conformance/scenarios.json), run by
+this client against a real idem serve on SQLite and PostgreSQL. The same
+file is run by the TypeScript client's tests; a step this runner does not
+know fails the scenario."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import idem_client
+from conftest import Tenant
+from faultproxy import FaultProxy
+from support import pix, psp_charge
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS: list[dict[str, Any]] = json.loads(
+    (HERE.parent.parent / "conformance" / "scenarios.json").read_text(encoding="utf-8")
+)["scenarios"]
+KNOWN = {
+    "run", "lazy", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy",
+    "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed",
+}
+
+
+class EffectError(Exception):
+    """An error of the effect's own."""
+
+
+class World:
+    """One scenario's tenant, reference, proxy and counters."""
+
+    def __init__(self, tenant: Tenant) -> None:
+        self.tenant = tenant
+        self.reference = f"conf-{time.monotonic_ns()}"
+        self.executions = 0
+        self.model_calls = 0
+        self.lock = threading.Lock()
+        self.proxy: FaultProxy | None = None
+
+    def effect(self, spec: str) -> Callable[[idem_client.Intent], Any]:
+        kind, _, arg = spec.partition(":")
+        ms = int(arg or 0)
+
+        def run(intent: idem_client.Intent) -> Any:
+            with self.lock:
+                self.executions += 1
+            if kind == "charge":
+                return self.tenant.charge(intent)
+            if kind == "slow_charge":
+                time.sleep(ms / 1000)
+                return self.tenant.charge(intent)
+            if kind == "slow":
+                time.sleep(ms / 1000)
+                return "late"
+            if kind == "fail_final":
+                raise idem_client.Failed("declined by the provider")
+            if kind == "throw":
+                raise EffectError("the effect's own error")
+            raise AssertionError(f"a step names an effect this runner does not know: {spec}")
+
+        return run
+
+    def call(self, step: dict[str, Any]) -> idem_client.Outcome[Any]:
+        unknown = set(step) - KNOWN
+        assert not unknown, f"a step names options this runner does not know: {unknown}"
+        if step.get("after_ms"):
+            time.sleep(step["after_ms"] / 1000)
+        base = self.proxy.url if step.get("via_proxy") and self.proxy else self.tenant.url
+        client = idem_client.Client(base, step.get("token", self.tenant.token), max_retries=step.get("max_retries", 2))
+        reconcile: Callable[[idem_client.Intent], Any] | None = None
+        if step.get("reconcile") == "resend":
+            reconcile = self.tenant.charge
+        elif step.get("reconcile") == "never":
+            reconcile = lambda intent: None  # noqa: E731
+        elif step.get("reconcile") is not None:
+            raise AssertionError(f"unknown reconcile {step['reconcile']}")
+        payload = pix(self.reference, step["run"]["valor"])
+
+        def model() -> dict[str, str]:
+            with self.lock:
+                self.model_calls += 1
+            return payload
+
+        candidate: Any = model if step.get("lazy") else payload
+        return client.run(
+            step.get("action", "pix.cobranca"),
+            self.effect(step.get("effect", "charge")),
+            candidate,
+            reference=self.reference,
+            lease_ms=step.get("lease_ms", 30_000),
+            on_in_flight=step.get("on_in_flight", "wait"),
+            reconcile=reconcile,
+        )
+
+    def check(self, step: dict[str, Any]) -> None:
+        wanted = step.get("expect_error")
+        if wanted:
+            cls = EffectError if wanted == "EffectError" else getattr(idem_client, wanted)
+            with pytest.raises(cls):
+                self.call(step)
+            return
+        out = self.call(step)
+        for k, v in step.get("expect", {}).items():
+            got = out.intent.diverged if k == "diverged" else getattr(out, k)
+            assert got == v, f"{k}: {got!r} != {v!r}"
+
+    def step(self, step: dict[str, Any]) -> None:
+        if "run" in step and "concurrent" in step:
+            with ThreadPoolExecutor(step["concurrent"]) as pool:
+                outs = list(pool.map(lambda _: self.call(step), range(step["concurrent"])))
+            assert sum(o.replayed for o in outs) == step["expect_replayed"]
+        elif "run" in step:
+            self.check(step)
+        elif "parallel" in step:
+            with ThreadPoolExecutor(len(step["parallel"])) as pool:
+                for f in [pool.submit(self.check, s) for s in step["parallel"]]:
+                    f.result()
+        elif "worker" in step:
+            env = {**os.environ, "IDEM_URL": self.tenant.url, "IDEM_TOKEN": self.tenant.token,
+                   "IDEM_REF": self.reference, "IDEM_KILL": step["worker"]["kill"], "IDEM_LEASE_MS": "1000"}
+            done = subprocess.run([sys.executable, str(HERE / "worker.py")], env=env, capture_output=True, timeout=60)
+            assert done.returncode == -9, done.stderr.decode()
+        elif "proxy" in step:
+            if self.proxy is None:
+                self.proxy = FaultProxy(self.tenant.url)
+            p = step["proxy"]
+            self.proxy.add(p["method"], p["path"], "lose_answer" if p["fault"] == "lose_answer" else "503", p.get("times", 1))
+        elif {"executions", "model_calls", "ledger_cents"} & set(step):
+            if "executions" in step:
+                assert self.executions == step["executions"], "executions of the effect"
+            if "model_calls" in step:
+                assert self.model_calls == step["model_calls"], "model calls"
+            if "ledger_cents" in step:
+                assert [c["amount_cents"] for c in self.tenant.charges()] == step["ledger_cents"]
+        else:
+            raise AssertionError(f"a step this runner does not know: {step}")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
+def test_conformance(tenant: Tenant, scenario: dict[str, Any]) -> None:
+    world = World(tenant)
+    try:
+        for step in scenario["steps"]:
+            world.step(step)
+    finally:
+        if world.proxy is not None:
+            world.proxy.close()

@@ -1,0 +1,142 @@
+/**
+ * Typed errors: one class per problem `type` URN idem answers with.
+ *
+ * Every error idem's API sends is an RFC 9457 problem document; the client
+ * throws the subclass its `type` names, so callers catch what they can act
+ * on (`InFlight`: ask again later; `Uncertain`: reconcile) and let the rest
+ * propagate.
+ */
+
+/** The root of every error this package throws on its own account. */
+export class IdemError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * idem answered with a problem document, or with an answer the protocol
+ * does not allow (`type` `about:blank`): `status` is the HTTP status,
+ * `type` the problem's URN, `title` and `detail` its human text.
+ */
+export class ProblemError extends IdemError {
+  readonly status: number;
+  readonly type: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly body: Readonly<Record<string, unknown>>;
+
+  constructor(status: number, type: string, title: string, detail = "", body: Record<string, unknown> = {}) {
+    super(detail ? `${status} ${title}: ${detail}` : `${status} ${title}`);
+    this.status = status;
+    this.type = type;
+    this.title = title;
+    this.detail = detail;
+    this.body = body;
+  }
+}
+
+/** 401: the token is missing, wrong, rotated or expired. */
+export class Unauthorized extends ProblemError {}
+
+/** The token's tenant is disabled (`idem tenant disable`). */
+export class TenantDisabled extends ProblemError {}
+
+/** Another attempt holds the claim; the effect did not run in this call.
+ *  `retryAfterMs`: until its lease ends. */
+export class InFlight extends ProblemError {
+  retryAfterMs = 0;
+}
+
+/**
+ * A previous attempt started and its outcome is unknown (the worker died,
+ * or its effect threw). Nothing ran in this call. `key` is the action's key,
+ * `previous` the attempt whose outcome is unknown. Find out at the provider
+ * (by `key`) and record it, or pass `reconcile` to `once`. Never retry with
+ * a new reference: that would be a new charge.
+ */
+export class Uncertain extends ProblemError {
+  key = "";
+  previous: Readonly<Record<string, unknown>> = {};
+}
+
+/** The action failed for good before; it will not run again. */
+export class FailedForGood extends ProblemError {
+  error = "";
+}
+
+/** 409: this call's claim is no longer the current one (its lease ran out
+ *  and another attempt took over, or it was settled). Nothing was recorded. */
+export class StaleToken extends ProblemError {}
+
+/** 422: well formed, but it cannot be honoured (an unknown action, a
+ *  missing or invalid field, a text over its limit, an option out of range). */
+export class Unprocessable extends ProblemError {}
+
+/** 503, or a connection that failed, after the client's retries. */
+export class Unavailable extends ProblemError {
+  retryAfterMs = 0;
+}
+
+/**
+ * Thrown BY THE EFFECT when the provider answered that it did not act (card
+ * declined, validation refused): the outcome is known, so the action is
+ * recorded as failed instead of uncertain. `retryable: true` lets a later
+ * call run the effect again under the same key.
+ */
+export class Failed extends IdemError {
+  readonly error: string;
+  readonly retryable: boolean;
+
+  constructor(error: string, options: { retryable?: boolean } = {}) {
+    super(error);
+    this.error = error;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+type ProblemClass = new (status: number, type: string, title: string, detail?: string, body?: Record<string, unknown>) => ProblemError;
+
+const BY_TYPE: Record<string, ProblemClass> = {
+  "urn:idem:problem:unauthorized": Unauthorized,
+  "urn:idem:problem:tenant-disabled": TenantDisabled,
+  "urn:idem:problem:action-in-flight": InFlight,
+  "urn:idem:problem:event-in-flight": InFlight,
+  "urn:idem:problem:stale-token": StaleToken,
+  "urn:idem:problem:unprocessable": Unprocessable,
+  "urn:idem:problem:too-deep": Unprocessable,
+  "urn:idem:problem:unstorable-text": Unprocessable,
+  "urn:idem:problem:duplicate-member": Unprocessable,
+  "urn:idem:problem:too-large": Unprocessable,
+  "urn:idem:problem:unavailable": Unavailable,
+  "urn:idem:problem:outcome-unknown": Unavailable,
+  "urn:idem:problem:timeout": Unavailable,
+};
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The typed error for a problem answer; a body that is not a problem
+ *  document is named as such, never guessed at. */
+export function problemFrom(status: number, body: unknown, retryAfterMs: number): ProblemError {
+  if (!isRecord(body) || typeof body.type !== "string") {
+    return new ProblemError(status, "about:blank", "Unexpected answer", `HTTP ${status} without a problem document`);
+  }
+  const type = body.type;
+  const title = String(body.title ?? "");
+  const detail = String(body.detail ?? "");
+  let cls = BY_TYPE[type];
+  if (cls === undefined) {
+    cls = status === 401 ? Unauthorized : status === 422 ? Unprocessable : status === 503 ? Unavailable : ProblemError;
+  }
+  const e = new cls(status, type, title, detail, body);
+  if (e instanceof InFlight || e instanceof Unavailable) e.retryAfterMs = retryAfterMs;
+  return e;
+}
+
+/** An answer the protocol does not allow: named, never guessed around. */
+export function unexpected(what: string, status = 200): ProblemError {
+  return new ProblemError(status, "about:blank", "Unexpected answer from idem", what);
+}

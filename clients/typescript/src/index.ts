@@ -1,0 +1,643 @@
+/**
+ * idem-client: run an effect once per intent, on the candidate its first
+ * delivery froze, with the key derived from it.
+ *
+ * Zero runtime dependencies: the platform's `fetch` and `AbortSignal`, so
+ * Node 18+, Bun, Deno and edge runtimes all run it. The protocol is the one
+ * the Python client speaks (`clients/python`), checked by the same
+ * conformance scenarios (`clients/conformance/scenarios.json`).
+ *
+ * Every call the client makes to idem is safe to repeat (recording is first
+ * write wins, a claim names its attempt, settling twice with the same token
+ * is accepted), so a call is retried on a broken connection and on
+ * 429/502/503/504, with exponential backoff and jitter, `Retry-After`
+ * honoured.
+ */
+
+import {
+  Failed,
+  FailedForGood,
+  InFlight,
+  ProblemError,
+  Uncertain,
+  Unavailable,
+  problemFrom,
+  unexpected,
+} from "./errors.js";
+
+export {
+  Failed,
+  FailedForGood,
+  IdemError,
+  InFlight,
+  ProblemError,
+  StaleToken,
+  TenantDisabled,
+  Unauthorized,
+  Uncertain,
+  Unavailable,
+  Unprocessable,
+} from "./errors.js";
+
+/** A candidate payload: the action's fields, in the sender's names and formats. */
+export type Payload = Record<string, unknown>;
+/** A payload, or a function that produces one (a model's extraction): run
+ *  only while nothing is frozen for the reference. */
+export type Candidate = Payload | (() => Payload | Promise<Payload>);
+/** What to do while another attempt holds the action. */
+export type OnInFlight = "wait" | "raise";
+
+/** The frozen intent an effect acts on. */
+export interface Intent {
+  /** The derived key: send it to the provider as its idempotency key. */
+  readonly key: string;
+  readonly action: string;
+  readonly reference: string;
+  /** The candidate as its first delivery sent it (FROZEN): act on this. */
+  readonly payload: Readonly<Payload>;
+  /** The normalized fields the key was derived from (`valor` in cents). */
+  readonly normalized: Readonly<Record<string, string>>;
+  /** This delivery's candidate differed from the frozen one (not stored). */
+  readonly diverged: boolean;
+  /** This claim's attempt number (1 for the first). */
+  attempt: number;
+  /** This claim's fencing token. */
+  token: number | null;
+  /** When the lease ends unless renewed (the client renews while the
+   *  effect runs). */
+  deadline: Date | null;
+}
+
+/** What a guarded call returns. */
+export interface Outcome<T> {
+  /** The effect's value, or the stored one when replayed. */
+  readonly response: T;
+  /** The effect did not run here: this is the stored outcome. */
+  readonly replayed: boolean;
+  readonly key: string;
+  readonly attempt: number;
+  /** The outcome was recorded by a reconciliation. */
+  readonly reconciled: boolean;
+  readonly intent: Intent;
+}
+
+/** What an effect receives besides the intent. */
+export interface EffectContext {
+  /** Aborted before the claim's lease could be lost (a renewal refused, or
+   *  the deadline near without one): stop, the outcome will be uncertain. */
+  readonly signal: AbortSignal;
+}
+
+export type Effect<T> = (intent: Intent, ctx: EffectContext) => T | Promise<T>;
+/** Finds out at the provider what an uncertain attempt did: a value is
+ *  recorded as the outcome; `undefined` means it never acted (the effect
+ *  then runs under the same key). */
+export type Reconcile = (intent: Intent) => unknown;
+
+export interface OnceOptions {
+  /** The claim's lease (default 30 000, at most 3 600 000); renewed while the effect runs. */
+  leaseMs?: number;
+  /** `"wait"` (default): wait for the holder's outcome; `"raise"`: throw `InFlight`. */
+  onInFlight?: OnInFlight;
+  /** The longest wait for another holder (default 60 000). */
+  maxWaitMs?: number;
+  /** Settles an uncertain action; without it `Uncertain` is thrown. */
+  reconcile?: Reconcile;
+}
+
+export interface CallOptions {
+  /** The intent's reference: required with a lazy candidate. */
+  reference?: string;
+}
+
+export interface IdemOptions {
+  /** The idem server, e.g. `http://127.0.0.1:3000`. */
+  baseUrl: string;
+  /** The tenant's API token (`idem tenant create`). */
+  token: string;
+  /** A `fetch` of your own (default: the platform's). */
+  fetch?: typeof fetch;
+  /** Retries of each call to idem (default 2). */
+  maxRetries?: number;
+  /** Each call's timeout (default 30 000 ms). */
+  timeoutMs?: number;
+}
+
+/** The longest wait one claim asks the server for (its bound is 20 s). */
+const MAX_SERVER_WAIT_MS = 20_000;
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+const MAX_BACKOFF_MS = 30_000;
+const ALLOWED: Record<Kind, ReadonlySet<number>> = {
+  record: new Set([200, 201]),
+  read: new Set([200]),
+  begin: new Set([200, 201, 202]),
+  settle: new Set([200]),
+  event: new Set([200, 201]),
+};
+type Kind = "record" | "read" | "begin" | "settle" | "event";
+type Doc = Record<string, unknown>;
+
+function isRecord(v: unknown): v is Doc {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Milliseconds before try `attempt + 1` (0-based). */
+export function backoffMs(attempt: number, retryAfterMs: number | null): number {
+  if (retryAfterMs !== null && retryAfterMs > 0) return Math.min(retryAfterMs, MAX_BACKOFF_MS);
+  const base = Math.min(250 * 2 ** attempt, 8_000);
+  return base * (0.5 + Math.random() / 2);
+}
+
+function retryAfterMs(headers: Headers): number | null {
+  const v = headers.get("retry-after");
+  if (v === null) return null;
+  const n = Number(v);
+  return Number.isFinite(n) && n >= 0 ? n * 1000 : null;
+}
+
+/** A fresh name for one call's attempt. Random on purpose: it names the
+ *  attempt, never the action (the key comes from the frozen intent). */
+function newAttemptId(): string {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  return "ts-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function checkOptions(o: Required<Omit<OnceOptions, "reconcile">>): void {
+  if (o.onInFlight !== "wait" && o.onInFlight !== "raise") {
+    throw new TypeError(`onInFlight must be "wait" or "raise", not ${JSON.stringify(o.onInFlight)}`);
+  }
+  if (!Number.isInteger(o.leaseMs) || o.leaseMs < 1 || o.leaseMs > 3_600_000) {
+    throw new TypeError("leaseMs must be a whole number between 1 and 3600000");
+  }
+  if (!(o.maxWaitMs >= 0)) throw new TypeError("maxWaitMs must be zero or more");
+}
+
+function checkCandidate(candidate: unknown, reference: string | undefined): void {
+  if (typeof candidate === "function") {
+    if (!reference) {
+      throw new TypeError("a lazy candidate (a function) needs { reference }: the intent's reference, known before the model runs");
+    }
+    return;
+  }
+  if (!isRecord(candidate)) {
+    throw new TypeError("the candidate must be an object (the payload) or a function returning one");
+  }
+}
+
+const enc = encodeURIComponent;
+
+function intentOf(doc: Doc): Intent {
+  const frozen = doc.frozen;
+  if (!isRecord(frozen)) {
+    throw new ProblemError(
+      200,
+      "about:blank",
+      "No frozen candidate",
+      "this intent was recorded before idem kept the candidate as sent; read intent.normalized instead",
+    );
+  }
+  if (typeof doc.key !== "string" || typeof doc.action !== "string" || typeof doc.reference !== "string" || !isRecord(doc.payload)) {
+    throw unexpected("an intent document without its key, action, reference or payload");
+  }
+  return {
+    key: doc.key,
+    action: doc.action,
+    reference: doc.reference,
+    payload: frozen,
+    normalized: doc.payload as Record<string, string>,
+    diverged: doc.diverged === true,
+    attempt: 0,
+    token: null,
+    deadline: null,
+  };
+}
+
+function hold(intent: Intent, claim: Doc): void {
+  const token = claim.token, attempt = claim.attempt, until = claim.lease_until_ms;
+  if (typeof token !== "number" || typeof attempt !== "number" || typeof until !== "number") {
+    throw unexpected("a claim without its token, attempt or lease");
+  }
+  intent.token = token;
+  intent.attempt = attempt;
+  intent.deadline = new Date(until);
+}
+
+function inFlightError(claim: Doc): InFlight {
+  const e = new InFlight(
+    409,
+    "urn:idem:problem:action-in-flight",
+    "Another attempt holds this action",
+    "another holder's lease is running: nothing ran here; call again later",
+    claim,
+  );
+  e.retryAfterMs = Number(claim.retry_after_ms ?? 0);
+  return e;
+}
+
+function uncertainError(intent: Intent, claim: Doc): Uncertain {
+  const e = new Uncertain(
+    202,
+    "urn:idem:problem:uncertain",
+    "A previous attempt's outcome is unknown",
+    `ask the provider about key ${intent.key} and record what it says (reconcile), never retry with a new reference`,
+    claim,
+  );
+  e.key = intent.key;
+  e.previous = isRecord(claim.previous) ? claim.previous : {};
+  return e;
+}
+
+/** The client. */
+export class Idem {
+  readonly events: Events;
+  readonly maxRetries: number;
+  private readonly base: string;
+  private readonly headers: Record<string, string>;
+  private readonly fetchFn: typeof fetch;
+  private readonly timeoutMs: number;
+
+  constructor(options: IdemOptions) {
+    if (!options || typeof options.baseUrl !== "string" || !options.baseUrl) {
+      throw new TypeError("baseUrl is required: the idem server, e.g. http://127.0.0.1:3000");
+    }
+    if (typeof options.token !== "string" || !options.token) {
+      throw new TypeError("token is required: the tenant's API token (idem tenant create)");
+    }
+    this.base = options.baseUrl.replace(/\/+$/, "");
+    this.headers = {
+      authorization: `Bearer ${options.token}`,
+      accept: "application/json",
+      "content-type": "application/json",
+    };
+    this.fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.maxRetries = options.maxRetries ?? 2;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.events = new Events(this);
+  }
+
+  /**
+   * Guards `effect`: the returned function records the candidate, claims
+   * the frozen intent's action and runs the effect at most once per intent,
+   * on the frozen payload, with the derived key.
+   */
+  once<T>(action: string, effect: Effect<T>, options: OnceOptions = {}): (candidate: Candidate, call?: CallOptions) => Promise<Outcome<T>> {
+    const o = onceDefaults(options);
+    checkOptions(o);
+    return (candidate, call = {}) => this.run(action, effect, candidate, { ...options, ...call });
+  }
+
+  /** The explicit form of `once`: one guarded call. */
+  async run<T>(action: string, effect: Effect<T>, candidate: Candidate, options: OnceOptions & CallOptions = {}): Promise<Outcome<T>> {
+    const o = onceDefaults(options);
+    checkOptions(o);
+    checkCandidate(candidate, options.reference);
+    const giveUp = Date.now() + o.maxWaitMs;
+    const waitMs = (): number => (o.onInFlight === "raise" ? 0 : Math.max(0, Math.min(MAX_SERVER_WAIT_MS, giveUp - Date.now())));
+    const attemptId = newAttemptId();
+    const payload = await this.payloadOf(action, candidate, options.reference);
+    const doc = await this.call("POST", "/v1/intents", {
+      action,
+      payload,
+      claim: { lease_ms: o.leaseMs, attempt_id: attemptId, wait_ms: waitMs() },
+    }, "record");
+    const intent = intentOf(doc);
+    const first = doc.claim;
+    if (!isRecord(first) || typeof first.status !== "string") throw unexpected("POST /v1/intents with a claim answered without one");
+    let claim: Doc = first;
+    while (claim.status === "in_flight") {
+      const w = waitMs();
+      if (w === 0) throw inFlightError(claim);
+      claim = await this.call("POST", `/v1/actions/${intent.key}/begin`, {
+        action,
+        lease_ms: o.leaseMs,
+        attempt_id: attemptId,
+        wait_ms: w,
+      }, "begin", true);
+    }
+    return this.settle(intent, claim, effect, o.leaseMs, options.reconcile);
+  }
+
+  private async settle<T>(intent: Intent, claim: Doc, effect: Effect<T>, leaseMs: number, reconcile: Reconcile | undefined): Promise<Outcome<T>> {
+    const status = claim.status;
+    if (status === "completed") {
+      return {
+        response: claim.response as T,
+        replayed: true,
+        key: intent.key,
+        attempt: Number(claim.attempt ?? 0),
+        reconciled: claim.reconciled === true,
+        intent,
+      };
+    }
+    if (status === "failed") {
+      const error = String(claim.error ?? "");
+      const e = new FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, claim);
+      e.error = error;
+      throw e;
+    }
+    if (status !== "claimed" && status !== "uncertain") throw unexpected(`a claim with status ${JSON.stringify(status)}`);
+    hold(intent, claim);
+    if (status === "uncertain") {
+      if (reconcile === undefined) {
+        await this.markUncertain(intent, "uncertain: the client has no reconcile function");
+        throw uncertainError(intent, claim);
+      }
+      let found: unknown;
+      try {
+        found = await reconcile(intent);
+      } catch (e) {
+        await this.markUncertain(intent, `reconcile threw: ${String(e)}`);
+        throw e;
+      }
+      if (found !== undefined) {
+        await this.call("POST", `/v1/actions/${intent.key}/reconcile`, {
+          token: intent.token,
+          outcome: "completed",
+          response: jsonOf(found),
+        }, "settle");
+        return { response: found as T, replayed: false, key: intent.key, attempt: intent.attempt, reconciled: true, intent };
+      }
+    }
+    return this.execute(intent, effect, leaseMs);
+  }
+
+  private async execute<T>(intent: Intent, effect: Effect<T>, leaseMs: number): Promise<Outcome<T>> {
+    const lease = new Lease(this, intent, leaseMs);
+    let result: T;
+    try {
+      result = await effect(intent, { signal: lease.signal });
+    } catch (e) {
+      lease.stop();
+      if (e instanceof Failed) {
+        await this.call("POST", `/v1/actions/${intent.key}/fail`, {
+          token: intent.token,
+          error: e.error,
+          retryable: e.retryable,
+        }, "settle");
+      } else {
+        // Thrown or aborted: whether the provider acted is unknown.
+        await this.markUncertain(intent, `the effect threw: ${String(e)}`);
+      }
+      throw e;
+    }
+    lease.stop();
+    let response: unknown;
+    try {
+      response = jsonOf(result);
+    } catch (e) {
+      await this.markUncertain(intent, "the effect's result is not JSON");
+      throw new TypeError(`the effect's result must be JSON to be stored: ${String(e)}`);
+    }
+    await this.call("POST", `/v1/actions/${intent.key}/complete`, { token: intent.token, response }, "settle");
+    return { response: result, replayed: false, key: intent.key, attempt: intent.attempt, reconciled: false, intent };
+  }
+
+  /** @internal */
+  async markUncertain(intent: Intent, why: string): Promise<void> {
+    try {
+      await this.call("POST", `/v1/actions/${intent.key}/uncertain`, { token: intent.token, error: why.slice(0, 2000) }, "settle");
+    } catch (e) {
+      if (!(e instanceof ProblemError)) throw e;
+    }
+  }
+
+  private async payloadOf(action: string, candidate: Candidate, reference: string | undefined): Promise<Payload> {
+    if (typeof candidate !== "function") return candidate;
+    const doc = await this.getIntent(action, reference as string);
+    if (doc !== null) return intentOf(doc).payload as Payload;
+    const fresh = await candidate();
+    if (!isRecord(fresh)) throw new TypeError("the lazy candidate returned something other than an object");
+    return fresh;
+  }
+
+  /** `GET /v1/intents/{action}/{reference}`: the frozen intent, or `null`. */
+  async getIntent(action: string, reference: string): Promise<Doc | null> {
+    try {
+      return await this.call("GET", `/v1/intents/${enc(action)}/${enc(reference)}`, undefined, "read");
+    } catch (e) {
+      if (e instanceof ProblemError && e.status === 404) return null;
+      throw e;
+    }
+  }
+
+  /** `POST /v1/intents`: records a delivery (first write wins). */
+  record(action: string, payload: Payload): Promise<Doc> {
+    return this.call("POST", "/v1/intents", { action, payload }, "record");
+  }
+
+  /** `GET /v1/actions/{key}`. */
+  getAction(key: string): Promise<Doc> {
+    return this.call("GET", `/v1/actions/${enc(key)}`, undefined, "read");
+  }
+
+  /** @internal One call to idem, retried while that is safe; its JSON object. */
+  async call(method: string, path: string, body: unknown, kind: Kind, inFlightOk = false): Promise<Doc> {
+    for (let tries = 0; ; tries++) {
+      const mayRetry = tries < this.maxRetries;
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.fetchFn(this.base + path, {
+          method,
+          headers: this.headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+        text = await res.text();
+      } catch (e) {
+        if (!mayRetry) {
+          throw new Unavailable(0, "urn:idem:problem:unavailable", "idem could not be reached", String(e));
+        }
+        await sleep(backoffMs(tries, null));
+        continue;
+      }
+      let doc: unknown = null;
+      if (text) {
+        try {
+          doc = JSON.parse(text);
+        } catch {
+          throw unexpected(`HTTP ${res.status} with a body that is not JSON`, res.status);
+        }
+      }
+      if (ALLOWED[kind].has(res.status)) {
+        if (!isRecord(doc)) throw unexpected(`${method} ${path} answered ${res.status} without a JSON object`, res.status);
+        return doc;
+      }
+      if (inFlightOk && res.status === 409 && isRecord(doc) && doc.type === "urn:idem:problem:action-in-flight") {
+        return { status: "in_flight", lease_until_ms: Number(doc.lease_until_ms ?? 0), retry_after_ms: retryAfterMs(res.headers) ?? 0 };
+      }
+      if (RETRY_STATUSES.has(res.status) && mayRetry) {
+        await sleep(backoffMs(tries, retryAfterMs(res.headers)));
+        continue;
+      }
+      if (res.status >= 200 && res.status < 300) throw unexpected(`${method} ${path} answered ${res.status}`, res.status);
+      throw problemFrom(res.status, doc, retryAfterMs(res.headers) ?? 0);
+    }
+  }
+}
+
+function onceDefaults(o: OnceOptions): Required<Omit<OnceOptions, "reconcile">> {
+  return { leaseMs: o.leaseMs ?? 30_000, onInFlight: o.onInFlight ?? "wait", maxWaitMs: o.maxWaitMs ?? 60_000 };
+}
+
+function jsonOf(value: unknown): unknown {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new TypeError("not JSON");
+  return JSON.parse(text);
+}
+
+/**
+ * Renews a claim's lease while its effect runs (every third of the lease),
+ * and aborts the effect's signal before the lease could be lost: when a
+ * renewal is refused, or when the deadline is a tenth of the lease away
+ * without one.
+ */
+class Lease {
+  private readonly controller = new AbortController();
+  private renewTimer: ReturnType<typeof setInterval> | undefined;
+  private abortTimer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly idem: Idem,
+    private readonly intent: Intent,
+    private readonly leaseMs: number,
+  ) {
+    this.armAbort();
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(leaseMs / 3, 50));
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  private armAbort(): void {
+    if (this.abortTimer !== undefined) clearTimeout(this.abortTimer);
+    const deadline = this.intent.deadline?.getTime() ?? Date.now() + this.leaseMs;
+    const at = deadline - Math.max(this.leaseMs / 10, 20) - Date.now();
+    this.abortTimer = setTimeout(() => this.abort("the lease is about to run out without a renewal"), Math.max(at, 0));
+  }
+
+  private abort(why: string): void {
+    if (!this.controller.signal.aborted) this.controller.abort(new Error(why));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const doc = await this.idem.call("POST", `/v1/actions/${this.intent.key}/renew`, {
+        token: this.intent.token,
+        lease_ms: this.leaseMs,
+      }, "settle");
+      if (this.stopped) return;
+      if (typeof doc.lease_until_ms === "number") {
+        this.intent.deadline = new Date(doc.lease_until_ms);
+        this.armAbort();
+      }
+    } catch (e) {
+      if (e instanceof ProblemError && !(e instanceof Unavailable)) {
+        // Refused: the lease is lost or about to be.
+        this.stop();
+        this.abort(`the lease could not be renewed: ${e.message}`);
+      }
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.renewTimer !== undefined) clearInterval(this.renewTimer);
+    if (this.abortTimer !== undefined) clearTimeout(this.abortTimer);
+  }
+}
+
+const asyncDispose: typeof Symbol.asyncDispose =
+  (Symbol as { asyncDispose?: typeof Symbol.asyncDispose }).asyncDispose ?? (Symbol.for("Symbol.asyncDispose") as typeof Symbol.asyncDispose);
+
+/** A claimed message or webhook (`POST /v1/events/{source}/{id}`). */
+export class EventClaim {
+  /** Handled before (or failed for good): acknowledge it and do nothing. */
+  duplicate = false;
+  /** It failed for good before. */
+  failedBefore = false;
+  token: number | null = null;
+  attempt = 0;
+  /** `"expired"` when a previous consumer's lease ran out (it may have
+   *  acted), `"released"` when it gave the event back. */
+  previous: string | null = null;
+  private settled = false;
+
+  constructor(
+    private readonly idem: Idem,
+    readonly source: string,
+    readonly eventId: string,
+  ) {}
+
+  private path(verb: string): string {
+    return `/v1/events/${enc(this.source)}/${enc(this.eventId)}/${verb}`;
+  }
+
+  /** The work is done: later deliveries are duplicates. */
+  async complete(): Promise<void> {
+    if (this.duplicate || this.settled) return;
+    await this.idem.call("POST", this.path("complete"), { token: this.token }, "settle");
+    this.settled = true;
+  }
+
+  /** Gives the event back for redelivery (or, `retryable: false`, fails it for good). */
+  async release(options: { retryable?: boolean } = {}): Promise<void> {
+    if (this.duplicate || this.settled) return;
+    await this.idem.call("POST", this.path("fail"), { token: this.token, retryable: options.retryable ?? true }, "settle");
+    this.settled = true;
+  }
+
+  /** `await using`: a claim not completed by the end of its block is
+   *  released for redelivery (the block may have thrown). */
+  async [asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}
+
+/** Event claims: deduplicate messages and webhooks with a lease. */
+export class Events {
+  constructor(private readonly idem: Idem) {}
+
+  /** Claims the event; `duplicate` says it was handled before. Complete it
+   *  when the work is done (`await using` releases it otherwise). */
+  async claim(source: string, eventId: string, options: { leaseMs?: number } = {}): Promise<EventClaim> {
+    const ev = new EventClaim(this.idem, source, eventId);
+    const doc = await this.idem.call("POST", `/v1/events/${enc(source)}/${enc(eventId)}`, { lease_ms: options.leaseMs ?? 30_000 }, "event");
+    if (doc.status === "first") {
+      if (typeof doc.token !== "number") throw unexpected("an event claim without its token");
+      ev.token = doc.token;
+      ev.attempt = Number(doc.attempt ?? 1);
+      ev.previous = typeof doc.previous === "string" ? doc.previous : null;
+    } else if (doc.status === "duplicate" || doc.status === "failed") {
+      ev.duplicate = true;
+      ev.failedBefore = doc.status === "failed";
+    } else {
+      throw unexpected(`an event claim with status ${JSON.stringify(doc.status)}`);
+    }
+    return ev;
+  }
+
+  /** Runs `work` once per event: completes the claim when it returns,
+   *  releases it for redelivery when it throws; skips a duplicate. */
+  async run<T>(source: string, eventId: string, work: (ev: EventClaim) => T | Promise<T>, options: { leaseMs?: number } = {}): Promise<{ duplicate: boolean; value?: T }> {
+    const ev = await this.claim(source, eventId, options);
+    if (ev.duplicate) return { duplicate: true };
+    let value: T;
+    try {
+      value = await work(ev);
+    } catch (e) {
+      await ev.release();
+      throw e;
+    }
+    await ev.complete();
+    return { duplicate: false, value };
+  }
+}

@@ -1,0 +1,106 @@
+// The client's API beyond the shared scenarios: bad input refused before
+// any effect, answers outside the protocol named, event claims, and the
+// effect's signal aborted before a lease could be lost.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Idem, ProblemError, Uncertain } from "idem-client";
+import { backends, faultProxy, ledger, pix, serve } from "./support.mjs";
+
+const [sqlite] = backends();
+let server;
+let token;
+const ref = (name) => `${name}-${Math.random().toString(16).slice(2, 12)}`;
+
+before(async () => {
+  server = await serve(sqlite);
+  token = server.newTenant("tsclient");
+});
+after(async () => {
+  await server?.stop();
+});
+
+describe("bad input", () => {
+  test("the constructor names what is missing", () => {
+    assert.throws(() => new Idem({ baseUrl: "", token: "t" }), /baseUrl is required/);
+    assert.throws(() => new Idem({ baseUrl: "http://x", token: "" }), /token is required/);
+  });
+
+  test("a wrong candidate or a missing reference throws before any effect", async () => {
+    const idem = new Idem({ baseUrl: server.url, token });
+    let ran = 0;
+    const charge = idem.once("pix.cobranca", () => (ran += 1));
+    await assert.rejects(charge("not an object"), TypeError);
+    await assert.rejects(charge([1, 2]), TypeError);
+    await assert.rejects(charge(() => pix("x")), /needs \{ reference \}/);
+    assert.throws(() => idem.once("pix.cobranca", () => 1, { leaseMs: 0 }), /leaseMs/);
+    assert.throws(() => idem.once("pix.cobranca", () => 1, { onInFlight: "later" }), /onInFlight/);
+    assert.equal(ran, 0);
+    assert.deepEqual(await ledger(server.url, token), []);
+  });
+
+  test("an answer outside the protocol is named, never read as a success", async () => {
+    const fake = async () => new Response("<html>proxy error</html>", { status: 200 });
+    const idem = new Idem({ baseUrl: server.url, token, fetch: fake });
+    let ran = 0;
+    await assert.rejects(idem.run("pix.cobranca", () => (ran += 1), pix(ref("odd"))), (e) => {
+      assert.ok(e instanceof ProblemError);
+      assert.match(e.detail, /not JSON/);
+      return true;
+    });
+    assert.equal(ran, 0);
+  });
+});
+
+describe("event claims", () => {
+  test("a second delivery is a duplicate; a failed block releases the event", async () => {
+    const idem = new Idem({ baseUrl: server.url, token });
+    const id = ref("evt");
+    const first = await idem.events.claim("rabbitmq", id, { leaseMs: 30_000 });
+    assert.equal(first.duplicate, false);
+    await first.complete();
+    assert.equal((await idem.events.claim("rabbitmq", id)).duplicate, true);
+
+    const other = ref("evt");
+    await assert.rejects(idem.events.run("rabbitmq", other, () => {
+      throw new Error("the work failed");
+    }), /the work failed/);
+    const again = await idem.events.claim("rabbitmq", other);
+    assert.equal(again.duplicate, false, "released for redelivery");
+    assert.equal(again.previous, "released");
+    // `await using` calls this at the end of its block: not completed, so released.
+    await again[Symbol.asyncDispose]();
+    const third = await idem.events.run("rabbitmq", other, () => "done");
+    assert.deepEqual(third, { duplicate: false, value: "done" });
+    assert.deepEqual(await idem.events.run("rabbitmq", other, () => "twice"), { duplicate: true });
+  });
+});
+
+describe("the lease", () => {
+  test("the effect's signal aborts before the lease can be lost, and the action is uncertain", async () => {
+    const proxy = await faultProxy(server.url);
+    proxy.add({ method: "POST", path: "/renew$", fault: "503", times: 1000 });
+    try {
+      const idem = new Idem({ baseUrl: proxy.url, token, maxRetries: 0 });
+      const reference = ref("abort");
+      let abortedAt = 0;
+      let deadline = 0;
+      await assert.rejects(
+        idem.run("pix.cobranca", (intent, { signal }) => {
+          deadline = intent.deadline.getTime();
+          return new Promise((_, reject) => {
+            signal.addEventListener("abort", () => {
+              abortedAt = Date.now();
+              reject(signal.reason);
+            });
+          });
+        }, pix(reference), { leaseMs: 600 }),
+        /lease/,
+      );
+      assert.ok(abortedAt > 0 && abortedAt < deadline, `aborted at ${abortedAt}, deadline ${deadline}`);
+      const plain = new Idem({ baseUrl: server.url, token });
+      await assert.rejects(plain.run("pix.cobranca", () => 1, pix(reference), { onInFlight: "raise" }), Uncertain);
+    } finally {
+      await proxy.close();
+    }
+  });
+});

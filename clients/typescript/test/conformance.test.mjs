@@ -1,0 +1,154 @@
+// The conformance scenarios (clients/conformance/scenarios.json), run by
+// this client against a real idem serve on every backend. The same file is
+// run by the Python client's tests.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import * as idemClient from "idem-client";
+import { backends, faultProxy, ledger, pix, pspCharge, serve } from "./support.mjs";
+
+const { Idem, Failed } = idemClient;
+const SCENARIOS = JSON.parse(readFileSync(new URL("../../conformance/scenarios.json", import.meta.url), "utf8"));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const run = promisify(execFile);
+
+class EffectError extends Error {}
+
+/** One scenario's world: its tenant, reference, proxy and counters. */
+class World {
+  constructor(server, token) {
+    this.server = server;
+    this.token = token;
+    this.reference = `conf-${Math.random().toString(16).slice(2, 14)}`;
+    this.executions = 0;
+    this.modelCalls = 0;
+    this.proxy = null;
+  }
+
+  effect(spec = "charge") {
+    const [kind, arg] = spec.split(":");
+    const ms = Number(arg ?? 0);
+    return async (intent) => {
+      this.executions += 1;
+      switch (kind) {
+        case "charge":
+          return pspCharge(this.server.url, this.token, intent.payload, intent.key);
+        case "slow_charge":
+          await sleep(ms);
+          return pspCharge(this.server.url, this.token, intent.payload, intent.key);
+        case "slow":
+          await sleep(ms);
+          return "late";
+        case "fail_final":
+          throw new Failed("declined by the provider");
+        case "throw":
+          throw new EffectError("the effect's own error");
+        default:
+          throw new Error(`a step names an effect this runner does not know: ${spec}`);
+      }
+    };
+  }
+
+  async call(step) {
+    const known = new Set(["run", "lazy", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy", "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed"]);
+    for (const k of Object.keys(step)) assert.ok(known.has(k), `a step names an option this runner does not know: ${k}`);
+    if (step.after_ms) await sleep(step.after_ms);
+    const idem = new Idem({
+      baseUrl: step.via_proxy ? this.proxy.url : this.server.url,
+      token: step.token ?? this.token,
+      maxRetries: step.max_retries ?? 2,
+    });
+    const reconcile = {
+      resend: (intent) => pspCharge(this.server.url, this.token, intent.payload, intent.key),
+      never: () => undefined,
+    }[step.reconcile];
+    if (step.reconcile) assert.ok(reconcile, `unknown reconcile ${step.reconcile}`);
+    const payload = pix(this.reference, step.run.valor);
+    const candidate = step.lazy
+      ? () => {
+          this.modelCalls += 1;
+          return payload;
+        }
+      : payload;
+    const options = {
+      leaseMs: step.lease_ms ?? 30_000,
+      onInFlight: step.on_in_flight ?? "wait",
+      reconcile,
+      reference: this.reference,
+    };
+    return idem.run(step.action ?? "pix.cobranca", this.effect(step.effect), candidate, options);
+  }
+
+  async check(step, promise) {
+    if (step.expect_error) {
+      await assert.rejects(promise, (e) => {
+        const name = step.expect_error === "EffectError" ? EffectError : idemClient[step.expect_error];
+        assert.ok(name, `unknown error class ${step.expect_error}`);
+        assert.ok(e instanceof name, `expected ${step.expect_error}, got ${e?.constructor?.name}: ${e?.message}`);
+        return true;
+      });
+      return;
+    }
+    const out = await promise;
+    for (const [k, v] of Object.entries(step.expect ?? {})) {
+      const got = k === "diverged" ? out.intent.diverged : out[k];
+      assert.equal(got, v, `${k}`);
+    }
+    return out;
+  }
+
+  async step(step) {
+    if (step.run && step.concurrent) {
+      const outs = await Promise.all(Array.from({ length: step.concurrent }, () => this.call(step)));
+      assert.equal(outs.filter((o) => o.replayed).length, step.expect_replayed, "replayed calls");
+      return;
+    }
+    if (step.run) return this.check(step, this.call(step));
+    if (step.parallel) {
+      await Promise.all(step.parallel.map((s) => this.check(s, this.call(s))));
+      return;
+    }
+    if (step.worker) {
+      const worker = new URL("./worker.mjs", import.meta.url).pathname;
+      const env = { ...process.env, IDEM_URL: this.server.url, IDEM_TOKEN: this.token, IDEM_REF: this.reference, IDEM_KILL: step.worker.kill };
+      await assert.rejects(run(process.execPath, [worker], { env }), (e) => e.signal === "SIGKILL");
+      return;
+    }
+    if (step.proxy) {
+      this.proxy ??= await faultProxy(this.server.url);
+      this.proxy.add(step.proxy);
+      return;
+    }
+    if ("executions" in step || "model_calls" in step || "ledger_cents" in step) {
+      if ("executions" in step) assert.equal(this.executions, step.executions, "executions of the effect");
+      if ("model_calls" in step) assert.equal(this.modelCalls, step.model_calls, "model calls");
+      if ("ledger_cents" in step) assert.deepEqual(await ledger(this.server.url, this.token), step.ledger_cents, "the PSP's ledger");
+      return;
+    }
+    assert.fail(`a step this runner does not know: ${JSON.stringify(step)}`);
+  }
+}
+
+for (const backend of backends()) {
+  describe(`conformance on ${backend.name}`, () => {
+    let server;
+    before(async () => {
+      server = await serve(backend);
+    });
+    after(async () => {
+      await server?.stop();
+    });
+    for (const scenario of SCENARIOS.scenarios) {
+      test(scenario.name, async () => {
+        const world = new World(server, server.newTenant(`ts${Math.random().toString(16).slice(2, 12)}`));
+        try {
+          for (const step of scenario.steps) await world.step(step);
+        } finally {
+          await world.proxy?.close();
+        }
+      });
+    }
+  });
+}
