@@ -163,8 +163,12 @@ function retryAfterMs(headers: Headers): number | null {
  *  attempt, never the action (the key comes from the frozen intent). */
 function newAttemptId(): string {
   const bytes = new Uint8Array(16);
-  globalThis.crypto.getRandomValues(bytes);
-  return "ts-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  // Web Crypto where the runtime has it (Node 19+, Bun, Deno, edge); Node
+  // 18 keeps it behind a flag. An attempt id needs to be unique, not secret.
+  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
+  if (c?.getRandomValues) c.getRandomValues(bytes);
+  else for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
+  return "ts-" + Date.now().toString(36) + "-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function checkOptions(o: Required<Omit<OnceOptions, "reconcile">>): void {
