@@ -175,24 +175,6 @@ async fn uncertain_action(
     key
 }
 
-/// Reads from `sock` until the server closes it; how long that took.
-fn closed_after(mut sock: std::net::TcpStream, within: Duration) -> Duration {
-    use std::io::Read;
-    sock.set_read_timeout(Some(within + Duration::from_secs(3)))
-        .unwrap();
-    let t = Instant::now();
-    let mut buf = [0u8; 4096];
-    loop {
-        match sock.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => continue,
-        }
-    }
-    let took = t.elapsed();
-    assert!(took < within + Duration::from_secs(2), "open for {took:?}");
-    took
-}
-
 /// An HTTP/2 frame header: length, type, flags, stream 0.
 fn h2_frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
     let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
@@ -230,7 +212,7 @@ async fn connections_without_a_request_close_at_the_header_timeout() {
             }
             60
         });
-        let took = closed_after(reader, Duration::from_millis(800));
+        let took = common::closed_after(reader, Duration::from_millis(800));
         let sent = pings.join().unwrap();
         assert!(sent < 40, "the pinger kept its connection for {sent} pings");
         took
@@ -240,12 +222,12 @@ async fn connections_without_a_request_close_at_the_header_timeout() {
         let mut sock = std::net::TcpStream::connect(&a).unwrap();
         sock.write_all(PREFACE).unwrap();
         sock.write_all(&h2_frame(0x4, 0, &[])).unwrap();
-        closed_after(sock, Duration::from_millis(800))
+        common::closed_after(sock, Duration::from_millis(800))
     });
     let a = addr.clone();
     let silent = tokio::task::spawn_blocking(move || {
         let sock = std::net::TcpStream::connect(&a).unwrap();
-        closed_after(sock, Duration::from_millis(800))
+        common::closed_after(sock, Duration::from_millis(800))
     });
     assert_eq!(reqwest::get(s.url("/healthz")).await.unwrap().status(), 200);
     pinger.await.unwrap();

@@ -211,3 +211,21 @@ pub fn in_english(pt: &str) -> String {
         None => swapped,
     }
 }
+
+/// Reads from `sock` until the server closes it; how long that took.
+pub fn closed_after(mut sock: std::net::TcpStream, within: Duration) -> Duration {
+    use std::io::Read;
+    sock.set_read_timeout(Some(within + Duration::from_secs(3)))
+        .unwrap();
+    let t = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => continue,
+        }
+    }
+    let took = t.elapsed();
+    assert!(took < within + Duration::from_secs(2), "open for {took:?}");
+    took
+}
