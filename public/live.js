@@ -3,7 +3,7 @@
 // Each element with a data-feed attribute subscribes to that server-sent
 // events URL and swaps in the markup of every "snapshot" event. The status
 // line it names (data-status) says whether the feed is live, stale (no word
-// for over 5 s) or disconnected, and when it reconnects. Where EventSource
+// for over 2 s) or disconnected, and when it reconnects. Where EventSource
 // is missing, or the stream keeps failing before its first message (a proxy
 // that buffers, say), it polls /live/fragment every 2 s instead. When the
 // page's language changes in place, the feed restarts in that language.
@@ -13,7 +13,9 @@
 // wasm because the wasm's size budget has no room left for a feed client.
 (function () {
   "use strict";
-  var STALE_MS = 5000;
+  // The server sends at least every second (a heartbeat when nothing
+  // changed): two seconds of silence means it is gone or stuck.
+  var STALE_MS = 2000;
   var POLL_MS = 2000;
 
   /** "pt" or "en": the page's language, as <html lang> says now. */
@@ -184,7 +186,7 @@
 
     setInterval(function () {
       if ((state === "live" || state === "reconnected") && Date.now() - last > STALE_MS) show("stale");
-    }, 1000);
+    }, 250);
 
     // An in-place language switch: restart the feed in the new language,
     // and say the current state in it.

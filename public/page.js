@@ -2,7 +2,10 @@
 // has no room in its size budget for this):
 // - copy buttons: the charts' image links, the live monitor's keys and
 //   references;
-// - the line a printed estimate starts with: when and from which link.
+// - the line a printed estimate or comparison starts with: when and from
+//   which link;
+// - the sticky headline's height, for the scroll padding that keeps focus
+//   in view.
 
 // One delegated listener, so buttons the pages swap in later work too (the
 // live monitor replaces its list every few seconds). `data-copy` holds a
@@ -41,7 +44,9 @@ function printMeta() {
   const lang = document.documentElement.lang || 'pt-BR';
   const en = lang === 'en-US';
   const when = new Date().toLocaleString(lang, { dateStyle: 'long', timeStyle: 'short' });
-  const parts = [`${en ? 'Estimate of' : 'Estimativa de'} ${when}`];
+  const comparison = box.dataset.kind === 'comparison';
+  const kind = comparison ? (en ? 'Comparison of' : 'Comparação de') : (en ? 'Estimate of' : 'Estimativa de');
+  const parts = [`${kind} ${when}`];
   const saved = location.pathname.match(/^\/s\/([^/]+)$/);
   if (saved) {
     const data = document.querySelector(`#page-data span[data-id="${CSS.escape(saved[1])}"]`);
@@ -54,7 +59,23 @@ function printMeta() {
   link.className = 'print-link';
   link.textContent = location.href;
   box.append(link);
+  // A comparison's columns, each with the whole link that reopens it.
+  for (const el of document.querySelectorAll('.print-href[data-href]')) {
+    el.textContent = new URL(el.dataset.href, location.href).href;
+  }
 }
 printMeta();
 window.addEventListener('beforeprint', printMeta);
 window.matchMedia('print').addEventListener('change', (m) => { if (m.matches) printMeta(); });
+
+// The sticky headline's height, for the page's scroll padding: what takes
+// the focus (a field, a link) scrolls clear of it rather than under it.
+function trackHeadline() {
+  const head = document.getElementById('headline');
+  if (!head || typeof ResizeObserver !== 'function') return;
+  const set = () => document.documentElement.style.setProperty('--headline-h', `${head.offsetHeight}px`);
+  new ResizeObserver(set).observe(head);
+  set();
+}
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', trackHeadline);
+else trackHeadline();

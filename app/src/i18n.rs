@@ -261,12 +261,64 @@ pub fn number_hint(l: Locale) -> &'static str {
     )
 }
 
-/// A currency's name in the selector.
-pub fn currency_name(c: Currency, l: Locale) -> &'static str {
-    match c {
-        Currency::Brl => tr(l, "Real (R$)", "Brazilian real (R$)"),
-        Currency::Usd => tr(l, "Dólar (US$)", "US dollar ($)"),
-        Currency::Eur => tr(l, "Euro (€)", "Euro (€)"),
+/// A currency as the selector lists it: code, name and symbol in the
+/// reader's language ("GBP — Libra esterlina (£)").
+pub fn currency_name(c: Currency, l: Locale) -> String {
+    let symbol = c.symbol(l);
+    if symbol == c.code() {
+        format!("{} — {}", c.code(), c.name(l))
+    } else {
+        format!("{} — {} ({symbol})", c.code(), c.name(l))
+    }
+}
+
+/// A currency marking typed in a number field that is not the field's
+/// currency: names the currency the field expects.
+pub fn wrong_currency_text(typed: &str, expected: Currency, l: Locale) -> String {
+    let typed: String = typed.chars().take(12).collect();
+    match l {
+        Locale::PtBr => format!(
+            "«{typed}» não é a moeda deste campo: ele está em {} ({}); troque a moeda do bloco ou apague «{typed}»",
+            expected.name(l),
+            expected.code()
+        ),
+        Locale::EnUs => format!(
+            "“{typed}” is not this field's currency: it is in {} ({}); change the block's currency or remove “{typed}”",
+            expected.name(l),
+            expected.code()
+        ),
+    }
+}
+
+/// What is wrong with a typed date, in the reader's language, naming both
+/// readings when there are two.
+pub fn date_problem_text(p: &idem_core::date::DateProblem, l: Locale) -> String {
+    use idem_core::date::{format_date_words, DateProblem};
+    match p {
+        DateProblem::Ambiguous(a, b) => match l {
+            Locale::PtBr => format!(
+                "data ambígua: pode ser {} ou {}; escreva o mês por extenso (4 dez 2026) ou 2026-12-04",
+                format_date_words(a, l),
+                format_date_words(b, l)
+            ),
+            Locale::EnUs => format!(
+                "ambiguous date: it reads {} or {}; write the month as a word (4 Dec 2026) or 2026-12-04",
+                format_date_words(a, l),
+                format_date_words(b, l)
+            ),
+        },
+        DateProblem::NoSuchDay => tr(
+            l,
+            "esse dia não existe: use dd/mm/aaaa, como 04/12/2026",
+            "no such day: write it as 4 Dec 2026 or 2026-12-04",
+        )
+        .to_owned(),
+        DateProblem::Unreadable => tr(
+            l,
+            "data inválida: use dd/mm/aaaa, como 04/12/2026",
+            "not a date: write it as 4 Dec 2026 or 2026-12-04",
+        )
+        .to_owned(),
     }
 }
 

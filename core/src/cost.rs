@@ -147,8 +147,8 @@ impl CostInputs {
             ticket: Decimal::new(120, 2),
             duplicate_rate_pct: Decimal::from(3),
             risk: None,
-            price_currency: Currency::Brl,
-            revenue_currency: Currency::Brl,
+            price_currency: Currency::BRL,
+            revenue_currency: Currency::BRL,
             fx: None,
             cached_share_pct: Decimal::ZERO,
             price_cached: Decimal::ZERO,
@@ -335,11 +335,12 @@ pub fn validate(i: &CostInputs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Drops trailing zeros, but keeps money at least at cents ("148.50").
-fn money(d: Decimal) -> Decimal {
+/// Drops trailing zeros, but keeps money at least at the currency's minor
+/// unit ("148.50" in reais, "1782" in yen, "1.250" in dinars).
+fn money_in(d: Decimal, minor: u32) -> Decimal {
     let mut n = d.normalize();
-    if n.scale() < 2 {
-        n.rescale(2);
+    if n.scale() < minor {
+        n.rescale(minor);
     }
     n
 }
@@ -372,6 +373,7 @@ fn call_cost(i: &CostInputs, cached_pct: Decimal, fx: Decimal) -> Result<Decimal
 /// Runs the model. Fails on invalid input or arithmetic overflow; never
 /// panics, never produces NaN or infinity.
 pub fn compute(i: &CostInputs) -> Result<CostOutputs, Error> {
+    let money = |d: Decimal| money_in(d, i.revenue_currency.minor_units());
     validate(i)?;
     let hundred = Decimal::ONE_HUNDRED;
     let twelve = Decimal::from(12);
@@ -504,7 +506,7 @@ mod tests {
     fn usd_contract() -> CostInputs {
         let mut i = CostInputs::reference();
         i.price_unit = PriceUnit::PerMillion;
-        i.price_currency = Currency::Usd;
+        i.price_currency = Currency::USD;
         i.fx = Some(d("5.33"));
         i.price_in = d("3");
         i.price_cached = d("0.30");

@@ -10,6 +10,8 @@
 
 pub mod catalog;
 pub mod cost;
+pub mod currency;
+pub mod date;
 pub mod derive;
 mod error;
 pub mod ids;

@@ -44,51 +44,7 @@ impl Locale {
     }
 }
 
-/// The display currency: a label, not a conversion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
-pub enum Currency {
-    /// Brazilian real.
-    #[default]
-    #[serde(rename = "BRL")]
-    Brl,
-    /// US dollar.
-    #[serde(rename = "USD")]
-    Usd,
-    /// Euro.
-    #[serde(rename = "EUR")]
-    Eur,
-}
-
-impl Currency {
-    /// ISO 4217 code.
-    pub fn code(self) -> &'static str {
-        match self {
-            Currency::Brl => "BRL",
-            Currency::Usd => "USD",
-            Currency::Eur => "EUR",
-        }
-    }
-
-    /// Reads an ISO code, case-insensitively.
-    pub fn from_code(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_uppercase().as_str() {
-            "BRL" => Some(Currency::Brl),
-            "USD" => Some(Currency::Usd),
-            "EUR" => Some(Currency::Eur),
-            _ => None,
-        }
-    }
-
-    /// The symbol shown before amounts in `locale` ("R$", "US$", "$", "€").
-    pub fn symbol(self, locale: Locale) -> &'static str {
-        match (self, locale) {
-            (Currency::Brl, _) => "R$",
-            (Currency::Usd, Locale::PtBr) => "US$",
-            (Currency::Usd, Locale::EnUs) => "$",
-            (Currency::Eur, _) => "€",
-        }
-    }
-}
+pub use crate::currency::{read_marking, Currency, Marking};
 
 fn group(int_digits: &str, sep: char) -> String {
     let n = int_digits.len();
@@ -126,30 +82,44 @@ pub fn format_decimal(d: Decimal, locale: Locale, min_frac: u32, max_frac: u32) 
     out
 }
 
-fn with_symbol(number: String, locale: Locale, currency: Currency) -> String {
-    match locale {
-        Locale::PtBr => format!("{} {number}", currency.symbol(locale)),
-        Locale::EnUs => format!("{}{number}", currency.symbol(locale)),
+/// A number already written in `locale`, with the currency's symbol where
+/// that locale puts it ("R$ 1", "£1", "ARS 1").
+pub fn with_symbol(number: String, locale: Locale, currency: Currency) -> String {
+    let symbol = currency.symbol(locale);
+    // CLDR's spacing: a symbol that ends in a letter ("ARS", "CHF") keeps
+    // a space from the digits in English too.
+    let spaced = locale == Locale::PtBr || symbol.ends_with(|c: char| c.is_alphabetic());
+    if spaced {
+        format!("{symbol} {number}")
+    } else {
+        format!("{symbol}{number}")
     }
 }
 
-/// An amount of money, to the cent ("R$ 148,50"), rounded half away from
-/// zero; the exact value goes in formulas' tooltips and the CSV.
+/// An amount of money to the currency's minor unit ("R$ 148,50",
+/// "¥1,782", "KWD 1.250"), rounded half away from zero; the exact value
+/// goes in formulas' tooltips and the CSV.
 pub fn format_money(d: Decimal, locale: Locale, currency: Currency) -> String {
-    with_symbol(format_decimal(d, locale, 2, 2), locale, currency)
+    let minor = currency.minor_units();
+    with_symbol(format_decimal(d, locale, minor, minor), locale, currency)
 }
 
-/// A unit cost (one model call): cents always shown, sub-cent digits kept
-/// up to four places, since a call costs fractions of a cent
+/// A unit cost (one model call): the minor unit always shown, finer
+/// digits kept up to four places, since a call costs fractions of a cent
 /// (R$ 0,165 stays R$ 0,165).
 pub fn format_unit_cost(d: Decimal, locale: Locale, currency: Currency) -> String {
-    with_symbol(format_decimal(d, locale, 2, 4), locale, currency)
+    let minor = currency.minor_units();
+    with_symbol(format_decimal(d, locale, minor, minor.max(4)), locale, currency)
 }
 
 /// A price as it was typed: every decimal the field keeps (up to ten), so
 /// a formula repeats exactly the number that went in ("US$ 0,30").
 pub fn format_price(d: Decimal, locale: Locale, currency: Currency) -> String {
-    with_symbol(format_decimal(d, locale, 2, 10), locale, currency)
+    with_symbol(
+        format_decimal(d, locale, currency.minor_units(), 10),
+        locale,
+        currency,
+    )
 }
 
 /// A count, rounded half away from zero to a whole number and grouped
@@ -158,20 +128,15 @@ pub fn format_count(d: Decimal, locale: Locale) -> String {
     format_decimal(d, locale, 0, 0)
 }
 
-/// The currency whose symbol a typed amount carries ("US$ 3", "$3", "€ 2",
-/// "R$ 1,20"), if any.
+/// The currency whose code or symbol a typed amount carries ("US$ 3",
+/// "$3", "€ 2", "R$ 1,20", "£2,40", "3 JPY"), if any: the first currency,
+/// by code, that spells its marking that way (a bare "$" reads as the US
+/// dollar's).
 pub fn currency_in_text(text: &str) -> Option<Currency> {
-    if text.contains("R$") {
-        Some(Currency::Brl)
-    } else if text.contains('$') || text.to_ascii_uppercase().contains("USD") {
-        Some(Currency::Usd)
-    } else if text.contains('€') || text.to_ascii_uppercase().contains("EUR") {
-        Some(Currency::Eur)
-    } else if text.to_ascii_uppercase().contains("BRL") {
-        Some(Currency::Brl)
-    } else {
-        None
+    if matches!(read_marking(text, Currency::USD), Marking::Matches(_)) {
+        return Some(Currency::USD);
     }
+    Currency::all().find(|c| matches!(read_marking(text, *c), Marking::Matches(_)))
 }
 
 /// A percentage with two decimals ("0,41%").
@@ -200,10 +165,11 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
         },
     };
     let mut s: String = input.chars().filter(|c| !c.is_whitespace()).collect();
-    for sym in [
-        "R$", "US$", "$", "€", "%", "BRL", "USD", "EUR", "brl", "usd", "eur",
-    ] {
-        s = s.replace(sym, "");
+    s = s.replace('%', "");
+    if let Some(c) = currency_in_text(&s) {
+        if let Marking::Matches(number) = read_marking(&s, c) {
+            s = number.chars().filter(|c| !c.is_whitespace()).collect();
+        }
     }
     if s.is_empty() {
         return Err(fail("type a number"));
@@ -372,38 +338,38 @@ mod tests {
     #[test]
     fn formats() {
         assert_eq!(
-            format_money(d("1782"), Locale::PtBr, Currency::Brl),
+            format_money(d("1782"), Locale::PtBr, Currency::BRL),
             "R$ 1.782,00"
         );
         assert_eq!(
-            format_money(d("148.5"), Locale::PtBr, Currency::Brl),
+            format_money(d("148.5"), Locale::PtBr, Currency::BRL),
             "R$ 148,50"
         );
         assert_eq!(
-            format_unit_cost(d("0.165"), Locale::PtBr, Currency::Brl),
+            format_unit_cost(d("0.165"), Locale::PtBr, Currency::BRL),
             "R$ 0,165"
         );
         assert_eq!(
-            format_money(d("59.4139"), Locale::PtBr, Currency::Brl),
+            format_money(d("59.4139"), Locale::PtBr, Currency::BRL),
             "R$ 59,41"
         );
         assert_eq!(
-            format_money(d("4950.165"), Locale::PtBr, Currency::Brl),
+            format_money(d("4950.165"), Locale::PtBr, Currency::BRL),
             "R$ 4.950,17"
         );
         assert_eq!(format_count(d("360.08"), Locale::PtBr), "360");
         assert_eq!(format_count(d("900.5"), Locale::PtBr), "901");
         assert_eq!(
-            format_price(d("0.0000125"), Locale::PtBr, Currency::Usd),
+            format_price(d("0.0000125"), Locale::PtBr, Currency::USD),
             "US$ 0,0000125"
         );
-        assert_eq!(currency_in_text("$3"), Some(Currency::Usd));
-        assert_eq!(currency_in_text("US$ 3"), Some(Currency::Usd));
-        assert_eq!(currency_in_text("R$ 3"), Some(Currency::Brl));
-        assert_eq!(currency_in_text("€3"), Some(Currency::Eur));
+        assert_eq!(currency_in_text("$3"), Some(Currency::USD));
+        assert_eq!(currency_in_text("US$ 3"), Some(Currency::USD));
+        assert_eq!(currency_in_text("R$ 3"), Some(Currency::BRL));
+        assert_eq!(currency_in_text("€3"), Some(Currency::EUR));
         assert_eq!(currency_in_text("3,00"), None);
         assert_eq!(
-            format_money(d("1782"), Locale::EnUs, Currency::Usd),
+            format_money(d("1782"), Locale::EnUs, Currency::USD),
             "$1,782.00"
         );
         assert_eq!(format_pct(d("0.4125"), Locale::PtBr), "0,41%");

@@ -30,7 +30,7 @@ fn value(f: Field) -> impl Strategy<Value = Option<Decimal>> {
     }
 }
 
-const CURRENCIES: [Currency; 3] = [Currency::Brl, Currency::Usd, Currency::Eur];
+const CURRENCIES: [Currency; 3] = [Currency::BRL, Currency::USD, Currency::EUR];
 
 fn scenario() -> impl Strategy<Value = Scenario> {
     let values: Vec<_> = Field::ALL.into_iter().map(value).collect();
@@ -53,7 +53,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 revenue_currency: CURRENCIES[rc],
             };
             let get = |f: Field| {
-                let v = vals[Field::ALL.iter().position(|g| *g == f).unwrap()];
+                let v = vals[f.index()];
                 // The risk block is all or nothing.
                 if Field::RISK.contains(&f) {
                     return if risk { v.or(Some(Decimal::ONE)) } else { None };
@@ -108,12 +108,12 @@ proptest! {
     ) {
         let rate = Decimal::new(rate_cents, 2);
         let mut usd = s.clone();
-        usd.inputs.price_currency = Currency::Usd;
-        usd.inputs.revenue_currency = Currency::Brl;
+        usd.inputs.price_currency = Currency::USD;
+        usd.inputs.revenue_currency = Currency::BRL;
         usd.inputs.fx = Some(rate);
         let mut brl = s.clone();
-        brl.inputs.price_currency = Currency::Brl;
-        brl.inputs.revenue_currency = Currency::Brl;
+        brl.inputs.price_currency = Currency::BRL;
+        brl.inputs.revenue_currency = Currency::BRL;
         brl.inputs.fx = None;
         for f in Field::PRICES {
             let v = f.get(&s).unwrap();

@@ -400,10 +400,11 @@ fn required(args: &Map<String, Value>, name: &str) -> Result<Decimal, Bad> {
 
 fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
     match args.get(name) {
-        None | Some(Value::Null) => Ok(Currency::Brl),
+        None | Some(Value::Null) => Ok(Currency::BRL),
         Some(Value::String(s)) => Currency::from_code(s).ok_or_else(|| {
             Bad(format!(
-                "argument `{name}`: `{s}` is not a currency idem prices in (BRL, USD or EUR)"
+                "argument `{name}`: `{}` is not an ISO 4217 currency code (BRL, USD, GBP, JPY…)",
+                s.chars().take(16).collect::<String>()
             ))
         }),
         Some(_) => Err(Bad(format!(

@@ -90,7 +90,13 @@ fn main() {
             });
         }
         measure(&format!("compare (4 scenarios) {label}"), rounds, || {
-            compare_chart(&columns, Currency::Brl, Locale::PtBr, format).unwrap_or_default()
+            compare_chart(
+                &columns,
+                Currency::BRL,
+                idem_server::figures::CompareTotal::TokenWaste,
+                Locale::PtBr,
+                format,
+            ).unwrap_or_default()
         });
         for name in app::charts::LIVE_NAMES {
             measure(&format!("live {name} (60 points) {label}"), rounds, || {

@@ -15,7 +15,7 @@
 //! draws a bounded number of elements (at most a few dozen points or bars),
 //! so one render is bounded in time and memory whatever the inputs.
 
-use crate::figures::{CompareColumn, Figure};
+use crate::figures::{CompareColumn, CompareTotal, Figure};
 use app::charts::W;
 use app::i18n::{field_label, tr, utc_minute};
 use idem_core::cost::CostOutputs;
@@ -671,10 +671,11 @@ impl Draw for Tornado {
 pub fn compare_chart(
     columns: &[CompareColumn],
     currency: Currency,
+    total: CompareTotal,
     l: Locale,
     format: Format,
 ) -> Result<Vec<u8>, ChartError> {
-    let figure = crate::figures::compare_figure(columns, currency, l);
+    let figure = crate::figures::compare_figure(columns, currency, total, l);
     render(
         &Bars {
             bars: columns
@@ -1019,7 +1020,7 @@ mod tests {
                 annual_loss: Err("link inválido".into()),
             },
         ];
-        let body = compare_chart(&cols, Currency::Brl, Locale::PtBr, Format::Svg)
+        let body = compare_chart(&cols, Currency::BRL, CompareTotal::TokenWaste, Locale::PtBr, Format::Svg)
             .unwrap_or_else(|e| panic!("{e}"));
         let t = texts(&String::from_utf8(body).unwrap_or_default());
         for want in ["A", "com idem", "R$ 1.782,00", "R$ 0,00", "link inválido"] {
@@ -1034,7 +1035,7 @@ mod tests {
             annual_loss: Ok(Decimal::from(165_000)),
         }];
         let svg = String::from_utf8(
-            compare_chart(&one, Currency::Brl, Locale::PtBr, Format::Svg)
+            compare_chart(&one, Currency::BRL, CompareTotal::TokenWaste, Locale::PtBr, Format::Svg)
                 .unwrap_or_else(|e| panic!("{e}")),
         )
         .unwrap_or_default();

@@ -283,17 +283,39 @@ pub struct CompareColumn {
     pub annual_loss: Result<Decimal, String>,
 }
 
+/// Which annual total a comparison's chart draws: the same one for every
+/// scenario, so bars compare like with like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareTotal {
+    /// The tokens the duplicates waste in a year (some scenario has no
+    /// risk block, so this is the total every scenario has).
+    TokenWaste,
+    /// Tokens plus the financial risk in a year (every scenario has a
+    /// risk block).
+    WithRisk,
+}
+
 /// A comparison's columns for its chart, from the scenarios as the compare
-/// page reads them, and the currency they are drawn in (the first
-/// scenario's; a column in another currency says so instead of a bar).
+/// page reads them, the currency they are drawn in (the first scenario's;
+/// a column in another currency says so instead of a bar) and the total
+/// drawn: with the risk only when every scenario has a risk block.
 pub fn compare_columns(
     scenarios: &[(String, Result<Scenario, String>)],
     l: Locale,
-) -> (Vec<CompareColumn>, idem_core::locale::Currency) {
+) -> (Vec<CompareColumn>, idem_core::locale::Currency, CompareTotal) {
     let currency = scenarios
         .iter()
         .find_map(|(_, s)| s.as_ref().ok().map(Scenario::currency))
         .unwrap_or_default();
+    let total = if scenarios
+        .iter()
+        .filter_map(|(_, s)| s.as_ref().ok())
+        .all(|s| s.inputs.risk.is_some())
+    {
+        CompareTotal::WithRisk
+    } else {
+        CompareTotal::TokenWaste
+    };
     let columns = scenarios
         .iter()
         .map(|(label, s)| CompareColumn {
@@ -306,35 +328,51 @@ pub fn compare_columns(
                 )),
                 Ok(s) => s
                     .compute()
-                    .map(|o| annual_loss(&o))
+                    .map(|o| match (total, &o.risk) {
+                        (CompareTotal::WithRisk, Some(r)) => r.annual_total_cost,
+                        _ => o.annual_token_waste,
+                    })
                     .map_err(|e| e.to_string()),
                 Err(why) => Err(why.clone()),
             },
         })
         .collect();
-    (columns, currency)
+    (columns, currency, total)
 }
 
 /// The comparison chart's text.
 pub fn compare_figure(
     columns: &[CompareColumn],
     currency: idem_core::locale::Currency,
+    total: CompareTotal,
     l: Locale,
 ) -> Figure {
+    let (title, caption, head) = match total {
+        CompareTotal::TokenWaste => (
+            tr(l, "Desperdício anual de tokens por cenário", "Annual token waste per scenario"),
+            tr(
+                l,
+                "O desperdício anual com tokens de cada cenário, lado a lado (o total que todos os cenários têm: nem todos preenchem o risco financeiro); o primeiro é a base da comparação.",
+                "Each scenario's annual token waste, side by side (the total every scenario has: not all fill in the financial risk); the first is the comparison's base.",
+            ),
+            tr(l, "Desperdício anual de tokens", "Annual token waste"),
+        ),
+        CompareTotal::WithRisk => (
+            tr(l, "Custo anual total (tokens + risco) por cenário", "Annual total cost (tokens + risk) per scenario"),
+            tr(
+                l,
+                "O custo anual total de cada cenário, tokens mais risco financeiro, lado a lado; o primeiro é a base da comparação.",
+                "Each scenario's annual total cost, tokens plus financial risk, side by side; the first is the comparison's base.",
+            ),
+            tr(l, "Custo anual total", "Annual total cost"),
+        ),
+    };
     Figure {
         id: "chart-compare".into(),
-        title: tr(l, "Perda anual por cenário", "Annual loss per scenario").into(),
-        caption: tr(
-            l,
-            "A perda anual de cada cenário, lado a lado; o primeiro é a base da comparação.",
-            "Each scenario's annual loss, side by side; the first is the comparison's base.",
-        )
-        .into(),
+        title: title.into(),
+        caption: caption.into(),
         note: None,
-        head: owned(&[
-            tr(l, "Cenário", "Scenario"),
-            tr(l, "Perda anual", "Annual loss"),
-        ]),
+        head: owned(&[tr(l, "Cenário", "Scenario"), head]),
         rows: columns
             .iter()
             .map(|c| {

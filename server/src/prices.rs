@@ -46,7 +46,7 @@ impl ModelPrice {
     /// Puts this model's prices into a scenario: USD per 1M tokens, with
     /// the model's id and the table's date.
     pub fn fill(&self, s: &mut Scenario, table_date: &str) {
-        s.inputs.price_currency = Currency::Usd;
+        s.inputs.price_currency = Currency::USD;
         s.inputs.price_unit = PriceUnit::PerMillion;
         s.inputs.price_in = self.input;
         s.inputs.price_cached = self.cached_or_input();

@@ -177,8 +177,14 @@ impl Application {
             (tokio::spawn(r.run(std::future::pending())), store)
         });
         tracing::info!(backend = ?store.backend(), "listening on http://{}", self.addr);
-        let served =
-            crate::http::serve(self.listener, crate::http::router(self.state), self.limits).await;
+        let feeds = self.state.live.feeds.clone();
+        let served = crate::http::serve_with_feeds(
+            self.listener,
+            crate::http::router(self.state),
+            self.limits,
+            feeds,
+        )
+        .await;
         maintenance.abort();
         alerts.abort();
         if let Some((task, store)) = relay {

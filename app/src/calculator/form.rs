@@ -1,10 +1,11 @@
 //! The calculator's editable state: what the person typed, field by
 //! field, read into a scenario, and the links and queries it becomes.
 
-use crate::i18n::{number_hint, problem_text, tr};
+use crate::i18n::{date_problem_text, number_hint, problem_text, wrong_currency_text};
 use crate::SavedView;
 use idem_core::cost::PriceUnit;
-use idem_core::locale::{currency_in_text, format_decimal, parse_decimal, Currency, Locale};
+use idem_core::date::{format_date, read_typed_date};
+use idem_core::locale::{format_decimal, parse_decimal, read_marking, Currency, Locale, Marking};
 use idem_core::scenario::{
     is_iso_date, is_model_id, parse_canonical, read_date, read_dropped_rate, Choices, Field, Kind,
     Problem, Scenario,
@@ -17,7 +18,7 @@ use rust_decimal::Decimal;
 pub const TYPED_KEY: &str = "t";
 
 pub(crate) fn idx(f: Field) -> usize {
-    Field::ALL.iter().position(|g| *g == f).unwrap_or(0)
+    f.index()
 }
 
 /// A value as the field shows it in `locale`: every decimal the field
@@ -35,14 +36,15 @@ pub fn display_text(f: Field, v: Decimal, l: Locale) -> String {
 /// kept verbatim while they type.
 #[derive(Clone, Copy)]
 pub struct Form {
-    texts: [RwSignal<String>; 16],
+    texts: [RwSignal<String>; Field::ALL.len()],
     /// What prices are quoted per.
     pub unit: RwSignal<PriceUnit>,
     /// The currency of the token prices.
     pub price_currency: RwSignal<Currency>,
     /// The currency of revenue and results.
     pub revenue_currency: RwSignal<Currency>,
-    /// The day the exchange rate was quoted, `YYYY-MM-DD` or empty.
+    /// The day the exchange rate was quoted, as typed in the page's
+    /// language (`04/12/2026`, `4 Dec 2026`) or empty.
     pub fx_date: RwSignal<String>,
     /// The price-table model the prices came from, and the table's date;
     /// cleared when a price is edited by hand.
@@ -75,7 +77,12 @@ impl Form {
             unit: RwSignal::new(s.inputs.price_unit),
             price_currency: RwSignal::new(s.inputs.price_currency),
             revenue_currency: RwSignal::new(s.inputs.revenue_currency),
-            fx_date: RwSignal::new(s.fx_date.clone().unwrap_or_default()),
+            fx_date: RwSignal::new(
+                s.fx_date
+                    .as_deref()
+                    .map(|d| format_date(d, l))
+                    .unwrap_or_default(),
+            ),
             model: RwSignal::new(s.model.clone().map(|m| (m, s.model_date.clone()))),
             fx_dropped: RwSignal::new(None),
         }
@@ -132,7 +139,14 @@ impl Form {
             form.revenue_currency.set(c);
         }
         if let Some(d) = get("pd") {
-            form.fx_date.set(read_date(d).unwrap_or_else(|| d.clone()));
+            // Typed on the page: kept as typed, read in the page's
+            // language. In a link: the ISO date (or the pt-BR form older
+            // links carry), shown in the page's language.
+            let shown = match read_date(d) {
+                Some(iso) if !typed => format_date(&iso, l),
+                _ => d.clone(),
+            };
+            form.fx_date.set(shown);
         }
         if let Some(m) = get("m").filter(|m| is_model_id(m)) {
             let date = get("md").filter(|d| is_iso_date(d)).cloned();
@@ -177,14 +191,19 @@ impl Form {
                 Err(problem(Problem::NotANumber))
             };
         }
-        if let Some(c) = currency_in_text(&text) {
-            // "$3" in a block priced in reais is a typo to point out, not
-            // a number to reinterpret.
-            if f.kind() != Kind::Money || c != self.currency_of(f) {
-                return Err(problem(Problem::WrongCurrency));
+        // "$3" in a block priced in pounds is a typo to point out, not a
+        // number to reinterpret; "£2,40" there is the number 2,40.
+        let expected = self.currency_of(f);
+        let number = match read_marking(&text, expected) {
+            Marking::None(t) => t.to_owned(),
+            Marking::Matches(t) if f.kind() == Kind::Money => t,
+            Marking::Matches(_) => return Err(problem(Problem::WrongCurrency)),
+            Marking::Other(m) if f.kind() == Kind::Money || looks_like_currency(&m) => {
+                return Err(wrong_currency_text(&m, expected, l));
             }
-        }
-        let v = parse_decimal(&text, l).map_err(|_| number_hint(l).to_owned())?;
+            Marking::Other(_) => return Err(number_hint(l).to_owned()),
+        };
+        let v = parse_decimal(&number, l).map_err(|_| number_hint(l).to_owned())?;
         f.check_typed(v).map(Some).map_err(problem)
     }
 
@@ -200,9 +219,13 @@ impl Form {
             .then(|| problem_text(Problem::RiskIncomplete, l).to_owned())
     }
 
-    fn with_meta(&self, mut s: Scenario) -> Scenario {
-        let date = self.fx_date.get();
-        s.fx_date = (is_iso_date(&date) && s.inputs.fx.is_some()).then_some(date);
+    /// The rate's date as an ISO date, if one is typed and reads as one day.
+    pub fn fx_date_iso(&self, l: Locale) -> Option<String> {
+        read_typed_date(&self.fx_date.get(), l).ok()
+    }
+
+    fn with_meta(&self, mut s: Scenario, l: Locale) -> Scenario {
+        s.fx_date = self.fx_date_iso(l).filter(|_| s.inputs.fx.is_some());
         if let Some((m, d)) = self.model.get() {
             s.model = Some(m);
             s.model_date = d;
@@ -225,14 +248,12 @@ impl Form {
     /// the rate: a bad one is said under its field and blocks no figure.
     pub fn date_problem(&self, l: Locale) -> Option<String> {
         let date = self.fx_date.get();
-        (!date.is_empty() && !is_iso_date(&date)).then(|| {
-            tr(
-                l,
-                "data inválida: use dd/mm/aaaa, como 01/12/2026",
-                "invalid date: use dd/mm/yyyy, as in 01/12/2026",
-            )
-            .to_owned()
-        })
+        if date.trim().is_empty() {
+            return None;
+        }
+        read_typed_date(&date, l)
+            .err()
+            .map(|p| date_problem_text(&p, l))
     }
 
     /// Sets the price currency (`price`) or the revenue currency. A typed
@@ -303,7 +324,7 @@ impl Form {
             .collect();
         let s =
             Scenario::from_values(|f| values[idx(f)], self.choices(), false).unwrap_or_default();
-        (self.with_meta(s), blocked)
+        (self.with_meta(s, l), blocked)
     }
 
     /// Back to the reference scenario.
@@ -313,8 +334,8 @@ impl Form {
             self.text(f).set(r.text(f).get_untracked());
         }
         self.unit.set(PriceUnit::PerThousand);
-        self.price_currency.set(Currency::Brl);
-        self.revenue_currency.set(Currency::Brl);
+        self.price_currency.set(Currency::BRL);
+        self.revenue_currency.set(Currency::BRL);
         self.fx_date.set(String::new());
         self.model.set(None);
         self.fx_dropped.set(None);
@@ -328,6 +349,9 @@ impl Form {
             if let Ok(v) = parse_decimal(&t.get_untracked(), from) {
                 t.set(display_text(f, v, to));
             }
+        }
+        if let Ok(iso) = read_typed_date(&self.fx_date.get_untracked(), from) {
+            self.fx_date.set(format_date(&iso, to));
         }
         if let Some(mut d) = self.fx_dropped.get_untracked() {
             if let Ok(v) = parse_decimal(&d.rate, from) {
@@ -407,4 +431,12 @@ pub fn encode_param(q: &str) -> String {
     q.replace('%', "%25")
         .replace('&', "%26")
         .replace('=', "%3D")
+}
+
+/// Whether letters typed in a number field look like a currency (a code
+/// or a symbol), so the message names the field's currency rather than
+/// giving number advice.
+fn looks_like_currency(marking: &str) -> bool {
+    Currency::from_code(marking).is_some()
+        || Currency::all().any(|c| c.spellings().iter().any(|s| s.eq_ignore_ascii_case(marking)))
 }

@@ -25,6 +25,7 @@ mod tests {
     use idem_core::locale::{Currency, Locale};
     use idem_core::scenario::{Field, Problem, Scenario};
     use leptos::prelude::*;
+    use rust_decimal::Decimal;
 
     #[test]
     fn free_text_travels_in_a_query_value() {
@@ -67,7 +68,7 @@ mod tests {
             let form = Form::from_query(&query("v=2&c=45000&pc=EUR&px=6.1&pd=2026-12-01"), l);
             assert_eq!(form.text(Field::Fx).get_untracked(), "6,10");
             // Prices now in dollars: the euro's rate is gone, never reused.
-            form.set_currency(true, Currency::Usd);
+            form.set_currency(true, Currency::USD);
             assert_eq!(form.text(Field::Fx).get_untracked(), "");
             assert_eq!(form.fx_date.get_untracked(), "");
             assert_eq!(
@@ -78,16 +79,17 @@ mod tests {
             let d = form.fx_dropped.get_untracked().unwrap();
             assert_eq!(
                 (d.from, d.to, d.rate.as_str()),
-                (Currency::Eur, Currency::Brl, "6,10")
+                (Currency::EUR, Currency::BRL, "6,10")
             );
             // Back to euros: the rate typed for them comes back.
-            form.set_currency(true, Currency::Eur);
+            form.set_currency(true, Currency::EUR);
             assert_eq!(form.text(Field::Fx).get_untracked(), "6,10");
-            assert_eq!(form.fx_date.get_untracked(), "2026-12-01");
+            assert_eq!(form.fx_date.get_untracked(), "01/12/2026");
+            assert_eq!(form.fx_date_iso(l).as_deref(), Some("2026-12-01"));
             // Revenue in euros too: no rate is needed; back to reais, the rate returns.
-            form.set_currency(false, Currency::Eur);
+            form.set_currency(false, Currency::EUR);
             assert_eq!(form.text(Field::Fx).get_untracked(), "");
-            form.set_currency(false, Currency::Brl);
+            form.set_currency(false, Currency::BRL);
             assert_eq!(form.text(Field::Fx).get_untracked(), "6,10");
         });
     }
@@ -104,7 +106,7 @@ mod tests {
             let d = form.fx_dropped.get_untracked().unwrap();
             assert_eq!(
                 (d.from, d.to, d.rate.as_str()),
-                (Currency::Eur, Currency::Brl, "6.10")
+                (Currency::EUR, Currency::BRL, "6.10")
             );
             assert!(form.lenient(l).1.contains(&Field::Fx));
         });
@@ -115,8 +117,12 @@ mod tests {
         reactive(|| {
             let l = Locale::PtBr;
             let form = Form::from_query(&query("v=2&pc=USD&px=5.33&pd=01/12/2026"), l);
-            assert_eq!(form.fx_date.get_untracked(), "2026-12-01");
+            assert_eq!(form.fx_date.get_untracked(), "01/12/2026");
+            assert_eq!(form.fx_date_iso(l).as_deref(), Some("2026-12-01"));
             assert_eq!(form.date_problem(l), None);
+            // The same link in English shows the day unmistakably.
+            let en = Form::from_query(&query("v=2&pc=USD&px=5.33&pd=2026-12-01"), Locale::EnUs);
+            assert_eq!(en.fx_date.get_untracked(), "1 Dec 2026");
             let form = Form::from_query(&query("v=2&pc=USD&px=5.33&pd=31/02/2026"), l);
             assert!(form.date_problem(l).unwrap().contains("dd/mm/aaaa"));
             assert_eq!(
@@ -125,6 +131,53 @@ mod tests {
                 "no figure waits on a date"
             );
             assert_eq!(form.text(Field::Fx).get_untracked(), "5,33");
+        });
+    }
+
+    #[test]
+    fn a_typed_date_that_reads_two_ways_is_refused_with_both() {
+        reactive(|| {
+            let en = Locale::EnUs;
+            let form = Form::from_query(&query("v=2&t=1&pc=USD&px=5.33&pd=04/12/2026"), en);
+            let why = form.date_problem(en).unwrap();
+            assert!(why.contains("4 December 2026"), "{why}");
+            assert!(why.contains("12 April 2026"), "{why}");
+            assert_eq!(form.fx_date_iso(en), None);
+            assert_eq!(form.lenient(en).1, Vec::<Field>::new(), "no figure waits on a date");
+            // The same text on the Portuguese page is day first, as it says.
+            let pt = Locale::PtBr;
+            let form = Form::from_query(&query("v=2&t=1&pc=USD&px=5,33&pd=04/12/2026"), pt);
+            assert_eq!(form.date_problem(pt), None);
+            assert_eq!(form.fx_date_iso(pt).as_deref(), Some("2026-12-04"));
+            // Switching the page's language rewrites the date in its form.
+            form.relocalize(pt, en);
+            assert_eq!(form.fx_date.get_untracked(), "4 Dec 2026");
+        });
+    }
+
+    #[test]
+    fn a_currency_symbol_in_a_price_is_read_or_refused_naming_the_currency() {
+        reactive(|| {
+            let l = Locale::PtBr;
+            let form = Form::from_query(&query("v=2&pc=GBP&px=7.35&u=1m"), l);
+            form.text(Field::PriceIn).set("£2,40".into());
+            assert_eq!(form.read(Field::PriceIn, l), Ok(Some(Decimal::new(24, 1))));
+            form.text(Field::PriceIn).set("GBP 2,40".into());
+            assert_eq!(form.read(Field::PriceIn, l), Ok(Some(Decimal::new(24, 1))));
+            form.text(Field::PriceIn).set("US$ 3".into());
+            let why = form.read(Field::PriceIn, l).unwrap_err();
+            assert!(why.contains("Libra esterlina (GBP)"), "{why}");
+            assert!(!why.contains("vírgula"), "{why}");
+            // The ticket is in the revenue currency, reais.
+            form.text(Field::Ticket).set("€1".into());
+            let why = form.read(Field::Ticket, l).unwrap_err();
+            assert!(why.contains("Real brasileiro (BRL)"), "{why}");
+            form.text(Field::Ticket).set("R$ 1,20".into());
+            assert_eq!(form.read(Field::Ticket, l), Ok(Some(Decimal::new(12, 1))));
+            let en = Locale::EnUs;
+            form.text(Field::PriceIn).set("$3".into());
+            let why = form.read(Field::PriceIn, en).unwrap_err();
+            assert!(why.contains("British Pound (GBP)"), "{why}");
         });
     }
 }

@@ -8,7 +8,7 @@ use crate::charts::Charts;
 use crate::i18n::{currency_name, field_label, problem_text, tr, Prefs, T};
 use crate::SavedView;
 use idem_core::cost::{CostOutputs, PriceUnit};
-use idem_core::locale::{format_decimal, format_price, Currency};
+use idem_core::locale::{format_decimal, format_price, Currency, Locale};
 use idem_core::scenario::{depends_on, parse_canonical, Field, Problem, Scenario};
 use leptos::prelude::*;
 
@@ -202,6 +202,19 @@ pub fn Calculator(
             form.revenue_currency.get().symbol(l),
         )
     };
+    // The rate as it enters the figures, with its date: what the results
+    // and the printout repeat.
+    let rate_echo = move || {
+        let l = locale.get();
+        let rate = form.read(Field::Fx, l).ok().flatten()?;
+        Some(rate_sentence(
+            form.price_currency.get(),
+            form.revenue_currency.get(),
+            rate,
+            form.fx_date_iso(l).as_deref(),
+            l,
+        ))
+    };
     // Why the rate field is empty after a change of currency.
     let dropped_note = move || {
         let l = locale.get();
@@ -246,9 +259,9 @@ pub fn Calculator(
                         form.model.set(None);
                     }
                 }>
-                {[Currency::Brl, Currency::Usd, Currency::Eur].map(|c| view! {
+                {Currency::all().map(|c| view! {
                     <option value=c.code() selected=move || signal.get() == c>{move || currency_name(c, locale.get())}</option>
-                })}
+                }).collect_view()}
             </select>
         }
     };
@@ -365,12 +378,16 @@ pub fn Calculator(
                     <p class="field-error" id="fx-dropped" role="status" hidden=move || dropped_note().is_none()>{dropped_note}</p>
                     <div class="field">
                         <label for="in-pd"><T pt="Data do câmbio" en="Exchange rate date"/></label>
-                        <input id="in-pd" name="pd" type="date" value=form.fx_date.get_untracked()
+                        <input id="in-pd" name="pd" type="text" inputmode="text" autocomplete="off" maxlength="40"
+                            value=form.fx_date.get_untracked()
                             prop:value=move || form.fx_date.get()
+                            placeholder=move || t("dd/mm/aaaa", "4 Dec 2026")
                             aria-invalid=move || form.date_problem(locale.get()).is_some().then_some("true")
-                            aria-describedby="err-pd"
+                            aria-describedby="hint-pd err-pd"
                             on:input=move |ev| form.fx_date.set(event_target_value(&ev))/>
+                        <p class="hint" id="hint-pd">{move || t("dd/mm/aaaa, como 04/12/2026", "as in 4 Dec 2026 or 2026-12-04")}</p>
                         <p class="field-error" id="err-pd" hidden=move || form.date_problem(locale.get()).is_none()>{move || form.date_problem(locale.get())}</p>
+                        <p class="hint" id="fx-echo" hidden=move || rate_echo().is_none()>{rate_echo}</p>
                     </div>
                 </Show>
             </fieldset>
@@ -582,7 +599,13 @@ pub(crate) fn Results(
         let l = locale.get();
         let risk_missing = outputs.risk.is_none();
         let charts_blocked = !blocked.is_empty();
+        let i = &scenario.inputs;
+        let rate = i
+            .fx
+            .filter(|_| i.price_currency != i.revenue_currency)
+            .map(|fx| rate_sentence(i.price_currency, i.revenue_currency, fx, scenario.fx_date.as_deref(), l));
         view! {
+            {rate.map(|r| view! { <p class="results-fx" id="results-fx">{r}</p> })}
             <dl class="outputs">
                 {rows(&scenario, &outputs, l)
                     .into_iter()
@@ -627,4 +650,25 @@ pub(crate) fn Results(
             })}
         }
     }
+}
+
+/// "£ 1 = R$ 7,35 em 04/12/2026": a rate as the page repeats it, with its
+/// date in the page's language (or a word that it has none).
+pub(crate) fn rate_sentence(
+    from: Currency,
+    to: Currency,
+    rate: rust_decimal::Decimal,
+    date: Option<&str>,
+    l: Locale,
+) -> String {
+    let when = match date {
+        Some(d) => format!("{} {}", tr(l, "em", "on"), idem_core::date::format_date(d, l)),
+        None => tr(l, "(sem data)", "(undated)").to_owned(),
+    };
+    format!(
+        "{} {} = {} {when}",
+        tr(l, "Câmbio:", "Exchange rate:"),
+        idem_core::locale::with_symbol("1".to_owned(), l, from),
+        format_price(rate, l, to),
+    )
 }

@@ -5,41 +5,39 @@
 use super::Scenario;
 use rust_decimal::Decimal;
 
-/// One numeric input of a scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Field {
+crate::scenario_fields! {
     /// Conversations per month.
-    Conversations,
+    Conversations: "c", "conversations", Count, input conversations;
     /// Input tokens per call.
-    TokensIn,
+    TokensIn: "ti", "tokens-in", Count, input tokens_in;
     /// Percent of input tokens served from the provider's cache.
-    CachedShare,
+    CachedShare: "cs", "cached-share", Percent, input cached_share_pct;
     /// Output tokens per call (reasoning included).
-    TokensOut,
+    TokensOut: "to", "tokens-out", Count, input tokens_out;
     /// Model calls per conversation.
-    Calls,
+    Calls: "cl", "calls", Average, input calls_per_conversation;
     /// Price of input tokens per unit.
-    PriceIn,
+    PriceIn: "pi", "price-in", Money, input price_in;
     /// Price of cached input tokens per unit.
-    PriceCached,
+    PriceCached: "pca", "price-cached", Money, input price_cached;
     /// Price of output tokens per unit.
-    PriceOut,
+    PriceOut: "po", "price-out", Money, input price_out;
     /// Revenue-currency units per unit of the price currency.
-    Fx,
+    Fx: "px", "fx", Rate, rate fx;
     /// Revenue per resolved conversation.
-    Ticket,
+    Ticket: "tk", "ticket", Money, input ticket;
     /// Percent of conversations that repeat the call.
-    DuplicateRate,
+    DuplicateRate: "d", "duplicate-rate", Percent, input duplicate_rate_pct;
     /// Percent of a duplicate's input that hits the provider's cache.
-    DupCacheShare,
+    DupCacheShare: "dcs", "dup-cache-share", Percent, input dup_cache_share_pct;
     /// Percent of duplicated conversations that move money.
-    MoneyShare,
+    MoneyShare: "ms", "money-share", Percent, risk money_share_pct;
     /// Average charge.
-    AvgCharge,
+    AvgCharge: "ac", "avg-charge", Money, risk avg_charge;
     /// Operational cost per duplicated charge.
-    OpsCost,
+    OpsCost: "oc", "ops-cost", Money, risk ops_cost;
     /// Percent of duplicated charges that become a claim.
-    ClaimRate,
+    ClaimRate: "cr", "claim-rate", Percent, risk claim_rate_pct;
 }
 
 /// What kind of number a field holds, which decides how it is checked.
@@ -99,26 +97,6 @@ pub enum Problem {
 }
 
 impl Field {
-    /// Every field, in display order.
-    pub const ALL: [Field; 16] = [
-        Field::Conversations,
-        Field::TokensIn,
-        Field::CachedShare,
-        Field::TokensOut,
-        Field::Calls,
-        Field::PriceIn,
-        Field::PriceCached,
-        Field::PriceOut,
-        Field::Fx,
-        Field::Ticket,
-        Field::DuplicateRate,
-        Field::DupCacheShare,
-        Field::MoneyShare,
-        Field::AvgCharge,
-        Field::OpsCost,
-        Field::ClaimRate,
-    ];
-
     /// The four financial-risk inputs, all given or none.
     pub const RISK: [Field; 4] = [
         Field::MoneyShare,
@@ -130,51 +108,9 @@ impl Field {
     /// The three token prices, which are in the price currency.
     pub const PRICES: [Field; 3] = [Field::PriceIn, Field::PriceCached, Field::PriceOut];
 
-    /// The short query key.
-    pub fn key(self) -> &'static str {
-        match self {
-            Field::Conversations => "c",
-            Field::TokensIn => "ti",
-            Field::CachedShare => "cs",
-            Field::TokensOut => "to",
-            Field::Calls => "cl",
-            Field::PriceIn => "pi",
-            Field::PriceCached => "pca",
-            Field::PriceOut => "po",
-            Field::Fx => "px",
-            Field::Ticket => "tk",
-            Field::DuplicateRate => "d",
-            Field::DupCacheShare => "dcs",
-            Field::MoneyShare => "ms",
-            Field::AvgCharge => "ac",
-            Field::OpsCost => "oc",
-            Field::ClaimRate => "cr",
-        }
-    }
-
     /// The field a query key names.
     pub fn from_key(key: &str) -> Option<Field> {
         Field::ALL.into_iter().find(|f| f.key() == key)
-    }
-
-    /// What kind of number the field holds.
-    pub fn kind(self) -> Kind {
-        match self {
-            Field::Conversations | Field::TokensIn | Field::TokensOut => Kind::Count,
-            Field::PriceIn
-            | Field::PriceCached
-            | Field::PriceOut
-            | Field::Ticket
-            | Field::AvgCharge
-            | Field::OpsCost => Kind::Money,
-            Field::DuplicateRate
-            | Field::CachedShare
-            | Field::DupCacheShare
-            | Field::MoneyShare
-            | Field::ClaimRate => Kind::Percent,
-            Field::Fx => Kind::Rate,
-            Field::Calls => Kind::Average,
-        }
     }
 
     /// Whether the field may be left empty (the risk block, and the rate
@@ -213,26 +149,7 @@ impl Field {
 
     /// The field's value in a scenario (`None` for an absent optional one).
     pub fn get(self, s: &Scenario) -> Option<Decimal> {
-        let i = &s.inputs;
-        let r = i.risk.as_ref();
-        match self {
-            Field::Conversations => Some(i.conversations),
-            Field::TokensIn => Some(i.tokens_in),
-            Field::CachedShare => Some(i.cached_share_pct),
-            Field::TokensOut => Some(i.tokens_out),
-            Field::Calls => Some(i.calls_per_conversation),
-            Field::PriceIn => Some(i.price_in),
-            Field::PriceCached => Some(i.price_cached),
-            Field::PriceOut => Some(i.price_out),
-            Field::Fx => i.fx,
-            Field::Ticket => Some(i.ticket),
-            Field::DuplicateRate => Some(i.duplicate_rate_pct),
-            Field::DupCacheShare => Some(i.dup_cache_share_pct),
-            Field::MoneyShare => r.map(|r| r.money_share_pct),
-            Field::AvgCharge => r.map(|r| r.avg_charge),
-            Field::OpsCost => r.map(|r| r.ops_cost),
-            Field::ClaimRate => r.map(|r| r.claim_rate_pct),
-        }
+        self.get_in(&s.inputs)
     }
 
     /// The reference scenario's value.

@@ -4,7 +4,7 @@
 
 use super::fields::{Field, Problem};
 use super::{Scenario, VERSION};
-use crate::cost::{CostInputs, CostOutputs, PriceUnit, RiskInputs};
+use crate::cost::{CostInputs, CostOutputs, PriceUnit};
 use crate::locale::Currency;
 use crate::{cost, Error};
 use rust_decimal::Decimal;
@@ -157,7 +157,6 @@ impl Scenario {
             }
         };
         let vals: Vec<Option<Decimal>> = Field::ALL.into_iter().map(&mut get).collect();
-        let at = |f: Field| vals[Field::ALL.iter().position(|x| *x == f).unwrap_or(0)];
         let risk_given: Vec<Field> = Field::RISK
             .into_iter()
             .filter(|f| value(*f).is_some())
@@ -172,44 +171,22 @@ impl Scenario {
         if !problems.is_empty() {
             return Err(Problems(problems));
         }
-        let z = Decimal::ZERO;
-        let risk = match (
-            at(Field::MoneyShare),
-            at(Field::AvgCharge),
-            at(Field::OpsCost),
-            at(Field::ClaimRate),
-        ) {
-            (Some(money_share_pct), Some(avg_charge), Some(ops_cost), Some(claim_rate_pct)) => {
-                Some(RiskInputs {
-                    money_share_pct,
-                    avg_charge,
-                    ops_cost,
-                    claim_rate_pct,
-                })
-            }
-            _ => None,
+        let mut inputs = CostInputs {
+            price_unit: choices.price_unit,
+            price_currency: choices.price_currency,
+            revenue_currency: choices.revenue_currency,
+            ..CostInputs::reference()
         };
+        // Each value by its field's own place in the table: no field can
+        // take another's value.
+        Field::write_inputs(|f| vals[f.index()], &mut inputs);
+        // A rate between a currency and itself means nothing; it is
+        // dropped so the link does not carry it.
+        if !needs_rate {
+            inputs.fx = None;
+        }
         Ok(Scenario {
-            inputs: CostInputs {
-                conversations: at(Field::Conversations).unwrap_or(z),
-                tokens_in: at(Field::TokensIn).unwrap_or(z),
-                tokens_out: at(Field::TokensOut).unwrap_or(z),
-                price_in: at(Field::PriceIn).unwrap_or(z),
-                price_out: at(Field::PriceOut).unwrap_or(z),
-                price_unit: choices.price_unit,
-                ticket: at(Field::Ticket).unwrap_or(z),
-                duplicate_rate_pct: at(Field::DuplicateRate).unwrap_or(z),
-                risk,
-                price_currency: choices.price_currency,
-                revenue_currency: choices.revenue_currency,
-                // A rate between a currency and itself means nothing; it is
-                // dropped so the link does not carry it.
-                fx: if needs_rate { at(Field::Fx) } else { None },
-                cached_share_pct: at(Field::CachedShare).unwrap_or(z),
-                price_cached: at(Field::PriceCached).unwrap_or(z),
-                calls_per_conversation: at(Field::Calls).unwrap_or(Decimal::ONE),
-                dup_cache_share_pct: at(Field::DupCacheShare).unwrap_or(z),
-            },
+            inputs,
             model: None,
             model_date: None,
             fx_date: None,
@@ -352,11 +329,11 @@ impl Scenario {
         if i.price_unit == PriceUnit::PerMillion {
             out.push_str("&u=1m");
         }
-        if i.price_currency != Currency::Brl {
+        if i.price_currency != Currency::BRL {
             out.push_str("&pc=");
             out.push_str(i.price_currency.code());
         }
-        if i.revenue_currency != Currency::Brl {
+        if i.revenue_currency != Currency::BRL {
             out.push_str("&rc=");
             out.push_str(i.revenue_currency.code());
         }
@@ -444,7 +421,7 @@ pub(crate) mod v1 {
         let mut values: Vec<(Field, Option<Decimal>)> =
             KEYS.iter().map(|(_, f)| (*f, f.default_value())).collect();
         let mut unit = PriceUnit::PerThousand;
-        let mut currency = Currency::Brl;
+        let mut currency = Currency::BRL;
         let mut rate: Option<Decimal> = None;
         let mut problems = Vec::new();
         for (k, v) in pairs.iter().copied() {
@@ -482,7 +459,7 @@ pub(crate) mod v1 {
         // it, but a hand-edited link can carry it) still multiplied every
         // result. There is no exchange rate from BRL to itself, so the
         // prices are multiplied too: the same numbers.
-        let same = currency == Currency::Brl;
+        let same = currency == Currency::BRL;
         let scaled =
             |v: Option<Decimal>, r: Decimal| v.map(|v| v.checked_mul(r).unwrap_or(Decimal::MAX));
         let lookup = |f: Field| -> Option<Decimal> {
@@ -499,7 +476,7 @@ pub(crate) mod v1 {
         let choices = Choices {
             price_unit: unit,
             price_currency: if rate.is_some() && !same {
-                Currency::Brl
+                Currency::BRL
             } else {
                 currency
             },
@@ -535,8 +512,8 @@ pub enum QueryError {
     /// `u` is neither `1k` nor `1m`.
     #[error("price unit `{0}` is not 1k or 1m")]
     Unit(String),
-    /// `cur`, `pc` or `rc` is not BRL, USD or EUR.
-    #[error("currency `{0}` is not BRL, USD or EUR")]
+    /// `cur`, `pc` or `rc` is not an ISO 4217 currency code with minor units.
+    #[error("currency `{0}` is not an ISO 4217 currency code")]
     Currency(String),
     /// `m` is not a model id.
     #[error("model `{0}` is not a model id of the price table")]

@@ -23,6 +23,7 @@ mod analysis;
 mod estimate;
 mod fields;
 mod link;
+mod table;
 
 pub use analysis::*;
 pub use estimate::*;
@@ -79,7 +80,7 @@ mod tests {
         s.inputs.price_cached = d("0.30");
         s.inputs.price_out = d("15");
         s.inputs.price_unit = PriceUnit::PerMillion;
-        s.inputs.price_currency = Currency::Usd;
+        s.inputs.price_currency = Currency::USD;
         s.inputs.fx = Some(d("5.33"));
         s.inputs.cached_share_pct = d("40");
         s.inputs.calls_per_conversation = d("1.5");
@@ -100,8 +101,8 @@ mod tests {
     #[test]
     fn a_v1_display_conversion_becomes_revenue_in_that_currency() {
         let s = q("v=1&cur=USD&fx=0.18").unwrap();
-        assert_eq!(s.inputs.revenue_currency, Currency::Usd);
-        assert_eq!(s.inputs.price_currency, Currency::Brl);
+        assert_eq!(s.inputs.revenue_currency, Currency::USD);
+        assert_eq!(s.inputs.price_currency, Currency::BRL);
         assert_eq!(s.inputs.fx, Some(d("0.18")));
         assert_eq!(s.inputs.ticket, d("0.216"));
         let o = s.compute().unwrap();
@@ -110,7 +111,7 @@ mod tests {
         assert_eq!(s.to_query(), "v=2&px=0.18&tk=0.216&rc=USD");
         // A label only: everything in that currency.
         let s = q("v=1&cur=EUR").unwrap();
-        assert_eq!(s.choices().price_currency, Currency::Eur);
+        assert_eq!(s.choices().price_currency, Currency::EUR);
         assert_eq!(s.inputs.fx, None);
     }
 
@@ -142,8 +143,10 @@ mod tests {
     fn bad_links_say_what_is_wrong() {
         assert!(matches!(q("v=9"), Err(QueryError::Version(_))));
         assert!(matches!(q("v=2&u=2k"), Err(QueryError::Unit(_))));
-        assert!(matches!(q("v=2&pc=JPY"), Err(QueryError::Currency(_))));
-        assert!(matches!(q("v=1&cur=JPY"), Err(QueryError::Currency(_))));
+        assert!(matches!(q("v=2&pc=XYZ"), Err(QueryError::Currency(_))));
+        assert!(matches!(q("v=2&rc=XTS"), Err(QueryError::Currency(_))));
+        assert!(q("v=2&pc=JPY&px=0.036").is_ok());
+        assert!(matches!(q("v=1&cur=XYZ"), Err(QueryError::Currency(_))));
         assert!(matches!(q("v=2&m=a%20b"), Err(QueryError::Model(_))));
         assert!(matches!(
             q("v=2&pc=USD&px=5.33&pd=2026-02-30"),
@@ -238,7 +241,7 @@ mod tests {
         );
         assert_eq!(
             read_dropped_rate("EUR:6.1"),
-            Some((Currency::Eur, d("6.1")))
+            Some((Currency::EUR, d("6.1")))
         );
         assert_eq!(read_dropped_rate("XYZ:6.1"), None);
         assert_eq!(read_dropped_rate("EUR:6,1"), None);
@@ -302,7 +305,7 @@ mod tests {
         );
         // A dollar contract moves with the rate, exactly as with the prices.
         let mut usd = CostInputs::reference();
-        usd.price_currency = Currency::Usd;
+        usd.price_currency = Currency::USD;
         usd.fx = Some(d("5.33"));
         let swings = sensitivity(&usd, d("20")).unwrap();
         let fx = swings.iter().find(|s| s.field == Field::Fx).unwrap();

@@ -1,11 +1,12 @@
 //! `idem cost`: the cost model on the command line.
 
-use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit, RiskInputs};
+use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit};
+use idem_core::date::{format_date, format_date_words, read_typed_date, DateProblem};
 use idem_core::locale::{
     currency_in_text, format_count, format_decimal, format_money, format_pct, format_unit_cost,
-    parse_decimal_flag, Currency, Locale,
+    parse_decimal_flag, read_marking, Currency, Locale, Marking,
 };
-use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
+use idem_core::scenario::{Field, Kind, Problem, Scenario};
 use rust_decimal::Decimal;
 use std::process::ExitCode;
 
@@ -37,7 +38,7 @@ pub struct CostArgs {
     /// What prices are quoted per: 1k or 1m tokens.
     #[arg(long, default_value = "1k", conflicts_with = "model")]
     price_unit: String,
-    /// The currency of the token prices: BRL, USD or EUR.
+    /// The currency of the token prices: any ISO 4217 code (BRL, USD, GBP, JPY…).
     #[arg(long, default_value = "BRL", conflicts_with = "model")]
     price_currency: String,
     /// Take the prices (USD per 1M, cached input included) of this model
@@ -54,7 +55,9 @@ pub struct CostArgs {
     /// --revenue-currency.
     #[arg(long)]
     fx: Option<String>,
-    /// The day the exchange rate was quoted (YYYY-MM-DD), printed with it.
+    /// The day the exchange rate was quoted, printed with it: 2026-12-04,
+    /// 4 Dec 2026, or dd/mm/aaaa with --locale pt-BR (numbers that read as
+    /// two days are refused with both).
     #[arg(long, requires = "fx")]
     fx_date: Option<String>,
     /// Percentage of each call's input served from the provider's cache.
@@ -99,13 +102,34 @@ fn parse_locale(s: &str) -> Result<Locale, String> {
     Locale::from_tag(s).ok_or_else(|| format!("`{s}` is not pt-BR or en"))
 }
 
-fn num(flag: &'static str, text: &str, locale: Option<Locale>) -> Result<Decimal, String> {
-    if let Some(c) = currency_in_text(text) {
-        return Err(format!(
-            "--{flag}: `{text}` carries a currency symbol ({}); give the number alone and the currency with --price-currency or --revenue-currency",
-            c.code()
-        ));
-    }
+/// A number flag; `money` is the currency of an amount flag, whose own
+/// symbol or code may be typed with it (`--ticket "R$ 1,20"`,
+/// `--price-in £2,40`). Another currency's is refused, naming the one the
+/// flag is in.
+fn num(
+    flag: &'static str,
+    text: &str,
+    locale: Option<Locale>,
+    money: Option<Currency>,
+) -> Result<Decimal, String> {
+    let number = match money.map(|c| (c, read_marking(text, c))) {
+        None if currency_in_text(text).is_some() => {
+            return Err(format!(
+                "--{flag}: `{text}` carries a currency symbol, but --{flag} is not an amount of money: give the number alone"
+            ));
+        }
+        None | Some((_, Marking::None(_))) => text.to_owned(),
+        Some((_, Marking::Matches(n))) => n,
+        Some((c, Marking::Other(m))) => {
+            return Err(format!(
+                "--{flag}: `{m}` is not the currency of --{flag}, which is in {} ({}); give the number alone or in {}",
+                c.name(Locale::EnUs),
+                c.code(),
+                c.code()
+            ));
+        }
+    };
+    let text = number.as_str();
     parse_decimal_flag(text.trim().trim_end_matches('%'), locale).map_err(|e| match e {
         idem_core::Error::AmbiguousNumber { .. } => {
             format!("--{flag}: {e}: say which with --locale pt-BR or --locale en")
@@ -115,47 +139,61 @@ fn num(flag: &'static str, text: &str, locale: Option<Locale>) -> Result<Decimal
 }
 
 fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
-    Currency::from_code(text).ok_or_else(|| format!("--{flag}: `{text}` is not BRL, USD or EUR"))
+    Currency::from_code(text).ok_or_else(|| {
+        format!(
+            "--{flag}: `{}` is not an ISO 4217 currency code (BRL, USD, EUR, GBP, JPY…)",
+            text.chars().take(16).collect::<String>()
+        )
+    })
 }
 
 fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
     let l = a.locale;
-    let risk = match (&a.money_share, &a.avg_charge, &a.ops_cost, &a.claim_rate) {
-        (Some(m), Some(avg), Some(ops), Some(claim)) => Some(RiskInputs {
-            money_share_pct: num("money-share", m, l)?,
-            avg_charge: num("avg-charge", avg, l)?,
-            ops_cost: num("ops-cost", ops, l)?,
-            claim_rate_pct: num("claim-rate", claim, l)?,
-        }),
-        _ => None,
+    let pc = currency("price-currency", &a.price_currency)?;
+    let rc = currency("revenue-currency", &a.revenue_currency)?;
+    // Each field's flag, by the field table: a field with no flag here
+    // does not build.
+    let given = |f: Field| -> Option<&str> {
+        match f {
+            Field::Conversations => Some(&a.conversations),
+            Field::TokensIn => Some(&a.tokens_in),
+            Field::CachedShare => Some(&a.cached_share),
+            Field::TokensOut => Some(&a.tokens_out),
+            Field::Calls => Some(&a.calls),
+            Field::PriceIn => Some(a.price_in.as_deref().unwrap_or("0")),
+            Field::PriceCached => Some(a.price_cached.as_deref().unwrap_or("0")),
+            Field::PriceOut => Some(a.price_out.as_deref().unwrap_or("0")),
+            Field::Fx => a.fx.as_deref(),
+            Field::Ticket => Some(&a.ticket),
+            Field::DuplicateRate => Some(&a.duplicate_rate),
+            Field::DupCacheShare => Some(&a.dup_cache_share),
+            Field::MoneyShare => a.money_share.as_deref(),
+            Field::AvgCharge => a.avg_charge.as_deref(),
+            Field::OpsCost => a.ops_cost.as_deref(),
+            Field::ClaimRate => a.claim_rate.as_deref(),
+        }
     };
-    let zero = || "0".to_owned();
+    let mut values = Vec::with_capacity(Field::ALL.len());
+    for f in Field::ALL {
+        let money = match f.kind() {
+            Kind::Money if f.in_price_currency() => Some(pc),
+            Kind::Money => Some(rc),
+            _ => None,
+        };
+        values.push(given(f).map(|t| num(f.flag(), t, l, money)).transpose()?);
+    }
+    let mut inputs = CostInputs {
+        price_unit: a
+            .price_unit
+            .parse::<PriceUnit>()
+            .map_err(|e| format!("--{e}"))?,
+        price_currency: pc,
+        revenue_currency: rc,
+        ..CostInputs::reference()
+    };
+    Field::write_inputs(|f| values[f.index()], &mut inputs);
     let mut s = Scenario {
-        inputs: CostInputs {
-            conversations: num("conversations", &a.conversations, l)?,
-            tokens_in: num("tokens-in", &a.tokens_in, l)?,
-            tokens_out: num("tokens-out", &a.tokens_out, l)?,
-            price_in: num("price-in", &a.price_in.clone().unwrap_or_else(zero), l)?,
-            price_out: num("price-out", &a.price_out.clone().unwrap_or_else(zero), l)?,
-            price_unit: a
-                .price_unit
-                .parse::<PriceUnit>()
-                .map_err(|e| format!("--{e}"))?,
-            ticket: num("ticket", &a.ticket, l)?,
-            duplicate_rate_pct: num("duplicate-rate", &a.duplicate_rate, l)?,
-            risk,
-            price_currency: currency("price-currency", &a.price_currency)?,
-            revenue_currency: currency("revenue-currency", &a.revenue_currency)?,
-            fx: a.fx.as_deref().map(|t| num("fx", t, l)).transpose()?,
-            cached_share_pct: num("cached-share", &a.cached_share, l)?,
-            price_cached: num(
-                "price-cached",
-                &a.price_cached.clone().unwrap_or_else(zero),
-                l,
-            )?,
-            calls_per_conversation: num("calls", &a.calls, l)?,
-            dup_cache_share_pct: num("dup-cache-share", &a.dup_cache_share, l)?,
-        },
+        inputs,
         ..Scenario::default()
     };
     let mut note = None;
@@ -223,10 +261,20 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
         ));
     }
     if let Some(d) = &a.fx_date {
-        if !is_iso_date(d) {
-            return Err(format!("--fx-date: `{d}` is not a date written YYYY-MM-DD"));
-        }
-        s.fx_date = Some(d.clone());
+        // ISO, a month by name, or numbers that read as one day only;
+        // `04/12/2026` without --locale pt-BR reads two ways and is refused.
+        let read = read_typed_date(d, l.unwrap_or(Locale::EnUs)).map_err(|p| match p {
+            DateProblem::Ambiguous(x, y) => format!(
+                "--fx-date: `{d}` reads as {} or {}: write 2026-12-04, or give --locale pt-BR for dd/mm/aaaa",
+                format_date_words(&x, Locale::EnUs),
+                format_date_words(&y, Locale::EnUs)
+            ),
+            DateProblem::NoSuchDay => format!("--fx-date: `{d}` is no such day"),
+            DateProblem::Unreadable => {
+                format!("--fx-date: `{d}` is not a date (write 2026-12-04)")
+            }
+        })?;
+        s.fx_date = Some(read);
     }
     // The same precision rules as the calculator's fields: nothing typed is
     // rounded away.
@@ -248,24 +296,7 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
 
 /// The command-line flag of a field.
 fn flag_of(f: Field) -> &'static str {
-    match f {
-        Field::Conversations => "conversations",
-        Field::TokensIn => "tokens-in",
-        Field::CachedShare => "cached-share",
-        Field::TokensOut => "tokens-out",
-        Field::Calls => "calls",
-        Field::PriceIn => "price-in",
-        Field::PriceCached => "price-cached",
-        Field::PriceOut => "price-out",
-        Field::Fx => "fx",
-        Field::Ticket => "ticket",
-        Field::DuplicateRate => "duplicate-rate",
-        Field::DupCacheShare => "dup-cache-share",
-        Field::MoneyShare => "money-share",
-        Field::AvgCharge => "avg-charge",
-        Field::OpsCost => "ops-cost",
-        Field::ClaimRate => "claim-rate",
-    }
+    f.flag()
 }
 
 /// The results as a table, labelled and formatted in `l`.
@@ -287,7 +318,7 @@ fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
                 format_decimal(fx, l, 2, 8),
                 s.fx_date
                     .as_deref()
-                    .map(|d| format!(" {} {d}", t("em", "on")))
+                    .map(|d| format!(" {} {}", t("em", "on"), format_date(d, l)))
                     .unwrap_or_default()
             ),
         ));

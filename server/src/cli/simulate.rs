@@ -563,7 +563,7 @@ async fn tally(
         wasted_model_cost: idem_core::locale::format_money(
             wasted_cost,
             idem_core::locale::Locale::PtBr,
-            idem_core::locale::Currency::Brl,
+            idem_core::locale::Currency::BRL,
         ),
         charges_executed: charges.len() as u64,
         duplicate_charges: (charges.len() as u64).saturating_sub(charged),
@@ -571,7 +571,7 @@ async fn tally(
         duplicated_amount: idem_core::locale::format_money(
             rust_decimal::Decimal::new(duplicated_cents, 2),
             idem_core::locale::Locale::PtBr,
-            idem_core::locale::Currency::Brl,
+            idem_core::locale::Currency::BRL,
         ),
         divergent_charges: divergent,
         conversations_not_charged: conversations.saturating_sub(charged),

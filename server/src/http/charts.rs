@@ -120,10 +120,10 @@ pub async fn image(
                     .as_bytes(),
             );
         }
-        let (columns, currency) = crate::figures::compare_columns(&scenarios, locale);
+        let (columns, currency, total) = crate::figures::compare_columns(&scenarios, locale);
         let all_saved = saved_values.iter().all(|v| is_saved_id(v));
         let render: Render =
-            Box::new(move || Some(compare_chart(&columns, currency, locale, format)));
+            Box::new(move || Some(compare_chart(&columns, currency, total, locale, format)));
         (render, if all_saved { SAVED_CACHE } else { LINK_CACHE })
     } else {
         let (scenario, cache) = match value("s") {

@@ -13,7 +13,9 @@ use crate::markup::scrolling;
 use app::calculator::{encode_param, rows, Row};
 use app::i18n::tr;
 use app::{SavedView, FORM_FIELD};
-use idem_core::locale::{format_count, format_decimal, format_money, Locale};
+use idem_core::locale::{
+    format_count, format_decimal, format_money, format_price, format_unit_cost, Locale,
+};
 use idem_core::scenario::{is_link_key, is_saved_id, parse_canonical, Field, Scenario};
 use maud::{html, Markup};
 use rust_decimal::Decimal;
@@ -399,6 +401,44 @@ pub fn compare_scenarios<'a>(
         .collect()
 }
 
+/// An input as a comparison cell, with its unit and currency: a price
+/// "US$ 0,015 por 1k tokens", a share "3%", a rate "£ 1 = R$ 7,35", a
+/// count of tokens "8.000 tokens", so no two cells in other units read as
+/// one number a thousand times the other.
+fn input_cell(f: Field, v: Decimal, s: &Scenario, l: Locale) -> String {
+    use idem_core::scenario::Kind;
+    let i = &s.inputs;
+    match f.kind() {
+        Kind::Money if f.in_price_currency() => {
+            let per = match i.price_unit {
+                idem_core::cost::PriceUnit::PerThousand => tr(l, "por 1k tokens", "per 1k tokens"),
+                idem_core::cost::PriceUnit::PerMillion => tr(l, "por 1M tokens", "per 1M tokens"),
+            };
+            format!("{} {per}", format_price(v, l, i.price_currency))
+        }
+        Kind::Money => format_price(v, l, i.revenue_currency),
+        Kind::Percent => format!("{}%", format_decimal(v, l, 0, 6)),
+        Kind::Rate => format!(
+            "{} = {}",
+            idem_core::locale::with_symbol("1".to_owned(), l, i.price_currency),
+            format_price(v, l, i.revenue_currency)
+        ),
+        Kind::Count if matches!(f, Field::TokensIn | Field::TokensOut) => {
+            format!("{} tokens", format_decimal(v, l, 0, 0))
+        }
+        Kind::Count => format!(
+            "{} {}",
+            format_decimal(v, l, 0, 0),
+            tr(l, "por mês", "a month")
+        ),
+        Kind::Average => format!(
+            "{} {}",
+            format_decimal(v, l, 0, 4),
+            tr(l, "chamadas", "calls")
+        ),
+    }
+}
+
 /// "+R$ 123,75 (−83,33%)" against the base column, when both are numbers in
 /// the same currency.
 fn delta_text(
@@ -431,7 +471,14 @@ fn delta_text(
             format!("{sign}{} p.p.", format_decimal(d, l, 2, 2))
         }
         _ => {
-            let m = format_money(d.abs(), l, s.currency());
+            // A delta keeps its figure's precision: a call's cost shows
+            // its sub-cent digits (−R$ 0,0149, not −R$ 0,01).
+            let m = match key {
+                "cost_per_call" | "cost_per_duplicate_call" => {
+                    format_unit_cost(d.abs(), l, s.currency())
+                }
+                _ => format_money(d.abs(), l, s.currency()),
+            };
             if d.is_sign_negative() && !d.is_zero() {
                 format!("−{m}")
             } else {
@@ -578,10 +625,13 @@ fn compare_html(
             }
             tbody {
                 @for (f, vals) in &inputs {
-                    tr class="compare-input" {
+                    tr class="compare-input" data-field=(f.key()) {
                         th scope="row" { (app::i18n::field_label(*f, l)) }
-                        @for (i, v) in vals.iter().enumerate() {
-                            @let text = v.map_or_else(|| "—".to_owned(), |v| app::calculator::display_text(*f, v, l));
+                        @for (i, (v, c)) in vals.iter().zip(&computed).enumerate() {
+                            @let text = match (v, c) {
+                                (Some(v), Some((s, _))) => input_cell(*f, *v, s, l),
+                                _ => "—".to_owned(),
+                            };
                             td class=[(i > 0 && *v != vals[0]).then_some("changed")] { (text) }
                         }
                     }
@@ -625,14 +675,22 @@ fn compare_html(
         .iter()
         .map(|(label, c)| (label.clone(), c.scenario.clone()))
         .collect();
-    let (chart_columns, currency) = compare_columns(&scenarios, l);
-    let figure = compare_figure(&chart_columns, currency, l);
+    let (chart_columns, currency, total) = compare_columns(&scenarios, l);
+    let figure = compare_figure(&chart_columns, currency, total, l);
     let src = format!(
         "/charts/compare.svg{}&lang={}",
         compare_href(&refs).trim_start_matches("/compare"),
         l.tag()
     );
     html! {
+        // On paper: the date and the comparison's link (public/page.js),
+        // then each column's name and the link that reproduces it.
+        p class="print-meta" id="print-meta" data-kind="comparison" {}
+        ol class="print-refs" id="print-refs" {
+            @for (label, c) in &columns {
+                li { strong { (label) } " — " span class="print-href" data-href=(c.href) { (c.href) } }
+            }
+        }
         (banner)
         p class="note" { (tr(l, "Diferenças em relação ao primeiro cenário: absoluta e relativa. Em destaque, o que muda.", "Differences from the first scenario: absolute and relative. Highlighted: what changes.")) }
         (scrolling(tr(l, "Tabela da comparação", "Comparison table"), l, table))
@@ -736,6 +794,7 @@ fn add_form(refs: &[Ref], saved: &[SavedView], l: Locale) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use idem_core::locale::Currency;
 
     #[test]
     fn pasted_links_are_understood() {
@@ -876,5 +935,66 @@ mod tests {
         // One column: nothing to collapse, no savings line.
         let one = compare(&["v=2&d=3"], &[]);
         assert!(!one.contains("compare-same") && !one.contains("compare-savings"));
+    }
+
+    #[test]
+    fn every_row_carries_its_unit_and_deltas_keep_their_precision() {
+        // A price per 1M in dollars beside one per 1k in reais, a share, a
+        // rate, and a call's cost that moves by less than a cent.
+        let html = compare(
+            &[
+                "v=2",
+                "v=2&pi=3&po=15&u=1m&pc=USD&px=5.33&cs=40&pca=0.3&d=2.5",
+                "v=2&pi=0.0149&d=3.5",
+            ],
+            &[],
+        );
+        let row = |field: &str| {
+            let start = html
+                .find(&format!("data-field=\"{field}\""))
+                .unwrap_or_else(|| panic!("no {field} row in {html}"));
+            let end = start + html[start..].find("</tr>").unwrap();
+            html[start..end].to_owned()
+        };
+        let pi = row("pi");
+        assert!(pi.contains("R$ 0,015 por 1k tokens"), "{pi}");
+        assert!(pi.contains("US$ 3,00 por 1M tokens"), "{pi}");
+        assert!(pi.contains("R$ 0,0149 por 1k tokens"), "{pi}");
+        assert!(row("d").contains("2,5%"), "{}", row("d"));
+        assert!(row("cs").contains("40%"), "{}", row("cs"));
+        assert!(row("px").contains("US$ 1 = R$ 5,33"), "{}", row("px"));
+        // (8.000 × 0,0149 + 600 × 0,075) / 1k = 0,1642: 0,0008 less than
+        // 0,165, said to the digit, not as −R$ 0,00.
+        let cost = &html[html.find("<tr data-key=\"cost_per_call\"").unwrap()..];
+        let cost = &cost[..cost.find("</tr>").unwrap()];
+        assert!(cost.contains("Δ −R$ 0,0008"), "{cost}");
+    }
+
+    #[test]
+    fn the_chart_shows_one_total_for_every_scenario() {
+        let scenarios = |links: &[&str]| -> Vec<(String, Result<Scenario, String>)> {
+            links
+                .iter()
+                .map(|q| {
+                    let s = Scenario::from_query(q.split('&').filter_map(|kv| kv.split_once('=')))
+                        .map_err(|e| e.to_string());
+                    ((*q).to_owned(), s)
+                })
+                .collect()
+        };
+        let risk = "v=2&ms=40&ac=100&oc=10&cr=2";
+        // One scenario without the risk block: every bar is the token waste.
+        let (cols, _, total) =
+            compare_columns(&scenarios(&["v=2", risk]), Locale::PtBr);
+        assert_eq!(total, crate::figures::CompareTotal::TokenWaste);
+        assert_eq!(cols[0].annual_loss, cols[1].annual_loss, "same waste, same bar");
+        let figure = compare_figure(&cols, Currency::BRL, total, Locale::PtBr);
+        assert!(figure.title.contains("tokens"), "{}", figure.title);
+        // Every scenario at risk: every bar is the total with the risk.
+        let (cols, _, total) = compare_columns(&scenarios(&[risk, risk]), Locale::PtBr);
+        assert_eq!(total, crate::figures::CompareTotal::WithRisk);
+        assert!(cols[0].annual_loss.as_ref().unwrap() > &Decimal::from(1782));
+        let figure = compare_figure(&cols, Currency::BRL, total, Locale::EnUs);
+        assert!(figure.title.contains("tokens + risk"), "{}", figure.title);
     }
 }

@@ -198,7 +198,16 @@ fn link_reads(pairs: &[(String, String)]) -> bool {
         // Typed values are checked field by field on the page itself.
         return true;
     }
-    Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).is_ok()
+    match Scenario::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        Ok(_) => true,
+        // A rate not given yet is a question the page asks (a model picked
+        // on /prices is priced in dollars), not a link that is wrong.
+        Err(idem_core::scenario::QueryError::Fields(p)) => p
+            .0
+            .iter()
+            .all(|(_, why)| *why == idem_core::scenario::Problem::RateRequired),
+        Err(_) => false,
+    }
 }
 
 /// A saved comparison; `Err` when the database cannot be read (logged).
@@ -573,12 +582,15 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
     );
     write(["input", "rc", revenue_label, rc, rc, ""])?;
     if let Some(d) = s.fx_date.as_deref() {
+        // The ISO date a spreadsheet reads as a date, and the page's form
+        // beside it (04/12/2026, 4 Dec 2026).
+        let shown = idem_core::date::format_date(d, l);
         write([
             "input",
             "pd",
             label("Data do câmbio", "Exchange rate date"),
             d,
-            d,
+            &shown,
             "",
         ])?;
     }
@@ -685,7 +697,7 @@ mod tests {
         (i.cached_share_pct, i.calls_per_conversation) = (d("25"), d("1.7"));
         (i.price_in, i.price_cached, i.price_out) = (d("2.5"), d("0.25"), d("10"));
         i.price_unit = idem_core::cost::PriceUnit::PerMillion;
-        i.price_currency = idem_core::locale::Currency::Eur;
+        i.price_currency = idem_core::locale::Currency::EUR;
         i.fx = Some(d("6.1"));
         (i.ticket, i.duplicate_rate_pct) = (d("2.4"), d("2.5"));
         i.risk = Some(idem_core::cost::RiskInputs {

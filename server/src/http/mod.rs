@@ -193,6 +193,23 @@ pub async fn serve(
     Ok(())
 }
 
+/// [`serve`], ending the live feeds' streams as soon as shutdown begins.
+pub async fn serve_with_feeds(
+    listener: TcpListener,
+    router: Router,
+    limits: conn::ConnLimits,
+    feeds: std::sync::Arc<state::Feeds>,
+) -> anyhow::Result<()> {
+    let signal = async move {
+        shutdown().await;
+        // Live feeds never end by themselves: end them first, so the grace
+        // is for requests that finish.
+        feeds.close();
+    };
+    conn::serve(listener, router, limits, signal).await?;
+    Ok(())
+}
+
 pub(crate) async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

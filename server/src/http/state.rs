@@ -164,6 +164,10 @@ pub struct Feeds {
     pub cap: usize,
     /// How long a stream lives before the server ends it.
     pub max_age: std::time::Duration,
+    /// Set when the server begins to shut down: every stream ends at once,
+    /// so pages say they lost the feed instead of showing "live" through
+    /// the shutdown's grace.
+    pub closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Feeds {
@@ -173,7 +177,14 @@ impl Feeds {
             slots: Arc::new(tokio::sync::Semaphore::new(cap)),
             cap,
             max_age,
+            closing: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Ends every open stream, and refuses new ones.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+        self.slots.close();
     }
 }
 

@@ -197,7 +197,7 @@ fn cost_takes_a_usd_contract_with_cached_input() {
     );
     let table = stdout(&o);
     for want in [
-        "US$ 1 = R$ 5,33 em 2026-11-30",
+        "US$ 1 = R$ 5,33 em 30/11/2026",
         "R$ 75,41",
         "R$ 0,1298",
         "63",
@@ -270,13 +270,17 @@ fn cost_takes_prices_from_the_model_table() {
 #[test]
 fn cost_refuses_contract_mistakes_naming_the_flag() {
     for (extra, flag) in [
-        (&["--price-currency", "JPY"][..], "--price-currency"),
+        (&["--price-currency", "XYZ"][..], "--price-currency"),
+        (&["--price-currency", "XTS"][..], "ISO 4217"),
         (&["--fx", "0"][..], "fx"),
         (&["--fx", "-5"][..], "fx"),
         (&["--cached-share", "120"][..], "cached-share"),
-        (&["--fx-date", "30/11/2026"][..], "--fx-date"),
+        (&["--fx-date", "04/12/2026"][..], "4 December 2026 or 12 April 2026"),
+        (&["--fx-date", "31/02/2026"][..], "no such day"),
         (&["--calls", "0"][..], "calls"),
-        (&["--price-cached", "US$ 0,30"][..], "--price-cached"),
+        (&["--price-cached", "€ 0,30"][..], "US Dollar (USD)"),
+        (&["--ticket", "US$ 1,20"][..], "Brazilian Real (BRL)"),
+        (&["--tokens-in", "R$ 8000"][..], "not an amount of money"),
     ] {
         let mut args = usd_contract_args(&[]);
         for pair in extra.chunks(2) {
@@ -1452,7 +1456,7 @@ fn every_contract_of_the_corpus_comes_out_exact_in_json_and_in_the_table() {
                 let want = if pt_br {
                     pt.to_owned()
                 } else {
-                    common::in_english(pt)
+                    common::shown_in_english(c, key, pt)
                 };
                 assert!(table.contains(&want), "{name}: {want} in\n{table}");
             }

@@ -221,6 +221,59 @@ async fn a_usd_contract_renders_with_its_conversion_shown() {
     }
 }
 
+/// The issue's pound contract: prices in pounds per 1M, revenue in reais,
+/// the rate with its date in the page's language beside the rate and in
+/// the results; a symbol typed in a price is read when it is the block's
+/// currency and refused naming it otherwise.
+#[tokio::test]
+async fn a_pound_contract_shows_its_rate_and_date_in_each_language() {
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
+    let link = "v=2&c=40000&ti=9000&cs=60&to=700&cl=2.3&pi=2.40&pca=0.60&po=9.60&px=7.35&tk=3.90&d=2.5&u=1m&pc=GBP&pd=2026-12-04";
+    let res = reqwest::get(format!("{base}/?{link}")).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let html = res.text().await.unwrap();
+    for want in [
+        "class=\"results-fx\">Câmbio: £ 1 = R$ 7,35 em 04/12/2026<",
+        "value=\"04/12/2026\"",
+        "<option value=\"GBP\" selected",
+        "GBP — Libra esterlina (£)",
+        "R$ 208,15",
+    ] {
+        assert!(html.contains(want), "{want} missing");
+    }
+    let html = common::page(&format!("{base}/?{link}&lang=en-US")).await;
+    for want in [
+        "Exchange rate: £1 = R$7.35 on 4 Dec 2026<",
+        "value=\"4 Dec 2026\"",
+        "GBP — British Pound (£)",
+    ] {
+        assert!(html.contains(want), "{want} missing");
+    }
+    // Typed without JavaScript: "£2,40" is the price 2,40; "US$ 3" in
+    // the pound block is refused naming the pound, and every figure that
+    // does not wait on it still shows.
+    let typed = "t=1&v=2&c=40000&ti=9000&cs=60&to=700&cl=2,3&pca=0,60&po=9,60&px=7,35&tk=3,90&d=2,5&u=1m&pc=GBP&rc=BRL&pd=04/12/2026";
+    let html = common::page(&format!("{base}/?{typed}&pi=%C2%A32%2C40")).await;
+    assert!(html.contains("R$ 208,15"), "the same waste");
+    assert!(!html.contains("não é a moeda"), "£ is the block's currency");
+    let res = reqwest::get(format!("{base}/?{typed}&pi=US%24%203")).await.unwrap();
+    assert_eq!(res.status(), 200, "typed values are checked on the page");
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains("«US$» não é a moeda deste campo: ele está em Libra esterlina (GBP)"),
+        "{html}"
+    );
+    assert!(!html.contains("vírgula"), "no decimal-comma advice");
+    assert!(html.contains("R$ 156.000,00"), "revenue does not wait on a price");
+    // A date that reads two ways on the English page: both readings said.
+    let html = common::page(&format!(
+        "{base}/?t=1&v=2&pc=GBP&px=7.35&pd=04%2F12%2F2026&lang=en-US"
+    ))
+    .await;
+    assert!(html.contains("4 December 2026 or 12 April 2026"), "{html}");
+}
+
 #[tokio::test]
 async fn a_refused_field_blocks_only_what_depends_on_it() {
     let app = TestApp::sqlite().await;
@@ -267,6 +320,17 @@ async fn the_model_picker_searches_the_table_on_the_server() {
         html.contains("<br><a class=\"use-model\""),
         "the link sits with the model's name: {html}"
     );
+    // Following the model's link lands on a working calculator: 200, the
+    // prices filled in, and the rate asked for under its field (the model
+    // is priced in dollars, the scenario's revenue in reais).
+    let start = html.find("<a class=\"use-model\"").unwrap();
+    let href = &html[start..];
+    let href = &href[href.find("href=\"").unwrap() + 6..];
+    let href = href[..href.find('"').unwrap()].replace("&amp;", "&");
+    let res = reqwest::get(format!("{base}{href}")).await.unwrap();
+    assert_eq!(res.status(), 200, "{href}");
+    let landed = res.text().await.unwrap();
+    assert!(landed.contains("informe o câmbio"), "{landed}");
     let html = common::page(&format!("{base}/prices?q=zzzz-none")).await;
     assert!(html.contains("Nenhum modelo"));
     // Hostile text in the search and in the scenario it came from: written
@@ -337,7 +401,7 @@ async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
     assert!(csv.contains("note;monthly_claim_exposure;"), "{csv}");
     assert!(csv.contains("CDC art. 42"), "{csv}");
     for bad in [
-        "v=2&pc=JPY",
+        "v=2&pc=XYZ",
         "v=2&pc=USD",
         "v=2&m=a%20b",
         "v=7",
@@ -562,7 +626,7 @@ async fn saved_and_compared_scenarios_have_chart_addresses_too() {
 async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
     let app = TestApp::sqlite().await;
     let base = &app.base;
-    for (link, why) in [("/?v=2&pc=JPY", "JPY"), ("/?v=9", "version")] {
+    for (link, why) in [("/?v=2&pc=XYZ", "XYZ"), ("/?v=9", "version")] {
         let res = reqwest::get(format!("{base}{link}")).await.unwrap();
         assert_eq!(res.status(), 422, "{link}");
         let html = res.text().await.unwrap();
@@ -572,7 +636,7 @@ async fn a_link_that_is_not_a_scenario_gets_422_and_says_why() {
     // A rate's date that names no day is said under the date, in the
     // page's language, and every figure still shows: (8,000 × 0.015 +
     // 600 × 0.075) / 1k × 5.33 = R$ 0,87945 a call.
-    for (lang, why) in [("", "data inválida"), ("&lang=en-US", "invalid date")] {
+    for (lang, why) in [("", "esse dia não existe"), ("&lang=en-US", "no such day")] {
         let link = format!("/?v=2&pc=USD&px=5.33&pd=2026-02-30{lang}");
         let res = reqwest::get(format!("{base}{link}")).await.unwrap();
         assert_eq!(res.status(), 422, "{link}");
@@ -768,7 +832,7 @@ async fn every_contract_of_the_corpus_reads_exact_in_both_csv_dialects() {
                 let want_formatted = if pt_br {
                     pt.to_owned()
                 } else {
-                    common::in_english(pt)
+                    common::shown_in_english(c, key, pt)
                 };
                 assert_eq!(formatted, &want_formatted, "{name} {lang}: {key}");
                 match c["exact"][key].as_str() {

@@ -771,3 +771,49 @@ async fn begin_checks_the_action_and_reconcile_needs_an_uncertain_claim(db: &Db)
         .unwrap();
     assert_eq!(same.status(), 200, "completed");
 }
+
+/// A server told to stop ends its live feeds first: a page's stream ends
+/// well within 2 s of SIGTERM (the page then says it lost the feed),
+/// rather than showing "live" through the shutdown's grace. Between them,
+/// the stream sends something at least every second.
+#[tokio::test]
+async fn a_stopping_server_ends_its_live_feeds_at_once() {
+    let db = Db::sqlite();
+    let mut srv = common::child_serve(&db.url, &[], &[]).await;
+    let mut res = http()
+        .get(format!("{}/live/events", srv.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    // The first event, then silence never longer than the heartbeat.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(3_500) {
+        let chunk = tokio::time::timeout(Duration::from_millis(1_600), res.chunk())
+            .await
+            .expect("a feed is never silent for 1.6 s")
+            .unwrap();
+        assert!(chunk.is_some(), "the feed ended by itself");
+    }
+    let stop = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &srv.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    loop {
+        match tokio::time::timeout(Duration::from_secs(2), res.chunk()).await {
+            Ok(Ok(Some(_))) => continue,
+            Ok(Ok(None) | Err(_)) => break,
+            Err(_) => panic!("the feed still ran 2 s after SIGTERM"),
+        }
+    }
+    let ended = stop.elapsed();
+    assert!(ended < Duration::from_secs(2), "{ended:?}");
+    // And the server goes: nothing else held it.
+    let t = Instant::now();
+    while srv.alive() && t.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!srv.alive(), "the server is still up 5 s after SIGTERM");
+}

@@ -59,7 +59,7 @@ pub async fn fragment(
 }
 
 /// `GET /live/events`: server-sent events. `snapshot` carries new markup
-/// when the numbers change; `heartbeat` comes at least every 2 s otherwise;
+/// when the numbers change; `heartbeat` comes at least every second otherwise;
 /// `trouble` says the database could not be read (the page shows stale).
 pub async fn events(
     State(state): State<LiveState>,
@@ -75,6 +75,7 @@ pub async fn events(
         return Err(ApiError::feeds_full(state.feeds.cap));
     };
     let ends = Instant::now() + state.feeds.max_age;
+    let closing = state.feeds.closing.subscribe();
     struct Feed {
         state: LiveState,
         viewer: Viewer,
@@ -85,6 +86,7 @@ pub async fn events(
         sent: Instant,
         first: bool,
         ends: Instant,
+        closing: tokio::sync::watch::Receiver<bool>,
         _slot: tokio::sync::OwnedSemaphorePermit,
     }
     let feed = Feed {
@@ -97,6 +99,7 @@ pub async fn events(
         sent: Instant::now(),
         first: true,
         ends,
+        closing,
         _slot: slot,
     };
     let stream = futures_util::stream::unfold(feed, |mut f| async move {
@@ -106,8 +109,16 @@ pub async fn events(
                 // (and takes a slot again, if one is free).
                 return None;
             }
+            if *f.closing.borrow() {
+                // The server is going away: the browser sees the stream
+                // end and says it lost the feed.
+                return None;
+            }
             if !f.first {
-                tokio::time::sleep(TICK).await;
+                tokio::select! {
+                    () = tokio::time::sleep(TICK) => {}
+                    _ = f.closing.changed() => return None,
+                }
             }
             f.first = false;
             match snapshot(&f.state, &f.viewer, &f.q).await {

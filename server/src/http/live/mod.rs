@@ -54,4 +54,4 @@ const PARALLEL_READS: usize = 4;
 const TICK: Duration = Duration::from_millis(500);
 /// A feed sends at least this often, so a browser can tell a quiet feed
 /// from a dead one.
-const HEARTBEAT: Duration = Duration::from_secs(2);
+const HEARTBEAT: Duration = Duration::from_secs(1);

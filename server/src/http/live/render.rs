@@ -714,8 +714,8 @@ const STATUS: [(&str, &str, &str); 8] = [
     ("reconnected", "ao vivo (reconectado)", "live (reconnected)"),
     (
         "stale",
-        "dados desatualizados: sem notícias do servidor há mais de 5 s",
-        "stale: no word from the server for over 5 s",
+        "dados desatualizados: sem notícias do servidor há mais de 2 s",
+        "stale: no word from the server for over 2 s",
     ),
     (
         "disconnected",
@@ -904,7 +904,7 @@ mod tests {
             "<p id=\"live-status\" class=\"feed-status\" role=\"status\" data-state=\"static\""
         ));
         assert!(
-            s.contains("data-en-stale=\"stale: no word from the server for over 5 s\""),
+            s.contains("data-en-stale=\"stale: no word from the server for over 2 s\""),
             "{s}"
         );
         assert!(

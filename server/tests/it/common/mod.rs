@@ -196,6 +196,15 @@ pub fn contracts() -> Vec<serde_json::Value> {
 /// A pt-BR figure as the English page, table and CSV write it: separators
 /// swapped, the symbol against the number ("R$ 1.782,00" → "R$1,782.00",
 /// "US$ 0,02" → "$0.02").
+/// What the English page shows for an output of a corpus contract: its
+/// `shown_en_US` where the contract gives one (symbols that differ by
+/// language, JP¥ and ¥), else [`in_english`] of the pt-BR figure.
+pub fn shown_in_english(contract: &serde_json::Value, key: &str, pt: &str) -> String {
+    contract["shown_en_US"][key]
+        .as_str()
+        .map_or_else(|| in_english(pt), str::to_owned)
+}
+
 pub fn in_english(pt: &str) -> String {
     let swapped: String = pt
         .chars()

@@ -1,0 +1,237 @@
+//! Currencies: every ISO 4217 currency with minor units, its name and
+//! symbols in both page languages, and how a symbol typed in a number is
+//! told apart from the number.
+//!
+//! The codes and minor units are ISO's (through the `iso_currency` crate);
+//! names and symbols are CLDR's, in a table `scripts/currency-table`
+//! generates. Nothing here is a hand-kept list.
+
+use crate::locale::Locale;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+mod cldr;
+
+/// An ISO 4217 currency a contract can be priced in: one with minor units
+/// (funds, metals and the testing codes are not).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Currency(iso_currency::Currency);
+
+impl Currency {
+    /// Brazilian real, the default.
+    pub const BRL: Currency = Currency(iso_currency::Currency::BRL);
+    /// US dollar.
+    pub const USD: Currency = Currency(iso_currency::Currency::USD);
+    /// Euro.
+    pub const EUR: Currency = Currency(iso_currency::Currency::EUR);
+
+    /// Reads an ISO code, case-insensitively; `None` for anything that is
+    /// not a currency with minor units.
+    pub fn from_code(s: &str) -> Option<Self> {
+        let code = s.trim();
+        if code.len() != 3 || !code.is_ascii() {
+            return None;
+        }
+        let c = iso_currency::Currency::from_code(&code.to_ascii_uppercase())?;
+        c.exponent().map(|_| Currency(c))
+    }
+
+    /// The ISO 4217 code.
+    pub fn code(self) -> &'static str {
+        self.0.code()
+    }
+
+    /// How many decimal places the currency's amounts have (JPY 0, BRL 2,
+    /// KWD 3).
+    pub fn minor_units(self) -> u32 {
+        u32::from(self.0.exponent().unwrap_or(2))
+    }
+
+    fn row(self) -> &'static cldr::Row {
+        let code = self.code();
+        let i = cldr::ROWS
+            .binary_search_by(|r| r.0.cmp(code))
+            .expect("every currency from_code accepts has a CLDR row (tested)");
+        &cldr::ROWS[i]
+    }
+
+    /// The currency's name in `locale` ("Libra esterlina", "British Pound").
+    pub fn name(self, locale: Locale) -> &'static str {
+        let r = self.row();
+        match locale {
+            Locale::PtBr => r.3,
+            Locale::EnUs => r.2,
+        }
+    }
+
+    /// The symbol written before amounts in `locale` ("R$", "US$", "$",
+    /// "£", "JP¥"; the code where CLDR has no symbol, "ARS").
+    pub fn symbol(self, locale: Locale) -> &'static str {
+        let r = self.row();
+        match locale {
+            Locale::PtBr => r.5,
+            Locale::EnUs => r.4,
+        }
+    }
+
+    /// Every spelling a person may type before a number of this currency:
+    /// the code, both languages' symbols and the narrow one ("$" for the
+    /// peso as much as for the dollar).
+    pub fn spellings(self) -> [&'static str; 4] {
+        let r = self.row();
+        [r.0, r.4, r.5, r.6]
+    }
+
+    /// Every currency, by code.
+    pub fn all() -> impl Iterator<Item = Currency> {
+        cldr::ROWS
+            .iter()
+            .filter_map(|r| Currency::from_code(r.0))
+    }
+}
+
+impl Default for Currency {
+    fn default() -> Self {
+        Currency::BRL
+    }
+}
+
+impl fmt::Debug for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl Serialize for Currency {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
+}
+
+impl<'de> Deserialize<'de> for Currency {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Currency::from_code(&text).ok_or_else(|| {
+            serde::de::Error::custom(format_args!(
+                "`{}` is not an ISO 4217 currency code",
+                text.chars().take(16).collect::<String>()
+            ))
+        })
+    }
+}
+
+/// What a currency marking typed in a number field says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Marking<'a> {
+    /// No currency: just the number.
+    None(&'a str),
+    /// The field's own currency, spelled one of its ways; the number
+    /// without it.
+    Matches(String),
+    /// Another currency's spelling (or letters that are none): the text
+    /// that is not the number.
+    Other(String),
+}
+
+/// Splits a typed amount into its currency marking and its number: what
+/// is neither a digit, a separator, a sign, a space nor `%` is the marking
+/// (`£2,40` → `£`; `US$ 3` → `US$`; `3 JPY` → `JPY`). The marking matches
+/// `expected` when it is one of its spellings, case-insensitively.
+pub fn read_marking(text: &str, expected: Currency) -> Marking<'_> {
+    let is_number = |c: char| c.is_ascii_digit() || matches!(c, '.' | ',' | '-' | '+' | '%');
+    let marking: String = text
+        .chars()
+        .filter(|c| !is_number(*c) && !c.is_whitespace())
+        .collect();
+    if marking.is_empty() {
+        return Marking::None(text);
+    }
+    let number: String = text
+        .chars()
+        .filter(|c| is_number(*c) || c.is_whitespace())
+        .collect();
+    let matches = expected
+        .spellings()
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(&marking));
+    if matches {
+        Marking::Matches(number.trim().to_owned())
+    } else {
+        Marking::Other(marking)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_iso_currency_with_minor_units_has_names_and_symbols() {
+        let mut known = 0;
+        for n in 0..1000u16 {
+            let Some(c) = iso_currency::Currency::from_numeric(n) else {
+                continue;
+            };
+            let Some(ours) = Currency::from_code(c.code()) else {
+                assert!(c.exponent().is_none(), "{} has minor units", c.code());
+                continue;
+            };
+            known += 1;
+            for l in [Locale::PtBr, Locale::EnUs] {
+                assert!(!ours.name(l).is_empty(), "{}", c.code());
+                assert!(!ours.symbol(l).is_empty(), "{}", c.code());
+            }
+        }
+        assert_eq!(known, Currency::all().count());
+        assert!(known > 150, "{known}");
+    }
+
+    #[test]
+    fn minor_units_names_and_symbols() {
+        let c = |s| Currency::from_code(s).unwrap();
+        assert_eq!(c("JPY").minor_units(), 0);
+        assert_eq!(c("CLP").minor_units(), 0);
+        assert_eq!(c("brl").minor_units(), 2);
+        assert_eq!(c("KWD").minor_units(), 3);
+        assert_eq!(c("BHD").minor_units(), 3);
+        assert_eq!(c("GBP").name(Locale::PtBr), "Libra esterlina");
+        assert_eq!(c("GBP").name(Locale::EnUs), "British Pound");
+        assert_eq!(Currency::USD.symbol(Locale::PtBr), "US$");
+        assert_eq!(Currency::USD.symbol(Locale::EnUs), "$");
+        assert_eq!(Currency::BRL.symbol(Locale::EnUs), "R$");
+        assert_eq!(c("ARS").symbol(Locale::EnUs), "ARS");
+        for bad in ["XTS", "XXX", "XAU", "ABC", "", "BR", "BRLL", "R$", "ＢＲＬ"] {
+            assert_eq!(Currency::from_code(bad), None, "{bad}");
+        }
+        let json = serde_json::to_string(&c("GBP")).unwrap();
+        assert_eq!(json, "\"GBP\"");
+        assert_eq!(serde_json::from_str::<Currency>("\"jpy\"").unwrap(), c("JPY"));
+        assert!(serde_json::from_str::<Currency>("\"XYZ\"").is_err());
+    }
+
+    #[test]
+    fn markings() {
+        let gbp = Currency::from_code("GBP").unwrap();
+        assert_eq!(read_marking("£2,40", gbp), Marking::Matches("2,40".into()));
+        assert_eq!(read_marking("2,40 gbp", gbp), Marking::Matches("2,40".into()));
+        assert_eq!(read_marking("2,40", gbp), Marking::None("2,40"));
+        assert_eq!(read_marking("US$ 3", gbp), Marking::Other("US$".into()));
+        assert_eq!(
+            read_marking("US$ 3", Currency::USD),
+            Marking::Matches("3".into())
+        );
+        assert_eq!(read_marking("$3", Currency::USD), Marking::Matches("3".into()));
+        assert_eq!(read_marking("€1", Currency::EUR), Marking::Matches("1".into()));
+        assert_eq!(read_marking("€1", Currency::BRL), Marking::Other("€".into()));
+        assert_eq!(read_marking("R$ 1,20", Currency::BRL), Marking::Matches("1,20".into()));
+        let ars = Currency::from_code("ARS").unwrap();
+        assert_eq!(read_marking("$ 1.500", ars), Marking::Matches("1.500".into()));
+        assert_eq!(read_marking("1,2x", ars), Marking::Other("x".into()));
+    }
+}
