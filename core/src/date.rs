@@ -67,7 +67,11 @@ pub fn read_typed_date(text: &str, locale: Locale) -> Result<String, DateProblem
     if s.len() == 10 && s.as_bytes()[4] == b'-' && s.as_bytes()[7] == b'-' {
         return if is_iso_date(s) {
             Ok(s.to_owned())
-        } else if s.bytes().enumerate().all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit()) {
+        } else if s
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit())
+        {
             Err(DateProblem::NoSuchDay)
         } else {
             Err(DateProblem::Unreadable)
@@ -133,7 +137,12 @@ pub fn format_date(iso: &str, locale: Locale) -> String {
         Locale::EnUs => {
             let mon = MONTHS[m - 1][0];
             let mut c = mon.chars();
-            let cap: String = c.next().map(|f| f.to_ascii_uppercase()).into_iter().chain(c).collect();
+            let cap: String = c
+                .next()
+                .map(|f| f.to_ascii_uppercase())
+                .into_iter()
+                .chain(c)
+                .collect();
             format!("{d} {cap} {y}")
         }
     }
@@ -150,7 +159,12 @@ pub fn format_date_words(iso: &str, locale: Locale) -> String {
         Locale::EnUs => {
             let name = MONTHS[m - 1][1];
             let mut c = name.chars();
-            let cap: String = c.next().map(|f| f.to_ascii_uppercase()).into_iter().chain(c).collect();
+            let cap: String = c
+                .next()
+                .map(|f| f.to_ascii_uppercase())
+                .into_iter()
+                .chain(c)
+                .collect();
             format!("{d} {cap} {y}")
         }
     }
@@ -165,18 +179,42 @@ mod tests {
 
     #[test]
     fn brazilian_dates_are_day_first() {
-        assert_eq!(read_typed_date("04/12/2026", PT).as_deref(), Ok("2026-12-04"));
-        assert_eq!(read_typed_date("4/12/2026", PT).as_deref(), Ok("2026-12-04"));
-        assert_eq!(read_typed_date("4 dez 2026", PT).as_deref(), Ok("2026-12-04"));
+        assert_eq!(
+            read_typed_date("04/12/2026", PT).as_deref(),
+            Ok("2026-12-04")
+        );
+        assert_eq!(
+            read_typed_date("4/12/2026", PT).as_deref(),
+            Ok("2026-12-04")
+        );
+        assert_eq!(
+            read_typed_date("4 dez 2026", PT).as_deref(),
+            Ok("2026-12-04")
+        );
         assert_eq!(
             read_typed_date("4 de dezembro de 2026", PT).as_deref(),
             Ok("2026-12-04")
         );
-        assert_eq!(read_typed_date("2026-12-04", PT).as_deref(), Ok("2026-12-04"));
-        assert_eq!(read_typed_date("12/31/2026", PT), Err(DateProblem::NoSuchDay));
-        assert_eq!(read_typed_date("31/02/2026", PT), Err(DateProblem::NoSuchDay));
-        assert_eq!(read_typed_date("2026-02-30", PT), Err(DateProblem::NoSuchDay));
-        assert_eq!(read_typed_date("04/12/26", PT), Err(DateProblem::Unreadable));
+        assert_eq!(
+            read_typed_date("2026-12-04", PT).as_deref(),
+            Ok("2026-12-04")
+        );
+        assert_eq!(
+            read_typed_date("12/31/2026", PT),
+            Err(DateProblem::NoSuchDay)
+        );
+        assert_eq!(
+            read_typed_date("31/02/2026", PT),
+            Err(DateProblem::NoSuchDay)
+        );
+        assert_eq!(
+            read_typed_date("2026-02-30", PT),
+            Err(DateProblem::NoSuchDay)
+        );
+        assert_eq!(
+            read_typed_date("04/12/26", PT),
+            Err(DateProblem::Unreadable)
+        );
         assert_eq!(read_typed_date("ontem", PT), Err(DateProblem::Unreadable));
         assert_eq!(format_date("2026-12-04", PT), "04/12/2026");
         assert_eq!(format_date_words("2026-12-04", PT), "4 de dezembro de 2026");
@@ -186,18 +224,45 @@ mod tests {
     fn english_dates_that_read_two_ways_are_refused_with_both() {
         assert_eq!(
             read_typed_date("04/12/2026", EN),
-            Err(DateProblem::Ambiguous("2026-12-04".into(), "2026-04-12".into()))
+            Err(DateProblem::Ambiguous(
+                "2026-12-04".into(),
+                "2026-04-12".into()
+            ))
         );
         // One order names no day: the other is the only reading.
-        assert_eq!(read_typed_date("12/31/2026", EN).as_deref(), Ok("2026-12-31"));
-        assert_eq!(read_typed_date("31/12/2026", EN).as_deref(), Ok("2026-12-31"));
+        assert_eq!(
+            read_typed_date("12/31/2026", EN).as_deref(),
+            Ok("2026-12-31")
+        );
+        assert_eq!(
+            read_typed_date("31/12/2026", EN).as_deref(),
+            Ok("2026-12-31")
+        );
         // Same day either way.
-        assert_eq!(read_typed_date("05/05/2026", EN).as_deref(), Ok("2026-05-05"));
-        assert_eq!(read_typed_date("4 Dec 2026", EN).as_deref(), Ok("2026-12-04"));
-        assert_eq!(read_typed_date("Dec 4, 2026", EN).as_deref(), Ok("2026-12-04"));
-        assert_eq!(read_typed_date("December 4, 2026", EN).as_deref(), Ok("2026-12-04"));
-        assert_eq!(read_typed_date("30 Feb 2026", EN), Err(DateProblem::NoSuchDay));
-        assert_eq!(read_typed_date("13/13/2026", EN), Err(DateProblem::NoSuchDay));
+        assert_eq!(
+            read_typed_date("05/05/2026", EN).as_deref(),
+            Ok("2026-05-05")
+        );
+        assert_eq!(
+            read_typed_date("4 Dec 2026", EN).as_deref(),
+            Ok("2026-12-04")
+        );
+        assert_eq!(
+            read_typed_date("Dec 4, 2026", EN).as_deref(),
+            Ok("2026-12-04")
+        );
+        assert_eq!(
+            read_typed_date("December 4, 2026", EN).as_deref(),
+            Ok("2026-12-04")
+        );
+        assert_eq!(
+            read_typed_date("30 Feb 2026", EN),
+            Err(DateProblem::NoSuchDay)
+        );
+        assert_eq!(
+            read_typed_date("13/13/2026", EN),
+            Err(DateProblem::NoSuchDay)
+        );
         assert_eq!(format_date("2026-12-04", EN), "4 Dec 2026");
         assert_eq!(format_date_words("2026-04-12", EN), "12 April 2026");
         // What the page shows reads back as the same day in its language.

@@ -109,7 +109,11 @@ pub fn format_money(d: Decimal, locale: Locale, currency: Currency) -> String {
 /// (R$ 0,165 stays R$ 0,165).
 pub fn format_unit_cost(d: Decimal, locale: Locale, currency: Currency) -> String {
     let minor = currency.minor_units();
-    with_symbol(format_decimal(d, locale, minor, minor.max(4)), locale, currency)
+    with_symbol(
+        format_decimal(d, locale, minor, minor.max(4)),
+        locale,
+        currency,
+    )
 }
 
 /// A price as it was typed: every decimal the field keeps (up to ten), so

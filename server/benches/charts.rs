@@ -96,7 +96,8 @@ fn main() {
                 idem_server::figures::CompareTotal::TokenWaste,
                 Locale::PtBr,
                 format,
-            ).unwrap_or_default()
+            )
+            .unwrap_or_default()
         });
         for name in app::charts::LIVE_NAMES {
             measure(&format!("live {name} (60 points) {label}"), rounds, || {

@@ -1020,8 +1020,14 @@ mod tests {
                 annual_loss: Err("link inválido".into()),
             },
         ];
-        let body = compare_chart(&cols, Currency::BRL, CompareTotal::TokenWaste, Locale::PtBr, Format::Svg)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let body = compare_chart(
+            &cols,
+            Currency::BRL,
+            CompareTotal::TokenWaste,
+            Locale::PtBr,
+            Format::Svg,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let t = texts(&String::from_utf8(body).unwrap_or_default());
         for want in ["A", "com idem", "R$ 1.782,00", "R$ 0,00", "link inválido"] {
             assert!(t.contains(&want.to_owned()), "{want} in {t:?}");
@@ -1035,8 +1041,14 @@ mod tests {
             annual_loss: Ok(Decimal::from(165_000)),
         }];
         let svg = String::from_utf8(
-            compare_chart(&one, Currency::BRL, CompareTotal::TokenWaste, Locale::PtBr, Format::Svg)
-                .unwrap_or_else(|e| panic!("{e}")),
+            compare_chart(
+                &one,
+                Currency::BRL,
+                CompareTotal::TokenWaste,
+                Locale::PtBr,
+                Format::Svg,
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
         )
         .unwrap_or_default();
         let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}"));

@@ -302,7 +302,11 @@ pub enum CompareTotal {
 pub fn compare_columns(
     scenarios: &[(String, Result<Scenario, String>)],
     l: Locale,
-) -> (Vec<CompareColumn>, idem_core::locale::Currency, CompareTotal) {
+) -> (
+    Vec<CompareColumn>,
+    idem_core::locale::Currency,
+    CompareTotal,
+) {
     let currency = scenarios
         .iter()
         .find_map(|(_, s)| s.as_ref().ok().map(Scenario::currency))

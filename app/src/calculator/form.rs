@@ -438,5 +438,9 @@ pub fn encode_param(q: &str) -> String {
 /// giving number advice.
 fn looks_like_currency(marking: &str) -> bool {
     Currency::from_code(marking).is_some()
-        || Currency::all().any(|c| c.spellings().iter().any(|s| s.eq_ignore_ascii_case(marking)))
+        || Currency::all().any(|c| {
+            c.spellings()
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(marking))
+        })
 }

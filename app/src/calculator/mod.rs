@@ -143,7 +143,11 @@ mod tests {
             assert!(why.contains("4 December 2026"), "{why}");
             assert!(why.contains("12 April 2026"), "{why}");
             assert_eq!(form.fx_date_iso(en), None);
-            assert_eq!(form.lenient(en).1, Vec::<Field>::new(), "no figure waits on a date");
+            assert_eq!(
+                form.lenient(en).1,
+                Vec::<Field>::new(),
+                "no figure waits on a date"
+            );
             // The same text on the Portuguese page is day first, as it says.
             let pt = Locale::PtBr;
             let form = Form::from_query(&query("v=2&t=1&pc=USD&px=5,33&pd=04/12/2026"), pt);

@@ -600,10 +600,17 @@ pub(crate) fn Results(
         let risk_missing = outputs.risk.is_none();
         let charts_blocked = !blocked.is_empty();
         let i = &scenario.inputs;
-        let rate = i
-            .fx
-            .filter(|_| i.price_currency != i.revenue_currency)
-            .map(|fx| rate_sentence(i.price_currency, i.revenue_currency, fx, scenario.fx_date.as_deref(), l));
+        let rate =
+            i.fx.filter(|_| i.price_currency != i.revenue_currency)
+                .map(|fx| {
+                    rate_sentence(
+                        i.price_currency,
+                        i.revenue_currency,
+                        fx,
+                        scenario.fx_date.as_deref(),
+                        l,
+                    )
+                });
         view! {
             {rate.map(|r| view! { <p class="results-fx" id="results-fx">{r}</p> })}
             <dl class="outputs">
@@ -662,7 +669,11 @@ pub(crate) fn rate_sentence(
     l: Locale,
 ) -> String {
     let when = match date {
-        Some(d) => format!("{} {}", tr(l, "em", "on"), idem_core::date::format_date(d, l)),
+        Some(d) => format!(
+            "{} {}",
+            tr(l, "em", "on"),
+            idem_core::date::format_date(d, l)
+        ),
         None => tr(l, "(sem data)", "(undated)").to_owned(),
     };
     format!(

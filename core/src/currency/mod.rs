@@ -10,6 +10,7 @@ use crate::locale::Locale;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
+#[rustfmt::skip] // generated: scripts/currency-table writes it
 mod cldr;
 
 /// An ISO 4217 currency a contract can be priced in: one with minor units
@@ -84,9 +85,7 @@ impl Currency {
 
     /// Every currency, by code.
     pub fn all() -> impl Iterator<Item = Currency> {
-        cldr::ROWS
-            .iter()
-            .filter_map(|r| Currency::from_code(r.0))
+        cldr::ROWS.iter().filter_map(|r| Currency::from_code(r.0))
     }
 }
 
@@ -211,7 +210,10 @@ mod tests {
         }
         let json = serde_json::to_string(&c("GBP")).unwrap();
         assert_eq!(json, "\"GBP\"");
-        assert_eq!(serde_json::from_str::<Currency>("\"jpy\"").unwrap(), c("JPY"));
+        assert_eq!(
+            serde_json::from_str::<Currency>("\"jpy\"").unwrap(),
+            c("JPY")
+        );
         assert!(serde_json::from_str::<Currency>("\"XYZ\"").is_err());
     }
 
@@ -219,19 +221,37 @@ mod tests {
     fn markings() {
         let gbp = Currency::from_code("GBP").unwrap();
         assert_eq!(read_marking("£2,40", gbp), Marking::Matches("2,40".into()));
-        assert_eq!(read_marking("2,40 gbp", gbp), Marking::Matches("2,40".into()));
+        assert_eq!(
+            read_marking("2,40 gbp", gbp),
+            Marking::Matches("2,40".into())
+        );
         assert_eq!(read_marking("2,40", gbp), Marking::None("2,40"));
         assert_eq!(read_marking("US$ 3", gbp), Marking::Other("US$".into()));
         assert_eq!(
             read_marking("US$ 3", Currency::USD),
             Marking::Matches("3".into())
         );
-        assert_eq!(read_marking("$3", Currency::USD), Marking::Matches("3".into()));
-        assert_eq!(read_marking("€1", Currency::EUR), Marking::Matches("1".into()));
-        assert_eq!(read_marking("€1", Currency::BRL), Marking::Other("€".into()));
-        assert_eq!(read_marking("R$ 1,20", Currency::BRL), Marking::Matches("1,20".into()));
+        assert_eq!(
+            read_marking("$3", Currency::USD),
+            Marking::Matches("3".into())
+        );
+        assert_eq!(
+            read_marking("€1", Currency::EUR),
+            Marking::Matches("1".into())
+        );
+        assert_eq!(
+            read_marking("€1", Currency::BRL),
+            Marking::Other("€".into())
+        );
+        assert_eq!(
+            read_marking("R$ 1,20", Currency::BRL),
+            Marking::Matches("1,20".into())
+        );
         let ars = Currency::from_code("ARS").unwrap();
-        assert_eq!(read_marking("$ 1.500", ars), Marking::Matches("1.500".into()));
+        assert_eq!(
+            read_marking("$ 1.500", ars),
+            Marking::Matches("1.500".into())
+        );
         assert_eq!(read_marking("1,2x", ars), Marking::Other("x".into()));
     }
 }

@@ -984,10 +984,12 @@ mod tests {
         };
         let risk = "v=2&ms=40&ac=100&oc=10&cr=2";
         // One scenario without the risk block: every bar is the token waste.
-        let (cols, _, total) =
-            compare_columns(&scenarios(&["v=2", risk]), Locale::PtBr);
+        let (cols, _, total) = compare_columns(&scenarios(&["v=2", risk]), Locale::PtBr);
         assert_eq!(total, crate::figures::CompareTotal::TokenWaste);
-        assert_eq!(cols[0].annual_loss, cols[1].annual_loss, "same waste, same bar");
+        assert_eq!(
+            cols[0].annual_loss, cols[1].annual_loss,
+            "same waste, same bar"
+        );
         let figure = compare_figure(&cols, Currency::BRL, total, Locale::PtBr);
         assert!(figure.title.contains("tokens"), "{}", figure.title);
         // Every scenario at risk: every bar is the total with the risk.

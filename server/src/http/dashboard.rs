@@ -202,10 +202,10 @@ fn link_reads(pairs: &[(String, String)]) -> bool {
         Ok(_) => true,
         // A rate not given yet is a question the page asks (a model picked
         // on /prices is priced in dollars), not a link that is wrong.
-        Err(idem_core::scenario::QueryError::Fields(p)) => p
-            .0
-            .iter()
-            .all(|(_, why)| *why == idem_core::scenario::Problem::RateRequired),
+        Err(idem_core::scenario::QueryError::Fields(p)) => {
+            p.0.iter()
+                .all(|(_, why)| *why == idem_core::scenario::Problem::RateRequired)
+        }
         Err(_) => false,
     }
 }

@@ -275,7 +275,10 @@ fn cost_refuses_contract_mistakes_naming_the_flag() {
         (&["--fx", "0"][..], "fx"),
         (&["--fx", "-5"][..], "fx"),
         (&["--cached-share", "120"][..], "cached-share"),
-        (&["--fx-date", "04/12/2026"][..], "4 December 2026 or 12 April 2026"),
+        (
+            &["--fx-date", "04/12/2026"][..],
+            "4 December 2026 or 12 April 2026",
+        ),
         (&["--fx-date", "31/02/2026"][..], "no such day"),
         (&["--calls", "0"][..], "calls"),
         (&["--price-cached", "€ 0,30"][..], "US Dollar (USD)"),

@@ -257,7 +257,9 @@ async fn a_pound_contract_shows_its_rate_and_date_in_each_language() {
     let html = common::page(&format!("{base}/?{typed}&pi=%C2%A32%2C40")).await;
     assert!(html.contains("R$ 208,15"), "the same waste");
     assert!(!html.contains("não é a moeda"), "£ is the block's currency");
-    let res = reqwest::get(format!("{base}/?{typed}&pi=US%24%203")).await.unwrap();
+    let res = reqwest::get(format!("{base}/?{typed}&pi=US%24%203"))
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200, "typed values are checked on the page");
     let html = res.text().await.unwrap();
     assert!(
@@ -265,7 +267,10 @@ async fn a_pound_contract_shows_its_rate_and_date_in_each_language() {
         "{html}"
     );
     assert!(!html.contains("vírgula"), "no decimal-comma advice");
-    assert!(html.contains("R$ 156.000,00"), "revenue does not wait on a price");
+    assert!(
+        html.contains("R$ 156.000,00"),
+        "revenue does not wait on a price"
+    );
     // A date that reads two ways on the English page: both readings said.
     let html = common::page(&format!(
         "{base}/?t=1&v=2&pc=GBP&px=7.35&pd=04%2F12%2F2026&lang=en-US"
