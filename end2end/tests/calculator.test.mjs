@@ -216,10 +216,10 @@ test('the finance lead\'s USD contract against revenue in reais', async () => {
   const { context, page, errors } = await openPage(browser);
   await hydrated(page);
   // A dollar price typed while the block is in reais is a typo to fix,
-  // not R$ 3.
+  // not R$ 3: the message names the block's currency.
   for (const typo of ['$3', 'US$ 3']) {
     await page.fill('#in-pi', typo);
-    assert.match(await page.locator('.field:has(#in-pi) .field-error').innerText(), /símbolo digitado não é o da moeda/);
+    assert.match(await page.locator('.field:has(#in-pi) .field-error').innerText(), /não é a moeda deste campo: ele está em Real brasileiro \(BRL\)/);
   }
   await page.selectOption('#in-pc', 'USD');
   await page.selectOption('#in-u', '1m');
@@ -357,11 +357,12 @@ test('a link with a Brazilian date reads it, and a bad date blanks nothing', asy
   // (8,000 × 0,015 + 600 × 0,075) / 1k × 5,33 = R$ 0,87945 a call.
   const { context, page, errors } = await openPage(browser, '/?v=2&pc=USD&px=5.33&pd=01/12/2026');
   await hydrated(page);
-  assert.equal(await page.inputValue('#in-pd'), '2026-12-01');
+  // Shown as the page writes dates; the link keeps the ISO day.
+  assert.equal(await page.inputValue('#in-pd'), '01/12/2026');
   assert.equal(await text(page, 'cost_per_call'), 'R$ 0,8795');
   assert.equal(await page.locator('#link-error').count(), 0);
   await context.close();
-  for (const [lang, want] of [['', /data inválida: use dd\/mm\/aaaa/], ['&lang=en-US', /invalid date: use dd\/mm\/yyyy/]]) {
+  for (const [lang, want] of [['', /esse dia não existe: use dd\/mm\/aaaa/], ['&lang=en-US', /no such day: write it as 4 Dec 2026/]]) {
     const bad = await openPage(browser, `/?v=2&pc=USD&px=5.33&pd=31/02/2026${lang}`);
     await hydrated(bad.page);
     assert.match(await bad.page.locator('#err-pd').innerText(), want);

@@ -151,7 +151,7 @@ test('compare: scenarios side by side with absolute and relative deltas, each li
   // The inputs that differ are rows of the table, laid out as rows.
   const inputRow = page.locator('#compare-table tr.compare-input').first();
   assert.equal(await inputRow.evaluate((e) => getComputedStyle(e).display), 'table-row');
-  assert.deepEqual(await inputRow.locator('td').allInnerTexts(), ['3', '0,5']);
+  assert.deepEqual(await inputRow.locator('td').allInnerTexts(), ['3%', '0,5%']);
   const links = page.locator('#compare-table a.scenario-link');
   assert.equal(await links.nth(1).getAttribute('href'), '/?v=2&d=0.5');
   // The annual loss per scenario, as an image the server draws.

@@ -2,9 +2,11 @@
 //! symbols in both page languages, and how a symbol typed in a number is
 //! told apart from the number.
 //!
-//! The codes and minor units are ISO's (through the `iso_currency` crate);
-//! names and symbols are CLDR's, in a table `scripts/currency-table`
-//! generates. Nothing here is a hand-kept list.
+//! The codes and minor units are ISO's (the `iso_currency` crate's list);
+//! names and symbols are CLDR's; `scripts/currency-table` writes them into
+//! one table, the only one the code reads (the browser's wasm carries no
+//! crate for it), and a test checks it against the crate code by code.
+//! Nothing here is a hand-kept list.
 
 use crate::locale::Locale;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -16,15 +18,15 @@ mod cldr;
 /// An ISO 4217 currency a contract can be priced in: one with minor units
 /// (funds, metals and the testing codes are not).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Currency(iso_currency::Currency);
+pub struct Currency(u8);
 
 impl Currency {
     /// Brazilian real, the default.
-    pub const BRL: Currency = Currency(iso_currency::Currency::BRL);
+    pub const BRL: Currency = Currency(cldr::BRL);
     /// US dollar.
-    pub const USD: Currency = Currency(iso_currency::Currency::USD);
+    pub const USD: Currency = Currency(cldr::USD);
     /// Euro.
-    pub const EUR: Currency = Currency(iso_currency::Currency::EUR);
+    pub const EUR: Currency = Currency(cldr::EUR);
 
     /// Reads an ISO code, case-insensitively; `None` for anything that is
     /// not a currency with minor units.
@@ -33,45 +35,60 @@ impl Currency {
         if code.len() != 3 || !code.is_ascii() {
             return None;
         }
-        let c = iso_currency::Currency::from_code(&code.to_ascii_uppercase())?;
-        c.exponent().map(|_| Currency(c))
+        let code = code.to_ascii_uppercase();
+        let (mut lo, mut hi) = (0, cldr::COUNT);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match cldr::CODES[3 * mid..3 * mid + 3].cmp(code.as_str()) {
+                std::cmp::Ordering::Equal => return u8::try_from(mid).ok().map(Currency),
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        None
+    }
+
+    fn index(self) -> usize {
+        usize::from(self.0)
     }
 
     /// The ISO 4217 code.
     pub fn code(self) -> &'static str {
-        self.0.code()
+        let i = self.index();
+        &cldr::CODES[3 * i..3 * i + 3]
     }
 
     /// How many decimal places the currency's amounts have (JPY 0, BRL 2,
     /// KWD 3).
     pub fn minor_units(self) -> u32 {
-        u32::from(self.0.exponent().unwrap_or(2))
+        u32::from(cldr::MINOR_UNITS[self.index()])
     }
 
-    fn row(self) -> &'static cldr::Row {
-        let code = self.code();
-        let i = cldr::ROWS
-            .binary_search_by(|r| r.0.cmp(code))
-            .expect("every currency from_code accepts has a CLDR row (tested)");
-        &cldr::ROWS[i]
+    /// The currency's entry in one of the table's columns (only from_code
+    /// and the constants make a Currency, so there always is one).
+    fn entry(self, column: &'static str) -> &'static str {
+        column.split('|').nth(self.index()).unwrap_or_default()
     }
 
     /// The currency's name in `locale` ("Libra esterlina", "British Pound").
     pub fn name(self, locale: Locale) -> &'static str {
-        let r = self.row();
-        match locale {
-            Locale::PtBr => r.3,
-            Locale::EnUs => r.2,
-        }
+        self.entry(match locale {
+            Locale::PtBr => cldr::NAMES_PT,
+            Locale::EnUs => cldr::NAMES_EN,
+        })
     }
 
     /// The symbol written before amounts in `locale` ("R$", "US$", "$",
     /// "£", "JP¥"; the code where CLDR has no symbol, "ARS").
     pub fn symbol(self, locale: Locale) -> &'static str {
-        let r = self.row();
-        match locale {
-            Locale::PtBr => r.5,
-            Locale::EnUs => r.4,
+        let s = self.entry(match locale {
+            Locale::PtBr => cldr::SYMBOLS_PT,
+            Locale::EnUs => cldr::SYMBOLS_EN,
+        });
+        if s.is_empty() {
+            self.code()
+        } else {
+            s
         }
     }
 
@@ -79,13 +96,22 @@ impl Currency {
     /// the code, both languages' symbols and the narrow one ("$" for the
     /// peso as much as for the dollar).
     pub fn spellings(self) -> [&'static str; 4] {
-        let r = self.row();
-        [r.0, r.4, r.5, r.6]
+        let narrow = self.entry(cldr::SYMBOLS_NARROW);
+        [
+            self.code(),
+            self.symbol(Locale::EnUs),
+            self.symbol(Locale::PtBr),
+            if narrow.is_empty() {
+                self.code()
+            } else {
+                narrow
+            },
+        ]
     }
 
     /// Every currency, by code.
     pub fn all() -> impl Iterator<Item = Currency> {
-        cldr::ROWS.iter().filter_map(|r| Currency::from_code(r.0))
+        (0..cldr::COUNT).filter_map(|i| u8::try_from(i).ok().map(Currency))
     }
 }
 
@@ -182,6 +208,13 @@ mod tests {
                 continue;
             };
             known += 1;
+            assert_eq!(ours.code(), c.code());
+            assert_eq!(
+                Some(ours.minor_units()),
+                c.exponent().map(u32::from),
+                "{}",
+                c.code()
+            );
             for l in [Locale::PtBr, Locale::EnUs] {
                 assert!(!ours.name(l).is_empty(), "{}", c.code());
                 assert!(!ours.symbol(l).is_empty(), "{}", c.code());
@@ -189,6 +222,20 @@ mod tests {
         }
         assert_eq!(known, Currency::all().count());
         assert!(known > 150, "{known}");
+        let codes: Vec<&str> = Currency::all().map(Currency::code).collect();
+        assert!(codes.windows(2).all(|w| w[0] < w[1]), "sorted by code");
+        for column in [
+            cldr::NAMES_EN,
+            cldr::NAMES_PT,
+            cldr::SYMBOLS_EN,
+            cldr::SYMBOLS_PT,
+            cldr::SYMBOLS_NARROW,
+        ] {
+            assert_eq!(column.split('|').count(), cldr::COUNT);
+        }
+        assert_eq!(Currency::BRL.code(), "BRL");
+        assert_eq!(Currency::USD.code(), "USD");
+        assert_eq!(Currency::EUR.code(), "EUR");
     }
 
     #[test]
