@@ -3,7 +3,7 @@
 //! reads as two different days is refused with both readings, never
 //! guessed (an English browser once stored `04/12/2026` as 12 April).
 
-use crate::locale::Locale;
+use crate::lang::Locale;
 use crate::scenario::is_iso_date;
 
 /// Why a typed date was refused.

@@ -16,6 +16,7 @@ pub mod derive;
 mod error;
 pub mod ids;
 pub mod json;
+pub mod lang;
 pub mod locale;
 pub mod money;
 pub mod normalize;

@@ -3,48 +3,10 @@
 
 use crate::Error;
 use rust_decimal::{Decimal, RoundingStrategy};
-use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
-/// A display locale.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
-pub enum Locale {
-    /// Brazilian Portuguese: `1.234,56`.
-    #[default]
-    #[serde(rename = "pt-BR")]
-    PtBr,
-    /// US English: `1,234.56`.
-    #[serde(rename = "en-US")]
-    EnUs,
-}
-
-impl Locale {
-    /// The BCP 47 tag.
-    pub fn tag(self) -> &'static str {
-        match self {
-            Locale::PtBr => "pt-BR",
-            Locale::EnUs => "en-US",
-        }
-    }
-
-    /// Reads a tag, case-insensitively (`pt-BR`, `pt`, `en-US`, `en`).
-    pub fn from_tag(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "pt-br" | "pt" | "pt_br" => Some(Locale::PtBr),
-            "en-us" | "en" | "en_us" => Some(Locale::EnUs),
-            _ => None,
-        }
-    }
-
-    fn separators(self) -> (char, char) {
-        match self {
-            Locale::PtBr => (',', '.'),
-            Locale::EnUs => ('.', ','),
-        }
-    }
-}
-
 pub use crate::currency::{read_marking, Currency, Marking};
+pub use crate::lang::Locale;
 
 fn group(int_digits: &str, sep: char) -> String {
     let n = int_digits.len();

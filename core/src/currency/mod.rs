@@ -8,7 +8,7 @@
 //! crate for it), and a test checks it against the crate code by code.
 //! Nothing here is a hand-kept list.
 
-use crate::locale::Locale;
+use crate::lang::Locale;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
