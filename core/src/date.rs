@@ -125,6 +125,16 @@ fn split(iso: &str) -> Option<(u32, usize, u32)> {
     Some((y, m, d))
 }
 
+/// An English month name as it starts a word ("Dec", "December").
+fn capitalized(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|f| f.to_ascii_uppercase())
+        .into_iter()
+        .chain(c)
+        .collect()
+}
+
 /// A date as the page shows it: `04/12/2026` in pt-BR, `4 Dec 2026` in
 /// English (a form no reader takes the wrong way round). Text that is not
 /// an ISO date comes back as it is.
@@ -135,15 +145,7 @@ pub fn format_date(iso: &str, locale: Locale) -> String {
     match locale {
         Locale::PtBr => format!("{d:02}/{m:02}/{y}"),
         Locale::EnUs => {
-            let mon = MONTHS[m - 1][0];
-            let mut c = mon.chars();
-            let cap: String = c
-                .next()
-                .map(|f| f.to_ascii_uppercase())
-                .into_iter()
-                .chain(c)
-                .collect();
-            format!("{d} {cap} {y}")
+            format!("{d} {} {y}", capitalized(MONTHS[m - 1][0]))
         }
     }
 }
@@ -157,15 +159,7 @@ pub fn format_date_words(iso: &str, locale: Locale) -> String {
     match locale {
         Locale::PtBr => format!("{d} de {} de {y}", MONTHS[m - 1][3]),
         Locale::EnUs => {
-            let name = MONTHS[m - 1][1];
-            let mut c = name.chars();
-            let cap: String = c
-                .next()
-                .map(|f| f.to_ascii_uppercase())
-                .into_iter()
-                .chain(c)
-                .collect();
-            format!("{d} {cap} {y}")
+            format!("{d} {} {y}", capitalized(MONTHS[m - 1][1]))
         }
     }
 }

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { BASE_URL, ARTIFACTS, launch, openAt, hydrated, axeViolations, closeBrowser } from './helpers.mjs';
+import { BASE_URL, ARTIFACTS, launch, openAt, hydrated, axeViolations, closeBrowser, pdfPages } from './helpers.mjs';
 
 const { contracts } = JSON.parse(readFileSync(new URL('../../testkit/fixtures/contracts.json', import.meta.url), 'utf8'));
 const POUND = contracts.find((c) => c.link.includes('pc=GBP'));
@@ -17,8 +17,6 @@ const LANGS = ['pt-BR', 'en-US'];
 /** How many pages a comparison of three prints on (A4 portrait). */
 const COMPARISON_OF_THREE_PAGES = 1;
 
-/** How many pages a PDF has. */
-const pdfPages = (pdf) => (pdf.toString('latin1').match(/\/Type\s*\/Page[^s]/g) ?? []).length;
 
 let browser;
 let savedId;

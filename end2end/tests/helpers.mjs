@@ -85,3 +85,6 @@ export async function openAt(browser, path, viewport, options = {}) {
   await page.goto(BASE_URL + path, { waitUntil: 'load' });
   return { context, page, errors };
 }
+
+/** How many pages a PDF has. */
+export const pdfPages = (pdf) => (pdf.toString('latin1').match(/\/Type\s*\/Page[^s]/g) ?? []).length;

@@ -6,7 +6,7 @@
 // Uses IDEM_TEST_TOKEN (scripts/test creates one) to give the monitor rows.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE_URL, ARTIFACTS, launch, openAt, hydrated, axeViolations, waitOut, closeBrowser } from './helpers.mjs';
+import { BASE_URL, ARTIFACTS, launch, openAt, hydrated, axeViolations, waitOut, closeBrowser, pdfPages } from './helpers.mjs';
 
 const TOKEN = process.env.IDEM_TEST_TOKEN;
 const PHONES = [{ width: 360, height: 740 }, { width: 390, height: 844 }];
@@ -172,8 +172,6 @@ test('phone, English: the headline is at the top, before the inputs', async () =
   await context.close();
 });
 
-/** How many pages a PDF has. */
-const pdfPages = (pdf) => (pdf.toString('latin1').match(/\/Type\s*\/Page[^s]/g) ?? []).length;
 
 for (const lang of LANGS) {
   test(`print (${lang}): an A4 estimate on one page, with its date, link and saved name first`, async () => {
