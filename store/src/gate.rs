@@ -33,13 +33,38 @@
 //! error instead of hanging.
 
 use crate::Error;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 /// How long a writer waits for its turn: SQLite's busy timeout, so a
 /// writer that would have got SQLITE_BUSY gets an error after the same wait.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one transaction may hold SQLite's write lock before the
+/// watchdog rolls it back: every other writer of the file, in this process
+/// and in others, waits while it is held, so a holder that stalls (a
+/// request parked mid-transaction, a bug) must not stall them for longer.
+pub const MAX_WRITE_TRANSACTION: Duration = Duration::from_secs(5);
+
+/// A transaction's connection and its turn, where both the session that
+/// opened it and the watchdog can reach them: the session runs its
+/// statements through the lock, the watchdog takes the transaction out and
+/// rolls it back once it has held the write lock past its bound.
+pub(crate) type Held<T> = Arc<Mutex<Option<T>>>;
+
+/// Who holds the turn now.
+struct Holder {
+    /// Which turn (a later holder is another number).
+    id: u64,
+    /// Since when it holds SQLite's write lock (its `begin immediate`
+    /// succeeded), or since it took its turn.
+    since: Instant,
+    /// The watchdog's way to end it, when it is a transaction.
+    end: Option<Box<dyn Fn() + Send + Sync>>,
+    /// Whether the watchdog acted on it already.
+    ended: bool,
+}
 
 /// The queue of this process's SQLite writers (one per store).
 #[derive(Clone)]
@@ -47,6 +72,8 @@ pub(crate) struct WriteGate {
     queue: Arc<Mutex<()>>,
     /// How long a writer waits ([`BUSY_TIMEOUT`] outside tests).
     wait: Duration,
+    holder: Arc<std::sync::Mutex<Option<Holder>>>,
+    next: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Default for WriteGate {
@@ -56,22 +83,135 @@ impl Default for WriteGate {
 }
 
 /// A writer's turn: held until its write commits or rolls back.
-pub(crate) type Turn = OwnedMutexGuard<()>;
+pub(crate) struct Turn {
+    _queue: OwnedMutexGuard<()>,
+    id: u64,
+    holder: Arc<std::sync::Mutex<Option<Holder>>>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut h = lock(&self.holder);
+        if h.as_ref().is_some_and(|h| h.id == self.id) {
+            *h = None;
+        }
+    }
+}
+
+impl Turn {
+    /// Marks the write lock taken now by a transaction the watchdog can
+    /// end through `held` (a weak handle: a transaction that ended on its
+    /// own is not kept alive by it).
+    pub(crate) fn hold<T, F>(&self, held: &Held<T>, end: F)
+    where
+        T: Send + 'static,
+        F: Fn(T) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let weak: Weak<Mutex<Option<T>>> = Arc::downgrade(held);
+        let end = Arc::new(end);
+        let mut h = lock(&self.holder);
+        if let Some(h) = h.as_mut().filter(|h| h.id == self.id) {
+            h.since = Instant::now();
+            h.end = Some(Box::new(move || {
+                let (weak, end) = (weak.clone(), end.clone());
+                tokio::spawn(async move {
+                    let Some(held) = weak.upgrade() else { return };
+                    // Waits for a statement under way (bounded by the busy
+                    // timeout), then takes the transaction from its session,
+                    // whose next statement or commit fails instead.
+                    let taken = held.lock().await.take();
+                    if let Some(t) = taken {
+                        end(t).await;
+                    }
+                });
+            }));
+        }
+    }
+}
 
 impl WriteGate {
     fn new(wait: Duration) -> Self {
         Self {
             queue: Arc::default(),
             wait,
+            holder: Arc::default(),
+            next: Arc::default(),
         }
     }
 
     /// Waits for this writer's turn, at most the busy timeout.
     pub(crate) async fn turn(&self) -> Result<Turn, Error> {
-        tokio::time::timeout(self.wait, self.queue.clone().lock_owned())
+        let queue = tokio::time::timeout(self.wait, self.queue.clone().lock_owned())
             .await
-            .map_err(|_| Error::Unavailable("the database is busy: no write turn in time".into()))
+            .map_err(|_| {
+                Error::Unavailable("the database is busy: no write turn in time".into())
+            })?;
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *lock(&self.holder) = Some(Holder {
+            id,
+            since: Instant::now(),
+            end: None,
+            ended: false,
+        });
+        Ok(Turn {
+            _queue: queue,
+            id,
+            holder: self.holder.clone(),
+        })
     }
+
+    /// How long the current holder has held its turn, if any.
+    pub(crate) fn held_for(&self) -> Option<Duration> {
+        lock(&self.holder).as_ref().map(|h| h.since.elapsed())
+    }
+
+    /// The watchdog's check: a holder past `bound` is ended (a transaction
+    /// rolled back) and logged, once. Returns whether it acted.
+    pub(crate) fn check(&self, bound: Duration) -> bool {
+        let mut h = lock(&self.holder);
+        let Some(h) = h.as_mut() else { return false };
+        if h.ended || h.since.elapsed() < bound {
+            return false;
+        }
+        h.ended = true;
+        match &h.end {
+            Some(end) => {
+                tracing::error!(
+                    held_ms = h.since.elapsed().as_millis() as u64,
+                    "a SQLite write transaction held the write lock past {bound:?}: rolling it back so other writers can go on"
+                );
+                end();
+            }
+            None => tracing::error!(
+                held_ms = h.since.elapsed().as_millis() as u64,
+                "a SQLite writer has held its write turn past {bound:?}"
+            ),
+        }
+        true
+    }
+
+    /// Checks the holder every quarter second until the store is dropped.
+    pub(crate) fn spawn_watchdog<T: Send + Sync + 'static>(&self, owner: Weak<T>, bound: Duration) {
+        let gate = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250).min(bound));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if owner.strong_count() == 0 {
+                    break;
+                }
+                gate.check(bound);
+            }
+        });
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -74,6 +74,7 @@ pub mod stats;
 mod tenants;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use gate::MAX_WRITE_TRANSACTION;
 pub use maintenance::{Chore, PurgeReport};
 pub use model::*;
 pub use session::Session;
@@ -332,6 +333,11 @@ pub struct Options {
     /// redone, never a loss: the outbox relay, whose database crash can only
     /// make it send a message again (receivers dedupe on `webhook-id`).
     pub async_commit: bool,
+    /// SQLite: how long one transaction may hold the write lock before it
+    /// is rolled back and logged ([`MAX_WRITE_TRANSACTION`] by default).
+    /// Every other writer of the file waits meanwhile, so this bounds how
+    /// long one stalled holder can stop the store.
+    pub max_write_transaction: Duration,
 }
 
 impl Options {
@@ -358,6 +364,7 @@ impl Options {
             acquire_timeout: Duration::from_secs(5),
             statement_timeout: Some(Duration::from_secs(30)),
             async_commit: false,
+            max_write_transaction: MAX_WRITE_TRANSACTION,
         }
     }
 }
@@ -377,6 +384,10 @@ pub(crate) struct Inner {
     pub(crate) facts: facts::FactsCache,
     /// SQLite's writers in arrival order (unused on PostgreSQL).
     pub(crate) gate: gate::WriteGate,
+    /// SQLite: the longest a transaction may hold the write lock.
+    pub(crate) max_write_transaction: Duration,
+    /// The last readiness probe and when it ran ([`Store::writable`]).
+    pub(crate) readiness: tokio::sync::Mutex<Option<(std::time::Instant, Result<(), String>)>>,
     /// This process among a deployment's instances, as chore leases name
     /// their holder: the host, the pid and a random part, so a restarted
     /// process on a reused pid is a new holder.
@@ -402,6 +413,29 @@ async fn relaxed_commit(c: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
         tracing::debug!("synchronous replication is on: this connection commits synchronously");
     }
     Ok(())
+}
+
+/// The SQLite pool's check of a connection coming back: one still inside a
+/// transaction is closed (SQLite rolls back an open transaction when its
+/// connection closes) instead of going back to the pool holding the write
+/// lock, where every writer of the file would wait on it for good. A
+/// dropped `Transaction` queues its rollback on the connection's worker,
+/// so a connection that reads as in a transaction is asked once more after
+/// the worker has run what was queued.
+async fn released_outside_a_transaction(
+    c: &mut sqlx::SqliteConnection,
+) -> Result<bool, sqlx::Error> {
+    use sqlx::Connection;
+    if !c.is_in_transaction() {
+        return Ok(true);
+    }
+    // A round trip to the worker, behind whatever it had queued.
+    drop(c.lock_handle().await?);
+    if c.is_in_transaction() {
+        tracing::error!("a SQLite connection came back to the pool inside a transaction: closing it, which rolls the transaction back");
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 /// Whether a statement failed because its table does not exist (yet).
@@ -504,6 +538,7 @@ impl Store {
                 // A local file does not drop connections; sqlx's default ping
                 // on every acquire would double the cost of each call.
                 .test_before_acquire(false)
+                .after_release(|c, _| Box::pin(released_outside_a_transaction(c)))
                 .connect_with(opts.clone())
                 .await?;
             (Db::Sqlite(pool), batch::Target::Sqlite(opts))
@@ -547,6 +582,7 @@ impl Store {
             return Err(Error::Url("expected sqlite://… or postgres://…".into()));
         };
         let gate = gate::WriteGate::default();
+        let sqlite = matches!(db, Db::Sqlite(_));
         let batcher = options
             .coalesce
             .then(|| Arc::new(batch::Batcher::new(target, options.stats, gate.clone())));
@@ -562,11 +598,19 @@ impl Store {
                 tokens: tenants::token_cache(),
                 facts: facts::FactsCache::new(),
                 gate,
+                max_write_transaction: options.max_write_transaction,
+                readiness: tokio::sync::Mutex::new(None),
                 instance: maintenance::instance_name(),
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {
             store.spawn_flusher(every);
+        }
+        if sqlite {
+            store
+                .inner
+                .gate
+                .spawn_watchdog(Arc::downgrade(&store.inner), options.max_write_transaction);
         }
         Ok(store)
     }

@@ -112,6 +112,71 @@ impl Store {
         ))?)
     }
 
+    /// Whether the store can write now, and if not why (in words an
+    /// operator can act on; the database's own error is logged here).
+    ///
+    /// A read such as `select 1` cannot tell: in WAL mode it succeeds while
+    /// another connection holds SQLite's write lock, on a full disk and on
+    /// a read-only file, and PostgreSQL answers it in recovery. So this
+    /// writes: one row under the reserved scope, renewed in place (a lease
+    /// that ends at once, so every instance's probe applies). A SQLite
+    /// write transaction held past its bound fails it too, before the
+    /// watchdog has rolled it back. Bounded by `within`.
+    ///
+    /// Probes at most once a second: callers within a second of a probe
+    /// (or waiting on one) share its answer, so a flood of probes is not a
+    /// flood of writes.
+    pub async fn writable(&self, within: std::time::Duration) -> Result<(), String> {
+        let mut last = self.inner.readiness.lock().await;
+        if let Some((at, answer)) = &*last {
+            if at.elapsed() < std::time::Duration::from_secs(1) {
+                return answer.clone();
+            }
+        }
+        let answer = self.probe_write(within).await;
+        *last = Some((std::time::Instant::now(), answer.clone()));
+        answer
+    }
+
+    #[tracing::instrument(level = "debug", skip(self))]
+    async fn probe_write(&self, within: std::time::Duration) -> Result<(), String> {
+        if let Some(held) = self.inner.gate.held_for() {
+            if held > self.inner.max_write_transaction {
+                return Err(format!(
+                    "a write transaction has held the database for {} s",
+                    held.as_secs()
+                ));
+            }
+        }
+        // A transaction, so on SQLite it queues for its write turn like
+        // every other writer of this process: an autocommit statement
+        // would wait in SQLite's busy handler instead, where writers that
+        // hand the lock to each other can starve it.
+        let probe = async {
+            let now = self.now_ms();
+            let mut tx = self.transaction().await?;
+            on!(tx.take_chore_lease(
+                crate::tenants::ADMIN_SCOPE,
+                "readiness",
+                &self.inner.instance,
+                now,
+                now
+            ))?;
+            tx.commit().await
+        };
+        match tokio::time::timeout(within, probe).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                tracing::warn!(error = ?e, "readiness: the store could not write");
+                Err(why_unwritable(&e).to_owned())
+            }
+            Err(_) => Err(format!(
+                "a write did not finish within {} s",
+                within.as_secs_f32()
+            )),
+        }
+    }
+
     /// Marks claims whose lease ran out as uncertain, then removes expired
     /// rows of every tenant in batches of `batch` rows, each batch its own
     /// short statement so no lock is held for long. Unsettled actions and
@@ -262,4 +327,31 @@ async fn purge_tenant(
         *slot += n;
     }
     Ok(())
+}
+
+/// What a failed write says about the store, in an operator's words.
+fn why_unwritable(e: &Error) -> &'static str {
+    let db = match e {
+        Error::Database(sqlx::Error::Database(d)) => Some(d),
+        _ => None,
+    };
+    let code = db.and_then(|d| d.code()).map(|c| c.into_owned());
+    match code.as_deref() {
+        // SQLite's primary result codes (extended ones share the low byte).
+        Some(c) if c.parse::<i32>().is_ok() => match c.parse::<i32>().unwrap_or(0) & 0xff {
+            5 | 6 => "the database is locked: another writer holds it",
+            8 => "the database is read-only",
+            13 => "the disk is full",
+            10 => "the database file cannot be written (I/O error)",
+            _ => "the database refused a write",
+        },
+        Some("25006") => "the database is read-only (a standby, or in recovery)",
+        Some("53100") => "the disk is full",
+        Some(c) if c.starts_with("08") || c.starts_with("57") => "the database is unreachable",
+        Some(_) => "the database refused a write",
+        None => match e {
+            Error::Unavailable(_) => "the database is busy: no write turn in time",
+            _ => "the database is unreachable",
+        },
+    }
 }

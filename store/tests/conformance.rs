@@ -104,7 +104,171 @@ idem_testkit::both!(
     a_held_claim_is_renewed_and_a_lost_one_is_not,
     an_unknown_outcome_is_uncertain_at_once,
     mcp_calls_are_counted_per_tenant_tool_and_outcome,
+    writes_cut_at_any_await_never_hold_the_store,
+    a_transaction_held_past_its_bound_is_rolled_back,
+    the_store_says_whether_it_can_write,
 );
+
+/// Callers cut at any await point (a client that times out after a few
+/// milliseconds drops its handler, and the store calls in it): record,
+/// claim, complete and explicit transactions, cut after a random 0 to 3 ms,
+/// from 16 tasks for two seconds. Afterwards the store takes plain writes
+/// and transactions at once, and readiness says so.
+async fn writes_cut_at_any_await_never_hold_the_store(h: &H) {
+    let stop = std::time::Instant::now() + Duration::from_secs(2);
+    let workers: Vec<_> = (0..16u64)
+        .map(|w| {
+            let store = h.store.clone();
+            let tenant = h.tenant.clone();
+            tokio::spawn(async move {
+                let mut seed = w.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let mut n = 0u64;
+                while std::time::Instant::now() < stop {
+                    n += 1;
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let cut = Duration::from_micros(seed % 3_000);
+                    let reference = format!("CUT-{w}-{n}");
+                    let store = store.clone();
+                    let tenant = tenant.clone();
+                    let _ = tokio::time::timeout(cut, async move {
+                        let json_1 = pix(&reference, "180.00");
+                        let p = Payload::from_json(&json_1).unwrap();
+                        let intent = store.record_intent(&tenant, "pix.cobranca", &p).await?;
+                        if let Begin::Claimed { token, .. } = store
+                            .begin_action(
+                                &tenant,
+                                &pix_action(),
+                                &intent.key,
+                                Duration::from_secs(30),
+                            )
+                            .await?
+                        {
+                            let mut tx = store.transaction().await?;
+                            tx.complete(&tenant, &intent.key, token, "{}").await?;
+                            tx.commit().await?;
+                        }
+                        Ok::<_, Error>(())
+                    })
+                    .await;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.unwrap();
+    }
+    for i in 0..5 {
+        let json_2 = pix(&format!("AFTER-{i}"), "180.00");
+        let p = Payload::from_json(&json_2).unwrap();
+        let recorded = tokio::time::timeout(
+            Duration::from_secs(2),
+            h.store.record_intent(&h.tenant, "pix.cobranca", &p),
+        )
+        .await
+        .expect("a plain write after the cut callers took over 2 s");
+        let intent = recorded.unwrap();
+        let claim = tokio::time::timeout(
+            Duration::from_secs(2),
+            h.store.begin_action(
+                &h.tenant,
+                &pix_action(),
+                &intent.key,
+                Duration::from_secs(30),
+            ),
+        )
+        .await
+        .expect("a claim after the cut callers took over 2 s");
+        assert!(matches!(claim.unwrap(), Begin::Claimed { .. }));
+    }
+    assert_eq!(h.store.writable(Duration::from_secs(5)).await, Ok(()));
+}
+
+/// A transaction that stalls while holding SQLite's write lock (its
+/// holder parked on something else) is rolled back by the watchdog after
+/// the bound, so the next writer goes on; its holder's commit is refused
+/// and nothing of it was kept. PostgreSQL has no such lock: the stalled
+/// transaction blocks no other row.
+async fn a_transaction_held_past_its_bound_is_rolled_back(h: &H) {
+    let json_3 = pix("STALLED", "180.00");
+    let p = Payload::from_json(&json_3).unwrap();
+    let mut stalled = h.store.transaction().await.unwrap();
+    stalled
+        .record_intent(&h.tenant, "pix.cobranca", &p)
+        .await
+        .unwrap();
+    // Parked past the bound (5 s) while another writer waits.
+    let json_4 = pix("WAITING", "180.00");
+    let other = Payload::from_json(&json_4).unwrap();
+    let started = std::time::Instant::now();
+    let waited = tokio::time::timeout(Duration::from_secs(12), async {
+        let mut tx = h.store.transaction().await?;
+        tx.record_intent(&h.tenant, "pix.cobranca", &other).await?;
+        tx.commit().await
+    })
+    .await
+    .expect("the waiting writer never got in");
+    match h.store.backend() {
+        Backend::Sqlite => {
+            // It waited for its turn (5 s) and got an error, or got in once
+            // the stalled one was rolled back; either way, by now the
+            // stalled one is gone and a write goes through.
+            assert!(started.elapsed() < Duration::from_secs(12));
+            let _ = waited;
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let refused = stalled.commit().await;
+            assert!(matches!(refused, Err(Error::Unavailable(_))), "{refused:?}");
+            let mut s = h.store.session().await.unwrap();
+            assert!(s
+                .intent(&h.tenant, "pix.cobranca", "STALLED")
+                .await
+                .is_err());
+            drop(s);
+            let json_5 = pix("AFTER-STALL", "180.00");
+            let again = Payload::from_json(&json_5).unwrap();
+            tokio::time::timeout(
+                Duration::from_secs(2),
+                h.store.record_intent(&h.tenant, "pix.cobranca", &again),
+            )
+            .await
+            .expect("a write after the rollback took over 2 s")
+            .unwrap();
+        }
+        Backend::Postgres => {
+            waited.unwrap();
+            stalled.commit().await.unwrap();
+        }
+    }
+}
+
+/// Readiness writes: it says yes on a healthy store, and no, with the
+/// reason, while another connection holds SQLite's write lock (another
+/// process, say), then yes again once it lets go.
+async fn the_store_says_whether_it_can_write(h: &H) {
+    assert_eq!(h.store.writable(Duration::from_secs(5)).await, Ok(()));
+    if h.store.backend() != Backend::Sqlite {
+        return;
+    }
+    use sqlx::{ConnectOptions, Connection};
+    let opts: sqlx::sqlite::SqliteConnectOptions = h.db.url.parse().unwrap();
+    let mut other = opts.connect().await.unwrap();
+    sqlx::query("begin immediate")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    // Past the last probe's cached second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let started = std::time::Instant::now();
+    let answer = h.store.writable(Duration::from_secs(7)).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let why = answer.unwrap_err();
+    assert!(why.contains("locked"), "{why}");
+    sqlx::query("rollback").execute(&mut other).await.unwrap();
+    other.close().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(h.store.writable(Duration::from_secs(5)).await, Ok(()));
+}
 
 /// The gateway's counts: one row per hour, tool and outcome, summed over
 /// a range for one tenant, and over every tenant for `/metrics`.

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 /// Which `Host` names the server answers, and whether its monitor is open.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HostRule {
     /// Enforce the rule: the monitor is open (loopback, no admin token), or
     /// the operator listed names with `--allowed-host`.
@@ -33,6 +33,24 @@ pub struct HostRule {
     /// How long a request may take before it is answered 503 with its
     /// outcome unknown (`--request-timeout`; `None`: no bound).
     pub deadline: Option<std::time::Duration>,
+    /// Writes running to their end at once ([`run_to_end`]), shared by
+    /// every request: a write whose client went away still holds its
+    /// permit until it ends, so clients that time out and retry cannot
+    /// pile up work faster than the store does it.
+    pub writes: Arc<tokio::sync::Semaphore>,
+}
+
+/// Writes that run at once, every client together (see
+/// [`HostRule::writes`]): well above what the store's pool runs at once
+/// (8 SQLite, 32 PostgreSQL connections by default), so it never slows a
+/// store that keeps up, and low enough that a backlog of abandoned writes
+/// drains within a second or so.
+pub const WRITES_AT_ONCE: usize = 256;
+
+impl Default for HostRule {
+    fn default() -> Self {
+        Self::new(false, &[])
+    }
 }
 
 impl HostRule {
@@ -49,6 +67,7 @@ impl HostRule {
             allowed,
             open_monitor: open,
             deadline: None,
+            writes: Arc::new(tokio::sync::Semaphore::new(WRITES_AT_ONCE)),
         }
     }
 
@@ -481,8 +500,9 @@ pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next:
         }
     });
     let res = match rule.deadline {
-        None => next.run(req).await,
-        Some(limit) => match tokio::time::timeout(limit, next.run(req)).await {
+        None => run_to_end(&rule.writes, next, req).await,
+        Some(limit) => match tokio::time::timeout(limit, run_to_end(&rule.writes, next, req)).await
+        {
             Ok(res) => res,
             Err(_) => {
                 tracing::error!(
@@ -495,6 +515,37 @@ pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next:
     };
     let res = if api { problem_document(res) } else { res };
     with_headers(res, page)
+}
+
+/// Runs the rest of the stack. A request that may write (any method but
+/// `GET`, `HEAD` and `OPTIONS`) runs in a task of its own: a client that
+/// goes away, or the request time-out above, drops this future but never
+/// that task, so a write that has begun runs to its end (its transaction
+/// commits or rolls back) instead of being cut at whichever await it had
+/// reached. Reads are cut where they are, which costs nothing.
+///
+/// The task starts once it has one of the `writes` permits and keeps it to
+/// its end; a request still waiting for one has begun nothing, and is cut
+/// there like a read.
+async fn run_to_end(writes: &Arc<tokio::sync::Semaphore>, next: Next, req: Request) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    let Ok(permit) = writes.clone().acquire_owned().await else {
+        return super::error::ApiError::internal().into_response();
+    };
+    let running = async move {
+        let res = next.run(req).await;
+        drop(permit);
+        res
+    };
+    match tokio::spawn(running).await {
+        Ok(res) => res,
+        Err(e) => {
+            tracing::error!(error = %e, "a request's handler panicked");
+            super::error::ApiError::internal().into_response()
+        }
+    }
 }
 
 /// What a page's response needs from its request.

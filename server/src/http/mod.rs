@@ -173,15 +173,19 @@ async fn metrics_access(
     next.run(req).await
 }
 
-async fn readyz(State(api): State<ApiState>) -> (StatusCode, &'static str) {
-    match api.store.ping().await {
-        Ok(()) => (StatusCode::OK, "ready"),
-        Err(e) => {
-            tracing::warn!(error = %crate::http::error::chain(&e), "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable")
-        }
+/// Ready when the store can write now ([`idem_store::Store::writable`]):
+/// 503 with the reason otherwise. Answers within [`READY_WITHIN`].
+async fn readyz(State(api): State<ApiState>) -> (StatusCode, String) {
+    match api.store.writable(READY_WITHIN).await {
+        Ok(()) => (StatusCode::OK, "ready".into()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}")),
     }
 }
+
+/// How long the readiness probe's write may take: within SQLite's busy
+/// timeout plus a margin, well inside the 10 s an orchestrator's probe
+/// commonly allows.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(7);
 
 /// Serves `router` on `listener` within `limits` until Ctrl-C or SIGTERM.
 pub async fn serve(

@@ -21,4 +21,5 @@ mod live;
 mod probe;
 mod security;
 mod simulate;
+mod soak;
 mod webhooks;

@@ -3,7 +3,7 @@
 
 use crate::backend::{ActionRow, BeginRow, HistoryRow, IntentRow, IntentWrite};
 use crate::clock::duration_ms;
-use crate::gate::Turn;
+use crate::gate::{Held, Turn};
 use crate::model::*;
 use crate::stats::{Accumulator, Cell};
 use crate::{Error, Store};
@@ -18,17 +18,27 @@ enum Inner {
     /// (a session that only counts opens its own transaction instead).
     Idle,
     SqliteConn(PoolConnection<Sqlite>),
-    /// A SQLite transaction and its write turn ([`crate::gate`]), held
-    /// together: the turn is declared second, so a dropped transaction
-    /// rolls back before the next writer is let in.
-    SqliteTx(Transaction<'static, Sqlite>, Turn),
+    /// A SQLite transaction and its write turn ([`crate::gate`]), where
+    /// the gate's watchdog can take it back ([`SqliteTx`]).
+    SqliteTx(Held<SqliteTx>),
     PgConn(PoolConnection<Postgres>),
     PgTx(Transaction<'static, Postgres>),
+}
+
+/// A SQLite transaction with its write turn, held together: the turn is
+/// declared second, so a dropped transaction queues its rollback before
+/// the next writer is let in.
+pub(crate) struct SqliteTx {
+    tx: Transaction<'static, Sqlite>,
+    _turn: Turn,
 }
 
 /// A borrowed connection of either backend.
 pub(crate) enum Exec<'a> {
     Sqlite(&'a mut SqliteConnection),
+    /// A SQLite transaction's connection, locked for one statement so the
+    /// gate's watchdog cannot take it away mid-statement.
+    SqliteHeld(tokio::sync::OwnedMappedMutexGuard<Option<SqliteTx>, SqliteConnection>),
     Pg(&'a mut PgConnection),
 }
 
@@ -39,6 +49,10 @@ macro_rules! on {
             Ok($crate::session::Exec::Sqlite(c)) => {
                 use $crate::backend::prelude::*;
                 c.$f($($arg),*).await
+            }
+            Ok($crate::session::Exec::SqliteHeld(mut c)) => {
+                use $crate::backend::prelude::*;
+                (&mut *c).$f($($arg),*).await
             }
             Ok($crate::session::Exec::Pg(c)) => {
                 use $crate::backend::prelude::*;
@@ -101,7 +115,15 @@ impl Session {
         Ok(match &mut self.inner {
             Inner::Idle => unreachable!("a connection was just taken"),
             Inner::SqliteConn(c) => Exec::Sqlite(c),
-            Inner::SqliteTx(t, _) => Exec::Sqlite(t),
+            Inner::SqliteTx(held) => {
+                let locked = held.clone().lock_owned().await;
+                match tokio::sync::OwnedMutexGuard::try_map(locked, |t| {
+                    t.as_mut().map(|t| &mut *t.tx)
+                }) {
+                    Ok(c) => Exec::SqliteHeld(c),
+                    Err(_) => return Err(rolled_back_by_watchdog()),
+                }
+            }
             Inner::PgConn(c) => Exec::Pg(c),
             Inner::PgTx(t) => Exec::Pg(t),
         })
@@ -158,8 +180,7 @@ impl Session {
     /// a SQLite transaction's write turn goes with it, whatever the outcome.
     async fn end_implicit(&mut self, commit: bool) -> Result<(), Error> {
         let ended = match std::mem::replace(&mut self.inner, Inner::Idle) {
-            Inner::SqliteTx(t, _turn) if commit => t.commit().await.map_err(Error::from_commit),
-            Inner::SqliteTx(t, _turn) => t.rollback().await.map_err(Error::from),
+            Inner::SqliteTx(held) => end_sqlite(held, commit).await,
             Inner::PgTx(t) if commit => t.commit().await.map_err(Error::from_commit),
             Inner::PgTx(t) => t.rollback().await.map_err(Error::from),
             _ => Ok(()),
@@ -210,7 +231,7 @@ impl Session {
             self.journal().await?;
         }
         match self.inner {
-            Inner::SqliteTx(t, _turn) => t.commit().await.map_err(Error::from_commit)?,
+            Inner::SqliteTx(held) => end_sqlite(held, true).await?,
             Inner::PgTx(t) => t.commit().await.map_err(Error::from_commit)?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
@@ -220,7 +241,7 @@ impl Session {
     /// Rolls the transaction back (a no-op outside one).
     pub async fn rollback(self) -> Result<(), Error> {
         match self.inner {
-            Inner::SqliteTx(t, _turn) => t.rollback().await?,
+            Inner::SqliteTx(held) => end_sqlite(held, false).await?,
             Inner::PgTx(t) => t.rollback().await?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
         }
@@ -234,19 +255,67 @@ impl Session {
 /// between, and the busy timeout does not cover that. It waits for its
 /// write turn ([`crate::gate`]) first, after it has its connection, and
 /// keeps the turn in the transaction it returns, until that ends.
+///
+/// SQLite's is opened in a task of its own: sqlx's `begin` with a custom
+/// statement awaits once more after the `begin immediate` has run, and a
+/// caller cancelled at that point (a client that went away) would drop a
+/// connection that is inside a transaction no `Transaction` owns. It went
+/// back to the pool holding the write lock, and every writer of the file
+/// then failed busy until the process restarted. The task finishes the
+/// opening whatever happens to the caller, so the transaction always has an
+/// owner whose drop rolls it back.
 async fn begin(store: &Store) -> Result<Inner, Error> {
     Ok(match &store.inner.db {
         crate::Db::Sqlite(p) => {
-            let conn = p.acquire().await?;
-            let turn = store.inner.gate.turn().await?;
-            // `Transaction::begin` is what `Pool::begin_with` runs on the
-            // connection it acquires; called here, the turn can be taken
-            // between the two.
-            let tx = Transaction::begin(conn, Some("begin immediate".into())).await?;
-            Inner::SqliteTx(tx, turn)
+            let (pool, gate) = (p.clone(), store.inner.gate.clone());
+            let opening = tokio::spawn(async move {
+                let conn = pool.acquire().await?;
+                let turn = gate.turn().await?;
+                // `Transaction::begin` is what `Pool::begin_with` runs on the
+                // connection it acquires; called here, the turn can be taken
+                // between the two.
+                let tx = Transaction::begin(conn, Some("begin immediate".into())).await?;
+                let held: Held<SqliteTx> = std::sync::Arc::new(tokio::sync::Mutex::new(None));
+                turn.hold(&held, |t: SqliteTx| {
+                    Box::pin(async move {
+                        if let Err(e) = t.tx.rollback().await {
+                            tracing::error!(error = %e, "rolling back a transaction held past its bound failed; its connection closes");
+                        }
+                    })
+                });
+                *held.lock().await = Some(SqliteTx { tx, _turn: turn });
+                Ok::<_, Error>(held)
+            });
+            let held = opening
+                .await
+                .map_err(|e| Error::Unavailable(format!("opening a transaction failed: {e}")))??;
+            Inner::SqliteTx(held)
         }
         crate::Db::Postgres(p) => Inner::PgTx(p.begin().await?),
     })
+}
+
+/// Commits or rolls back a SQLite transaction, unless the watchdog rolled
+/// it back already (then a commit is refused: nothing of it was kept).
+async fn end_sqlite(held: Held<SqliteTx>, commit: bool) -> Result<(), Error> {
+    let taken = held.lock().await.take();
+    match taken {
+        Some(t) if commit => t.tx.commit().await.map_err(Error::from_commit),
+        Some(t) => t.tx.rollback().await.map_err(Error::from),
+        None if commit => Err(Error::Unavailable(
+            "the write transaction held the database past its bound and was rolled back; nothing of it was kept, retry"
+                .into(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A statement asked of a transaction the watchdog rolled back.
+fn rolled_back_by_watchdog() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the write transaction held the database past its bound and was rolled back",
+    ))
 }
 
 // The operations, one module per concern; each adds to `impl Session`.
