@@ -44,6 +44,9 @@ pub struct Config {
     pub saves_per_day: u32,
     /// Timeouts and the bound on client connections.
     pub limits: crate::http::conn::ConnLimits,
+    /// The largest provider outcome (`complete`'s response, `fail`'s
+    /// error) kept byte for byte (`--max-outcome-bytes`).
+    pub max_outcome_bytes: usize,
     /// The action catalog.
     pub catalog: Catalog,
     /// The HMAC secret, or where to find it.
@@ -69,6 +72,11 @@ pub struct Config {
     pub clock: Arc<dyn Clock>,
 }
 
+/// The default of `--max-outcome-bytes`: 1 MiB, far above any payment
+/// provider's answer, so an outcome is refused only when something is
+/// wrong with it.
+pub const DEFAULT_MAX_OUTCOME_BYTES: usize = 1 << 20;
+
 impl Config {
     /// The embedded default for `data_dir`: SQLite at `DATA_DIR/idem.db`,
     /// on 127.0.0.1 port 0, the built-in catalog, purges every 5 minutes,
@@ -89,6 +97,7 @@ impl Config {
             saves_per_address: 30,
             saves_per_day: 2_000,
             limits: crate::http::conn::ConnLimits::default(),
+            max_outcome_bytes: DEFAULT_MAX_OUTCOME_BYTES,
             catalog: Catalog::builtin(),
             secret: SecretSource::DataDir,
             demo: false,

@@ -88,6 +88,7 @@ impl Application {
                 config.saves_per_address,
                 config.saves_per_day,
             ),
+            max_outcome_bytes: config.max_outcome_bytes,
             mcp_gateways,
         });
         // The access rule follows the configured address (an unspecified

@@ -263,6 +263,41 @@ def test_an_exception_from_the_effect_is_uncertain_at_once(tenant: Tenant) -> No
     assert action["state"] == "uncertain"
 
 
+@pytest.mark.parametrize("extra", [16, 200_000])
+def test_a_result_over_the_outcome_limit_is_uncertain_never_bad_input(tenant: Tenant, extra: int) -> None:
+    # Just over the server's 1 MiB: the server marks it uncertain. Far over:
+    # the server cannot read the token, and the client marks it.
+    client = tenant.client()
+    r = ref(f"huge-{extra}")
+
+    @client.once("pix.cobranca", lease_ms=60_000)
+    def charge(intent: idem_client.Intent) -> dict[str, Any]:
+        return {"receipt": "r" * ((1 << 20) + extra)}
+
+    with pytest.raises(idem_client.OutcomeTooLarge) as e:
+        charge(pix(r))
+    assert not isinstance(e.value, idem_client.Unprocessable)
+    assert e.value.status == 413 and e.value.limit == 1 << 20
+    assert e.value.marked_uncertain is (extra < 64 * 1024)
+    with pytest.raises(idem_client.Uncertain) as u:
+        charge(pix(r))
+    assert client.get_action(u.value.key)["state"] == "uncertain"
+
+
+async def test_async_a_result_over_the_outcome_limit_is_uncertain(tenant: Tenant) -> None:
+    r = ref("huge-async")
+    async with tenant.async_client() as client:
+
+        async def charge(intent: idem_client.Intent) -> Any:
+            return {"receipt": "r" * ((1 << 20) + 200_000)}
+
+        with pytest.raises(idem_client.OutcomeTooLarge) as e:
+            await client.run("pix.cobranca", charge, pix(r))
+        assert e.value.marked_uncertain is False
+        with pytest.raises(idem_client.Uncertain):
+            await client.run("pix.cobranca", charge, pix(r))
+
+
 # -- lost answers ---------------------------------------------------------------------
 
 

@@ -74,6 +74,27 @@ export class StaleToken extends ProblemError {}
  *  missing or invalid field, a text over its limit, an option out of range). */
 export class Unprocessable extends ProblemError {}
 
+/**
+ * 413: the provider ACTED, but its outcome (the effect's result, or a
+ * failure's error) is over the server's `--max-outcome-bytes`, so it could
+ * not be kept. Never bad input: do not acknowledge the message as one. The
+ * action is uncertain now (the client marks it itself when the server could
+ * not read the token); settle it on `/live` or with `reconcile`. `size` is
+ * the outcome's length in bytes (`null` when the body was too large to
+ * read), `limit` the server's limit.
+ */
+export class OutcomeTooLarge extends ProblemError {
+  get size(): number | null {
+    return typeof this.body.size === "number" ? this.body.size : null;
+  }
+  get limit(): number | null {
+    return typeof this.body.limit === "number" ? this.body.limit : null;
+  }
+  get markedUncertain(): boolean {
+    return this.body.marked_uncertain === true;
+  }
+}
+
 /** 503, or a connection that failed, after the client's retries. */
 export class Unavailable extends ProblemError {
   retryAfterMs = 0;
@@ -109,6 +130,7 @@ const BY_TYPE: Record<string, ProblemClass> = {
   "urn:idem:problem:unstorable-text": Unprocessable,
   "urn:idem:problem:duplicate-member": Unprocessable,
   "urn:idem:problem:too-large": Unprocessable,
+  "urn:idem:problem:outcome-too-large": OutcomeTooLarge,
   "urn:idem:problem:unavailable": Unavailable,
   "urn:idem:problem:outcome-unknown": Unavailable,
   "urn:idem:problem:timeout": Unavailable,

@@ -18,6 +18,7 @@ import {
   Failed,
   FailedForGood,
   InFlight,
+  OutcomeTooLarge,
   ProblemError,
   Uncertain,
   Unavailable,
@@ -30,6 +31,7 @@ export {
   FailedForGood,
   IdemError,
   InFlight,
+  OutcomeTooLarge,
   ProblemError,
   StaleToken,
   TenantDisabled,
@@ -397,7 +399,16 @@ export class Idem {
       await this.markUncertain(intent, "the effect's result is not JSON");
       throw new TypeError(`the effect's result must be JSON to be stored: ${String(e)}`);
     }
-    await this.call("POST", `/v1/actions/${intent.key}/complete`, { token: intent.token, response }, "settle");
+    try {
+      await this.call("POST", `/v1/actions/${intent.key}/complete`, { token: intent.token, response }, "settle");
+    } catch (e) {
+      // The provider acted; its answer just cannot be kept. Uncertain, so a
+      // person settles it; never read as bad input.
+      if (e instanceof OutcomeTooLarge && !e.markedUncertain) {
+        await this.markUncertain(intent, `the effect's result was over the server's outcome limit (${String(e.limit)} bytes)`);
+      }
+      throw e;
+    }
     return { response: result, replayed: false, key: intent.key, attempt: intent.attempt, reconciled: false, intent };
   }
 

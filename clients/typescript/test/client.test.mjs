@@ -3,7 +3,7 @@
 // effect's signal aborted before a lease could be lost.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Idem, ProblemError, Uncertain } from "idem-client";
+import { Idem, OutcomeTooLarge, ProblemError, Uncertain, Unprocessable } from "idem-client";
 import { backends, faultProxy, ledger, pix, serve } from "./support.mjs";
 
 const [sqlite] = backends();
@@ -49,6 +49,26 @@ describe("bad input", () => {
     });
     assert.equal(ran, 0);
   });
+});
+
+describe("outcomes over the server's limit", () => {
+  for (const extra of [16, 200_000]) {
+    test(`a result ${extra} bytes over 1 MiB is uncertain, never bad input`, async () => {
+      const idem = new Idem({ baseUrl: server.url, token });
+      const payload = pix(ref(`huge-${extra}`));
+      const charge = () => ({ receipt: "r".repeat(2 ** 20 + extra) });
+      await assert.rejects(idem.run("pix.cobranca", charge, payload), (e) => {
+        assert.ok(e instanceof OutcomeTooLarge, String(e));
+        assert.ok(!(e instanceof Unprocessable));
+        assert.equal(e.status, 413);
+        assert.equal(e.limit, 2 ** 20);
+        // Just over: the server marked it; far over: the client did.
+        assert.equal(e.markedUncertain, extra < 64 * 1024);
+        return true;
+      });
+      await assert.rejects(idem.run("pix.cobranca", charge, payload), Uncertain);
+    });
+  }
 });
 
 describe("event claims", () => {

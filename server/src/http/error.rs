@@ -120,6 +120,35 @@ impl ApiError {
         Self::new(status, kind, title).detail(detail)
     }
 
+    /// 413: the provider's outcome is over `--max-outcome-bytes`. `size` is
+    /// its length when the body could be read (else the body was over the
+    /// limit plus the envelope, and is not read further); `marked` says
+    /// whether the action was marked uncertain before this answer.
+    pub fn outcome_too_large(size: Option<usize>, limit: usize, marked: bool) -> Self {
+        let what = match size {
+            Some(n) => format!("the outcome is {n} bytes"),
+            None => "the body is over the outcome limit".to_owned(),
+        };
+        let then = if marked {
+            "the action is now uncertain (the provider acted, but its answer could not be kept): settle it on /live or with reconcile; do not treat this as bad input"
+        } else {
+            "the action was not marked (its token could not be read): mark it uncertain with POST /v1/actions/{key}/uncertain; do not treat this as bad input"
+        };
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "urn:idem:problem:outcome-too-large",
+            "The provider's outcome is too large to keep",
+        )
+        .detail(format!(
+            "{what}, over the limit of {limit} bytes (--max-outcome-bytes); {then}"
+        ))
+        .extra(serde_json::json!({
+            "size": size,
+            "limit": limit,
+            "marked_uncertain": marked,
+        }))
+    }
+
     /// 400: a header, path or query parameter is malformed.
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(

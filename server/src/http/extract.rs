@@ -91,30 +91,41 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if !json_content_type(req.headers()) {
-            return Err(ApiError::body(
-                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Expected request with `Content-Type: application/json`",
-            ));
-        }
+        json_only(req.headers())?;
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|e| ApiError::body(e.status(), e.body_text()))?;
-        ApiError::check_json(&bytes)?;
-        let value = Json::<T>::from_bytes(&bytes)
-            .map(|Json(v)| ApiJson(v))
-            .map_err(ApiError::from)?;
-        if let Some(field) = nul_field(&bytes) {
-            return Err(ApiError::unprocessable_as(
-                "urn:idem:problem:unstorable-text",
-                "The request holds text the database cannot store",
-                &format!(
-                    "{field} holds a NUL character (\\u0000), which idem cannot store; remove it"
-                ),
-            ));
-        }
-        Ok(value)
+        parse_json(&bytes).map(ApiJson)
     }
+}
+
+/// 415 unless the request says its body is JSON.
+pub fn json_only(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    if json_content_type(headers) {
+        Ok(())
+    } else {
+        Err(ApiError::body(
+            axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Expected request with `Content-Type: application/json`",
+        ))
+    }
+}
+
+/// What [`ApiJson`] does with a body it has read: depth and duplicate
+/// members first, then the shape, then NUL characters.
+pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    ApiError::check_json(bytes)?;
+    let value = Json::<T>::from_bytes(bytes)
+        .map(|Json(v)| v)
+        .map_err(ApiError::from)?;
+    if let Some(field) = nul_field(bytes) {
+        return Err(ApiError::unprocessable_as(
+            "urn:idem:problem:unstorable-text",
+            "The request holds text the database cannot store",
+            &format!("{field} holds a NUL character (\\u0000), which idem cannot store; remove it"),
+        ));
+    }
+    Ok(value)
 }
 
 /// Where a JSON body holds a NUL character (only written `\u0000` in

@@ -61,6 +61,8 @@ pub struct ApiParts {
     pub conformance_fixture: bool,
     /// The bounds on anonymous saves (`POST /s`, `POST /c`).
     pub saves: super::guard::SaveLimits,
+    /// The largest outcome kept (`--max-outcome-bytes`).
+    pub max_outcome_bytes: usize,
     /// The MCP gateways mounted at `/mcp/gateways/{name}`, upstreams started.
     pub mcp_gateways: Vec<(String, idem_mcp::Gateway)>,
 }

@@ -27,7 +27,94 @@ idem_testkit::both!(
     long_texts_are_refused_naming_the_field_and_the_limit,
     bidi_controls_are_written_out_where_people_read,
     begin_checks_the_action_and_reconcile_needs_an_uncertain_claim,
+    outcomes_up_to_the_limit_are_kept_and_past_it_the_action_is_uncertain,
 );
+
+/// Outcomes up to `--max-outcome-bytes` (1 MiB by default) are kept byte
+/// for byte; past it the answer is `413 outcome-too-large` and the action
+/// is uncertain before the answer is out: never a 422, never a `started`
+/// row waiting for its lease. A body too large to read the token from says
+/// so, and `uncertain` then takes an error of any size (kept cut).
+async fn outcomes_up_to_the_limit_are_kept_and_past_it_the_action_is_uncertain(db: &Db) {
+    let s = Srv::spawn(&db.url, |_| {}).await;
+    let token = tenant(&s.store, "acme").await;
+    let c = http();
+    let limit = 1 << 20;
+    let complete = |key: &str, claim: &Value, response: &Value| {
+        c.post(s.url(&format!("/v1/actions/{key}/complete")))
+            .bearer_auth(&token)
+            .json(&json!({"token": claim["token"], "response": response}))
+    };
+    // 900 KiB: over the old 32 KiB and 64 KiB bounds, under the limit.
+    let big = json!({"receipt": "r".repeat(900 * 1024)});
+    let res = record_and_claim(&c, &s.base, &token, "c-1", "BIG-OK").await;
+    let key = res["key"].as_str().unwrap();
+    let kept = complete(key, &res["claim"], &big).send().await.unwrap();
+    assert_eq!(kept.status(), 200, "{}", kept.text().await.unwrap());
+    let action: Value = c
+        .get(s.url(&format!("/v1/actions/{key}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(action["state"], "completed");
+    assert_eq!(action["response"], big);
+
+    // Just over the limit: 413, and uncertain already.
+    let over = json!({"receipt": "r".repeat(limit)});
+    let res = record_and_claim(&c, &s.base, &token, "c-1", "BIG-OVER").await;
+    let key = res["key"].as_str().unwrap();
+    let refused = complete(key, &res["claim"], &over).send().await.unwrap();
+    assert_eq!(refused.status(), 413);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:idem:problem:outcome-too-large");
+    assert_eq!(problem["limit"], limit);
+    assert_eq!(problem["size"], limit + 14); // {"receipt":"…"}
+    assert_eq!(problem["marked_uncertain"], true);
+    let action: Value = c
+        .get(s.url(&format!("/v1/actions/{key}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(action["state"], "uncertain", "{action}");
+    // The next claim is told at once.
+    let again: Value = record_and_claim(&c, &s.base, &token, "c-1", "BIG-OVER").await;
+    assert_eq!(again["claim"]["status"], "uncertain", "{again}");
+
+    // Far over: the body is not read to its end, the token is unknown, and
+    // the worker marks it itself; `uncertain` takes an error of any size.
+    let res = record_and_claim(&c, &s.base, &token, "c-1", "BIG-FAR").await;
+    let key = res["key"].as_str().unwrap();
+    let far = json!({"receipt": "r".repeat(limit + 128 * 1024)});
+    let refused = complete(key, &res["claim"], &far).send().await.unwrap();
+    assert_eq!(refused.status(), 413);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:idem:problem:outcome-too-large");
+    assert_eq!(problem["marked_uncertain"], false);
+    let marked = c
+        .post(s.url(&format!("/v1/actions/{key}/uncertain")))
+        .bearer_auth(&token)
+        .json(&json!({"token": res["claim"]["token"], "error": "e".repeat(limit + 1000)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(marked.status(), 200, "{}", marked.text().await.unwrap());
+    let action: Value = marked.json().await.unwrap();
+    assert_eq!(action["state"], "uncertain");
+    let error = action["error"].as_str().unwrap();
+    assert!(
+        error.len() <= limit && error.ends_with("bytes in all)"),
+        "{}",
+        error.len()
+    );
+}
 
 fn intent(n: usize) -> Value {
     json!({

@@ -95,6 +95,24 @@ class Unprocessable(ProblemError):
     action, a missing or invalid field, an option out of range)."""
 
 
+class OutcomeTooLarge(ProblemError):
+    """413: the provider ACTED, but its outcome (the effect's result, or a
+    failure's error) is over the server's ``--max-outcome-bytes``, so it
+    could not be kept. Never bad input: do not acknowledge the message as
+    one. The action is uncertain now (the client marks it itself when the
+    server could not read the token); settle it on ``/live`` or with
+    ``reconcile``. ``size`` is the outcome's length in bytes (``None`` when
+    the body was too large to read), ``limit`` the server's limit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        size = self.body.get("size")
+        limit = self.body.get("limit")
+        self.size: int | None = size if isinstance(size, int) else None
+        self.limit: int | None = limit if isinstance(limit, int) else None
+        self.marked_uncertain = self.body.get("marked_uncertain") is True
+
+
 class Unavailable(ProblemError):
     """503 (or a connection that failed) after the client's retries:
     ``retry_after`` is the server's advice in seconds."""
@@ -125,6 +143,7 @@ _BY_TYPE: dict[str, type[ProblemError]] = {
     "urn:idem:problem:unprocessable": Unprocessable,
     "urn:idem:problem:too-deep": Unprocessable,
     "urn:idem:problem:unstorable-text": Unprocessable,
+    "urn:idem:problem:outcome-too-large": OutcomeTooLarge,
     "urn:idem:problem:unavailable": Unavailable,
     "urn:idem:problem:outcome-unknown": Unavailable,
     "urn:idem:problem:timeout": Unavailable,

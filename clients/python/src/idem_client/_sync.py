@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, TypeVar, cast
 import httpx
 
 from . import _protocol as p
-from ._errors import Failed, ProblemError
+from ._errors import Failed, OutcomeTooLarge, ProblemError
 from ._models import EventClaim, Intent, Outcome
 from ._protocol import OnInFlight
 
@@ -208,12 +208,19 @@ class Client:
         except (TypeError, ValueError) as e:
             self._mark_uncertain(intent, "the effect's result is not JSON")
             raise TypeError(f"the effect's result must be JSON-serializable to be stored: {e}") from e
-        self._call(
-            "POST",
-            p.action_path(intent.key, "complete"),
-            {"token": intent.token, "response": response},
-            "settle",
-        )
+        try:
+            self._call(
+                "POST",
+                p.action_path(intent.key, "complete"),
+                {"token": intent.token, "response": response},
+                "settle",
+            )
+        except OutcomeTooLarge as e:
+            # The provider acted; its answer just cannot be kept. Uncertain,
+            # so a person settles it; never read as bad input.
+            if not e.marked_uncertain:
+                self._mark_uncertain(intent, f"the effect's result was over the server's outcome limit ({e.limit} bytes)")
+            raise
         return Outcome(result, False, intent.key, intent.attempt, False, intent)
 
     def _mark_uncertain(self, intent: Intent, why: str) -> None:

@@ -27,8 +27,6 @@ use maud::{html, Markup};
 /// 30 MB on the wire, and far less in memory: it streams.
 pub const EXPORT_MAX: u32 = 10_000;
 use crate::http::state::EXPORTS_AT_ONCE;
-/// The largest response or error the form stores (the API's limit).
-const MAX_STORED: usize = 32 * 1024;
 
 /// One action as its page shows it.
 struct Found {
@@ -480,7 +478,7 @@ pub async fn reconcile(
             let shallow =
                 idem_core::json::check_depth(r.as_bytes(), idem_core::json::MAX_DEPTH).is_ok();
             match serde_json::from_str::<Box<serde_json::value::RawValue>>(r) {
-                Ok(raw) if r.len() <= MAX_STORED && shallow => {
+                Ok(raw) if r.len() <= state.api.max_outcome_bytes && shallow => {
                     Outcome::Completed(raw.get().to_owned())
                 }
                 _ => return Ok(back("response")),
@@ -488,7 +486,7 @@ pub async fn reconcile(
         }
         "failed" => {
             let e = form.error.trim();
-            if e.is_empty() || e.len() > MAX_STORED {
+            if e.is_empty() || e.len() > state.api.max_outcome_bytes {
                 return Ok(back("error"));
             }
             // A checkbox sends its value only when ticked; a script may send

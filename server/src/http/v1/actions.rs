@@ -505,7 +505,50 @@ impl ReconcileRequest {
     }
 }
 
-const MAX_STORED: usize = 32 * 1024;
+/// `text`, or its first `limit` bytes (cut at a character) and how long it was.
+fn cut_to(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= limit {
+        return text.into();
+    }
+    let mut end = limit.saturating_sub(64);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… (cut: {} bytes in all)", &text[..end], text.len()).into()
+}
+
+/// The body of `complete`, `fail`, `reconcile` and `uncertain`: JSON like [`ApiJson`],
+/// read up to the outcome limit (`--max-outcome-bytes`) plus
+/// [`ENVELOPE`] for the members around the outcome. A body past that is
+/// `413 outcome-too-large` without being read further.
+pub struct OutcomeJson<T>(pub T);
+
+/// Room for the members around an outcome (token, outcome, retryable).
+const ENVELOPE: usize = 64 * 1024;
+
+impl<T: serde::de::DeserializeOwned> axum::extract::FromRequest<ApiState> for OutcomeJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &ApiState) -> Result<Self, ApiError> {
+        crate::http::extract::json_only(req.headers())?;
+        let limit = state.max_outcome_bytes;
+        let bytes = axum::body::to_bytes(req.into_body(), limit.saturating_add(ENVELOPE))
+            .await
+            .map_err(|e| {
+                let too_large = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                if too_large {
+                    ApiError::outcome_too_large(None, limit, false)
+                } else {
+                    ApiError::body(
+                        axum::http::StatusCode::BAD_REQUEST,
+                        format!("the body could not be read: {e}"),
+                    )
+                }
+            })?;
+        crate::http::extract::parse_json(&bytes).map(OutcomeJson)
+    }
+}
 
 fn finish_error(key: &IdempotencyKey, e: idem_store::Error) -> ApiError {
     match e {
@@ -533,12 +576,27 @@ async fn finish(
         Outcome::Completed(r) => r.len(),
         Outcome::Failed { error, .. } => error.len(),
     };
-    if text_len > MAX_STORED {
-        return Err(ApiError::unprocessable(format!(
-            "the response or error to store is over {MAX_STORED} bytes"
-        )));
-    }
     let mut s = state.store.session().await?;
+    let limit = state.max_outcome_bytes;
+    if text_len > limit {
+        // The provider acted (or answered an error nobody can read now):
+        // never bad input. Uncertain before the answer goes out, so the
+        // work queue shows it now rather than when the lease ends. A
+        // reconcile's claim is uncertain already and stays so.
+        if !reconciled {
+            let why = format!(
+                "the provider's outcome was {text_len} bytes, over the {limit}-byte limit (--max-outcome-bytes): it acted, but its answer could not be kept"
+            );
+            s.mark_uncertain(tenant, key, token, &why)
+                .await
+                .map_err(|e| finish_error(key, e))?;
+        }
+        return Err(ApiError::outcome_too_large(
+            Some(text_len),
+            limit,
+            !reconciled,
+        ));
+    }
     let done = if reconciled {
         s.reconcile(tenant, key, token, &outcome).await
     } else {
@@ -562,13 +620,14 @@ async fn finish(
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`), or, when the body was too large to read its token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn complete_action(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
-    ApiJson(req): ApiJson<CompleteRequest>,
+    OutcomeJson(req): OutcomeJson<CompleteRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
     let outcome = Outcome::Completed(req.response.get().to_owned());
@@ -584,13 +643,14 @@ pub async fn complete_action(
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the error is over --max-outcome-bytes; the action is now uncertain (see `marked_uncertain`)", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn fail_action(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
-    ApiJson(req): ApiJson<FailRequest>,
+    OutcomeJson(req): OutcomeJson<FailRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
     let outcome = Outcome::Failed {
@@ -609,6 +669,7 @@ pub async fn fail_action(
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the response or error is over --max-outcome-bytes; the action stays uncertain", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 422, description = "Outcome not `completed` or `failed`, or its member missing; or the claim is not uncertain (it started fresh and its lease runs: complete or fail it)", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
@@ -616,7 +677,7 @@ pub async fn reconcile_action(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
-    ApiJson(req): ApiJson<ReconcileRequest>,
+    OutcomeJson(req): OutcomeJson<ReconcileRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
     let token = req.token;
@@ -699,23 +760,21 @@ pub struct UncertainRequest {
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Stale fencing token: a newer claim holds the action, or it was settled", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Error text over 32 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn mark_uncertain(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
     ApiPath(raw): ApiPath<String>,
-    ApiJson(req): ApiJson<UncertainRequest>,
+    OutcomeJson(req): OutcomeJson<UncertainRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
-    if req.error.len() > MAX_STORED {
-        return Err(ApiError::unprocessable(format!(
-            "error is over {MAX_STORED} bytes"
-        )));
-    }
+    // Never refused for its size: the effect may have happened, and the
+    // action must become uncertain whatever the error says. A text over
+    // the limit is kept cut, saying so.
+    let error = cut_to(&req.error, state.max_outcome_bytes);
     let mut s = state.store.session().await?;
-    s.mark_uncertain(&tenant, &key, req.token, &req.error)
+    s.mark_uncertain(&tenant, &key, req.token, &error)
         .await
         .map_err(|e| finish_error(&key, e))?;
     state.metrics.uncertain.inc();
