@@ -480,6 +480,12 @@ pub struct ServeArgs {
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
+    /// Connections one client address may hold at once (0: a quarter of
+    /// --max-connections); past it a new connection is closed at once.
+    /// Behind a proxy every client has the proxy's address: set it to
+    /// --max-connections there.
+    #[arg(long, env = "IDEM_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub max_connections_per_address: u32,
     /// Live-feed streams (`/live/events`) open at once, every viewer
     /// together; at most a quarter of --max-connections is used, so feeds
     /// never take the slots ordinary requests need. Past it, 503 and the
@@ -582,6 +588,7 @@ impl ServeArgs {
                 header_timeout: self.header_timeout,
                 idle_timeout: self.idle_timeout,
                 max_connections: self.max_connections as usize,
+                max_per_address: self.max_connections_per_address as usize,
                 max_feeds: self.max_feeds as usize,
                 feed_max_age: self.feed_max_age,
                 request_timeout: self.request_timeout,

@@ -49,6 +49,11 @@ pub struct ConnLimits {
     /// Connections served at once; further ones wait in the kernel's
     /// accept queue until one closes.
     pub max_connections: usize,
+    /// Connections one client address may hold at once (0: a quarter of
+    /// `max_connections`); one past it is closed as soon as it is accepted,
+    /// so one address cannot take every slot. Behind a proxy every client
+    /// shares the proxy's address: set it to `max_connections` there.
+    pub max_per_address: usize,
     /// How long one request may take, from its headers to its response's
     /// head, before the client gets 503 with the outcome unknown: the
     /// bound that holds when a database host vanishes without a reset
@@ -65,6 +70,15 @@ pub struct ConnLimits {
 }
 
 impl ConnLimits {
+    /// The connections one address may hold: `max_per_address`, or a
+    /// quarter of the connections when it is 0; at least one.
+    pub fn per_address(&self) -> usize {
+        match self.max_per_address {
+            0 => (self.max_connections / 4).max(1),
+            n => n,
+        }
+    }
+
     /// The feed streams allowed at once: `max_feeds`, at most a quarter of
     /// the connections, at least one.
     pub fn feed_slots(&self) -> usize {
@@ -78,6 +92,7 @@ impl Default for ConnLimits {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
+            max_per_address: 0,
             request_timeout: Duration::from_secs(30),
             max_feeds: 64,
             feed_max_age: Duration::from_secs(600),
@@ -111,6 +126,7 @@ pub async fn serve(
         .max_header_list_size(64 * 1024);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let by_address = PerAddress::new(limits.per_address());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -134,6 +150,10 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(held) = by_address.take(remote.ip()) else {
+            tracing::debug!(%remote, "closing a connection: its address holds its share of the connections already");
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let (io, last) = Watched::new(stream);
         let requests = Requests::new();
@@ -143,6 +163,7 @@ pub async fn serve(
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(remote));
                 let running = counted.start();
+                let requests = counted.clone();
                 let res = router.clone().oneshot(req.map(axum::body::Body::new));
                 async move {
                     let res = res.await?;
@@ -151,6 +172,8 @@ pub async fn serve(
                     Ok::<_, std::convert::Infallible>(res.map(|b| {
                         axum::body::Body::new(Counted {
                             inner: b,
+                            waiting: requests.body_mark(),
+                            since: requests.ended.clone(),
                             _running: running,
                         })
                     }))
@@ -167,6 +190,7 @@ pub async fn serve(
                     tracing::debug!(%remote, "closing a connection: {why}");
                 }
             }
+            drop(held);
             drop(permit);
         });
     }
@@ -187,10 +211,16 @@ pub async fn serve(
 }
 
 /// Resolves once the connection should close: no request in flight for
-/// the header timeout, or one in flight and no byte moved for the idle
-/// timeout. Says which.
+/// the header timeout, one in flight and no byte moved for the idle
+/// timeout, or a response the client has not taken a byte of for the
+/// request timeout (an HTTP/2 flow-control window kept at 0, an HTTP/1
+/// client that does not read), whatever else it sends meanwhile: PINGs
+/// move bytes, but they do not move the response. Says which.
 async fn watchdog(requests: &Requests, bytes: &Activity, limits: ConnLimits) -> &'static str {
     loop {
+        if !limits.request_timeout.is_zero() && requests.stalled_for() >= limits.request_timeout {
+            return "a response waited for the client to take its next byte for the request timeout";
+        }
         let wait = if requests.in_flight() == 0 {
             let since = requests.idle_for();
             if since >= limits.header_timeout {
@@ -210,11 +240,61 @@ async fn watchdog(requests: &Requests, bytes: &Activity, limits: ConnLimits) -> 
     }
 }
 
+/// How many connections each client address holds, against a cap.
+#[derive(Clone)]
+struct PerAddress {
+    cap: usize,
+    held: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+/// One connection's place in its address's count, given back on drop.
+struct AddressSlot {
+    of: PerAddress,
+    ip: std::net::IpAddr,
+}
+
+impl PerAddress {
+    fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(1),
+            held: Arc::default(),
+        }
+    }
+
+    /// A place for one more connection from `ip`, unless it holds its cap.
+    fn take(&self, ip: std::net::IpAddr) -> Option<AddressSlot> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let n = held.entry(ip).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot {
+            of: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut held = self.of.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = held.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.ip);
+            }
+        }
+    }
+}
+
 /// The requests in flight on one connection, and when the last one ended.
 #[derive(Clone)]
 struct Requests {
     in_flight: Arc<std::sync::atomic::AtomicUsize>,
     ended: Activity,
+    /// Each response body's [`Counted::waiting`] mark, while it lives.
+    bodies: Arc<std::sync::Mutex<Vec<std::sync::Weak<AtomicU64>>>>,
 }
 
 impl Requests {
@@ -225,6 +305,37 @@ impl Requests {
                 opened: Instant::now(),
                 last_ms: Arc::new(AtomicU64::new(0)),
             },
+            bodies: Arc::default(),
+        }
+    }
+
+    /// A new response body's mark, counted from now as waiting for the
+    /// client (hyper has not asked it for a byte yet).
+    fn body_mark(&self) -> Arc<AtomicU64> {
+        let mark = Arc::new(AtomicU64::new(self.ended.now_mark()));
+        let mut bodies = self.bodies.lock().unwrap_or_else(|p| p.into_inner());
+        bodies.retain(|w| w.strong_count() > 0);
+        bodies.push(Arc::downgrade(&mark));
+        mark
+    }
+
+    /// How long the longest-waiting response has waited for the client
+    /// to take what it has (zero when none waits).
+    fn stalled_for(&self) -> Duration {
+        let bodies = self.bodies.lock().unwrap_or_else(|p| p.into_inner());
+        let oldest = bodies
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .map(|m| m.load(Ordering::Relaxed))
+            .filter(|&m| m != 0)
+            .min();
+        match oldest {
+            Some(m) => self
+                .ended
+                .opened
+                .elapsed()
+                .saturating_sub(Duration::from_millis(m - 1)),
+            None => Duration::ZERO,
         }
     }
 
@@ -253,9 +364,18 @@ impl Drop for Running {
     }
 }
 
-/// A response body that keeps its request counted until it is done.
+/// A response body that keeps its request counted until it is done, and
+/// notes when it waits for the client rather than for itself.
 struct Counted {
     inner: axum::body::Body,
+    /// Since when (a mark of [`Activity::now_mark`]) hyper has not asked
+    /// for the next frame although the last one was ready: hyper asks
+    /// again once the client has room for it (HTTP/2's window, the socket's
+    /// buffer), so a mark that stays is a client that does not take the
+    /// response. 0 while the body itself is not ready (a feed waiting for
+    /// its next event): that is the server's wait, not the client's.
+    waiting: Arc<AtomicU64>,
+    since: Activity,
     _running: Running,
 }
 
@@ -267,7 +387,13 @@ impl hyper::body::Body for Counted {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        let mark = match &polled {
+            Poll::Ready(Some(Ok(_))) => self.since.now_mark(),
+            _ => 0,
+        };
+        self.waiting.store(mark, Ordering::Relaxed);
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -290,6 +416,12 @@ impl Activity {
     fn touch(&self) {
         let ms = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Now, as a mark: milliseconds since the connection opened, plus one
+    /// (0 means none).
+    fn now_mark(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
     }
 
     fn since(&self) -> Duration {

@@ -148,6 +148,9 @@ pub struct LiveState {
     pub feeds: Arc<Feeds>,
     /// One permit per uncertain-list export running.
     pub exports: Arc<tokio::sync::Semaphore>,
+    /// Whose exports run now (a tenant, or `*` for an admin's export of
+    /// every tenant): one each, so one tenant cannot hold every slot.
+    pub exporting: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 /// Uncertain-list exports running at once, every viewer together: the
@@ -213,6 +216,7 @@ impl LiveState {
             login_failures: Arc::new(super::guard::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
             feeds: Arc::new(feeds),
             exports: Arc::new(tokio::sync::Semaphore::new(EXPORTS_AT_ONCE)),
+            exporting: Arc::default(),
         }
     }
 }

@@ -352,6 +352,132 @@ async fn http2_in_cleartext_is_served_within_the_same_bounds() {
     assert_eq!(res.status(), 201);
 }
 
+/// A client that asks for a response and never opens its HTTP/2
+/// flow-control window (initial window 0), pinging every 100 ms so bytes
+/// keep moving: the response cannot send a byte, and once the request
+/// timeout passes the connection is closed whatever the PINGs say.
+#[tokio::test]
+async fn a_response_the_client_never_takes_ends_at_the_request_timeout() {
+    use std::io::{Read, Write};
+    let s = Srv::sqlite_with(|c| {
+        c.limits.request_timeout = Duration::from_secs(1);
+        c.limits.idle_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+        let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+        let mut f = vec![len[1], len[2], len[3], kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    // Blocking socket work off the test's runtime, which serves the app.
+    let closed = tokio::task::spawn_blocking(move || {
+        let mut sock = std::net::TcpStream::connect(&addr).unwrap();
+        sock.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+        // SETTINGS_INITIAL_WINDOW_SIZE = 0: no stream may send data.
+        sock.write_all(&frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]))
+            .unwrap();
+        sock.write_all(&frame(4, 1, 0, &[])).unwrap();
+        // GET /v1/openapi.json (HPACK: indexed :method GET and :scheme http,
+        // literal :path and :authority), END_STREAM | END_HEADERS.
+        let mut block = vec![0x82, 0x86, 0x04, 16];
+        block.extend_from_slice(b"/v1/openapi.json");
+        block.extend_from_slice(&[0x01, 9]);
+        block.extend_from_slice(b"127.0.0.1");
+        sock.write_all(&frame(1, 0x5, 1, &block)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let started = Instant::now();
+        let mut buf = [0u8; 16 * 1024];
+        let closed = loop {
+            if started.elapsed() > Duration::from_secs(6) {
+                break None;
+            }
+            if sock.write_all(&frame(6, 0, 0, &[0; 8])).is_err() {
+                break Some(started.elapsed());
+            }
+            match sock.read(&mut buf) {
+                Ok(0) => break Some(started.elapsed()),
+                Err(e)
+                    if e.kind() != std::io::ErrorKind::WouldBlock
+                        && e.kind() != std::io::ErrorKind::TimedOut =>
+                {
+                    break Some(started.elapsed())
+                }
+                _ => {}
+            }
+        };
+        closed
+    })
+    .await
+    .unwrap();
+    let took = closed.expect("the stalled connection was still open after 6 s of PINGs");
+    assert!(
+        took >= Duration::from_millis(900),
+        "closed too early: {took:?}"
+    );
+    // The server serves others meanwhile and after.
+    assert_eq!(
+        http().get(s.url("/healthz")).send().await.unwrap().status(),
+        200
+    );
+}
+
+/// One address holds at most its share of the connections (here 2 of
+/// 8); the next from it is closed at once, while another address is
+/// served.
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_the_connections() {
+    let s = Srv::sqlite_with(|c| {
+        c.limits.max_connections = 8;
+        c.limits.max_per_address = 2;
+        c.limits.header_timeout = Duration::from_secs(5);
+    })
+    .await;
+    let addr: std::net::SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
+    let from = |ip: [u8; 4]| async move {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind(std::net::SocketAddr::from((ip, 0))).unwrap();
+        let stream = sock.connect(addr).await.unwrap().into_std().unwrap();
+        stream.set_nonblocking(false).unwrap();
+        stream
+    };
+    let held = vec![from([127, 0, 0, 1]).await, from([127, 0, 0, 1]).await];
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let third = from([127, 0, 0, 1]).await;
+    let other = from([127, 0, 0, 2]).await;
+    let results = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut third = third;
+        third
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let _ = third.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        let mut buf = [0u8; 256];
+        let third_read = third.read(&mut buf);
+        let mut other = other;
+        other
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        other
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        let _ = other.read_to_string(&mut answer);
+        drop(held);
+        (third_read.map(|n| n == 0).unwrap_or(true), answer)
+    })
+    .await
+    .unwrap();
+    assert!(
+        results.0,
+        "the third connection from one address was served"
+    );
+    assert!(results.1.starts_with("HTTP/1.1 200"), "{}", results.1);
+}
+
 /// Live-feed streams have slots of their own (a quarter of the
 /// connections) and an age: the next stream past the cap is a 503 with
 /// Retry-After while ordinary requests are still served, and a stream
@@ -360,6 +486,8 @@ async fn http2_in_cleartext_is_served_within_the_same_bounds() {
 async fn live_feeds_have_a_cap_and_an_age_and_leave_slots_to_requests() {
     let s = Srv::sqlite_with(|c| {
         c.limits.max_connections = 20;
+        // All from 127.0.0.1: this test is about the feeds' share.
+        c.limits.max_per_address = 20;
         c.limits.feed_max_age = Duration::from_secs(2);
     })
     .await;
@@ -418,7 +546,10 @@ fn rss_kib(pid: u32) -> u64 {
 /// and the server's resident memory grows by less than 128 MiB (about
 /// 40-60 MiB measured, most of it the database driver's buffers).
 async fn six_exports_at_once_stream_within_a_bound(db: &Db) {
-    let mut srv = common::child_serve(&db.url, &[], &[]).await;
+    // Two viewers, since each holds one export at a time: the tenant and
+    // the admin (whose export covers every tenant: acme's rows).
+    let admin = "an-admin-token-of-thirty-two-characters-at-least";
+    let mut srv = common::child_serve(&db.url, &["--admin-token", admin], &[]).await;
     let store = common::store(&db.url).await;
     let token = tenant(&store, "acme").await;
     let c = http();
@@ -454,7 +585,12 @@ async fn six_exports_at_once_stream_within_a_bound(db: &Db) {
         } else {
             "/live/uncertain.json"
         };
-        let (url, token) = (format!("{}{path}", srv.base), token.clone());
+        let viewer = if i < 3 {
+            token.clone()
+        } else {
+            admin.to_owned()
+        };
+        let (url, token) = (format!("{}{path}", srv.base), viewer);
         exports.push(tokio::spawn(async move {
             let res = http().get(url).bearer_auth(&token).send().await.unwrap();
             let status = res.status().as_u16();

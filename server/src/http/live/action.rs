@@ -515,19 +515,28 @@ pub async fn reconcile(
 }
 
 /// What an export covers: the tenants the viewer may see, in the
-/// viewer's language.
+/// viewer's language, and whose export slot it takes (the tenant's, or
+/// `*` for an admin's export of every tenant).
 async fn export_scope(
     state: &LiveState,
     headers: &HeaderMap,
     pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
-) -> Result<(Vec<TenantId>, Locale), ApiError> {
+) -> Result<(Vec<TenantId>, Locale, String), ApiError> {
     let q = super::query_of(pairs, headers)?;
     let v = authorized(state, headers).await?;
-    let tenants = match (&v, &q.tenant) {
-        (Viewer::Admin, None) => every_tenant(state).await?,
-        _ => scope(state, &v, &q).await?,
+    let (tenants, holder) = match (&v, &q.tenant) {
+        (Viewer::Admin, None) => (every_tenant(state).await?, "*".to_owned()),
+        _ => {
+            let tenants = scope(state, &v, &q).await?;
+            let holder = tenants
+                .iter()
+                .map(TenantId::as_str)
+                .collect::<Vec<_>>()
+                .join(",");
+            (tenants, holder)
+        }
     };
-    Ok((tenants, q.locale))
+    Ok((tenants, q.locale, holder))
 }
 
 /// The formats an export is written in.
@@ -543,13 +552,18 @@ const ROWS_PER_CHUNK: usize = 256;
 /// Starts an export: the rows are read tenant by tenant and written in
 /// chunks through a channel of two, so an export holds one tenant's rows
 /// and two chunks at a time however long the list is, and stops reading
-/// when its client stops reading. Takes one of the export slots (every
-/// viewer together), or answers 503.
+/// when its client stops reading. Takes its tenant's one export slot and
+/// one of the slots every viewer shares, or answers 503.
 fn export_body(
     state: &LiveState,
     tenants: Vec<TenantId>,
+    holder: String,
     format: Format,
 ) -> Result<axum::body::Body, ApiError> {
+    let Some(mine) = ExportHolder::take(&state.exporting, holder) else {
+        return Err(ApiError::exports_busy(1)
+            .detail("an export of this tenant's uncertain list is running already; retry after Retry-After seconds"));
+    };
     let Ok(slot) = state.exports.clone().try_acquire_owned() else {
         return Err(ApiError::exports_busy(EXPORTS_AT_ONCE));
     };
@@ -558,6 +572,7 @@ fn export_body(
     let catalog = state.api.catalog.clone();
     tokio::spawn(async move {
         let _slot = slot;
+        let _mine = mine;
         let r = write_export(&store, &catalog, tenants, format, &tx).await;
         if r.is_err() {
             // The body ends with an error rather than looking complete (the
@@ -571,6 +586,38 @@ fn export_body(
     let chunks =
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
     Ok(axum::body::Body::from_stream(chunks))
+}
+
+/// One tenant's (or the admin's) export running, in
+/// [`LiveState::exporting`] until dropped.
+struct ExportHolder {
+    set: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    who: String,
+}
+
+impl ExportHolder {
+    fn take(
+        set: &std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+        who: String,
+    ) -> Option<Self> {
+        let fresh = set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(who.clone());
+        fresh.then(|| Self {
+            set: set.clone(),
+            who,
+        })
+    }
+}
+
+impl Drop for ExportHolder {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.who);
+    }
 }
 
 /// Writes the export into `tx`; `Ok` also when the client went away.
@@ -649,8 +696,8 @@ pub async fn uncertain_json(
     headers: HeaderMap,
     pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let (tenants, _) = export_scope(&state, &headers, pairs).await?;
-    let body = export_body(&state, tenants, Format::Json)?;
+    let (tenants, _, holder) = export_scope(&state, &headers, pairs).await?;
+    let body = export_body(&state, tenants, holder, Format::Json)?;
     Ok((
         [
             (
@@ -673,8 +720,8 @@ pub async fn uncertain_csv(
     headers: HeaderMap,
     pairs: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let (tenants, l) = export_scope(&state, &headers, pairs).await?;
-    let body = export_body(&state, tenants, Format::Csv(l))?;
+    let (tenants, l, holder) = export_scope(&state, &headers, pairs).await?;
+    let body = export_body(&state, tenants, holder, Format::Csv(l))?;
     let day: String = utc_second(state.api.store.now_ms())
         .chars()
         .take(10)
@@ -766,6 +813,17 @@ fn uncertain_csv_rows(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, csv:
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_viewer_holds_one_export_at_a_time() {
+        let set = std::sync::Arc::default();
+        let first = super::ExportHolder::take(&set, "acme".into()).expect("free");
+        assert!(super::ExportHolder::take(&set, "acme".into()).is_none());
+        let other = super::ExportHolder::take(&set, "globex".into());
+        assert!(other.is_some());
+        drop(first);
+        assert!(super::ExportHolder::take(&set, "acme".into()).is_some());
+    }
+
     use super::*;
 
     fn row() -> LiveUncertain {
