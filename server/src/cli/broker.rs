@@ -83,8 +83,13 @@ pub struct BrokerReport {
     /// (a killed worker's): idem's strategy only.
     pub lease_takeovers: u64,
     /// Messages still unacknowledged when the run stopped (0 unless it
-    /// stalled for a minute).
+    /// stopped early).
     pub unacknowledged: u64,
+    /// Why the run stopped before every message was acknowledged: no
+    /// acknowledgement for a minute, or workers that cannot work. The
+    /// figures above are the run so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// One strategy's broker run.
@@ -296,7 +301,7 @@ pub(crate) async fn run_strategy(run: &Run<'_>) -> anyhow::Result<Traffic> {
     }
     // Until every message is acknowledged, or nothing moved for a while, or
     // the workers cannot work at all.
-    let mut failure = None;
+    let mut stopped = None;
     let mut shown = 0u64;
     loop {
         let acked = acked_rx.borrow_and_update().len() as u64;
@@ -308,13 +313,16 @@ pub(crate) async fn run_strategy(run: &Run<'_>) -> anyhow::Result<Traffic> {
         tokio::select! {
             changed = tokio::time::timeout(STALL, acked_rx.changed()) => {
                 if !matches!(changed, Ok(Ok(()))) {
-                    tracing::warn!(queue = %run.queue, "no acknowledgement for {} s: stopping the run", STALL.as_secs());
+                    stopped = Some(format!(
+                        "no message was acknowledged for {} s (is the server answering? see the workers' messages above)",
+                        STALL.as_secs()
+                    ));
                     break;
                 }
             }
             Some(done) = workers.join_next() => {
                 if let Ok(Err(e)) = done {
-                    failure = Some(e);
+                    stopped = Some(format!("{e:#}"));
                     break;
                 }
             }
@@ -331,9 +339,6 @@ pub(crate) async fn run_strategy(run: &Run<'_>) -> anyhow::Result<Traffic> {
         let _ = ch.close(200, "deleted".into()).await;
     }
     let _ = conn.close(200, "done".into()).await;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     let t = std::mem::take(&mut *shared.tally.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(Traffic {
         deliveries: t.deliveries,
@@ -347,6 +352,7 @@ pub(crate) async fn run_strategy(run: &Run<'_>) -> anyhow::Result<Traffic> {
             kills: t.kills,
             lease_takeovers: t.takeovers,
             unacknowledged: published.saturating_sub(acked),
+            stopped,
         },
     })
 }

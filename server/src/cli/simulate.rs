@@ -171,8 +171,13 @@ pub struct StrategyReport {
 pub struct Report {
     /// The seed.
     pub seed: u64,
-    /// One entry per strategy, in the order asked.
+    /// One entry per strategy, in the order asked (those run so far when
+    /// the run stopped early).
     pub strategies: Vec<StrategyReport>,
+    /// Why the run stopped before it finished (the figures are the run so
+    /// far); absent when it finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// The worker's view of one attempt.
@@ -616,15 +621,25 @@ pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
     );
     let run = async {
         let mut strategies = Vec::new();
+        let mut stopped = None;
         for s in &args.strategies {
-            strategies.push(run_strategy(&state, &base, *s, args, &run_id, &bar).await?);
+            let report = run_strategy(&state, &base, *s, args, &run_id, &bar).await?;
+            stopped = report
+                .broker
+                .as_ref()
+                .and_then(|b| b.stopped.clone())
+                .map(|why| format!("{}: {why}", s.name()));
+            strategies.push(report);
+            if stopped.is_some() {
+                break;
+            }
         }
-        anyhow::Ok(strategies)
+        anyhow::Ok((strategies, stopped))
     };
     // Ctrl-C or SIGTERM stops the in-process server: the run stops with it
     // (dropping it SIGKILLs any worker processes) instead of going on
     // against a server that is gone.
-    let strategies = tokio::select! {
+    let (strategies, stopped) = tokio::select! {
         r = run => r?,
         _ = &mut server => {
             bar.finish_and_clear();
@@ -640,6 +655,7 @@ pub async fn simulate(args: &SimulateArgs) -> anyhow::Result<Report> {
     Ok(Report {
         seed: args.seed,
         strategies,
+        stopped,
     })
 }
 
@@ -727,6 +743,10 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
         }
     } else {
         print!("{}", table(&report));
+    }
+    if let Some(why) = &report.stopped {
+        eprintln!("idem simulate: the run stopped before it finished, so the figures above are the run so far: {why}");
+        return ExitCode::from(2);
     }
     // On a broker nothing is dead-lettered: every message is retried until
     // it is acknowledged, so a conversation left uncharged is a failure too.

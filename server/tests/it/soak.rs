@@ -225,3 +225,53 @@ async fn clients_that_give_up_anywhere_never_wedge_the_store(db: &Db) {
         .await;
     assert!(orphans.is_empty(), "actions with no intent: {orphans:?}");
 }
+
+/// `/readyz` writes: 503 naming the reason while another process holds
+/// SQLite's write lock (here another connection to the file), within 10 s
+/// of it taking the lock, and 200 again within 10 s of it letting go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_says_503_while_the_store_cannot_write() {
+    use sqlx::{ConnectOptions, Connection};
+    let s = Srv::sqlite().await;
+    let c = reqwest::Client::new();
+    let ready = || async {
+        let res = c.get(s.url("/readyz")).send().await.unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    };
+    assert_eq!(ready().await.0, 200);
+    let opts: sqlx::sqlite::SqliteConnectOptions = s.db_url.parse().unwrap();
+    let mut other = opts.connect().await.unwrap();
+    sqlx::query("begin immediate")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (status, why) = loop {
+        let (status, why) = ready().await;
+        if status != 200 || started.elapsed() > Duration::from_secs(10) {
+            break (status, why);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        status,
+        503,
+        "still ready {:?} after another writer took the lock",
+        started.elapsed()
+    );
+    assert!(why.contains("locked"), "{why}");
+    sqlx::query("rollback").execute(&mut other).await.unwrap();
+    other.close().await.unwrap();
+    let released = Instant::now();
+    loop {
+        let (status, why) = ready().await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            released.elapsed() < Duration::from_secs(10),
+            "still {status} {why}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
