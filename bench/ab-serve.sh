@@ -3,7 +3,7 @@
 # alternating rounds on the same machine, each point on a fresh database:
 # requests/s and p99 from wrk, and the B/A ratio per round.
 #
-#   bench/ab-serve.sh OLD_IDEM NEW_IDEM sqlite|postgres [charges|intents] [seconds, 10] [rounds, 3] [connections, 64]
+#   bench/ab-serve.sh OLD_IDEM NEW_IDEM sqlite|postgres [charges|intents|claim-complete] [seconds, 10] [rounds, 3] [connections, 64]
 #
 # Build the old binary from its commit in a separate checkout with its own
 # CARGO_TARGET_DIR (sharing one makes cargo reuse the newer artifacts).
@@ -27,7 +27,7 @@ point() { # binary tag -> "rps p99"
     postgres)
       PGOPTIONS="-c client_min_messages=warning" psql "$pg/postgres" -v ON_ERROR_STOP=1 -qc "drop database if exists idem_ab with (force)" -c "create database idem_ab"
       url="$pg/idem_ab" ;;
-    *) echo "usage: $0 OLD NEW sqlite|postgres [charges|intents] [seconds] [rounds] [connections]" >&2; exit 2 ;;
+    *) echo "usage: $0 OLD NEW sqlite|postgres [charges|intents|claim-complete] [seconds] [rounds] [connections]" >&2; exit 2 ;;
   esac
   "$idem" migrate --data-dir "$data" --database-url "$url" >/dev/null 2>&1
   IDEM_TOKEN=$("$idem" tenant create bench --data-dir "$data" --database-url "$url" 2>/dev/null)

@@ -89,6 +89,12 @@ pub(crate) struct Turn {
     holder: Arc<std::sync::Mutex<Option<Holder>>>,
 }
 
+impl std::fmt::Debug for Turn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Turn").field("id", &self.id).finish()
+    }
+}
+
 impl Drop for Turn {
     fn drop(&mut self) {
         let mut h = lock(&self.holder);
@@ -238,6 +244,30 @@ mod tests {
             w.await.unwrap();
         }
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn a_transaction_held_past_the_bound_is_taken_and_ended_once() {
+        let gate = WriteGate::default();
+        let turn = gate.turn().await.unwrap();
+        let held: Held<u32> = Arc::new(Mutex::new(Some(7)));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = std::sync::Mutex::new(Some(tx));
+        turn.hold(&held, move |v| {
+            let tx = tx.lock().unwrap().take();
+            Box::pin(async move {
+                if let Some(tx) = tx {
+                    let _ = tx.send(v);
+                }
+            })
+        });
+        assert!(!gate.check(Duration::from_secs(5)), "within the bound");
+        assert!(gate.check(Duration::ZERO), "past it");
+        assert!(!gate.check(Duration::ZERO), "once");
+        assert_eq!(rx.await.unwrap(), 7, "the transaction was ended");
+        assert!(held.lock().await.is_none(), "and taken from its session");
+        drop(turn);
+        assert!(gate.held_for().is_none());
     }
 
     #[tokio::test]

@@ -117,7 +117,7 @@ async fn clients_that_give_up_anywhere_never_wedge_the_store(db: &Db) {
                                 json!({"token": token_n, "response": {"charge": n}}),
                             ),
                             4 => ("renew", json!({"token": token_n, "lease_ms": 30000})),
-                            _ if n % 2 == 0 => {
+                            _ if n.is_multiple_of(2) => {
                                 ("uncertain", json!({"token": token_n, "error": "timeout"}))
                             }
                             _ => (
