@@ -193,6 +193,7 @@ impl Gate {
         let differences = differences(guard, &arguments, &frozen);
         let call = Call {
             guard,
+            rules_version: recorded.rules_version,
             key: recorded.key.clone(),
             reference: recorded.reference.clone(),
             frozen,
@@ -296,6 +297,22 @@ impl Gate {
         reconcile: bool,
     ) -> Result<Answer, Refusal> {
         let guard = call.guard;
+        if let Err(why) = self.covered(call) {
+            // Nothing is sent: the arguments that would run are not the
+            // ones the key stands for. Failed for good, so every later
+            // call says so instead of executing.
+            tracing::error!(tool = %guard.tool, key = %call.key, "{why}");
+            let mut s = self.store.session().await.map_err(Refusal::Store)?;
+            if let Err(e) = s.fail(&self.tenant, &call.key, token, &why, false).await {
+                tracing::warn!(error = %e, "could not record a refused guarded call");
+            }
+            return Ok(error_answer(
+                call,
+                attempt,
+                CallOutcome::Refused,
+                format!("{why}; nothing was executed"),
+            ));
+        }
         let mut arguments = call.frozen.clone();
         if let Some(k) = &guard.key_argument {
             arguments.insert(k.clone(), Value::String(call.key.to_string()));
@@ -345,6 +362,35 @@ impl Gate {
             outcome: CallOutcome::Executed,
             diverged: call.diverged,
         })
+    }
+
+    /// Whether the frozen arguments, the ones that would be sent, derive to
+    /// the intent's key: the gateway executes only what the key covers.
+    fn covered(&self, call: &Call<'_>) -> Result<(), String> {
+        let guard = call.guard;
+        let mut fields = Map::new();
+        for (field, arg) in &guard.fields {
+            let Some(v) = call.frozen.get(arg) else {
+                return Err(format!(
+                    "the frozen arguments of {} lack `{arg}` (idem's field `{field}`), which the key covers",
+                    guard.tool
+                ));
+            };
+            fields.insert(field.clone(), v.clone());
+        }
+        let text = Value::Object(fields).to_string();
+        let payload = Payload::from_json(&text).map_err(|e| e.to_string())?;
+        match self
+            .store
+            .key_of(&self.tenant, guard.action.as_str(), &payload, call.rules_version)
+        {
+            Ok(k) if k == call.key => Ok(()),
+            Ok(_) => Err(format!(
+                "the frozen arguments of {} do not derive to its key {} (they were not written by this gateway)",
+                guard.tool, call.key
+            )),
+            Err(e) => Err(format!("the frozen arguments of {} cannot be read: {e}", guard.tool)),
+        }
     }
 
     /// The upstream was called and no answer came: the outcome is unknown,
@@ -427,6 +473,8 @@ impl Gate {
 /// One call's frozen view.
 struct Call<'a> {
     guard: &'a Guard,
+    /// The rules the intent's key was derived with.
+    rules_version: idem_core::RulesVersion,
     key: IdempotencyKey,
     reference: String,
     /// The arguments as the first call sent them.

@@ -842,6 +842,26 @@ impl Store {
             .await
     }
 
+    /// The key `payload` derives to for `tenant` and `action` under rules
+    /// `version`: what a caller checks a frozen intent's values against
+    /// before acting on them. Writes nothing.
+    pub fn key_of(
+        &self,
+        tenant: &TenantId,
+        action: &str,
+        payload: &Payload<'_>,
+        version: idem_core::RulesVersion,
+    ) -> Result<IdempotencyKey, Error> {
+        let Some(deriver) = &self.inner.deriver else {
+            return Err(Error::Invalid(
+                "this store was opened without a key secret; it cannot derive keys".into(),
+            ));
+        };
+        Ok(deriver
+            .derive_key(&self.inner.catalog, tenant, action, payload, Some(version))?
+            .0)
+    }
+
     pub(crate) fn derive(
         &self,
         tenant: &TenantId,

@@ -54,6 +54,28 @@ async def test_the_gateway_and_idem_s_own_server_over_http(env: Env, served: Ser
         assert "live-mcp" in page and "create_pix_charge" in page
 
 
+async def test_arguments_planted_through_v1_are_refused_and_the_gateway_charges_what_its_key_covers(
+    env: Env, served: Served
+) -> None:
+    # An intent recorded first on /v1 with the reference the agent will use,
+    # carrying the member the gateway freezes arguments under: refused, so
+    # the agent's call freezes its own arguments and charges them once.
+    planted = {**{"cliente_id": "c-1", "valor": "180.00", "chave_pix_destino": "fulano@example.com",
+                  "referencia_intencao": "PLANT-1"},
+               "_idem_mcp_arguments": {**charge_args("PLANT-1", amount="99999.00"), "pix_key": "thief@example.com"}}
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:
+        refused = await h.post(served.url + "/v1/intents", json={"action": "pix.cobranca", "payload": planted})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["type"] == "urn:idem:problem:reserved-member"
+        async with streamable_http_client(served.url + "/mcp/gateways/pay", http_client=h) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                first = await s.call_tool("create_pix_charge", charge_args("PLANT-1"))
+                assert not first.is_error, text_of(first)
+    [execution] = env.executions()
+    assert (execution["amount"], execution["pix_key"]) == ("180.00", "fulano@example.com")
+
+
 async def test_a_wrong_token_is_401_and_a_foreign_origin_403(served: Served) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}

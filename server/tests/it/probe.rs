@@ -28,7 +28,36 @@ idem_testkit::both!(
     bidi_controls_are_written_out_where_people_read,
     begin_checks_the_action_and_reconcile_needs_an_uncertain_claim,
     outcomes_up_to_the_limit_are_kept_and_past_it_the_action_is_uncertain,
+    payload_members_idem_reserves_are_refused,
 );
+
+/// `/v1` cannot write the member the MCP gateway freezes a call's
+/// arguments under (nor any `_idem…` name): 422 naming it, nothing stored.
+async fn payload_members_idem_reserves_are_refused(db: &Db) {
+    let s = Srv::spawn(&db.url, |_| {}).await;
+    let token = tenant(&s.store, "acme").await;
+    let res = http()
+        .post(s.url("/v1/intents"))
+        .bearer_auth(&token)
+        .json(&json!({"action": "pix.cobranca", "payload": {
+            "cliente_id": "c-1", "valor": "180.00", "chave_pix_destino": "a@example.com",
+            "referencia_intencao": "PLANTED",
+            "_idem_mcp_arguments": {"amount": "99999.00", "pix_key": "thief@example.com"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let p: Value = res.json().await.unwrap();
+    assert_eq!(p["type"], "urn:idem:problem:reserved-member");
+    assert_eq!(p["member"], "_idem_mcp_arguments");
+    let found = http()
+        .get(s.url("/v1/intents/pix.cobranca/PLANTED"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(found.status(), 404, "nothing was stored");
+}
 
 /// Outcomes up to `--max-outcome-bytes` (1 MiB by default) are kept byte
 /// for byte; past it the answer is `413 outcome-too-large` and the action

@@ -53,6 +53,32 @@ pub struct IntentResponse {
 }
 
 /// Records a delivery of an intent: 201 for the first, 200 for a redelivery.
+/// Payload members whose names start with this are idem's own (the MCP
+/// gateway freezes a guarded call's arguments under one): a client may
+/// not write them, or it could choose what the gateway executes.
+pub const RESERVED_PREFIX: &str = "_idem";
+
+/// 422 naming the first payload member idem reserves.
+fn refuse_reserved_members(raw: &serde_json::value::RawValue) -> Result<(), ApiError> {
+    let Ok(members) = serde_json::from_str::<
+        std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+    >(raw.get()) else {
+        // Not an object: the payload's own check names that.
+        return Ok(());
+    };
+    match members.keys().find(|m| m.starts_with(RESERVED_PREFIX)) {
+        None => Ok(()),
+        Some(m) => Err(ApiError::unprocessable_as(
+            "urn:idem:problem:reserved-member",
+            "The payload names a member idem reserves",
+            &format!(
+                "payload member `{m}`: names starting with `{RESERVED_PREFIX}` are idem's own (the MCP gateway keeps a call's arguments there); rename it. Nothing was recorded"
+            ),
+        )
+        .extra(serde_json::json!({ "member": m }))),
+    }
+}
+
 /// With `claim`, also claims the frozen intent's action in the same call.
 #[utoipa::path(post, path = "/v1/intents", tag = "intents", request_body = RecordRequest,
     responses(
@@ -71,6 +97,7 @@ pub async fn record_intent(
 ) -> Result<(StatusCode, Json<IntentResponse>), ApiError> {
     // Checked before anything is written: a bad claim records nothing.
     let claim = req.claim.map(Claim::try_from).transpose()?;
+    refuse_reserved_members(&req.payload)?;
     let payload = payload(&req.payload)?;
     let r = state
         .store
