@@ -40,6 +40,29 @@ pub enum StartError {
         /// The upstream's tools.
         have: String,
     },
+    /// A `[guard.fields]` argument or `key_argument` the tool does not
+    /// declare: the upstream would never receive it (a typo).
+    #[error("{path}:{line}: tool {tool:?} declares no argument {argument:?} (its inputSchema.properties are {declared}); the upstream would never receive it")]
+    UndeclaredArgument {
+        /// The guard file.
+        path: String,
+        /// The line naming the argument.
+        line: usize,
+        /// The guarded tool.
+        tool: String,
+        /// The argument named.
+        argument: String,
+        /// The arguments the tool declares.
+        declared: String,
+    },
+    /// The upstream did not complete `initialize` in time.
+    #[error("the upstream MCP server {upstream} did not answer initialize within {seconds} s")]
+    Silent {
+        /// The upstream, as the guard file names it (no credentials).
+        upstream: String,
+        /// The bound.
+        seconds: u64,
+    },
     /// A header of `[upstream] headers` that HTTP cannot carry.
     #[error("[upstream] headers: {0}")]
     Header(String),
@@ -74,10 +97,50 @@ pub struct Connected {
     service: RunningService<RoleClient, ()>,
 }
 
+/// How long the upstream has to answer `initialize` before the gateway
+/// gives up on starting (exit 2 naming it) rather than hanging silently.
+pub const INITIALIZE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The upstream as messages name it: the command's program, or the URL
+/// without its password.
+pub fn shown(upstream: &Upstream) -> String {
+    match upstream {
+        Upstream::Command(argv) => argv.first().cloned().unwrap_or_default(),
+        Upstream::Url { url, .. } => redacted(url),
+    }
+}
+
+/// `url` with any password replaced, for messages and logs.
+pub fn redacted(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    let user = userinfo.split(':').next().unwrap_or("");
+                    format!("{scheme}://{user}:***@{host}{path}")
+                }
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    }
+}
+
 impl Connected {
     /// Starts the upstream (a child process over stdio) and completes the
-    /// MCP handshake.
+    /// MCP handshake within [`INITIALIZE_WITHIN`].
     pub async fn start(upstream: &Upstream) -> Result<Self, StartError> {
+        match tokio::time::timeout(INITIALIZE_WITHIN, Self::connect(upstream)).await {
+            Ok(r) => r,
+            Err(_) => Err(StartError::Silent {
+                upstream: shown(upstream),
+                seconds: INITIALIZE_WITHIN.as_secs(),
+            }),
+        }
+    }
+
+    async fn connect(upstream: &Upstream) -> Result<Self, StartError> {
         let service = match upstream {
             Upstream::Command(argv) => {
                 let Some((program, args)) = argv.split_first() else {
@@ -98,7 +161,7 @@ impl Connected {
                     StreamableHttpClientTransport::from_config(http_config(url, headers)?);
                 ().serve(transport)
                     .await
-                    .map_err(|e| StartError::Upstream(format!("{url}: {e}")))?
+                    .map_err(|e| StartError::Upstream(format!("{}: {e}", redacted(url))))?
             }
         };
         Ok(Self { service })
@@ -176,7 +239,7 @@ impl Gateway {
             .await
             .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
         for g in &file.guards {
-            if !tools.iter().any(|t| t.name == g.tool) {
+            let Some(tool) = tools.iter().find(|t| t.name == g.tool) else {
                 let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
                 return Err(StartError::NoSuchTool {
                     path: file.path.clone(),
@@ -184,6 +247,36 @@ impl Gateway {
                     tool: g.tool.clone(),
                     have: have.join(", "),
                 });
+            };
+            // Declared means a key of inputSchema.properties, whatever
+            // additionalProperties says: an argument the schema does not
+            // name is one the tool may drop, and a key it drops is no key.
+            let declared: Vec<&str> = tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let named = g
+                .fields
+                .iter()
+                .map(|(_, a)| a)
+                .zip(g.field_lines.iter().copied())
+                .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)));
+            for (argument, line) in named {
+                if !declared.contains(&argument.as_str()) {
+                    return Err(StartError::UndeclaredArgument {
+                        path: file.path.clone(),
+                        line,
+                        tool: g.tool.clone(),
+                        argument: argument.clone(),
+                        declared: if declared.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            declared.join(", ")
+                        },
+                    });
+                }
             }
         }
         Ok(Self {

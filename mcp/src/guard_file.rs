@@ -103,6 +103,10 @@ pub struct Guard {
     pub errors: Errors,
     /// Catalog field to tool argument, in the catalog's field order.
     pub fields: Vec<(String, String)>,
+    /// The line each of `fields`' arguments is named on.
+    pub field_lines: Vec<usize>,
+    /// The line `key_argument` is on.
+    pub key_argument_line: usize,
     /// The catalog field that carries the intent reference.
     pub reference_field: String,
     /// The line of its `tool` key, for later messages.
@@ -143,7 +147,7 @@ struct RawUpstream {
 struct RawGuard {
     tool: Spanned<String>,
     action: Spanned<String>,
-    key_argument: Option<String>,
+    key_argument: Option<Spanned<String>>,
     lease_ms: Option<Spanned<u64>>,
     on_uncertain: Option<OnUncertain>,
     errors: Option<Errors>,
@@ -261,6 +265,7 @@ impl GuardFile {
                 }
             }
             let mut fields = Vec::new();
+            let mut field_lines = Vec::new();
             for f in spec.fields() {
                 let Some((_, arg)) = mapped.iter().find(|(k, _)| *k.get_ref() == *f.name) else {
                     return Err(at(
@@ -275,15 +280,25 @@ impl GuardFile {
                     return Err(at(arg.span(), "an argument name cannot be empty".into()));
                 }
                 fields.push((f.name.to_string(), arg.get_ref().clone()));
+                field_lines.push(line_of(text, arg.span().start));
             }
+            let key_argument_line = g
+                .key_argument
+                .as_ref()
+                .map_or(0, |k| line_of(text, k.span().start));
             guards.push(Guard {
                 tool: g.tool.into_inner(),
                 action: spec.action.clone(),
-                key_argument: g.key_argument.filter(|k| !k.is_empty()),
+                key_argument: g
+                    .key_argument
+                    .map(Spanned::into_inner)
+                    .filter(|k| !k.is_empty()),
                 lease: Duration::from_millis(lease_ms),
                 on_uncertain: g.on_uncertain.unwrap_or(OnUncertain::Refuse),
                 errors: g.errors.unwrap_or(Errors::Retryable),
                 fields,
+                field_lines,
+                key_argument_line,
                 reference_field: spec.reference.clone(),
                 line: line_of(text, tool_span.start),
             });

@@ -263,6 +263,13 @@ def test_bad_guard_files_tenants_and_upstreams_exit_2_naming_the_line(env: Env) 
         (good.replace('valor = "amount"\n', ""), ":11:", 'no argument maps to field "valor"'),
         (good.replace('tool = "create_pix_charge"', 'tool = "create_charge"'), ":6:", 'no tool "create_charge"'),
         (good.replace(str(HERE / "pay_server.py"), "/nonexistent/pay.py"), "", "failed to start"),
+        # Typos the upstream would never receive: refused before serving.
+        (good.replace('key_argument = "idempotency_key"', 'key_argument = "idempotency_keyy"'), ":8:",
+         'declares no argument "idempotency_keyy"'),
+        (good.replace('valor = "amount"', 'valor = "amout"'), ":13:", 'declares no argument "amout"'),
+        # An upstream that never answers initialize: named, not a silent hang.
+        (good.replace(f"command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / 'pay_server.py'))}]",
+                      'command = ["sleep", "30"]'), "", "sleep did not answer initialize within 10 s"),
     ]
     for text, line, says in cases:
         path = env.tmp / "bad.toml"
