@@ -46,6 +46,7 @@ async def main() -> None:
         guard.write_text(f"""
 [upstream]
 command = ["{sys.executable}", "{PAY}"]
+env = {{ PAY_LEDGER = "{Path(tmp) / 'ledger.json'}" }}
 [[guard]]
 tool = "create_pix_charge"
 action = "pix.cobranca"

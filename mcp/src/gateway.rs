@@ -130,8 +130,8 @@ pub fn redacted(url: &str) -> String {
 impl Connected {
     /// Starts the upstream (a child process over stdio) and completes the
     /// MCP handshake within [`INITIALIZE_WITHIN`].
-    pub async fn start(upstream: &Upstream) -> Result<Self, StartError> {
-        match tokio::time::timeout(INITIALIZE_WITHIN, Self::connect(upstream)).await {
+    pub async fn start(upstream: &Upstream, file: &GuardFile) -> Result<Self, StartError> {
+        match tokio::time::timeout(INITIALIZE_WITHIN, Self::connect(upstream, file)).await {
             Ok(r) => r,
             Err(_) => Err(StartError::Silent {
                 upstream: shown(upstream),
@@ -140,7 +140,7 @@ impl Connected {
         }
     }
 
-    async fn connect(upstream: &Upstream) -> Result<Self, StartError> {
+    async fn connect(upstream: &Upstream, file: &GuardFile) -> Result<Self, StartError> {
         let service = match upstream {
             Upstream::Command(argv) => {
                 let Some((program, args)) = argv.split_first() else {
@@ -148,6 +148,15 @@ impl Connected {
                 };
                 let mut cmd = tokio::process::Command::new(program);
                 cmd.args(args);
+                // A clean environment: idem's own (the admin token, the
+                // HMAC secret, the database URL) is not the upstream's.
+                cmd.env_clear();
+                for name in crate::guard_file::UPSTREAM_INHERITS {
+                    if let Some(v) = std::env::var_os(name) {
+                        cmd.env(name, v);
+                    }
+                }
+                cmd.envs(&file.upstream_env);
                 let transport = rmcp::transport::TokioChildProcess::new(cmd)
                     .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
                 ().serve(transport)
@@ -157,8 +166,18 @@ impl Connected {
             Upstream::Url { url, headers } => {
                 // Already installed by another client in this process: fine.
                 let _ = rustls::crypto::ring::default_provider().install_default();
+                let mut client = reqwest_upstream::Client::builder()
+                    .pool_max_idle_per_host(0)
+                    // A redirect would replay the bearer token elsewhere.
+                    .redirect(reqwest_upstream::redirect::Policy::none());
+                if !file.proxy_from_env {
+                    client = client.no_proxy();
+                }
+                let client = client
+                    .build()
+                    .map_err(|e| StartError::Upstream(format!("{}: {e}", redacted(url))))?;
                 let transport =
-                    StreamableHttpClientTransport::from_config(http_config(url, headers)?);
+                    StreamableHttpClientTransport::with_client(client, http_config(url, headers)?);
                 ().serve(transport)
                     .await
                     .map_err(|e| StartError::Upstream(format!("{}: {e}", redacted(url))))?
@@ -232,7 +251,7 @@ impl Gateway {
         let target = upstream
             .or_else(|| file.upstream.clone())
             .ok_or(StartError::NoUpstream)?;
-        let connected = Connected::start(&target).await?;
+        let connected = Connected::start(&target, &file).await?;
         let tools = connected
             .peer()
             .list_all_tools()

@@ -38,6 +38,10 @@ pub const DEFAULT_LEASE_MS: u64 = 30_000;
 /// The longest lease a guard may set (one hour, as `/v1`).
 pub const MAX_LEASE_MS: u64 = 3_600_000;
 
+/// What a command upstream inherits of the gateway's environment; every
+/// other variable it gets is named in `[upstream] env`.
+pub const UPSTREAM_INHERITS: [&str; 3] = ["PATH", "HOME", "LANG"];
+
 /// A guard file that cannot be used, with the line it is about.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}:{line}: {message}")]
@@ -121,6 +125,13 @@ pub struct GuardFile {
     pub upstream: Option<Upstream>,
     /// The guarded tools.
     pub guards: Vec<Guard>,
+    /// The variables a command upstream is started with, besides `PATH`,
+    /// `HOME` and `LANG` ([`UPSTREAM_INHERITS`]): it inherits nothing else
+    /// of the gateway's environment (idem's secrets live there).
+    pub upstream_env: BTreeMap<String, String>,
+    /// Whether idem's HTTP client to a URL upstream honours the proxy
+    /// variables of its environment (off unless the file says so).
+    pub proxy_from_env: bool,
     /// The file, as given, for messages.
     pub path: String,
 }
@@ -140,6 +151,10 @@ struct RawUpstream {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    proxy_from_env: bool,
 }
 
 #[derive(Deserialize)]
@@ -194,11 +209,24 @@ impl GuardFile {
                 format!("not a guard file: {}", e.message()),
             )
         })?;
+        let mut upstream_env = BTreeMap::new();
+        let mut proxy_from_env = false;
         let upstream = match raw.upstream {
             None => None,
             Some(u) => {
                 let span = u.span();
-                Some(upstream_of(u.into_inner()).map_err(|m| at(span, m))?)
+                let u = u.into_inner();
+                for name in u.env.keys() {
+                    if name.is_empty() || name.contains(['=', '\0']) {
+                        return Err(at(
+                            span,
+                            format!("[upstream] env: {name:?} is not a variable name"),
+                        ));
+                    }
+                }
+                upstream_env = u.env.clone();
+                proxy_from_env = u.proxy_from_env;
+                Some(upstream_of(u).map_err(|m| at(span, m))?)
             }
         };
         if raw.guard.is_empty() {
@@ -306,6 +334,8 @@ impl GuardFile {
         Ok(GuardFile {
             upstream,
             guards,
+            upstream_env,
+            proxy_from_env,
             path: path.to_owned(),
         })
     }

@@ -78,6 +78,11 @@ def echo(text: str) -> str:
     return text
 
 
+@app.tool(description="The names of this server's environment variables (what it inherited).")
+def environment() -> str:
+    return " ".join(sorted(os.environ))
+
+
 if __name__ == "__main__":
     port = os.environ.get("PAY_HTTP_PORT")
     if port:

@@ -76,13 +76,17 @@ class Env:
             p.kill()
             p.wait()
 
-    def guard_file(self, on_uncertain: str = "resend", lease_ms: int = 30000, extra: str = "", url: str | None = None) -> Path:
+    def guard_file(self, on_uncertain: str = "resend", lease_ms: int = 30000, extra: str = "", url: str | None = None,
+                   delay_ms: int = 0) -> Path:
         path = self.tmp / f"guard-{uuid.uuid4().hex[:6]}.toml"
+        # The upstream inherits nothing but PATH, HOME and LANG: what it
+        # needs is named here, on the [upstream] table's first line.
+        upstream_env = f"env = {{ PAY_LEDGER = {json.dumps(str(self.ledger))}, PAY_DELAY_MS = \"{delay_ms}\" }}"
         upstream = f"url = {json.dumps(url)}" if url else f"command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / 'pay_server.py'))}]"
         path.write_text(f"""
 [upstream]
 {upstream}
-
+{upstream_env}
 [[guard]]
 tool = "create_pix_charge"
 action = "pix.cobranca"
@@ -195,10 +199,10 @@ async def test_a_call_missing_an_argument_or_with_a_refused_value_records_nothin
 @pytest.mark.parametrize("upstream", ["stdio", "http"])
 async def test_eight_agents_in_eight_gateways_call_the_same_charge_once(env: Env, upstream: str) -> None:
     url = env.http_upstream(PAY_DELAY_MS="300") if upstream == "http" else None
-    guard = env.guard_file(url=url)
+    guard = env.guard_file(url=url, delay_ms=300)
 
     async def one() -> Any:
-        async with env.agent(guard, PAY_DELAY_MS="300") as agent:
+        async with env.agent(guard) as agent:
             return await agent.call_tool("create_pix_charge", charge_args("FAT-8"))
 
     results = await asyncio.gather(*(one() for _ in range(8)))
@@ -214,9 +218,10 @@ async def test_a_gateway_killed_while_the_upstream_charges(env: Env, on_uncertai
     # Over HTTP the upstream outlives the gateway and answers late; over
     # stdio it dies with it after charging.
     url = env.http_upstream(PAY_DELAY_MS="2500") if upstream == "http" else None
+    slow = env.guard_file(on_uncertain=on_uncertain, lease_ms=1500, url=url, delay_ms=5000)
     guard = env.guard_file(on_uncertain=on_uncertain, lease_ms=1500, url=url)
-    gw = subprocess.Popen([IDEM, *env.gateway_args(guard)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=open(env.tmp / "killed.log", "w"), env=env.env(PAY_DELAY_MS="5000"))
+    gw = subprocess.Popen([IDEM, *env.gateway_args(slow)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(env.tmp / "killed.log", "w"), env=env.env())
     assert gw.stdin is not None and gw.stdout is not None
 
     def send(msg: dict[str, Any]) -> None:
@@ -248,6 +253,18 @@ async def test_a_gateway_killed_while_the_upstream_charges(env: Env, on_uncertai
         assert retried.is_error
         said = text_of(retried)
         assert "unknown" in said and "new reference" in said and "/live" in said
+
+
+async def test_the_upstream_inherits_none_of_idem_s_secrets(env: Env) -> None:
+    secrets = {"IDEM_ADMIN_TOKEN": "a" * 40, "HTTP_PROXY": "http://127.0.0.1:9",
+               "HTTPS_PROXY": "http://127.0.0.1:9", "AWS_SECRET_ACCESS_KEY": "s3cret"}
+    async with env.agent(env.guard_file(), **secrets) as agent:
+        names = set(text_of(await agent.call_tool("environment", {})).split())
+    # The gateway itself had them (and IDEMPOTENCY_HMAC_KEY); the upstream
+    # gets PATH, HOME and LANG where set, and what [upstream] env names
+    # (LC_CTYPE is Python's own: it sets it under the C locale, PEP 538).
+    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS"}, names
+    assert {"PAY_LEDGER", "PATH"} <= names, names
 
 
 def test_bad_guard_files_tenants_and_upstreams_exit_2_naming_the_line(env: Env) -> None:

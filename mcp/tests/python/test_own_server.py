@@ -55,8 +55,8 @@ async def test_tools_list_annotations_and_the_reference_estimate(env: Env) -> No
 
 
 async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> None:
-    guard = env.guard_file(on_uncertain="refuse", lease_ms=1000)
-    async with env.agent(guard, PAY_DELAY_MS="3000") as agent:
+    guard = env.guard_file(on_uncertain="refuse", lease_ms=1000, delay_ms=3000)
+    async with env.agent(guard) as agent:
         # The upstream answers after the lease: the gateway marks it uncertain.
         late = await agent.call_tool("create_pix_charge", charge_args("FAT-U"))
         assert late.is_error and "unknown" in text_of(late)
