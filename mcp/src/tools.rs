@@ -222,9 +222,12 @@ impl IdemTools {
                 let error = string(args, "error", 1, MAX_EVIDENCE)
                     .map_err(|_| Bad("argument `error`: outcome `failed` needs the provider's error as evidence (1 to 32768 characters)".into()))?;
                 let retryable = match args.get("retryable") {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(_) => return Err(Bad("argument `retryable`: true or false".into())),
+                    None | Some(Value::Null | Value::Bool(false)) => false,
+                    // Re-opening lets the next call execute again: if the
+                    // provider did act after all, that is a second charge.
+                    // A person decides that on /live, with the evidence.
+                    Some(Value::Bool(true)) => return Err(Bad("argument `retryable`: reconcile_action cannot re-open an action (a later call would execute it again, and if the provider did act that is a second charge); settle it as failed for good, or let a person re-open it on /live".into())),
+                    Some(_) => return Err(Bad("argument `retryable`: false, or leave it out".into())),
                 };
                 Outcome::Failed { error, retryable }
             }
@@ -237,6 +240,16 @@ impl IdemTools {
         };
         let mut s = self.store.session().await.map_err(store_bad)?;
         let a = action_of(&mut s, tenant, &key).await?;
+        let outcome = match outcome {
+            // A gateway's action replays its stored answer as a tool result:
+            // a provider's plain JSON becomes that result's structured
+            // content (and its text), so an agent's SDK can check it against
+            // the tool's output schema.
+            Outcome::Completed(text) if self.is_gateway_action(&mut s, tenant, &key).await => {
+                Outcome::Completed(as_tool_result(&text)?)
+            }
+            other => other,
+        };
         let now = self.store.now_ms();
         let unknown = a.state == ActionState::Uncertain
             || (a.state == ActionState::Started && a.lease_until_ms.is_some_and(|u| u <= now));
@@ -264,6 +277,45 @@ impl IdemTools {
             format!("Action {key} recorded as {settled} (reconciled); later calls for it replay this outcome."),
         ))
     }
+}
+
+impl IdemTools {
+    /// Whether `key`'s intent was recorded by the MCP gateway (its frozen
+    /// candidate keeps the call's arguments).
+    async fn is_gateway_action(
+        &self,
+        s: &mut idem_store::Session,
+        tenant: &TenantId,
+        key: &idem_core::IdempotencyKey,
+    ) -> bool {
+        matches!(
+            s.intent_by_key(tenant, key).await,
+            Ok(Some((_, _, intent))) if intent.candidate.as_deref().is_some_and(|c| c.contains(crate::guarded::ARGUMENTS_MEMBER))
+        )
+    }
+}
+
+/// `reconcile_action`'s `response` for a gateway's action, as the tool
+/// result the gateway replays: a `CallToolResult` as given (it must read as
+/// one), or any other JSON value as the text of one, with the value as its
+/// `structuredContent` when it is an object.
+fn as_tool_result(text: &str) -> Result<String, Bad> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Bad(format!("argument `response`: not JSON: {e}")))?;
+    if value.get("content").is_some() {
+        let result: CallToolResult = serde_json::from_value(value).map_err(|e| {
+            Bad(format!(
+                "argument `response`: it has `content`, so it is read as a CallToolResult, and it is not one: {e}"
+            ))
+        })?;
+        return serde_json::to_string(&result).map_err(|e| Bad(e.to_string()));
+    }
+    let mut result =
+        CallToolResult::success(vec![rmcp::model::ContentBlock::text(text.to_owned())]);
+    if value.is_object() {
+        result.structured_content = Some(value);
+    }
+    serde_json::to_string(&result).map_err(|e| Bad(e.to_string()))
 }
 
 impl ServerHandler for IdemTools {
@@ -564,7 +616,9 @@ fn tool(
     let mut t = Tool::new(name, description, input);
     let mut a = ToolAnnotations::new();
     a.read_only_hint = Some(read_only);
-    a.destructive_hint = Some(false);
+    // The one tool that writes settles money's state (a charge recorded as
+    // done or not): hosts should ask before it runs.
+    a.destructive_hint = Some(!read_only);
     a.idempotent_hint = Some(true);
     a.open_world_hint = Some(false);
     t.annotations = Some(a);
@@ -613,12 +667,12 @@ fn tool_list() -> Vec<Tool> {
         tool("list_uncertain_actions", "Actions whose outcome is unknown (an attempt started and never said how it ended), newest first, with each one's intent: ask the provider about the key, then reconcile_action.", schema(json!({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LISTED}}), &[]), true),
         tool("get_intent", "An intent as frozen by its first delivery: the candidate as sent, the normalized fields its key covers, deliveries and divergences.", schema(json!({"action": {"type": "string", "description": "e.g. pix.cobranca"}, "reference": {"type": "string"}}), &["action", "reference"]), true),
         tool("get_action", "An action by its key: state, attempts, lease, the stored response or error.", schema(json!({"key": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}), &["key"]), true),
-        tool("reconcile_action", "Settles an action whose outcome is unknown with what the provider says happened, with its response or error as evidence; later calls replay it.", schema(json!({
+        tool("reconcile_action", "Settles an action whose outcome is unknown now with what the provider says happened, with its response or error as evidence; later calls replay it. It never re-opens an action (a person does that on /live).", schema(json!({
             "key": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
             "outcome": {"type": "string", "enum": ["completed", "failed"]},
-            "response": {"description": "the provider's response (outcome completed)"},
-            "error": {"type": "string", "description": "the provider's error (outcome failed)"},
-            "retryable": {"type": "boolean", "description": "outcome failed: whether a later call may run it again (default false)"},
+            "response": {"description": "the provider's response (outcome completed). For an action of the MCP gateway: a CallToolResult (an object with `content`), or any other JSON value, which becomes the replayed result's text and, when it is an object, its structuredContent"},
+            "error": {"type": "string", "description": "the provider's error (outcome failed): the action fails for good"},
+            "retryable": {"type": "boolean", "enum": [false], "description": "false or absent: reconcile_action cannot re-open an action"},
         }), &["key", "outcome"]), false),
     ]
 }

@@ -34,6 +34,8 @@ async def test_tools_list_annotations_and_the_reference_estimate(env: Env) -> No
             for name, t in tools.items():
                 assert t.annotations is not None
                 assert t.annotations.read_only_hint is (name != "reconcile_action"), name
+                # The one that writes settles a charge's state: hosts ask first.
+                assert t.annotations.destructive_hint is (name == "reconcile_action"), name
             est = await s.call_tool("estimate_duplicate_cost", REFERENCE)
             assert not est.is_error
             assert "R$ 148,50" in text_of(est)
@@ -70,6 +72,13 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
             assert intent.structured_content["frozen"]["valor"] == "180.00"
             no_evidence = await s.call_tool("reconcile_action", {"key": key, "outcome": "completed"})
             assert no_evidence.is_error and "`response`" in text_of(no_evidence)
+            # Re-opening would let the next call charge again: refused, and
+            # the action stays uncertain.
+            reopen = await s.call_tool("reconcile_action", {"key": key, "outcome": "failed", "error": "declined",
+                                                            "retryable": True})
+            assert reopen.is_error and "`retryable`" in text_of(reopen) and "re-open" in text_of(reopen)
+            still = await s.call_tool("get_action", {"key": key})
+            assert still.structured_content["state"] in ("uncertain", "started"), still.structured_content
             receipt = env.executions()[0]
             done = await s.call_tool("reconcile_action", {"key": key, "outcome": "completed", "response": {"charge_id": receipt["charge_id"]}})
             assert not done.is_error, text_of(done)
@@ -82,4 +91,6 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
     async with env.agent(guard) as agent:
         replay = await agent.call_tool("create_pix_charge", charge_args("FAT-U"))
         assert replay.meta["idem"]["replayed"] and replay.meta["idem"]["reconciled"]
+        # The provider's JSON came back as the tool's structured result.
+        assert replay.structured_content == {"charge_id": receipt["charge_id"]}, replay
     assert len(env.executions()) == 1
