@@ -197,7 +197,10 @@ impl Gate {
             key: recorded.key.clone(),
             reference: recorded.reference.clone(),
             frozen,
-            diverged: recorded.diverged || !differences.is_empty(),
+            // Diverged means one thing everywhere: the normalized fields
+            // the key covers differ (`180` and `180.00` do not), as the
+            // intent's own count says.
+            diverged: recorded.diverged,
             differences,
         };
         self.claim_and_run(&call, upstream).await
@@ -532,12 +535,17 @@ fn with_meta(
     }
     let mut out: CallToolResult = serde_json::from_value(value).unwrap_or(result);
     if !call.differences.is_empty() {
+        let verb = if call.diverged {
+            "differs from"
+        } else {
+            "is written differently from (the same value as)"
+        };
         let said: Vec<String> = call
             .differences
             .iter()
             .map(|(arg, now, first)| {
                 format!(
-                    "the {arg} you sent, {}, differs from the frozen intent's {}",
+                    "the {arg} you sent, {}, {verb} the frozen intent's {}",
                     plain(now),
                     plain(first)
                 )

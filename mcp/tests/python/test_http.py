@@ -31,25 +31,31 @@ async def test_the_gateway_and_idem_s_own_server_over_http(env: Env, served: Ser
                 assert not first.meta["idem"]["replayed"] and again.meta["idem"]["replayed"]
                 assert again.meta["idem"]["diverged"]
                 assert json.loads(again.content[0].text)["amount"] == "180.00"
+                # The same value spelled otherwise is a plain replay, never
+                # "diverged": the normalized fields are the key's.
+                spelled = await s.call_tool("create_pix_charge", charge_args("HTTP-1", amount="180"))
+                assert spelled.meta["idem"]["replayed"] and not spelled.meta["idem"]["diverged"]
+                assert "written differently" in text_of(spelled) and "differs" not in text_of(spelled)
         async with streamable_http_client(served.url + "/mcp", http_client=h) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 est = await s.call_tool("estimate_duplicate_cost", REFERENCE)
                 assert "R$ 148,50" in text_of(est)
                 got = await s.call_tool("get_intent", {"action": "pix.cobranca", "reference": "HTTP-1"})
-                assert got.structured_content["deliveries"] == 2
+                assert got.structured_content["deliveries"] == 3
+                assert got.structured_content["divergences"] == 1
     assert len(env.executions()) == 1
     # Counted for the monitor, /v1/stats and /metrics, with one definition.
     async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:
         stats = (await h.get(served.url + "/v1/stats")).json()
         [tool] = stats["mcp_tools"]
         assert (tool["tool"], tool["calls"], tool["executions"], tool["replays"], tool["divergences"]) == (
-            "create_pix_charge", 2, 1, 1, 1)
+            "create_pix_charge", 3, 1, 2, 1)
         metrics = (await h.get(served.url + "/metrics")).text
         assert 'idem_mcp_calls_total{tool="create_pix_charge",outcome="executed"} 1' in metrics
         assert 'idem_mcp_calls_total{tool="create_pix_charge",outcome="diverged"} 1' in metrics
         live = (await h.get(served.url + "/live/data.json")).json()
-        assert any(t["tool"] == "create_pix_charge" and t["replays"] == 1 for t in live["mcp_tools"])
+        assert any(t["tool"] == "create_pix_charge" and t["replays"] == 2 for t in live["mcp_tools"])
         page = (await h.get(served.url + "/live")).text
         assert "live-mcp" in page and "create_pix_charge" in page
 
