@@ -237,6 +237,8 @@ struct Inner {
     store: Store,
     tenant: TenantSource,
     upstream: Connected,
+    /// Whether unguarded tools, resources and prompts pass through.
+    pass_through: bool,
 }
 
 impl Gateway {
@@ -298,12 +300,20 @@ impl Gateway {
                 }
             }
         }
+        // A mount is shared by the tenants it names, with one upstream and
+        // its credentials: what is not guarded (a refund, a list of
+        // charges) passes only when the file says so. A stdio gateway is
+        // one tenant's, and passes by default.
+        let pass_through = file
+            .pass_through
+            .unwrap_or(matches!(tenant, TenantSource::Fixed(_)));
         Ok(Self {
             inner: Arc::new(Inner {
                 file,
                 store,
                 tenant,
                 upstream: connected,
+                pass_through,
             }),
         })
     }
@@ -315,6 +325,23 @@ impl Gateway {
 
     fn upstream(&self) -> &Peer<RoleClient> {
         self.inner.upstream.peer()
+    }
+
+    /// The tenants a mount answers (`None`: any, as over stdio).
+    pub fn tenants(&self) -> Option<&[idem_core::TenantId]> {
+        self.inner.file.tenants.as_deref()
+    }
+
+    /// Refused unless unguarded traffic passes through.
+    fn passing(&self, what: &str) -> Result<(), McpError> {
+        if self.inner.pass_through {
+            Ok(())
+        } else {
+            Err(McpError::invalid_params(
+                format!("{what} is not offered here: this gateway passes only its guarded tools (pass_through = false)"),
+                None,
+            ))
+        }
     }
 
     fn upstream_capabilities(&self) -> Option<ServerCapabilities> {
@@ -333,8 +360,10 @@ impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let up = self.upstream_capabilities().unwrap_or_default();
         let mut caps = ServerCapabilities::builder().enable_tools().build();
-        caps.resources = up.resources;
-        caps.prompts = up.prompts;
+        if self.inner.pass_through {
+            caps.resources = up.resources;
+            caps.prompts = up.prompts;
+        }
         ServerConfig::new(caps)
             .with_server_info(Implementation::new("idem-mcp-gateway", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -352,6 +381,11 @@ impl ServerHandler for Gateway {
             .list_tools(request)
             .await
             .map_err(forwarded)?;
+        if !self.inner.pass_through {
+            listed
+                .tools
+                .retain(|t| self.inner.file.guard(&t.name).is_some());
+        }
         for tool in &mut listed.tools {
             if self.inner.file.guard(&tool.name).is_some() {
                 let said = tool
@@ -377,6 +411,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(guard) = self.inner.file.guard(&request.name) else {
+            self.passing(&format!("tool {:?}", request.name))?;
             return self
                 .upstream()
                 .call_tool_once(request)
@@ -389,6 +424,21 @@ impl ServerHandler for Gateway {
                 None,
             ));
         };
+        // A tenant disabled while a stdio session runs stops being served
+        // (over HTTP its token is refused before this).
+        if let TenantSource::Fixed(_) = self.inner.tenant {
+            if let Ok(info) = self.inner.store.tenant_info(&tenant).await {
+                if info.disabled_ms.is_some() {
+                    return Err(McpError::invalid_request(
+                        format!(
+                            "tenant {} is disabled; nothing was recorded or executed",
+                            tenant.as_str()
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
         let gate = Gate::new(self.inner.store.clone(), tenant);
         let arguments = request.arguments.unwrap_or_default();
         let answer = gate.call(guard, arguments, self.upstream()).await;
@@ -401,6 +451,9 @@ impl ServerHandler for Gateway {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        if !self.inner.pass_through {
+            return Ok(ListResourcesResult::default());
+        }
         self.upstream()
             .list_resources(request)
             .await
@@ -412,6 +465,9 @@ impl ServerHandler for Gateway {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        if !self.inner.pass_through {
+            return Ok(ListResourceTemplatesResult::default());
+        }
         self.upstream()
             .list_resource_templates(request)
             .await
@@ -423,6 +479,7 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        self.passing("this resource")?;
         self.upstream()
             .read_resource(request)
             .await
@@ -435,6 +492,9 @@ impl ServerHandler for Gateway {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        if !self.inner.pass_through {
+            return Ok(ListPromptsResult::default());
+        }
         self.upstream()
             .list_prompts(request)
             .await
@@ -446,6 +506,7 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        self.passing("this prompt")?;
         self.upstream()
             .get_prompt(request)
             .await

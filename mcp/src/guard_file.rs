@@ -132,6 +132,15 @@ pub struct GuardFile {
     /// Whether idem's HTTP client to a URL upstream honours the proxy
     /// variables of its environment (off unless the file says so).
     pub proxy_from_env: bool,
+    /// The tenants a gateway mounted on `idem serve` answers (`tenants =
+    /// [...]`, required there): one upstream and its credentials serve
+    /// the tenants named, and another tenant's token is refused.
+    pub tenants: Option<Vec<idem_core::TenantId>>,
+    /// Whether unguarded tools, resources and prompts pass through
+    /// (`pass_through`; unset: yes over stdio, no on a mount).
+    pub pass_through: Option<bool>,
+    /// The line `tenants` is on (1 when absent), for messages.
+    pub tenants_line: usize,
     /// The file, as given, for messages.
     pub path: String,
 }
@@ -139,6 +148,8 @@ pub struct GuardFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
+    tenants: Option<Spanned<Vec<String>>>,
+    pass_through: Option<bool>,
     upstream: Option<Spanned<RawUpstream>>,
     #[serde(default)]
     guard: Vec<Spanned<RawGuard>>,
@@ -209,6 +220,33 @@ impl GuardFile {
                 format!("not a guard file: {}", e.message()),
             )
         })?;
+        let tenants_line = raw
+            .tenants
+            .as_ref()
+            .map_or(1, |t| line_of(text, t.span().start));
+        let tenants = match raw.tenants {
+            None => None,
+            Some(t) => {
+                let span = t.span();
+                let names = t.into_inner();
+                if names.is_empty() {
+                    return Err(at(
+                        span,
+                        "tenants is empty: name the tenants this gateway serves".into(),
+                    ));
+                }
+                let mut ids = Vec::with_capacity(names.len());
+                for n in names {
+                    ids.push(idem_core::TenantId::try_from(n.as_str()).map_err(|e| {
+                        at(
+                            span.clone(),
+                            format!("tenants: {n:?} is not a tenant id: {e}"),
+                        )
+                    })?);
+                }
+                Some(ids)
+            }
+        };
         let mut upstream_env = BTreeMap::new();
         let mut proxy_from_env = false;
         let upstream = match raw.upstream {
@@ -336,6 +374,9 @@ impl GuardFile {
             guards,
             upstream_env,
             proxy_from_env,
+            tenants,
+            pass_through: raw.pass_through,
+            tenants_line,
             path: path.to_owned(),
         })
     }

@@ -66,6 +66,26 @@ impl Application {
         for (name, path) in &config.mcp_gateways {
             let file = idem_mcp::GuardFile::load(path, &catalog)
                 .map_err(|e| anyhow::anyhow!("--mcp-gateway {name}: {e}"))?;
+            // A mount shares one upstream and its credentials: it serves the
+            // tenants it names, each of which must exist.
+            let Some(tenants) = &file.tenants else {
+                anyhow::bail!(
+                    "--mcp-gateway {name}: {}:1: a mounted gateway names the tenants it serves: add `tenants = [\"<tenant>\"]` at the top of the file",
+                    file.path
+                );
+            };
+            for t in tenants {
+                match store.tenant_info(t).await {
+                    Ok(_) => {}
+                    Err(idem_store::Error::NotFound) => anyhow::bail!(
+                        "--mcp-gateway {name}: {}:{}: there is no tenant {:?} in this database; `idem tenant create` adds one",
+                        file.path,
+                        file.tenants_line,
+                        t.as_str()
+                    ),
+                    Err(e) => return Err(e.into()),
+                }
+            }
             let gateway = idem_mcp::Gateway::start(
                 store.clone(),
                 idem_mcp::TenantSource::FromRequest,

@@ -46,12 +46,16 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 class Served:
     """`idem serve` on this test's store, with the gateway `pay` mounted."""
 
-    def __init__(self, env: Env, extra: list[str]) -> None:
+    def __init__(self, env: Env, extra: list[str], top: str = "pass_through = true") -> None:
         import re
         import time
 
         self.log = env.tmp / "serve.log"
-        self.token = env.idem("tenant", "create", "http" + uuid.uuid4().hex[:8]).stdout.strip()
+        self.tenant = "http" + uuid.uuid4().hex[:8]
+        self.token = env.idem("tenant", "create", self.tenant).stdout.strip()
+        # The mount serves this test's tenant (a mount names its tenants).
+        guard = env.guard_file(top=f'tenants = ["{self.tenant}"]\n{top}')
+        extra = ["--mcp-gateway", f"pay={guard}", *extra]
         cmd = [os.environ.get("IDEM_BIN", ""), "serve", "--addr", "127.0.0.1:0", *env.db_args(), *extra]
         self.proc = subprocess.Popen(cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
                                      env={**os.environ, **env.env()})
@@ -76,6 +80,6 @@ def served(env: Env) -> Any:
     from test_gateway import IDEM
 
     os.environ.setdefault("IDEM_BIN", IDEM)
-    s = Served(env, ["--mcp-gateway", f"pay={env.guard_file()}"])
+    s = Served(env, [])
     yield s
     s.stop()

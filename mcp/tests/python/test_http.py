@@ -6,6 +6,9 @@ a foreign Origin 403."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import uuid
 
 import httpx2
 import pytest
@@ -13,7 +16,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import Served
-from test_gateway import Env, charge_args, text_of
+from test_gateway import IDEM, Env, charge_args, text_of
 from test_own_server import REFERENCE
 
 pytestmark = pytest.mark.anyio
@@ -107,3 +110,38 @@ async def test_a_wrong_token_is_401_and_a_foreign_origin_403(served: Served) -> 
         assert 400 <= huge.status_code < 500
         alive = await h.get(served.url + "/healthz")
         assert alive.status_code == 200
+
+
+async def test_a_mount_serves_its_tenants_only_and_passes_nothing_unguarded_by_default(env: Env) -> None:
+    s = Served(env, [], top="")
+    try:
+        other = env.idem("tenant", "create", "other" + uuid.uuid4().hex[:8]).stdout.strip()
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+        headers = {"accept": "application/json, text/event-stream", "authorization": f"Bearer {other}"}
+        async with httpx2.AsyncClient() as h:
+            refused = await h.post(s.url + "/mcp/gateways/pay", json=body, headers=headers)
+            assert refused.status_code == 403, refused.text
+            assert refused.json()["type"] == "urn:idem:problem:other-tenant"
+        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {s.token}"}) as h:
+            async with streamable_http_client(s.url + "/mcp/gateways/pay", http_client=h) as (r, w):
+                async with ClientSession(r, w) as c:
+                    await c.initialize()
+                    names = {t.name for t in (await c.list_tools()).tools}
+                    assert names == {"create_pix_charge"}, names
+                    with pytest.raises(Exception, match="pass_through"):
+                        await c.call_tool("echo", {"text": "hi"})
+                    ok = await c.call_tool("create_pix_charge", charge_args("MOUNT-1"))
+                    assert not ok.is_error, text_of(ok)
+    finally:
+        s.stop()
+    assert [e["invoice_ref"] for e in env.executions()] == ["MOUNT-1"]
+
+
+def test_a_mount_without_tenants_or_with_an_unknown_one_is_refused_at_start(env: Env) -> None:
+    for top, says in [("", "names the tenants it serves"), ('tenants = ["nobody"]', 'no tenant "nobody"')]:
+        guard = env.guard_file(top=top)
+        done = subprocess.run([os.environ.get("IDEM_BIN", IDEM), "serve", "--addr", "127.0.0.1:0", *env.db_args(),
+                               "--mcp-gateway", f"pay={guard}"], capture_output=True, text=True,
+                              env={**os.environ, **env.env()}, timeout=60)
+        assert done.returncode != 0 and says in done.stderr, done.stderr

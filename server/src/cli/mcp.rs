@@ -41,6 +41,14 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
     })
     .await?;
     match store.tenant_info(&args.tenant).await {
+        Ok(t) if t.disabled_ms.is_some() => {
+            store.close().await;
+            return Err(Usage(format!(
+                "tenant {:?} is disabled (`idem tenant enable` lets it work again)",
+                args.tenant.as_str()
+            ))
+            .into());
+        }
         Ok(_) => {}
         Err(idem_store::Error::NotFound) => {
             store.close().await;
