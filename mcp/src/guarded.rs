@@ -121,16 +121,16 @@ impl Gate {
         match self.try_call(guard, arguments, upstream).await {
             Ok(a) => a,
             Err(Refusal::BadArguments(message)) => Answer {
-                result: error_result(message),
+                result: refused_meta(error_result(message)),
                 outcome: CallOutcome::Refused,
                 diverged: false,
             },
             Err(Refusal::Store(e)) => {
                 tracing::error!(error = %e, tool = %guard.tool, "the intent store failed during a guarded call");
                 Answer {
-                    result: error_result(format!(
+                    result: refused_meta(error_result(format!(
                         "idem could not record this call ({e}); nothing was executed by this call. Retry the same call with the same arguments: it cannot run twice."
-                    )),
+                    ))),
                     outcome: CallOutcome::Failed,
                     diverged: false,
                 }
@@ -154,6 +154,13 @@ impl Gate {
         if let Err(e) = idem_core::json::check_depth(sent.as_bytes(), idem_core::json::MAX_DEPTH) {
             return Err(Refusal::BadArguments(format!(
                 "the arguments nest too deep: {e}"
+            )));
+        }
+        // The same on both backends (PostgreSQL's text cannot hold one;
+        // SQLite's can, and would freeze it).
+        if let Some(arg) = arguments.iter().find(|(_, v)| holds_nul(v)).map(|(k, _)| k) {
+            return Err(Refusal::BadArguments(format!(
+                "argument `{arg}` holds a NUL character (\\u0000), which idem cannot store; nothing was recorded or executed"
             )));
         }
         let mut candidate = Map::new();
@@ -361,7 +368,7 @@ impl Gate {
             tracing::warn!(error = %e, tool = %guard.tool, "a guarded call's outcome could not be recorded");
         }
         Ok(Answer {
-            result: with_meta(result, call, false, attempt, reconcile),
+            result: with_meta(result, call, false, attempt, reconcile, "upstream"),
             outcome: CallOutcome::Executed,
             diverged: call.diverged,
         })
@@ -460,7 +467,7 @@ impl Gate {
                 )
             })
             .unwrap_or_default();
-        let mut result = with_meta(stored, call, true, attempt, reconciled);
+        let mut result = with_meta(stored, call, true, attempt, reconciled, "upstream");
         result.content.push(ContentBlock::text(format!(
             "idem: {} was already executed for {}{at}; the stored result is returned and nothing was executed or charged again.",
             call.guard.tool, call.reference
@@ -496,7 +503,7 @@ enum Refusal {
 /// nothing known, was executed), with `_meta.idem`.
 fn error_answer(call: &Call<'_>, attempt: i32, outcome: CallOutcome, message: String) -> Answer {
     Answer {
-        result: with_meta(error_result(message), call, false, attempt, false),
+        result: with_meta(error_result(message), call, false, attempt, false, "idem"),
         outcome,
         diverged: call.diverged,
     }
@@ -515,15 +522,50 @@ fn with_meta(
     replayed: bool,
     attempt: i32,
     reconciled: bool,
+    source: &str,
 ) -> CallToolResult {
-    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
-    let idem = json!({
+    let mut idem = json!({
         "key": call.key.as_str(),
         "replayed": replayed,
         "diverged": call.diverged,
         "attempt": attempt,
         "reconciled": reconciled,
     });
+    if result.is_error == Some(true) {
+        // Who said no: idem (nothing, or nothing known, ran) or the
+        // upstream (its own error), without parsing a sentence.
+        idem["source"] = json!(source);
+    }
+    meta_idem(result, idem, call)
+}
+
+/// Whether a NUL character is anywhere in `v` (names included).
+fn holds_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(a) => a.iter().any(holds_nul),
+        Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
+/// idem's own refusal before anything was recorded, with the `_meta.idem`
+/// every guarded answer carries: no key was derived, nothing ran.
+fn refused_meta(result: CallToolResult) -> CallToolResult {
+    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(
+            "_meta".into(),
+            json!({"idem": {"key": null, "replayed": false, "diverged": false,
+                             "attempt": 0, "reconciled": false, "source": "idem"}}),
+        );
+    }
+    serde_json::from_value(value).unwrap_or(result)
+}
+
+/// `result` with `_meta.idem` set to `idem` (its own `_meta` kept).
+fn meta_idem(result: CallToolResult, idem: Value, call: &Call<'_>) -> CallToolResult {
+    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
     if let Some(obj) = value.as_object_mut() {
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));
         if !meta.is_object() {

@@ -179,6 +179,10 @@ async def test_a_call_missing_an_argument_or_with_a_refused_value_records_nothin
     async with env.agent(env.guard_file()) as agent:
         missing = await agent.call_tool("create_pix_charge", {"customer_id": "c-1", "amount": "1.00", "invoice_ref": "X"})
         assert missing.is_error and "missing argument `pix_key`" in text_of(missing)
+        # Every guarded answer carries _meta.idem; idem's own refusals say so.
+        assert missing.meta["idem"]["source"] == "idem" and missing.meta["idem"]["key"] is None
+        nul = await agent.call_tool("create_pix_charge", {**charge_args("FAT-N"), "pix_key": "a\u0000b@example.com"})
+        assert nul.is_error and "argument `pix_key`" in text_of(nul) and "NUL" in text_of(nul), text_of(nul)
         bad = await agent.call_tool("create_pix_charge", charge_args("FAT-3", amount="cento e oitenta"))
         assert bad.is_error and "argument `amount`" in text_of(bad)
         deep: dict[str, Any] = {}
@@ -319,6 +323,8 @@ referencia_intencao = "invoice_ref"
     # The upstream's own error, unchanged (the SDK words it).
     assert first.is_error and "refuse_charge" in text_of(first)
     assert again.is_error and text_of(again).startswith(text_of(first))
+    # Whose "no" it is, without parsing English.
+    assert first.meta["idem"]["source"] == "upstream" and again.meta["idem"]["source"] == "upstream"
     attempts = env.executions()
     assert {a["idempotency_key"] for a in attempts} == {first.meta["idem"]["key"]}, "one key, always"
     if errors == "retryable":
