@@ -435,6 +435,25 @@ referencia_intencao = "invoice_ref"
         GuardFile::parse("g.toml", text, &Catalog::builtin())
     }
 
+    /// The book's card example: its catalog and its guard file read, and
+    /// every field of the action has its argument.
+    #[test]
+    fn the_card_example_reads() {
+        let catalog =
+            Catalog::from_toml(include_str!("../../examples/mcp/card/catalog.toml")).unwrap();
+        let f = GuardFile::parse(
+            "guard.toml",
+            include_str!("../../examples/mcp/card/guard.toml"),
+            &catalog,
+        )
+        .unwrap();
+        let g = f.guard("charge_card").unwrap();
+        assert_eq!(g.fields.len(), 5);
+        assert_eq!(g.reference_field, "order_id");
+        assert_eq!(f.upstream_env["PSP_API_KEY"], "sk_test_…");
+        assert_eq!(f.pass_through, None);
+    }
+
     #[test]
     fn a_good_file_reads_with_its_defaults() {
         let f = parse(GOOD).unwrap();
