@@ -59,6 +59,18 @@ async fn payload_members_idem_reserves_are_refused(db: &Db) {
     assert_eq!(found.status(), 404, "nothing was stored");
 }
 
+/// `GET /v1/actions/{key}`'s answer.
+async fn get_action(c: &reqwest::Client, base: &str, token: &str, key: &str) -> Value {
+    c.get(format!("{base}/v1/actions/{key}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Outcomes up to `--max-outcome-bytes` (1 MiB by default) are kept byte
 /// for byte; past it the answer is `413 outcome-too-large` and the action
 /// is uncertain before the answer is out: never a 422, never a `started`
@@ -80,15 +92,7 @@ async fn outcomes_up_to_the_limit_are_kept_and_past_it_the_action_is_uncertain(d
     let key = res["key"].as_str().unwrap();
     let kept = complete(key, &res["claim"], &big).send().await.unwrap();
     assert_eq!(kept.status(), 200, "{}", kept.text().await.unwrap());
-    let action: Value = c
-        .get(s.url(&format!("/v1/actions/{key}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let action = get_action(&c, &s.base, &token, key).await;
     assert_eq!(action["state"], "completed");
     assert_eq!(action["response"], big);
 
@@ -103,15 +107,7 @@ async fn outcomes_up_to_the_limit_are_kept_and_past_it_the_action_is_uncertain(d
     assert_eq!(problem["limit"], limit);
     assert_eq!(problem["size"], limit + 14); // {"receipt":"…"}
     assert_eq!(problem["marked_uncertain"], true);
-    let action: Value = c
-        .get(s.url(&format!("/v1/actions/{key}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let action = get_action(&c, &s.base, &token, key).await;
     assert_eq!(action["state"], "uncertain", "{action}");
     // The next claim is told at once.
     let again: Value = record_and_claim(&c, &s.base, &token, "c-1", "BIG-OVER").await;
