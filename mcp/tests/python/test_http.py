@@ -145,3 +145,77 @@ def test_a_mount_without_tenants_or_with_an_unknown_one_is_refused_at_start(env:
                                "--mcp-gateway", f"pay={guard}"], capture_output=True, text=True,
                               env={**os.environ, **env.env()}, timeout=60)
         assert done.returncode != 0 and says in done.stderr, done.stderr
+
+
+def test_guarded_calls_whose_clients_give_up_never_wedge_the_store(env: Env, served: Served) -> None:
+    # The cancellation soak's MCP half: guarded calls over HTTP (and /v1
+    # record+claim beside them), each given up after 1 ms to 1 s, and curl
+    # clients SIGKILLed mid-call. Afterwards plain writes answer within 2 s,
+    # /readyz is 200, and no invoice was charged twice.
+    import math
+    import random
+    import signal
+    import threading
+    import time
+
+    auth = {"authorization": f"Bearer {served.token}", "accept": "application/json, text/event-stream"}
+    stop = time.monotonic() + 6
+
+    def cut(rng: random.Random) -> float:
+        return 0.001 * math.pow(1000, rng.random())
+
+    def worker(n: int) -> None:
+        rng = random.Random(n)
+        with httpx2.Client(headers=auth) as h:
+            i = 0
+            while time.monotonic() < stop:
+                i += 1
+                ref = f"SOAK-{rng.randrange(40)}"  # shared: calls wait on each other's claims
+                try:
+                    if rng.random() < 0.7:
+                        call = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                "params": {"name": "create_pix_charge", "arguments": charge_args(ref)}}
+                        h.post(served.url + "/mcp/gateways/pay", json=call, timeout=cut(rng))
+                    else:
+                        body = {"action": "pix.cobranca", "claim": {"lease_ms": 30000},
+                                "payload": {"cliente_id": "c-1", "valor": "1.00", "chave_pix_destino": "a@example.com",
+                                            "referencia_intencao": f"V1-{n}-{i}"}}
+                        h.post(served.url + "/v1/intents", json=body, timeout=cut(rng))
+                except httpx2.HTTPError:
+                    pass
+
+    def killer() -> None:
+        rng = random.Random(99)
+        i = 0
+        while time.monotonic() < stop:
+            i += 1
+            call = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "create_pix_charge", "arguments": charge_args(f"KILL-{i}")}})
+            p = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-X", "POST", "-H", "content-type: application/json",
+                                  "-H", f"authorization: {auth['authorization']}", "-H", f"accept: {auth['accept']}",
+                                  "--data", call, served.url + "/mcp/gateways/pay"])
+            time.sleep(rng.random() * 0.05)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(16)] + [threading.Thread(target=killer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    time.sleep(1)
+    with httpx2.Client(headers=auth) as h:
+        for i in range(5):
+            started = time.monotonic()
+            body = {"action": "pix.cobranca", "payload": {"cliente_id": "c-1", "valor": "1.00",
+                                                          "chave_pix_destino": "a@example.com",
+                                                          "referencia_intencao": f"AFTER-{i}"}}
+            res = h.post(served.url + "/v1/intents", json=body, timeout=10)
+            assert res.status_code == 201, res.text
+            assert time.monotonic() - started < 2, f"plain write {i} took {time.monotonic() - started:.2f} s"
+        ready = h.get(served.url + "/readyz", timeout=10)
+        assert ready.status_code == 200, ready.text
+    charged: dict[str, int] = {}
+    for e in env.executions():
+        charged[e["invoice_ref"]] = charged.get(e["invoice_ref"], 0) + 1
+    assert charged and all(n == 1 for n in charged.values()), {k: n for k, n in charged.items() if n > 1}
