@@ -224,6 +224,10 @@ impl CallUpstream for Peer<RoleClient> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         self.call_tool(params).await.map_err(|e| e.to_string())
     }
+
+    fn available(&self) -> bool {
+        !self.is_transport_closed()
+    }
 }
 
 /// The gateway's MCP server.
@@ -236,9 +240,55 @@ struct Inner {
     file: GuardFile,
     store: Store,
     tenant: TenantSource,
-    upstream: Connected,
+    /// The upstream now: replaced by [`supervise`] when it is gone.
+    upstream: std::sync::RwLock<Arc<Connected>>,
+    /// How it is reached, to start it again.
+    target: Upstream,
     /// Whether unguarded tools, resources and prompts pass through.
     pass_through: bool,
+}
+
+/// How long the supervisor waits before its first restart of a gone
+/// upstream; each failed attempt doubles it, up to [`RESTART_MAX`].
+const RESTART_FIRST: std::time::Duration = std::time::Duration::from_millis(250);
+/// The longest wait between two restarts of an upstream that keeps failing.
+const RESTART_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Watches the upstream and starts it again, with backoff, when it is gone
+/// (its process exited, its connection closed), until the gateway is
+/// dropped. Calls meanwhile are answered "not sent".
+async fn supervise(inner: std::sync::Weak<Inner>) {
+    let mut wait = RESTART_FIRST;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let Some(me) = inner.upgrade() else { return };
+        if me.current().peer().available() {
+            wait = RESTART_FIRST;
+            continue;
+        }
+        tracing::warn!(upstream = %shown(&me.target), "the upstream MCP server is gone; starting it again in {wait:?}");
+        tokio::time::sleep(wait).await;
+        match Connected::start(&me.target, &me.file).await {
+            Ok(c) => {
+                *me.upstream.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(c);
+                tracing::info!(upstream = %shown(&me.target), "the upstream MCP server was started again");
+                wait = RESTART_FIRST;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "starting the upstream MCP server again failed");
+                wait = (wait * 2).min(RESTART_MAX);
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn current(&self) -> Arc<Connected> {
+        self.upstream
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 impl Gateway {
@@ -307,15 +357,16 @@ impl Gateway {
         let pass_through = file
             .pass_through
             .unwrap_or(matches!(tenant, TenantSource::Fixed(_)));
-        Ok(Self {
-            inner: Arc::new(Inner {
-                file,
-                store,
-                tenant,
-                upstream: connected,
-                pass_through,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            file,
+            store,
+            tenant,
+            upstream: std::sync::RwLock::new(Arc::new(connected)),
+            target,
+            pass_through,
+        });
+        tokio::spawn(supervise(Arc::downgrade(&inner)));
+        Ok(Self { inner })
     }
 
     /// Serves one agent over stdin and stdout until it closes them.
@@ -323,8 +374,14 @@ impl Gateway {
         serve_stdio(self).await
     }
 
-    fn upstream(&self) -> &Peer<RoleClient> {
-        self.inner.upstream.peer()
+    fn upstream(&self) -> Peer<RoleClient> {
+        self.inner.current().peer().clone()
+    }
+
+    /// Whether the upstream answers now (`false` while the supervisor
+    /// starts it again): what a mount's readiness reports.
+    pub fn upstream_up(&self) -> bool {
+        self.inner.current().peer().available()
     }
 
     /// The tenants a mount answers (`None`: any, as over stdio).
@@ -441,7 +498,7 @@ impl ServerHandler for Gateway {
         }
         let gate = Gate::new(self.inner.store.clone(), tenant);
         let arguments = request.arguments.unwrap_or_default();
-        let answer = gate.call(guard, arguments, self.upstream()).await;
+        let answer = gate.call(guard, arguments, &self.upstream()).await;
         tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
         Ok(answer.result.into())
     }

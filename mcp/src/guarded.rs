@@ -32,6 +32,13 @@ pub trait CallUpstream: Send + Sync {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> impl Future<Output = Result<CallToolResult, String>> + Send;
+
+    /// Whether a call can be sent now: `false` when the upstream is known
+    /// to be gone (its process exited, its connection closed), so that a
+    /// call not sent is never recorded as sent.
+    fn available(&self) -> bool {
+        true
+    }
 }
 
 /// What one guarded call did, for the monitor's counts.
@@ -323,6 +330,9 @@ impl Gate {
                 format!("{why}; nothing was executed"),
             ));
         }
+        if !upstream.available() {
+            return self.not_sent(call, token, attempt).await;
+        }
         let mut arguments = call.frozen.clone();
         if let Some(k) = &guard.key_argument {
             arguments.insert(k.clone(), Value::String(call.key.to_string()));
@@ -372,6 +382,34 @@ impl Gate {
             outcome: CallOutcome::Executed,
             diverged: call.diverged,
         })
+    }
+
+    /// The upstream is gone and nothing was sent: the claim is given back at
+    /// once as a retryable failure (a retry, from this gateway or another,
+    /// executes now rather than after the lease), and the answer says so.
+    /// Nothing is uncertain: nothing could have run.
+    async fn not_sent(&self, call: &Call<'_>, token: i64, attempt: i32) -> Result<Answer, Refusal> {
+        let why = "not sent: the upstream MCP server is down (the gateway is restarting it)";
+        let mut s = self.store.session().await.map_err(Refusal::Store)?;
+        if let Err(e) = s.fail(&self.tenant, &call.key, token, why, true).await {
+            tracing::warn!(error = %e, "could not give back the claim of a call not sent; its lease will");
+        }
+        let mut answer = error_answer(
+            call,
+            attempt,
+            CallOutcome::Failed,
+            format!(
+                "{} for {} was not sent: the upstream MCP server is down and the gateway is restarting it. Nothing was executed; retry the same call in a few seconds (same key, it cannot run twice).",
+                call.guard.tool, call.reference
+            ),
+        );
+        if let Some(meta) = answer.result.meta.as_mut() {
+            if let Some(idem) = meta.0.get_mut("idem").and_then(Value::as_object_mut) {
+                idem.insert("sent".into(), json!(false));
+                idem.insert("upstream".into(), json!("restarting"));
+            }
+        }
+        Ok(answer)
     }
 
     /// Whether the frozen arguments, the ones that would be sent, derive to

@@ -24,10 +24,12 @@ chave_pix_destino = "pix_key"
 referencia_intencao = "invoice_ref"
 "#;
 
-/// An upstream that executes nothing and remembers every call.
+/// An upstream that executes nothing and remembers every call; `down`
+/// makes it gone (a process that exited).
 #[derive(Clone, Default)]
 struct Fake {
     calls: Arc<Mutex<Vec<Map<String, Value>>>>,
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CallUpstream for Fake {
@@ -44,6 +46,10 @@ impl CallUpstream for Fake {
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "charge {n}"
         ))]))
+    }
+
+    fn available(&self) -> bool {
+        !self.down.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -77,6 +83,7 @@ impl H {
 }
 
 idem_testkit::both!(
+    a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once,
     a_call_runs_once_and_its_repeat_is_replayed,
     arguments_recorded_outside_the_gateway_are_never_executed,
 );
@@ -87,6 +94,33 @@ fn args(amount: &str, pix_key: &str) -> Map<String, Value> {
     .as_object()
     .unwrap()
     .clone()
+}
+
+/// A gone upstream: nothing sent, nothing uncertain, the claim given back,
+/// so the retry executes at once (no lease to wait out).
+async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H) {
+    let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let upstream = Fake::default();
+    upstream
+        .down
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let refused = gate
+        .call(guard, args("180.00", "a@example.com"), &upstream)
+        .await;
+    assert_eq!(refused.result.is_error, Some(true));
+    let meta = &refused.result.meta.as_ref().unwrap().0["idem"];
+    assert_eq!(meta["sent"], false, "{meta}");
+    assert!(upstream.calls.lock().unwrap().is_empty());
+    upstream
+        .down
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let ran = gate
+        .call(guard, args("180.00", "a@example.com"), &upstream)
+        .await;
+    assert_eq!(ran.outcome, CallOutcome::Executed);
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1);
 }
 
 async fn a_call_runs_once_and_its_repeat_is_replayed(h: &H) {

@@ -84,6 +84,11 @@ def environment() -> str:
 
 
 if __name__ == "__main__":
+    # A test's switch: while this file exists the server will not start
+    # (an upstream that stays down after it died).
+    down = os.environ.get("PAY_DOWN_IF")
+    if down and os.path.exists(down):
+        raise SystemExit(3)
     port = os.environ.get("PAY_HTTP_PORT")
     if port:
         # Over Streamable HTTP, for a gateway whose [upstream] is a url.

@@ -81,7 +81,8 @@ class Env:
         path = self.tmp / f"guard-{uuid.uuid4().hex[:6]}.toml"
         # The upstream inherits nothing but PATH, HOME and LANG: what it
         # needs is named here, on the [upstream] table's first line.
-        upstream_env = f"env = {{ PAY_LEDGER = {json.dumps(str(self.ledger))}, PAY_DELAY_MS = \"{delay_ms}\" }}"
+        upstream_env = (f"env = {{ PAY_LEDGER = {json.dumps(str(self.ledger))}, PAY_DELAY_MS = \"{delay_ms}\", "
+                        f"PAY_DOWN_IF = {json.dumps(str(self.tmp / 'upstream-down'))} }}")
         upstream = f"url = {json.dumps(url)}" if url else f"command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / 'pay_server.py'))}]"
         path.write_text(f"""{top}
 [upstream]
@@ -267,7 +268,7 @@ async def test_the_upstream_inherits_none_of_idem_s_secrets(env: Env) -> None:
     # The gateway itself had them (and IDEMPOTENCY_HMAC_KEY); the upstream
     # gets PATH, HOME and LANG where set, and what [upstream] env names
     # (LC_CTYPE is Python's own: it sets it under the C locale, PEP 538).
-    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS"}, names
+    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS", "PAY_DOWN_IF"}, names
     assert {"PAY_LEDGER", "PATH"} <= names, names
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
+
+import anyio
 import subprocess
 import uuid
 
@@ -219,3 +222,47 @@ def test_guarded_calls_whose_clients_give_up_never_wedge_the_store(env: Env, ser
     for e in env.executions():
         charged[e["invoice_ref"]] = charged.get(e["invoice_ref"], 0) + 1
     assert charged and all(n == 1 for n in charged.values()), {k: n for k, n in charged.items() if n > 1}
+
+
+async def test_a_dead_upstream_is_not_sent_and_comes_back(env: Env, served: Served) -> None:
+    import signal
+    import time
+
+    auth = {"authorization": f"Bearer {served.token}"}
+
+    async def call(ref: str) -> Any:
+        async with httpx2.AsyncClient(headers=auth) as h:
+            async with streamable_http_client(served.url + "/mcp/gateways/pay", http_client=h) as (r, w):
+                async with ClientSession(r, w) as s:
+                    await s.initialize()
+                    return await s.call_tool("create_pix_charge", charge_args(ref))
+
+    async def ready() -> tuple[int, str]:
+        async with httpx2.AsyncClient() as h:
+            res = await h.get(served.url + "/readyz", timeout=10)
+            return res.status_code, res.text
+
+    first = await call("DOWN-1")
+    assert not first.is_error, text_of(first)
+    pid = env.executions()[0]["pid"]
+    (env.tmp / "upstream-down").write_text("")  # it will not start again yet
+    os.kill(pid, signal.SIGKILL)
+    give_up = time.monotonic() + 10
+    while (await ready())[0] == 200 and time.monotonic() < give_up:
+        await anyio.sleep(0.1)
+    status, why = await ready()
+    assert status == 503 and "gateway `pay`" in why, (status, why)
+    # Nothing can be sent: said so, nothing uncertain, the claim given back.
+    refused = await call("DOWN-2")
+    assert refused.is_error and "not sent" in text_of(refused), text_of(refused)
+    idem = refused.meta["idem"]
+    assert idem["sent"] is False and idem["source"] == "idem"
+    (env.tmp / "upstream-down").unlink()
+    give_up = time.monotonic() + 40
+    while (await ready())[0] != 200 and time.monotonic() < give_up:
+        await anyio.sleep(0.2)
+    assert (await ready())[0] == 200, "the upstream was not started again"
+    # The same call now executes at once (no lease to wait out), once.
+    again = await call("DOWN-2")
+    assert not again.is_error and again.meta["idem"]["attempt"] == 2, text_of(again)
+    assert [e["invoice_ref"] for e in env.executions()] == ["DOWN-1", "DOWN-2"]

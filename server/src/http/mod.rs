@@ -173,9 +173,16 @@ async fn metrics_access(
     next.run(req).await
 }
 
-/// Ready when the store can write now ([`idem_store::Store::writable`]):
-/// 503 with the reason otherwise. Answers within [`READY_WITHIN`].
+/// Ready when the store can write now ([`idem_store::Store::writable`])
+/// and every mounted MCP gateway's upstream answers: 503 with the reason
+/// otherwise. Answers within [`READY_WITHIN`].
 async fn readyz(State(api): State<ApiState>) -> (StatusCode, String) {
+    if let Some((name, _)) = api.mcp_gateways.iter().find(|(_, g)| !g.upstream_up()) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: the upstream of MCP gateway `{name}` is down (it is being started again)"),
+        );
+    }
     match api.store.writable(READY_WITHIN).await {
         Ok(()) => (StatusCode::OK, "ready".into()),
         Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}")),
