@@ -16,6 +16,7 @@
 pub mod gateway;
 pub mod guard_file;
 pub mod guarded;
+pub mod screen;
 pub mod streamable;
 pub mod tenant;
 pub mod tools;

@@ -350,16 +350,28 @@ def test_an_oversized_or_broken_message_on_stdio_leaves_the_gateway_serving(env:
     send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
     send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "' + b"x" * 3_000_000 + b'"}}}')
     send(b"[" * 100_000)
+    # A guarded call naming a member twice: which one counts depends on the parser.
+    send(b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "create_pix_charge", "arguments": '
+         b'{"customer_id": "c-1", "amount": "1.00", "amount": "9999.00", "pix_key": "a@example.com", "invoice_ref": "DUP-1"}}}')
     send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).encode())
     answers = {}
     give_up = time.monotonic() + 30
-    while 3 not in answers and time.monotonic() < give_up:
+    while not {2, 3, 4, None} <= set(answers) and time.monotonic() < give_up:
         line = gw.stdout.readline()
         if not line:
             break
         msg = json.loads(line)
         answers[msg.get("id")] = msg
     assert 3 in answers and "tools" in answers[3]["result"], answers
+    # Every message got an answer: the oversized one with its own id (an
+    # SDK can match it), the broken one a parse error, the duplicate a
+    # refusal naming the member.
+    assert answers[2]["error"]["code"] == -32600 and "bytes" in answers[2]["error"]["message"], answers[2]
+    assert answers[None]["error"]["code"] == -32700, answers[None]
+    dup = answers[4]["result"]
+    assert dup["isError"] and "`amount` twice" in dup["content"][0]["text"], dup
+    assert dup["_meta"]["idem"]["source"] == "idem"
+    assert env.executions() == []
     assert gw.poll() is None, "still serving"
     gw.kill()
     gw.wait()

@@ -266,3 +266,22 @@ async def test_a_dead_upstream_is_not_sent_and_comes_back(env: Env, served: Serv
     again = await call("DOWN-2")
     assert not again.is_error and again.meta["idem"]["attempt"] == 2, text_of(again)
     assert [e["invoice_ref"] for e in env.executions()] == ["DOWN-1", "DOWN-2"]
+
+
+async def test_every_message_over_http_gets_an_answer_it_can_match(env: Env, served: Served) -> None:
+    headers = {"authorization": f"Bearer {served.token}", "accept": "application/json, text/event-stream",
+               "content-type": "application/json"}
+    url = served.url + "/mcp/gateways/pay"
+    async with httpx2.AsyncClient(headers=headers) as h:
+        big = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "' + b"x" * 200_000 + b'"}}}'
+        res = await h.post(url, content=big)
+        assert res.status_code == 200 and res.json()["id"] == 5, res.text
+        assert res.json()["error"]["code"] == -32600
+        broken = await h.post(url, content=b"{not json")
+        assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700, broken.text
+        dup = await h.post(url, content=b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "create_pix_charge", '
+                                        b'"arguments": {"customer_id": "c-1", "amount": "1.00", "amount": "9999.00", '
+                                        b'"pix_key": "a@example.com", "invoice_ref": "DUP-2"}}}')
+        assert dup.status_code == 200 and dup.json()["id"] == 6, dup.text
+        assert dup.json()["result"]["isError"] and "`amount` twice" in dup.json()["result"]["content"][0]["text"]
+    assert env.executions() == []
