@@ -3,7 +3,7 @@
 //! resource and prompt passes through untouched and unrecorded.
 
 use crate::guard_file::{GuardFile, Upstream};
-use crate::guarded::{CallUpstream, Gate};
+use crate::guarded::{CallUpstream, ClientGone, Gate};
 use crate::tenant::TenantSource;
 use idem_store::Store;
 use rmcp::model::{
@@ -599,7 +599,28 @@ impl ServerHandler for Gateway {
         }
         let gate = Gate::new(self.inner.store.clone(), tenant);
         let arguments = request.arguments.unwrap_or_default();
-        let answer = gate.call(guard, arguments, &self.upstream()).await;
+        // Gone: over stdio, rmcp cancels the request (the agent sent
+        // notifications/cancelled, or closed the session); over HTTP, the
+        // server's layer says the client left.
+        let gone = context.ct.child_token();
+        if let Some(ClientGone(http)) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<ClientGone>())
+        {
+            let (http, gone) = (http.clone(), gone.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = http.cancelled() => gone.cancel(),
+                    () = gone.cancelled() => {}
+                }
+            });
+        }
+        let answer = gate
+            .call_until(guard, arguments, &self.upstream(), &gone)
+            .await;
+        // Ends the linking task above.
+        gone.cancel();
         tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
         Ok(answer.result.into())
     }

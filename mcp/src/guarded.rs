@@ -13,6 +13,13 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Put by the HTTP layer in a request's extensions: cancelled once the
+/// request's client has gone away (its connection closed, or the request
+/// timed out), while the request itself runs on to its end.
+#[derive(Clone, Debug)]
+pub struct ClientGone(pub CancellationToken);
 
 /// The member of the recorded candidate that keeps the tool's arguments as
 /// the first call sent them (the catalog's fields beside it make the key;
@@ -91,7 +98,22 @@ impl Gate {
         arguments: Map<String, Value>,
         upstream: &U,
     ) -> Answer {
-        let answer = self.answer(guard, arguments, upstream).await;
+        self.call_until(guard, arguments, upstream, &CancellationToken::new())
+            .await
+    }
+
+    /// [`call`](Self::call), which stops *waiting* once `gone` is
+    /// cancelled (its client went away): a call waiting on another's claim
+    /// answers in-flight at once instead of polling to the lease's end.
+    /// An execution under way is never cut: its outcome is recorded.
+    pub async fn call_until<U: CallUpstream>(
+        &self,
+        guard: &Guard,
+        arguments: Map<String, Value>,
+        upstream: &U,
+        gone: &CancellationToken,
+    ) -> Answer {
+        let answer = self.answer(guard, arguments, upstream, gone).await;
         self.count(guard, &answer).await;
         answer
     }
@@ -124,8 +146,9 @@ impl Gate {
         guard: &Guard,
         arguments: Map<String, Value>,
         upstream: &U,
+        gone: &CancellationToken,
     ) -> Answer {
-        match self.try_call(guard, arguments, upstream).await {
+        match self.try_call(guard, arguments, upstream, gone).await {
             Ok(a) => a,
             Err(Refusal::BadArguments(message)) => Answer {
                 result: refused_meta(error_result(message)),
@@ -150,6 +173,7 @@ impl Gate {
         guard: &Guard,
         arguments: Map<String, Value>,
         upstream: &U,
+        gone: &CancellationToken,
     ) -> Result<Answer, Refusal> {
         let sent = serde_json::to_string(&arguments).unwrap_or_default();
         if sent.len() > MAX_ARGUMENTS_BYTES {
@@ -217,13 +241,14 @@ impl Gate {
             diverged: recorded.diverged,
             differences,
         };
-        self.claim_and_run(&call, upstream).await
+        self.claim_and_run(&call, upstream, gone).await
     }
 
     async fn claim_and_run<U: CallUpstream>(
         &self,
         call: &Call<'_>,
         upstream: &U,
+        gone: &CancellationToken,
     ) -> Result<Answer, Refusal> {
         let guard = call.guard;
         // Another holder's lease bounds the wait: past it the claim is
@@ -298,7 +323,20 @@ impl Gate {
                                 ),
                         ));
                     }
-                    tokio::time::sleep(pause.min(give_up - now)).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(pause.min(give_up - now)) => {}
+                        () = gone.cancelled() => {
+                            return Ok(error_answer(
+                                call,
+                                0,
+                                CallOutcome::InFlight,
+                                format!(
+                                    "{} for {} is still running in another call, and this call's client went away; nothing was executed by this one",
+                                    guard.tool, call.reference
+                                ),
+                            ));
+                        }
+                    }
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }
             }

@@ -46,7 +46,7 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 class Served:
     """`idem serve` on this test's store, with the gateway `pay` mounted."""
 
-    def __init__(self, env: Env, extra: list[str], top: str = "pass_through = true") -> None:
+    def __init__(self, env: Env, extra: list[str], top: str = "pass_through = true", delay_ms: int = 0) -> None:
         import re
         import time
 
@@ -54,7 +54,7 @@ class Served:
         self.tenant = "http" + uuid.uuid4().hex[:8]
         self.token = env.idem("tenant", "create", self.tenant).stdout.strip()
         # The mount serves this test's tenant (a mount names its tenants).
-        guard = env.guard_file(top=f'tenants = ["{self.tenant}"]\n{top}')
+        guard = env.guard_file(top=f'tenants = ["{self.tenant}"]\n{top}', delay_ms=delay_ms)
         extra = ["--mcp-gateway", f"pay={guard}", *extra]
         cmd = [os.environ.get("IDEM_BIN", ""), "serve", "--addr", "127.0.0.1:0", *env.db_args(), *extra]
         self.proc = subprocess.Popen(cmd, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,

@@ -285,3 +285,45 @@ async def test_every_message_over_http_gets_an_answer_it_can_match(env: Env, ser
         assert dup.status_code == 200 and dup.json()["id"] == 6, dup.text
         assert dup.json()["result"]["isError"] and "`amount` twice" in dup.json()["result"]["content"][0]["text"]
     assert env.executions() == []
+
+
+async def test_a_call_whose_client_goes_away_stops_waiting(env: Env) -> None:
+    # A holds the claim for ~3 s (the upstream answers late); B calls the
+    # same intent, waits on A's claim, and its client gives up after 0.5 s:
+    # B stops waiting at once (counted in flight), it does not poll on.
+    import time
+
+    s = Served(env, [], delay_ms=3000)
+    try:
+        headers = {"authorization": f"Bearer {s.token}", "accept": "application/json, text/event-stream"}
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "create_pix_charge", "arguments": charge_args("WAIT-1")}}
+        url = s.url + "/mcp/gateways/pay"
+        async with httpx2.AsyncClient(headers=headers) as h:
+            async def first() -> Any:
+                return await h.post(url, json=call, timeout=30)
+
+            async def second() -> None:
+                await anyio.sleep(0.3)
+                try:
+                    await h.post(url, json={**call, "id": 2}, timeout=0.5)
+                except httpx2.HTTPError:
+                    pass
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(second)
+                started = time.monotonic()
+                done: dict[str, Any] = {}
+
+                async def run_first() -> None:
+                    done["a"] = await first()
+
+                tg.start_soon(run_first)
+                await anyio.sleep(1.6)
+                stats = (await h.get(s.url + "/v1/stats")).json()
+                [tool] = stats["mcp_tools"] or [{"in_flight": 0}]
+                assert tool["in_flight"] == 1, (time.monotonic() - started, stats["mcp_tools"])
+            assert done["a"].status_code == 200 and not done["a"].json()["result"]["isError"]
+    finally:
+        s.stop()
+    assert len(env.executions()) == 1

@@ -534,12 +534,23 @@ async fn run_to_end(writes: &Arc<tokio::sync::Semaphore>, next: Next, req: Reque
     let Ok(permit) = writes.clone().acquire_owned().await else {
         return super::error::ApiError::internal().into_response();
     };
+    // Cancelled when this future is dropped before the task has answered
+    // (the client left, or the time-out): a handler that only waits can
+    // stop waiting, while one that writes runs on.
+    let gone = tokio_util::sync::CancellationToken::new();
+    let mut req = req;
+    req.extensions_mut()
+        .insert(idem_mcp::guarded::ClientGone(gone.clone()));
+    let gone_on_drop = gone.drop_guard();
     let running = async move {
         let res = next.run(req).await;
         drop(permit);
         res
     };
-    match tokio::spawn(running).await {
+    let answered = tokio::spawn(running).await;
+    // Answered: the client is still there.
+    let _ = gone_on_drop.disarm();
+    match answered {
         Ok(res) => res,
         Err(e) => {
             tracing::error!(error = %e, "a request's handler panicked");
