@@ -564,9 +564,10 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
     for f in Field::ALL {
         if let Some(v) = f.get(&s) {
             if f.check_typed(v) == Err(Problem::TooPrecise) {
+                // The tool's argument (`price_in`), never the link's key (`pi`).
                 return Err(Bad(format!(
                     "argument `{}`: more than {} decimal places",
-                    f.key(),
+                    f.flag().replace('-', "_"),
                     f.kind().max_decimals()
                 )));
             }
