@@ -375,3 +375,18 @@ def test_an_oversized_or_broken_message_on_stdio_leaves_the_gateway_serving(env:
     assert gw.poll() is None, "still serving"
     gw.kill()
     gw.wait()
+
+
+async def test_a_disabled_tenant_is_refused_at_start_and_mid_session(env: Env) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async with env.agent(env.guard_file()) as agent:
+        ok = await agent.call_tool("create_pix_charge", charge_args("DIS-1"))
+        assert not ok.is_error
+        assert env.idem("tenant", "disable", env.tenant).returncode == 0
+        with pytest.raises(MCPError, match="disabled"):
+            await agent.call_tool("create_pix_charge", charge_args("DIS-2"))
+    done = subprocess.run([IDEM, *env.gateway_args(env.guard_file())], capture_output=True, text=True,
+                          env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2 and "disabled" in done.stderr, done.stderr
+    assert [e["invoice_ref"] for e in env.executions()] == ["DIS-1"]
