@@ -287,10 +287,16 @@ async fn uncertain_action(
     key
 }
 
-/// An HTTP/2 frame header: length, type, flags, stream 0.
+/// An HTTP/2 frame on stream 0 (the connection's).
 fn h2_frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+    h2_frame_on(kind, flags, 0, payload)
+}
+
+/// An HTTP/2 frame: length, type, flags, stream, payload.
+fn h2_frame_on(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
-    let mut f = vec![len[1], len[2], len[3], kind, flags, 0, 0, 0, 0];
+    let mut f = vec![len[1], len[2], len[3], kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
     f.extend_from_slice(payload);
     f
 }
@@ -390,13 +396,7 @@ async fn a_response_the_client_never_takes_ends_at_the_request_timeout() {
     })
     .await;
     let addr = s.base.trim_start_matches("http://").to_owned();
-    let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
-        let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
-        let mut f = vec![len[1], len[2], len[3], kind, flags];
-        f.extend_from_slice(&stream.to_be_bytes());
-        f.extend_from_slice(payload);
-        f
-    };
+    let frame = h2_frame_on;
     // Blocking socket work off the test's runtime, which serves the app.
     let closed = tokio::task::spawn_blocking(move || {
         let mut sock = std::net::TcpStream::connect(&addr).unwrap();
