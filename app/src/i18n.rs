@@ -241,14 +241,67 @@ pub fn problem_text(p: Problem, l: Locale) -> &'static str {
 /// the calculator puts under each field (server only).
 #[cfg(feature = "ssr")]
 pub fn query_error_text(e: &idem_core::scenario::QueryError, l: Locale) -> String {
+    use idem_core::scenario::QueryError;
     match e {
-        idem_core::scenario::QueryError::Fields(p) => {
+        QueryError::Fields(p) => {
             p.0.iter()
                 .map(|(f, p)| format!("{}: {}", field_label(*f, l), problem_text(*p, l)))
                 .collect::<Vec<_>>()
                 .join(" · ")
         }
-        other => other.to_string(),
+        QueryError::Version(v) => match l {
+            Locale::PtBr => format!(
+                "a versão de link «{}» não é lida por este servidor (ele lê as versões 1 e {})",
+                clip(v),
+                idem_core::scenario::VERSION
+            ),
+            Locale::EnUs => e.to_string(),
+        },
+        QueryError::Unit(u) => match l {
+            Locale::PtBr => format!("a unidade de preço «{}» não é 1k nem 1m", clip(u)),
+            Locale::EnUs => e.to_string(),
+        },
+        QueryError::Currency(c) => currency_refusal(c, l),
+        QueryError::Model(m) => match l {
+            Locale::PtBr => format!(
+                "«{}» não é o identificador de um modelo da tabela de preços",
+                clip(m)
+            ),
+            Locale::EnUs => e.to_string(),
+        },
+        QueryError::Date(d) => match l {
+            Locale::PtBr => format!(
+                "a data do câmbio «{}» não é uma data escrita AAAA-MM-DD",
+                clip(d)
+            ),
+            Locale::EnUs => e.to_string(),
+        },
+    }
+}
+
+/// At most 16 characters of what a link carried, for a message.
+fn clip(s: &str) -> String {
+    s.chars().take(16).collect()
+}
+
+/// Why a currency code in a link cannot be used, in the reader's language;
+/// a withdrawn one names the currency that replaced it and since when.
+pub fn currency_refusal(code: &str, l: Locale) -> String {
+    match (idem_core::currency::withdrawn(code), l) {
+        (Some(w), Locale::PtBr) => format!(
+            "a moeda {} foi retirada de circulação: {} a substituiu em {}",
+            w.code,
+            w.successor,
+            idem_core::date::format_date(w.since, l)
+        ),
+        (Some(w), Locale::EnUs) => format!(
+            "{} is a withdrawn currency: {} replaced it on {}",
+            w.code,
+            w.successor,
+            idem_core::date::format_date(w.since, l)
+        ),
+        (None, Locale::PtBr) => format!("«{}» não é um código de moeda ISO 4217", clip(code)),
+        (None, Locale::EnUs) => format!("“{}” is not an ISO 4217 currency code", clip(code)),
     }
 }
 

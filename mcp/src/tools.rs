@@ -454,10 +454,16 @@ fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(Currency::BRL),
         Some(Value::String(s)) => Currency::from_code(s).ok_or_else(|| {
-            Bad(format!(
-                "argument `{name}`: `{}` is not an ISO 4217 currency code (BRL, USD, GBP, JPY…)",
-                s.chars().take(16).collect::<String>()
-            ))
+            Bad(match idem_core::currency::withdrawn(s) {
+                Some(_) => format!(
+                    "argument `{name}`: {}",
+                    idem_core::currency::not_a_currency(s)
+                ),
+                None => format!(
+                    "argument `{name}`: `{}` is not an ISO 4217 currency code (BRL, USD, GBP, JPY…)",
+                    s.chars().take(16).collect::<String>()
+                ),
+            })
         }),
         Some(_) => Err(Bad(format!(
             "argument `{name}`: a currency code such as BRL"

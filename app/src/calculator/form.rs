@@ -22,13 +22,36 @@ pub(crate) fn idx(f: Field) -> usize {
 }
 
 /// A value as the field shows it in `locale`: every decimal the field
-/// keeps, so showing a value never rounds it. Money and exchange rates
-/// show at least two decimals, as they are quoted (a rate typed `6,10`
+/// keeps, so showing a value never rounds it. Money shows at least its
+/// currency's minor units (`c`: TND 2,750, ISK 95, BRL 1,20), exchange
+/// rates at least two decimals, as they are quoted (a rate typed `6,10`
 /// comes back `6,10`, not `6,1`).
-pub fn display_text(f: Field, v: Decimal, l: Locale) -> String {
+pub fn display_text(f: Field, v: Decimal, l: Locale, c: Currency) -> String {
     match f.kind() {
-        Kind::Money | Kind::Rate => format_decimal(v, l, 2, 28),
+        Kind::Money => format_decimal(v, l, c.minor_units(), 28),
+        Kind::Rate => format_decimal(v, l, 2, 28),
         _ => format_decimal(v, l, 0, 28),
+    }
+}
+
+/// A field's value as a scenario's field shows it (money in the
+/// scenario's currency for the field).
+pub fn scenario_text(f: Field, v: Decimal, s: &Scenario, l: Locale) -> String {
+    let i = &s.inputs;
+    display_text(
+        f,
+        v,
+        l,
+        currency_in(f, i.price_currency, i.revenue_currency),
+    )
+}
+
+/// The currency a money field of a scenario is in.
+fn currency_in(f: Field, price: Currency, revenue: Currency) -> Currency {
+    if f.in_price_currency() {
+        price
+    } else {
+        revenue
     }
 }
 
@@ -52,6 +75,12 @@ pub struct Form {
     /// The rate a change of currency dropped, kept to say so (and to give
     /// it back if the reader returns to its pair); never in a figure.
     pub fx_dropped: RwSignal<Option<DroppedRate>>,
+    /// A price currency a link named that is not one (`pc=XYZ`, a
+    /// withdrawn `HRK`), as it was written, until the person picks one:
+    /// no figure is given in a currency the link did not name.
+    pub bad_price_currency: RwSignal<Option<String>>,
+    /// The same for the revenue currency (`rc`).
+    pub bad_revenue_currency: RwSignal<Option<String>>,
 }
 
 /// An exchange rate dropped because the currencies it was quoted for
@@ -70,8 +99,14 @@ pub struct DroppedRate {
 
 impl Form {
     fn from_scenario(s: &Scenario, l: Locale) -> Form {
-        let texts = Field::ALL
-            .map(|f| RwSignal::new(f.get(s).map(|v| display_text(f, v, l)).unwrap_or_default()));
+        let (pc, rc) = (s.inputs.price_currency, s.inputs.revenue_currency);
+        let texts = Field::ALL.map(|f| {
+            RwSignal::new(
+                f.get(s)
+                    .map(|v| display_text(f, v, l, currency_in(f, pc, rc)))
+                    .unwrap_or_default(),
+            )
+        });
         Form {
             texts,
             unit: RwSignal::new(s.inputs.price_unit),
@@ -85,6 +120,8 @@ impl Form {
             ),
             model: RwSignal::new(s.model.clone().map(|m| (m, s.model_date.clone()))),
             fx_dropped: RwSignal::new(None),
+            bad_price_currency: RwSignal::new(None),
+            bad_revenue_currency: RwSignal::new(None),
         }
     }
 
@@ -102,7 +139,7 @@ impl Form {
                 form.fx_dropped.set(Some(DroppedRate {
                     from,
                     to,
-                    rate: display_text(Field::Fx, rate, l),
+                    rate: display_text(Field::Fx, rate, l, to),
                     date: String::new(),
                 }));
             }
@@ -120,23 +157,20 @@ impl Form {
         }
         let form = Form::from_scenario(&Scenario::default(), l);
         let get = |key: &str| pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
-        for f in Field::ALL {
-            if let Some(v) = get(f.key()) {
-                let text = match parse_canonical(v) {
-                    Some(d) if !typed => display_text(f, d, l),
-                    _ => v.clone(),
-                };
-                form.text(f).set(text);
-            }
-        }
         if let Some(u) = get("u").and_then(|u| u.parse().ok()) {
             form.unit.set(u);
         }
-        if let Some(c) = get("pc").and_then(|c| Currency::from_code(c)) {
-            form.price_currency.set(c);
-        }
-        if let Some(c) = get("rc").and_then(|c| Currency::from_code(c)) {
-            form.revenue_currency.set(c);
+        let price_code =
+            get("pc").or_else(|| get("cur").filter(|_| get("v").is_some_and(|v| v == "1")));
+        for (code, signal, bad) in [
+            (price_code, form.price_currency, form.bad_price_currency),
+            (get("rc"), form.revenue_currency, form.bad_revenue_currency),
+        ] {
+            match code.map(|c| (c, Currency::from_code(c))) {
+                Some((_, Some(c))) => signal.set(c),
+                Some((code, None)) => bad.set(Some(code.chars().take(16).collect())),
+                None => {}
+            }
         }
         if let Some(d) = get("pd") {
             // Typed on the page: kept as typed, read in the page's
@@ -147,6 +181,27 @@ impl Form {
                 _ => d.clone(),
             };
             form.fx_date.set(shown);
+        }
+        let (pc, rc) = (
+            form.price_currency.get_untracked(),
+            form.revenue_currency.get_untracked(),
+        );
+        for f in Field::ALL {
+            if let Some(v) = get(f.key()) {
+                let text = match parse_canonical(v) {
+                    Some(d) if !typed => display_text(f, d, l, currency_in(f, pc, rc)),
+                    _ => v.clone(),
+                };
+                form.text(f).set(text);
+            }
+        }
+        if form.bad_price_currency.get_untracked().is_some()
+            || form.bad_revenue_currency.get_untracked().is_some()
+        {
+            // The link's rate was quoted for a currency that cannot be
+            // used: it never enters a figure in another one.
+            form.text(Field::Fx).set(String::new());
+            form.fx_date.set(String::new());
         }
         if let Some(m) = get("m").filter(|m| is_model_id(m)) {
             let date = get("md").filter(|d| is_iso_date(d)).cloned();
@@ -203,8 +258,14 @@ impl Form {
             }
             Marking::Other(_) => return Err(number_hint(l).to_owned()),
         };
-        let v = parse_decimal(&number, l).map_err(|_| number_hint(l).to_owned())?;
-        f.check_typed(v).map(Some).map_err(problem)
+        let read = parse_decimal(&number, l)
+            .map_err(|_| number_hint(l).to_owned())
+            .and_then(|v| f.check_typed(v).map_err(problem));
+        // Refused here but a valid number in the other language's notation
+        // ("12.500" conversations on the English page): say how to write
+        // it on this page, rather than a rule the person did not break.
+        read.map(Some)
+            .map_err(|why| other_notation_hint(f, &number, l).unwrap_or(why))
     }
 
     /// A problem of the field that only shows with the others: a risk field
@@ -217,6 +278,46 @@ impl Form {
             .into_iter()
             .any(|g| !self.text(g).get().trim().is_empty())
             .then(|| problem_text(Problem::RiskIncomplete, l).to_owned())
+    }
+
+    /// Why the price currency (`price`) or the revenue currency the link
+    /// named cannot be used, in the reader's language, until one is picked.
+    pub fn currency_problem(&self, price: bool, l: Locale) -> Option<String> {
+        let bad = if price {
+            self.bad_price_currency.get()
+        } else {
+            self.bad_revenue_currency.get()
+        }?;
+        Some(format!(
+            "{}; {}",
+            crate::i18n::currency_refusal(&bad, l),
+            crate::i18n::tr(
+                l,
+                "escolha a moeda: nenhum valor em dinheiro é mostrado até lá",
+                "choose the currency: no money figure is shown until then"
+            )
+        ))
+    }
+
+    /// The money fields a currency the link named but cannot be used
+    /// blocks: every figure in that currency waits for a choice.
+    fn currency_blocked(&self) -> Vec<Field> {
+        let mut out = Vec::new();
+        if self.bad_price_currency.get().is_some() {
+            out.extend(Field::PRICES);
+            out.push(Field::Fx);
+        }
+        if self.bad_revenue_currency.get().is_some() {
+            // An empty optional field (the risk block) has no figure to
+            // block.
+            out.extend(Field::ALL.into_iter().filter(|f| {
+                f.kind() == Kind::Money
+                    && !f.in_price_currency()
+                    && (!f.optional() || !self.text(*f).get().trim().is_empty())
+            }));
+            out.push(Field::Fx);
+        }
+        out
     }
 
     /// The rate's date as an ISO date, if one is typed and reads as one day.
@@ -266,6 +367,11 @@ impl Form {
                 self.revenue_currency.get_untracked(),
             )
         };
+        if price {
+            self.bad_price_currency.set(None);
+        } else {
+            self.bad_revenue_currency.set(None);
+        }
         let before = pair();
         if price {
             self.price_currency.set(c);
@@ -308,7 +414,12 @@ impl Form {
     /// the refused fields: what the outputs that do not depend on them are
     /// computed from. With no field refused, it is the form's scenario.
     pub fn lenient(&self, l: Locale) -> (Scenario, Vec<Field>) {
-        let blocked: Vec<Field> = self.problems(l).into_iter().map(|(f, _)| f).collect();
+        let mut blocked: Vec<Field> = self.problems(l).into_iter().map(|(f, _)| f).collect();
+        for f in self.currency_blocked() {
+            if !blocked.contains(&f) {
+                blocked.push(f);
+            }
+        }
         let risk_blocked = Field::RISK.iter().any(|f| blocked.contains(f));
         let values: Vec<Option<Decimal>> = Field::ALL
             .into_iter()
@@ -339,15 +450,21 @@ impl Form {
         self.fx_date.set(String::new());
         self.model.set(None);
         self.fx_dropped.set(None);
+        self.bad_price_currency.set(None);
+        self.bad_revenue_currency.set(None);
     }
 
     /// Rewrites every readable field from one locale's notation to
     /// another's; a field that cannot be read is left as typed.
     pub fn relocalize(&self, from: Locale, to: Locale) {
+        let (pc, rc) = (
+            self.price_currency.get_untracked(),
+            self.revenue_currency.get_untracked(),
+        );
         for f in Field::ALL {
             let t = self.text(f);
             if let Ok(v) = parse_decimal(&t.get_untracked(), from) {
-                t.set(display_text(f, v, to));
+                t.set(display_text(f, v, to, currency_in(f, pc, rc)));
             }
         }
         if let Ok(iso) = read_typed_date(&self.fx_date.get_untracked(), from) {
@@ -355,7 +472,7 @@ impl Form {
         }
         if let Some(mut d) = self.fx_dropped.get_untracked() {
             if let Ok(v) = parse_decimal(&d.rate, from) {
-                d.rate = display_text(Field::Fx, v, to);
+                d.rate = display_text(Field::Fx, v, to, d.to);
                 self.fx_dropped.set(Some(d));
             }
         }
@@ -374,7 +491,7 @@ impl Form {
                 .ok()
                 .and_then(|v| old.convert(v))
             {
-                t.set(display_text(f, v, l));
+                t.set(display_text(f, v, l, self.price_currency.get_untracked()));
             }
         }
         self.unit.set(unit);
@@ -431,6 +548,42 @@ pub fn encode_param(q: &str) -> String {
     q.replace('%', "%25")
         .replace('&', "%26")
         .replace('=', "%3D")
+}
+
+/// How to write `text` on a page in `l`, when it is refused there but is a
+/// valid value of `f` in the other language's notation and uses a mark the
+/// two read differently: "use 12,500 or 12500".
+fn other_notation_hint(f: Field, text: &str, l: Locale) -> Option<String> {
+    if !text.contains(['.', ',']) {
+        return None;
+    }
+    let other = match l {
+        Locale::PtBr => Locale::EnUs,
+        Locale::EnUs => Locale::PtBr,
+    };
+    let v = parse_decimal(text, other).ok()?;
+    let v = f.check_typed(v).ok()?;
+    let places = v.normalize().scale();
+    let grouped = format_decimal(v, l, places, places);
+    let plain = grouped.replace(
+        match l {
+            Locale::PtBr => '.',
+            Locale::EnUs => ',',
+        },
+        "",
+    );
+    Some(if grouped == plain {
+        format!(
+            "{} {grouped}",
+            crate::i18n::tr(l, "nesta página, escreva", "on this page, write")
+        )
+    } else {
+        format!(
+            "{} {grouped} {} {plain}",
+            crate::i18n::tr(l, "nesta página, escreva", "on this page, write"),
+            crate::i18n::tr(l, "ou", "or"),
+        )
+    })
 }
 
 /// Whether letters typed in a number field look like a currency (a code

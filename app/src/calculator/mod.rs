@@ -160,6 +160,84 @@ mod tests {
     }
 
     #[test]
+    fn a_number_in_the_other_pages_notation_is_refused_with_how_to_write_it_here() {
+        reactive(|| {
+            let en = Locale::EnUs;
+            let form = Form::from_query(&query("v=2"), en);
+            form.text(Field::Conversations).set("12.500".into());
+            assert_eq!(
+                form.read(Field::Conversations, en),
+                Err("on this page, write 12,500 or 12500".to_owned())
+            );
+            assert!(form.lenient(en).1.contains(&Field::Conversations));
+            let pt = Locale::PtBr;
+            let form = Form::from_query(&query("v=2"), pt);
+            form.text(Field::Ticket).set("1,234.56".into());
+            assert_eq!(
+                form.read(Field::Ticket, pt),
+                Err("nesta página, escreva 1.234,56 ou 1234,56".to_owned())
+            );
+            // A number that is wrong in both notations keeps its own reason.
+            form.text(Field::DuplicateRate).set("100,5".into());
+            assert_eq!(
+                form.read(Field::DuplicateRate, pt),
+                Err(problem_text(Problem::AboveHundred, pt).to_owned())
+            );
+        });
+    }
+
+    #[test]
+    fn a_currency_the_link_named_but_cannot_be_used_blocks_every_money_figure() {
+        reactive(|| {
+            for (l, why) in [
+                (Locale::PtBr, "«XYZ» não é um código de moeda ISO 4217"),
+                (Locale::EnUs, "“XYZ” is not an ISO 4217 currency code"),
+            ] {
+                let form = Form::from_query(
+                    &query("v=2&pc=USD&u=1m&pi=2.5&po=10&rc=XYZ&px=84.37&pd=2026-12-01"),
+                    l,
+                );
+                // Never BRL at the INR rate: the rate is not carried over.
+                assert_eq!(form.text(Field::Fx).get_untracked(), "");
+                let problem = form.currency_problem(false, l).unwrap();
+                assert!(problem.starts_with(why), "{problem}");
+                assert_eq!(form.currency_problem(true, l), None);
+                let (_, blocked) = form.lenient(l);
+                for f in [Field::Ticket, Field::Fx] {
+                    assert!(blocked.contains(&f), "{f:?} waits for the currency");
+                }
+                assert!(!blocked.contains(&Field::Conversations));
+                // Picking a currency ends it; the rate is then asked for.
+                form.set_currency(false, Currency::from_code("INR").unwrap());
+                assert_eq!(form.currency_problem(false, l), None);
+                assert_eq!(form.lenient(l).1, vec![Field::Fx]);
+            }
+            let l = Locale::EnUs;
+            let form = Form::from_query(&query("v=2&rc=HRK"), l);
+            let why = form.currency_problem(false, l).unwrap();
+            assert!(
+                why.starts_with("HRK is a withdrawn currency: EUR replaced it on 1 Jan 2023"),
+                "{why}"
+            );
+        });
+    }
+
+    #[test]
+    fn money_reopens_to_its_currencys_minor_unit() {
+        reactive(|| {
+            let l = Locale::PtBr;
+            let form = Form::from_query(&query("v=2&pc=TND&rc=TND&pi=0.5&tk=2.75"), l);
+            assert_eq!(form.text(Field::Ticket).get_untracked(), "2,750");
+            let form = Form::from_query(&query("v=2&pc=ISK&rc=ISK&tk=95&pi=2"), l);
+            assert_eq!(form.text(Field::Ticket).get_untracked(), "95");
+            assert_eq!(form.text(Field::PriceIn).get_untracked(), "2");
+            let form = Form::from_query(&query("v=2&pc=USD&px=5.3"), l);
+            assert_eq!(form.text(Field::Fx).get_untracked(), "5,30");
+            assert_eq!(form.text(Field::Ticket).get_untracked(), "1,20");
+        });
+    }
+
+    #[test]
     fn a_currency_symbol_in_a_price_is_read_or_refused_naming_the_currency() {
         reactive(|| {
             let l = Locale::PtBr;

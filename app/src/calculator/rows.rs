@@ -4,9 +4,10 @@
 use crate::i18n::tr;
 use idem_core::cost::{CostOutputs, PriceUnit};
 use idem_core::locale::{
-    format_count, format_decimal, format_money, format_pct, format_price, format_unit_cost, Locale,
+    format_count, format_decimal, format_money, format_pct, format_price, format_unit_cost,
+    Currency, Locale,
 };
-use idem_core::scenario::Scenario;
+use idem_core::scenario::{Scenario, UnitWarning, LARGEST_USD_PER_1K};
 use rust_decimal::Decimal;
 
 /// One output: its key (for tests and CSV), label, value and formula.
@@ -28,9 +29,26 @@ pub struct Row {
     pub note: Option<String>,
 }
 
-/// The caveat of the claim exposure: an estimate under CDC art. 42 and the
-/// assumptions it rests on.
-pub fn claim_caveat(claim_rate_pct: Decimal, l: Locale) -> String {
+/// The caveat of the claim exposure: the assumptions it rests on; for
+/// revenue in reais, the Brazilian law it estimates (CDC art. 42), which
+/// says nothing about a contract in another currency.
+pub fn claim_caveat(claim_rate_pct: Decimal, l: Locale, revenue: Currency) -> String {
+    if revenue != Currency::BRL {
+        return format!(
+            "{} {} {}",
+            tr(
+                l,
+                "Estimativa, não parecer jurídico: supõe que",
+                "An estimate, not legal advice: it assumes"
+            ),
+            format_pct(claim_rate_pct, l),
+            tr(
+                l,
+                "das cobranças em dobro viram reclamação e que cada uma custa, além do estorno, mais uma vez o valor cobrado a mais (como numa restituição em dobro): (2 − 1) × o valor; o resultado real depende da lei aplicável e de cada caso.",
+                "of the double charges become a claim and that each costs, beyond the refund, the amount overcharged once more (as a refund in double would): (2 − 1) × the amount; the real outcome depends on the applicable law and on each case."
+            )
+        );
+    }
     format!(
         "{} {} {}",
         tr(
@@ -137,17 +155,17 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
         unit: code,
         note: None,
     }];
-    if o.cost_per_duplicate_call != o.cost_per_call {
-        rows.push(Row {
-            key: "cost_per_duplicate_call",
-            label: tr(l, "Custo da chamada repetida", "Cost of a repeated call"),
-            value: unit_cost(o.cost_per_duplicate_call),
-            formula: call_formula(i.dup_cache_share_pct),
-            exact: c(o.cost_per_duplicate_call),
-            unit: code,
-            note: None,
-        });
-    }
+    // Present whatever its value, so an export's rows are the same keys
+    // for every scenario.
+    rows.push(Row {
+        key: "cost_per_duplicate_call",
+        label: tr(l, "Custo da chamada repetida", "Cost of a repeated call"),
+        value: unit_cost(o.cost_per_duplicate_call),
+        formula: call_formula(i.dup_cache_share_pct),
+        exact: c(o.cost_per_duplicate_call),
+        unit: code,
+        note: None,
+    });
     rows.extend([
         money_row(
             "monthly_revenue",
@@ -323,14 +341,22 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                 ),
             ),
             Row {
-                note: Some(claim_caveat(ri.claim_rate_pct, l)),
+                note: Some(claim_caveat(ri.claim_rate_pct, l, cur)),
                 ..money_row(
                     "monthly_claim_exposure",
-                    tr(
-                        l,
-                        "Exposição a reclamações por mês (estimativa, CDC art. 42)",
-                        "Claim exposure per month (estimate, CDC art. 42)",
-                    ),
+                    if cur == Currency::BRL {
+                        tr(
+                            l,
+                            "Exposição a reclamações por mês (estimativa, CDC art. 42)",
+                            "Claim exposure per month (estimate, CDC art. 42)",
+                        )
+                    } else {
+                        tr(
+                            l,
+                            "Exposição a reclamações por mês (estimativa)",
+                            "Claims exposure per month (estimate)",
+                        )
+                    },
                     r.monthly_claim_exposure,
                     // The double refund less the refund owed anyway: the
                     // ×2 is where the law puts it, and the formula says so.
@@ -341,6 +367,22 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
                     ),
                 )
             },
+            money_row(
+                "monthly_total_risk",
+                tr(l, "Risco financeiro por mês", "Financial risk per month"),
+                r.monthly_total_risk,
+                format!(
+                    "{} + {}",
+                    op(r.monthly_ops_cost),
+                    op(r.monthly_claim_exposure)
+                ),
+            ),
+            money_row(
+                "annual_total_risk",
+                tr(l, "Risco financeiro por ano", "Financial risk per year"),
+                r.annual_total_risk,
+                format!("12 × {}", op(r.monthly_total_risk)),
+            ),
             money_row(
                 "monthly_total_cost",
                 tr(
@@ -369,4 +411,53 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
         ]);
     }
     rows
+}
+
+/// What the page and `idem cost` say when the prices look quoted per the
+/// other unit (`idem_core::scenario::unit_warning`): the unit they are
+/// entered in, why they look wrong, and which unit to check. It never
+/// blocks a figure.
+pub fn unit_warning_text(w: UnitWarning, s: &Scenario, o: &CostOutputs, l: Locale) -> String {
+    let i = &s.inputs;
+    let (unit, other) = match i.price_unit {
+        PriceUnit::PerThousand => (
+            tr(l, "por 1k tokens", "per 1k tokens"),
+            tr(l, "por 1M tokens", "per 1M tokens"),
+        ),
+        PriceUnit::PerMillion => (
+            tr(l, "por 1M tokens", "per 1M tokens"),
+            tr(l, "por 1k tokens", "per 1k tokens"),
+        ),
+    };
+    let check = match (w, i.price_unit) {
+        (UnitWarning::CallAboveTicket, PriceUnit::PerMillion) => {
+            tr(l, "confira os preços", "check the prices").to_owned()
+        }
+        _ => format!(
+            "{} {other}",
+            tr(l, "confira se não são", "check whether they are")
+        ),
+    };
+    match w {
+        UnitWarning::AboveTable => format!(
+            "{} {unit}, {} {} {unit} {}: {check}.",
+            tr(l, "Os preços estão", "Prices are entered"),
+            tr(l, "mas um preço acima de", "but a price above"),
+            format_price(LARGEST_USD_PER_1K, l, Currency::USD),
+            tr(
+                l,
+                "é maior que qualquer um da tabela de preços dos modelos",
+                "is higher than any in the model price table"
+            ),
+        ),
+        UnitWarning::CallAboveTicket => format!(
+            "{} {unit}, {} {}, {} {} {}: {check}.",
+            tr(l, "Os preços estão", "Prices are entered"),
+            tr(l, "e uma chamada custa", "and one call costs"),
+            format_unit_cost(o.cost_per_call, l, i.revenue_currency),
+            tr(l, "mais do que os", "more than the"),
+            format_price(i.ticket, l, i.revenue_currency),
+            tr(l, "que uma conversa traz", "a conversation brings"),
+        ),
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::form::{encode_param, encode_text, saved_query, scenario_href, Form, TYPED_KEY};
 use super::notices::ServerMarkup;
-use super::rows::rows;
+use super::rows::{rows, unit_warning_text};
 use crate::charts::Charts;
 use crate::i18n::{currency_name, field_label, problem_text, tr, Prefs, T};
 use crate::SavedView;
@@ -35,11 +35,21 @@ pub fn Calculator(
     // The scenario while every field agrees.
     let scenario =
         Memo::new(move |_| lenient.with(|(s, _, blocked)| blocked.is_empty().then(|| s.clone())));
-    // The last scenario every field agreed on: what links and exports keep
-    // while a field is being fixed (None until there is one).
-    let last_valid = Memo::new(move |prev: Option<&Option<Scenario>>| {
-        scenario.get().or_else(|| prev.cloned().flatten())
-    });
+    // The scenario from before the edit under way: taken each time focus
+    // enters the form (a field, a select, a button) while every field
+    // agrees. While a field is refused, links and exports carry it, never
+    // the last keystrokes that happened to read ("12" on the way to a
+    // refused "12.500").
+    let before_edit = RwSignal::new(scenario.get_untracked());
+    let edit_starts = move || {
+        if let Some(s) = scenario.get_untracked() {
+            before_edit.set(Some(s));
+        }
+    };
+    // What links and exports carry: the scenario on the page while every
+    // field agrees, else the one from before the edit (None until there
+    // is one: the links are off).
+    let last_valid = Memo::new(move |_| scenario.get().or_else(|| before_edit.get()));
     let saved_for_href = saved.clone();
     let href = Memo::new(move |_| {
         last_valid
@@ -238,6 +248,25 @@ pub fn Calculator(
             rc.symbol(l),
         ))
     };
+    // Prices that look quoted per the other unit: said beside them, never
+    // blocking (the figures stand as typed).
+    let unit_warning = move || {
+        let l = locale.get();
+        lenient.with(|(s, o, blocked)| {
+            let o = o.as_ref()?;
+            let needs = [
+                Field::PriceIn,
+                Field::PriceCached,
+                Field::PriceOut,
+                Field::Fx,
+                Field::Ticket,
+            ];
+            if needs.iter().any(|f| blocked.contains(f)) {
+                return None;
+            }
+            idem_core::scenario::unit_warning(s, o).map(|w| unit_warning_text(w, s, o, l))
+        })
+    };
     let price_suffix =
         Signal::derive(move || format!("{} {}", sym(form.price_currency.get()), unit_label()));
     let revenue_suffix = Signal::derive(move || sym(form.revenue_currency.get()));
@@ -250,19 +279,35 @@ pub fn Calculator(
     let currency_select = move |id: &'static str,
                                 name: &'static str,
                                 signal: RwSignal<Currency>| {
+        let price = name == "pc";
+        let bad = if price {
+            form.bad_price_currency
+        } else {
+            form.bad_revenue_currency
+        };
+        let problem = move || form.currency_problem(price, locale.get());
         view! {
             <select id=id name=name
+                aria-invalid=move || bad.with(Option::is_some).then_some("true")
+                aria-describedby=format!("err-{name}")
                 on:change=move |ev| {
-                    let c = Currency::from_code(&event_target_value(&ev)).unwrap_or_default();
-                    form.set_currency(name == "pc", c);
-                    if name == "pc" {
+                    let Some(c) = Currency::from_code(&event_target_value(&ev)) else { return };
+                    form.set_currency(price, c);
+                    if price {
                         form.model.set(None);
                     }
                 }>
+                // A link's currency that cannot be used stays on screen as
+                // written, chosen, until the person picks one: the select
+                // never shows a currency the link did not name.
+                {move || bad.get().map(|code| view! {
+                    <option value="" selected=true disabled=true>{format!("{code} ?")}</option>
+                })}
                 {Currency::all().map(|c| view! {
-                    <option value=c.code() selected=move || signal.get() == c>{move || currency_name(c, locale.get())}</option>
+                    <option value=c.code() selected=move || bad.with(Option::is_none) && signal.get() == c>{move || currency_name(c, locale.get())}</option>
                 }).collect_view()}
             </select>
+            <p class="field-error" id=format!("err-{name}") role="alert" hidden=move || problem().is_none()>{problem}</p>
         }
     };
     let model_note = move || {
@@ -325,7 +370,7 @@ pub fn Calculator(
         {saved_banner}
         <div class="notices bi" inner_html=notices></div>
         <Headline lenient/>
-        <form class="calculator" method="get" action="/">
+        <form class="calculator" method="get" action="/" on:focusin=move |_| edit_starts()>
             <input type="hidden" name=TYPED_KEY value="1"/>
             <input type="hidden" name="v" value="2"/>
             <input type="hidden" name="lang" value=move || locale.get().tag()/>
@@ -364,6 +409,7 @@ pub fn Calculator(
                 <NumberField form field=Field::PriceOut suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceOut))/>
                 <p class="hint" id="model-note">{model_note}</p>
                 <p class="field-error" id="model-check" inner_html=markup.model.clone()></p>
+                <p class="field-warning" id="unit-warning" role="status" hidden=move || unit_warning().is_none()>{unit_warning}</p>
                 <p><a id="model-picker" rel="external" href=picker_href><T pt="Preencher com os preços de um modelo…" en="Fill in a model's prices…"/></a></p>
             </fieldset>
             <fieldset>
@@ -416,7 +462,17 @@ pub fn Calculator(
                 let (s, o, blocked) = lenient.get();
                 match o {
                     None => view! { <p class="scenario-error" role="alert">{problem_text(Problem::TooLarge, locale.get())}</p> }.into_any(),
-                    Some(o) => view! { <Results scenario=s outputs=o blocked/> }.into_any(),
+                    Some(o) => {
+                        let l = locale.get();
+                        let currencies: Vec<String> = [(true, form.bad_price_currency), (false, form.bad_revenue_currency)]
+                            .into_iter()
+                            .filter_map(|(price, bad)| bad.get().map(|code| format!(
+                                "{} ({code})",
+                                if price { tr(l, "moeda dos preços", "price currency") } else { tr(l, "moeda da receita", "revenue currency") }
+                            )))
+                            .collect();
+                        view! { <Results scenario=s outputs=o blocked currencies/> }.into_any()
+                    }
                 }
             }}
             <Charts html=charts.into()/>
@@ -448,8 +504,8 @@ pub(crate) fn ShareBar(
         <section class="share" aria-label=move || t("Compartilhar", "Share")>
             {move || stale.get().then(|| view! {
                 <p class="stale-note" id="stale-note" role="status">{move || if query.get().is_some() {
-                    t("O link, a comparação e o CSV mantêm o último cenário válido até você corrigir os campos marcados.",
-                      "The link, the comparison and the CSV keep the last valid scenario until you fix the marked fields.")
+                    t("O endereço, o link, Salvar, a comparação e o CSV mantêm o cenário de antes desta edição até você corrigir os campos marcados.",
+                      "The address, the link, Save, the comparison and the CSV keep the scenario from before this edit until you fix the marked fields.")
                 } else {
                     t("Corrija os campos marcados para ter um link, a comparação e o CSV.",
                       "Fix the marked fields to get a link, the comparison and the CSV.")
@@ -593,6 +649,10 @@ pub(crate) fn Results(
     scenario: Scenario,
     outputs: CostOutputs,
     blocked: Vec<Field>,
+    /// The currencies a link named that cannot be used, labelled: what
+    /// every money figure waits for, said instead of the fields.
+    #[prop(optional)]
+    currencies: Vec<String>,
 ) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
     move || {
@@ -600,7 +660,25 @@ pub(crate) fn Results(
         let risk_missing = outputs.risk.is_none();
         let charts_blocked = !blocked.is_empty();
         let i = &scenario.inputs;
-        let rate =
+        // A refused or missing rate is said as such: the stand-in that
+        // lets the other figures show is never echoed as the rate.
+        let rate = if !currencies.is_empty() {
+            None
+        } else if blocked.contains(&Field::Fx) {
+            (i.price_currency != i.revenue_currency).then(|| {
+                format!(
+                    "{} {} 1 = {} ? — {}",
+                    tr(l, "Câmbio:", "Exchange rate:"),
+                    i.price_currency.symbol(l),
+                    i.revenue_currency.symbol(l),
+                    tr(
+                        l,
+                        "recusado ou ausente: corrija o campo da taxa",
+                        "refused or missing: fix the rate field"
+                    ),
+                )
+            })
+        } else {
             i.fx.filter(|_| i.price_currency != i.revenue_currency)
                 .map(|fx| {
                     rate_sentence(
@@ -610,18 +688,22 @@ pub(crate) fn Results(
                         scenario.fx_date.as_deref(),
                         l,
                     )
-                });
+                })
+        };
         view! {
             {rate.map(|r| view! { <p class="results-fx" id="results-fx">{r}</p> })}
             <dl class="outputs">
                 {rows(&scenario, &outputs, l)
                     .into_iter()
                     .map(|r| {
-                        let blockers: Vec<&str> = depends_on(r.key)
+                        let mut blockers: Vec<&str> = depends_on(r.key)
                             .into_iter()
                             .filter(|f| blocked.contains(f))
                             .map(|f| field_label(f, l))
                             .collect();
+                        if !blockers.is_empty() && !currencies.is_empty() && r.unit == i.revenue_currency.code() {
+                            blockers = currencies.iter().map(String::as_str).collect();
+                        }
                         let (value, formula) = if blockers.is_empty() {
                             (r.value.clone(), format!("{} = {}", r.formula, r.value))
                         } else {
@@ -659,9 +741,25 @@ pub(crate) fn Results(
     }
 }
 
-/// "£ 1 = R$ 7,35 em 04/12/2026": a rate as the page repeats it, with its
-/// date in the page's language (or a word that it has none).
+/// "Câmbio: £ 1 = R$ 7,35 em 04/12/2026": a rate as the page repeats it,
+/// with its date in the page's language (or a word that it has none).
 pub(crate) fn rate_sentence(
+    from: Currency,
+    to: Currency,
+    rate: rust_decimal::Decimal,
+    date: Option<&str>,
+    l: Locale,
+) -> String {
+    format!(
+        "{} {}",
+        tr(l, "Câmbio:", "Exchange rate:"),
+        rate_value(from, to, rate, date, l)
+    )
+}
+
+/// "£ 1 = R$ 7,35 em 04/12/2026": the rate with its date, as the page, the
+/// printout and the CLI write it.
+pub fn rate_value(
     from: Currency,
     to: Currency,
     rate: rust_decimal::Decimal,
@@ -677,8 +775,7 @@ pub(crate) fn rate_sentence(
         None => tr(l, "(sem data)", "(undated)").to_owned(),
     };
     format!(
-        "{} {} = {} {when}",
-        tr(l, "Câmbio:", "Exchange rate:"),
+        "{} = {} {when}",
         idem_core::locale::with_symbol("1".to_owned(), l, from),
         format_price(rate, l, to),
     )

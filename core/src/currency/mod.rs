@@ -29,13 +29,17 @@ impl Currency {
     pub const EUR: Currency = Currency(cldr::EUR);
 
     /// Reads an ISO code, case-insensitively; `None` for anything that is
-    /// not a currency with minor units.
+    /// not a current currency with minor units (a [`withdrawn`] one is not:
+    /// a contract priced today cannot be in it).
     pub fn from_code(s: &str) -> Option<Self> {
         let code = s.trim();
         if code.len() != 3 || !code.is_ascii() {
             return None;
         }
         let code = code.to_ascii_uppercase();
+        if withdrawn(&code).is_some() {
+            return None;
+        }
         let (mut lo, mut hi) = (0, cldr::COUNT);
         while lo < hi {
             let mid = (lo + hi) / 2;
@@ -109,8 +113,13 @@ impl Currency {
         ]
     }
 
-    /// Every currency, by code.
+    /// Every current currency, by code (the withdrawn ones left out).
     pub fn all() -> impl Iterator<Item = Currency> {
+        Currency::table().filter(|c| withdrawn(c.code()).is_none())
+    }
+
+    /// Every currency of the table, withdrawn ones included.
+    pub(crate) fn table() -> impl Iterator<Item = Currency> {
         (0..cldr::COUNT).filter_map(|i| u8::try_from(i).ok().map(Currency))
     }
 }
@@ -142,12 +151,71 @@ impl Serialize for Currency {
 impl<'de> Deserialize<'de> for Currency {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        Currency::from_code(&text).ok_or_else(|| {
-            serde::de::Error::custom(format_args!(
-                "`{}` is not an ISO 4217 currency code",
-                text.chars().take(16).collect::<String>()
-            ))
-        })
+        Currency::from_code(&text).ok_or_else(|| serde::de::Error::custom(not_a_currency(&text)))
+    }
+}
+
+/// A currency ISO 4217 has withdrawn: its code, the currency that
+/// replaced it and the day it stopped being the country's currency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Withdrawn {
+    /// The withdrawn code (`HRK`).
+    pub code: &'static str,
+    /// The code of the currency that replaced it (`EUR`).
+    pub successor: &'static str,
+    /// The day it was replaced, ISO 8601 (`2023-01-01`).
+    pub since: &'static str,
+}
+
+/// Codes the bundled ISO list still carries but whose currency has been
+/// replaced (ISO 4217 list three, or a changeover already in force): a
+/// figure in one of them would be in money nobody pays with, so links,
+/// the CLI and the selects refuse them, naming the successor.
+const WITHDRAWN: [Withdrawn; 4] = [
+    // Bulgaria adopted the euro on 2026-01-01.
+    Withdrawn {
+        code: "BGN",
+        successor: "EUR",
+        since: "2026-01-01",
+    },
+    // Cuba's monetary unification ended the convertible peso.
+    Withdrawn {
+        code: "CUC",
+        successor: "CUP",
+        since: "2021-01-01",
+    },
+    // Croatia adopted the euro on 2023-01-01.
+    Withdrawn {
+        code: "HRK",
+        successor: "EUR",
+        since: "2023-01-01",
+    },
+    // Zimbabwe Gold replaced the Zimbabwe dollar.
+    Withdrawn {
+        code: "ZWL",
+        successor: "ZWG",
+        since: "2024-09-01",
+    },
+];
+
+/// The withdrawal of `code` (any case), if ISO has withdrawn it.
+pub fn withdrawn(code: &str) -> Option<Withdrawn> {
+    let code = code.trim();
+    WITHDRAWN
+        .into_iter()
+        .find(|w| w.code.eq_ignore_ascii_case(code))
+}
+
+/// Why `code` is not a currency a contract can be in, in English: a
+/// withdrawn one names its successor.
+pub fn not_a_currency(code: &str) -> String {
+    let shown: String = code.chars().take(16).collect();
+    match withdrawn(code) {
+        Some(w) => format!(
+            "`{}` is a withdrawn currency: {} replaced it on {}",
+            w.code, w.successor, w.since
+        ),
+        None => format!("`{shown}` is not an ISO 4217 currency code"),
     }
 }
 
@@ -203,7 +271,7 @@ mod tests {
             let Some(c) = iso_currency::Currency::from_numeric(n) else {
                 continue;
             };
-            let Some(ours) = Currency::from_code(c.code()) else {
+            let Some(ours) = Currency::table().find(|o| o.code() == c.code()) else {
                 assert!(c.exponent().is_none(), "{} has minor units", c.code());
                 continue;
             };
@@ -220,9 +288,9 @@ mod tests {
                 assert!(!ours.symbol(l).is_empty(), "{}", c.code());
             }
         }
-        assert_eq!(known, Currency::all().count());
+        assert_eq!(known, Currency::table().count());
         assert!(known > 150, "{known}");
-        let codes: Vec<&str> = Currency::all().map(Currency::code).collect();
+        let codes: Vec<&str> = Currency::table().map(Currency::code).collect();
         assert!(codes.windows(2).all(|w| w[0] < w[1]), "sorted by code");
         for column in [
             cldr::NAMES_EN,
@@ -236,6 +304,36 @@ mod tests {
         assert_eq!(Currency::BRL.code(), "BRL");
         assert_eq!(Currency::USD.code(), "USD");
         assert_eq!(Currency::EUR.code(), "EUR");
+    }
+
+    #[test]
+    fn a_withdrawn_currency_is_refused_naming_its_successor() {
+        for w in WITHDRAWN {
+            assert!(
+                Currency::table().any(|c| c.code() == w.code),
+                "{} is in the table, so it needs refusing",
+                w.code
+            );
+            assert_eq!(Currency::from_code(w.code), None);
+            assert_eq!(Currency::from_code(&w.code.to_lowercase()), None);
+            assert!(Currency::all().all(|c| c.code() != w.code));
+            assert!(
+                Currency::from_code(w.successor).is_some(),
+                "{}",
+                w.successor
+            );
+            assert!(crate::scenario::is_iso_date(w.since), "{}", w.since);
+        }
+        assert_eq!(
+            not_a_currency("hrk"),
+            "`HRK` is a withdrawn currency: EUR replaced it on 2023-01-01"
+        );
+        assert_eq!(
+            not_a_currency("XYZ"),
+            "`XYZ` is not an ISO 4217 currency code"
+        );
+        let refused = serde_json::from_str::<Currency>(r#""CUC""#).unwrap_err();
+        assert!(refused.to_string().contains("CUP replaced it"), "{refused}");
     }
 
     #[test]

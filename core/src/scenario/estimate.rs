@@ -26,6 +26,9 @@ pub fn estimate_json(s: &Scenario, o: &CostOutputs) -> serde_json::Value {
                     "from": s.inputs.price_currency.code(),
                     "to": s.inputs.revenue_currency.code(),
                     "rate": fx.normalize().to_string(),
+                    // The day the rate was quoted (YYYY-MM-DD), null when
+                    // none was given.
+                    "date": s.fx_date,
                 }),
             );
         }

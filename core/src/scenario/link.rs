@@ -513,7 +513,7 @@ pub enum QueryError {
     #[error("price unit `{0}` is not 1k or 1m")]
     Unit(String),
     /// `cur`, `pc` or `rc` is not an ISO 4217 currency code with minor units.
-    #[error("currency `{0}` is not an ISO 4217 currency code")]
+    #[error("{}", crate::currency::not_a_currency(.0))]
     Currency(String),
     /// `m` is not a model id.
     #[error("model `{0}` is not a model id of the price table")]

@@ -23,12 +23,14 @@ mod analysis;
 mod estimate;
 mod fields;
 mod link;
+mod plausible;
 mod table;
 
 pub use analysis::*;
 pub use estimate::*;
 pub use fields::*;
 pub use link::*;
+pub use plausible::{unit_warning, UnitWarning, LARGEST_USD_PER_1K};
 
 /// The query format's version this build writes, as `v=2`.
 pub const VERSION: &str = "2";

@@ -1,10 +1,9 @@
 //! `idem cost`: the cost model on the command line.
 
 use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit};
-use idem_core::date::{format_date, format_date_words, read_typed_date, DateProblem};
+use idem_core::date::{format_date_words, read_typed_date, DateProblem};
 use idem_core::locale::{
-    currency_in_text, format_count, format_decimal, format_money, format_pct, format_unit_cost,
-    parse_decimal_flag, read_marking, Currency, Locale, Marking,
+    currency_in_text, format_decimal, parse_decimal_flag, read_marking, Currency, Locale, Marking,
 };
 use idem_core::scenario::{Field, Kind, Problem, Scenario};
 use rust_decimal::Decimal;
@@ -111,7 +110,17 @@ fn num(
     text: &str,
     locale: Option<Locale>,
     money: Option<Currency>,
+    percent: bool,
 ) -> Result<Decimal, String> {
+    // A percentage may say so (`2,5%`); `%` after any other number is a
+    // typo to point out, never a sign to drop.
+    let text = match text.trim().strip_suffix('%') {
+        Some(number) if percent => number,
+        Some(_) => return Err(format!(
+            "--{flag}: `{text}` ends in %, but --{flag} is not a percentage: give the number alone"
+        )),
+        None => text,
+    };
     let number = match money.map(|c| (c, read_marking(text, c))) {
         None if currency_in_text(text).is_some() => {
             return Err(format!(
@@ -130,7 +139,7 @@ fn num(
         }
     };
     let text = number.as_str();
-    parse_decimal_flag(text.trim().trim_end_matches('%'), locale).map_err(|e| match e {
+    parse_decimal_flag(text.trim(), locale).map_err(|e| match e {
         idem_core::Error::AmbiguousNumber { .. } => {
             format!("--{flag}: {e}: say which with --locale pt-BR or --locale en")
         }
@@ -139,11 +148,12 @@ fn num(
 }
 
 fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
-    Currency::from_code(text).ok_or_else(|| {
-        format!(
+    Currency::from_code(text).ok_or_else(|| match idem_core::currency::withdrawn(text) {
+        Some(_) => format!("--{flag}: {}", idem_core::currency::not_a_currency(text)),
+        None => format!(
             "--{flag}: `{}` is not an ISO 4217 currency code (BRL, USD, EUR, GBP, JPY…)",
             text.chars().take(16).collect::<String>()
-        )
+        ),
     })
 }
 
@@ -180,7 +190,12 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
             Kind::Money => Some(rc),
             _ => None,
         };
-        values.push(given(f).map(|t| num(f.flag(), t, l, money)).transpose()?);
+        let percent = f.kind() == Kind::Percent;
+        values.push(
+            given(f)
+                .map(|t| num(f.flag(), t, l, money, percent))
+                .transpose()?,
+        );
     }
     let mut inputs = CostInputs {
         price_unit: a
@@ -265,13 +280,13 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
         // `04/12/2026` without --locale pt-BR reads two ways and is refused.
         let read = read_typed_date(d, l.unwrap_or(Locale::EnUs)).map_err(|p| match p {
             DateProblem::Ambiguous(x, y) => format!(
-                "--fx-date: `{d}` reads as {} or {}: write 2026-12-04, or give --locale pt-BR for dd/mm/aaaa",
+                "--fx-date: `{d}` reads as {} or {}: write {x} or {y}, or give --locale pt-BR for dd/mm/aaaa",
                 format_date_words(&x, Locale::EnUs),
                 format_date_words(&y, Locale::EnUs)
             ),
             DateProblem::NoSuchDay => format!("--fx-date: `{d}` is no such day"),
             DateProblem::Unreadable => {
-                format!("--fx-date: `{d}` is not a date (write 2026-12-04)")
+                format!("--fx-date: `{d}` is not a date: write the day as YYYY-MM-DD (year, month, day)")
             }
         })?;
         s.fx_date = Some(read);
@@ -299,137 +314,45 @@ fn flag_of(f: Field) -> &'static str {
     f.flag()
 }
 
-/// The results as a table, labelled and formatted in `l`.
+/// The results as a table, labelled and formatted in `l`: the page's rows
+/// (`app::calculator::rows`), so the words and figures are the page's.
 fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
     let i = &s.inputs;
     let t = |pt: &'static str, en: &'static str| if l == Locale::PtBr { pt } else { en };
-    let cur = i.revenue_currency;
-    let m = |d: Decimal| format_money(d, l, cur);
-    let n = |d: Decimal| format_count(d, l);
-    let mut rows = Vec::new();
-    if i.price_currency != cur {
-        let fx = i.fx.unwrap_or_default();
-        rows.push((
-            t("Câmbio", "Exchange rate"),
-            format!(
-                "{} 1 = {} {}{}",
-                i.price_currency.symbol(l),
-                cur.symbol(l),
-                format_decimal(fx, l, 2, 8),
-                s.fx_date
-                    .as_deref()
-                    .map(|d| format!(" {} {}", t("em", "on"), format_date(d, l)))
-                    .unwrap_or_default()
+    let mut lines: Vec<(String, String)> = Vec::new();
+    if let (Some(fx), true) = (i.fx, i.price_currency != i.revenue_currency) {
+        lines.push((
+            t("Câmbio", "Exchange rate").to_owned(),
+            app::calculator::rate_value(
+                i.price_currency,
+                i.revenue_currency,
+                fx,
+                s.fx_date.as_deref(),
+                l,
             ),
         ));
     }
-    rows.push((
-        t("Custo por chamada", "Cost per call"),
-        format_unit_cost(o.cost_per_call, l, cur),
-    ));
-    if o.cost_per_duplicate_call != o.cost_per_call {
-        rows.push((
-            t("Custo da chamada repetida", "Cost of a repeated call"),
-            format_unit_cost(o.cost_per_duplicate_call, l, cur),
-        ));
+    for r in app::calculator::rows(s, o, l) {
+        // A count shown whole says the exact expected value beside it
+        // (313 for 312,5), as the page's note does.
+        let exact = idem_core::scenario::parse_canonical(&r.exact)
+            .filter(|d| r.unit.len() != 3 && r.unit != "%" && !d.fract().is_zero())
+            .map(|d| {
+                format!(
+                    " ({} {})",
+                    t("valor esperado", "expected value"),
+                    format_decimal(d, l, 0, 10)
+                )
+            })
+            .unwrap_or_default();
+        lines.push((r.label.to_owned(), format!("{}{exact}", r.value)));
     }
-    rows.extend([
-        (t("Receita do mês", "Monthly revenue"), m(o.monthly_revenue)),
-        (
-            t(
-                "Gasto útil com o modelo por mês",
-                "Useful model spend per month",
-            ),
-            m(o.monthly_useful_spend),
-        ),
-        (
-            t("Conversas duplicadas", "Duplicated conversations"),
-            format!(
-                "{} ({} {} {})",
-                n(o.duplicated_conversations),
-                format_pct(i.duplicate_rate_pct, l),
-                t("de", "of"),
-                n(i.conversations)
-            ),
-        ),
-        (
-            t("Token queimado por mês", "Tokens wasted per month"),
-            m(o.monthly_token_waste),
-        ),
-        (
-            t("Parcela da receita", "Share of revenue"),
-            o.waste_share_of_revenue_pct
-                .map_or("—".into(), |p| format_pct(p, l)),
-        ),
-        (
-            t("Token queimado por ano", "Tokens wasted per year"),
-            m(o.annual_token_waste),
-        ),
-        (
-            t(
-                "Conversas a mais para empatar",
-                "Conversations more to break even",
-            ),
-            o.break_even_conversations.map_or("—".into(), n),
-        ),
-        (
-            t(
-                "Conversas a mais para empatar na margem",
-                "Conversations more to break even on margin",
-            ),
-            o.break_even_conversations_on_margin.map_or("—".into(), n),
-        ),
-    ]);
-    if let Some(r) = &o.risk {
-        rows.extend([
-            (
-                t(
-                    "Cobranças duplicadas por mês",
-                    "Duplicated charges per month",
-                ),
-                n(r.duplicated_charges),
-            ),
-            (
-                t(
-                    "Valor cobrado em dobro por mês",
-                    "Amount charged twice per month",
-                ),
-                m(r.monthly_duplicated_amount),
-            ),
-            (
-                t("Custo operacional por mês", "Operational cost per month"),
-                m(r.monthly_ops_cost),
-            ),
-            (
-                t(
-                    "Exposição a reclamações (estimativa, CDC art. 42)",
-                    "Claim exposure (estimate, CDC art. 42)",
-                ),
-                m(r.monthly_claim_exposure),
-            ),
-            (
-                t("Risco financeiro por mês", "Financial risk per month"),
-                m(r.monthly_total_risk),
-            ),
-            (
-                t("Risco financeiro por ano", "Financial risk per year"),
-                m(r.annual_total_risk),
-            ),
-            (
-                t(
-                    "Custo total das duplicatas por ano",
-                    "Total cost of duplicates per year",
-                ),
-                m(r.annual_total_cost),
-            ),
-        ]);
-    }
-    let width = rows
+    let width = lines
         .iter()
         .map(|(k, _)| k.chars().count())
         .max()
         .unwrap_or(0);
-    let mut out: String = rows
+    let mut out: String = lines
         .iter()
         .map(|(k, v)| format!("{k:<width$}  {v}\n"))
         .collect();
@@ -437,10 +360,16 @@ fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
         // The page's words, so the caveat says the same everywhere.
         out.push_str(&format!(
             "\n{}\n",
-            app::calculator::claim_caveat(r.claim_rate_pct, l)
+            app::calculator::claim_caveat(r.claim_rate_pct, l, i.revenue_currency)
         ));
     }
     out
+}
+
+/// The line `idem cost` writes on stderr when the prices look quoted per
+/// the other unit (the figures stand; exit 0).
+fn unit_warning(s: &Scenario, o: &CostOutputs, l: Locale) -> Option<String> {
+    idem_core::scenario::unit_warning(s, o).map(|w| app::calculator::unit_warning_text(w, s, o, l))
 }
 
 /// Runs the command: exit 0, or 2 with a message naming the bad input.
@@ -453,6 +382,17 @@ pub fn run(a: &CostArgs) -> ExitCode {
     });
     match result {
         Ok((s, o, note)) => {
+            let l = a.locale.unwrap_or(Locale::PtBr);
+            if let Some(w) = unit_warning(&s, &o, l) {
+                eprintln!(
+                    "{} {w}",
+                    if l == Locale::PtBr {
+                        "aviso:"
+                    } else {
+                        "warning:"
+                    }
+                );
+            }
             if a.json {
                 let v = idem_core::scenario::estimate_json(&s, &o);
                 println!("{v}");
@@ -460,7 +400,7 @@ pub fn run(a: &CostArgs) -> ExitCode {
                 if let Some(n) = note {
                     println!("{n}\n");
                 }
-                print!("{}", table(&s, &o, a.locale.unwrap_or(Locale::PtBr)));
+                print!("{}", table(&s, &o, l));
             }
             ExitCode::SUCCESS
         }

@@ -370,7 +370,7 @@ fn savings_line(
         columns[zi].0,
         tr(l, "(0% de duplicatas) contra", "(0% duplicates) against"),
         columns[wi].0,
-        app::calculator::display_text(Field::DuplicateRate, rate(ws), l) + "%",
+        app::calculator::scenario_text(Field::DuplicateRate, rate(ws), ws, l) + "%",
         tr(l, "economia de", "saves"),
         format_money(saved(month)?, l, cur),
         tr(l, "por mês", "a month"),

@@ -541,7 +541,7 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
     for f in Field::ALL {
         let Some(v) = f.get(s) else { continue };
         let exact = idem_core::scenario::canonical(v);
-        let shown = app::calculator::display_text(f, v, l);
+        let shown = app::calculator::scenario_text(f, v, s, l);
         let unit: &str = match f {
             Field::Conversations => label("conversas/mês", "conversations/month"),
             Field::Calls => label("chamadas/conversa", "calls/conversation"),

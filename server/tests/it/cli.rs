@@ -230,7 +230,7 @@ fn cost_takes_prices_from_the_model_table() {
     // against the revenue's real, and the output says so.
     assert_eq!(
         v["exchange"],
-        serde_json::json!({ "from": "USD", "to": "BRL", "rate": "5.33" })
+        serde_json::json!({ "from": "USD", "to": "BRL", "rate": "5.33", "date": null })
     );
     let table_args: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
     let o = idem(&table_args, "", None);
@@ -1310,13 +1310,18 @@ fn cost_refuses_a_number_two_locales_read_apart_unless_told_the_locale() {
     assert!(o.status.success(), "{}", stderr(&o));
     let table = stdout(&o);
     assert!(
-        table
-            .lines()
-            .any(|l| l.starts_with("Tokens wasted per month ")
-                && l.trim_end().ends_with(" R$253.13")),
+        table.lines().any(
+            |l| l.starts_with("Tokens burnt per month ") && l.trim_end().ends_with(" R$253.13")
+        ),
         "{table}"
     );
-    assert!(table.contains("1,125 (2.50% of 45,000)"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("Duplicated conversations per month ")
+                && l.trim_end().ends_with(" 1,125")),
+        "{table}"
+    );
     let o = contract("45000", "12000", &["--locale", "xx"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--locale"), "{}", stderr(&o));
@@ -1465,4 +1470,119 @@ fn every_contract_of_the_corpus_comes_out_exact_in_json_and_in_the_table() {
             }
         }
     }
+}
+
+/// The CLI under a finance lead's mistakes: per-1M prices under per-1k
+/// are warned of (stderr, exit 0, figures unchanged); `%` is a percentage's
+/// only; a withdrawn currency names its successor; a date refusal echoes
+/// what was typed; the table carries the monthly total cost and the exact
+/// expected count; the JSON dates the rate.
+#[test]
+fn cost_under_a_finance_leads_mistakes() {
+    let base = [
+        "cost",
+        "--conversations",
+        "12500",
+        "--tokens-in",
+        "8000",
+        "--tokens-out",
+        "600",
+        "--price-currency",
+        "USD",
+        "--price-in",
+        "2.5",
+        "--price-out",
+        "10",
+        "--revenue-currency",
+        "INR",
+        "--fx",
+        "84.37",
+        "--fx-date",
+        "2026-12-01",
+        "--ticket",
+        "95",
+        "--duplicate-rate",
+        "2.5%",
+        "--locale",
+        "en",
+    ];
+    let o = idem(&base, "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let warning = stderr(&o);
+    assert!(
+        warning.starts_with(
+            "warning: Prices are entered per 1k tokens, but a price above $0.60 per 1k tokens"
+        ) && warning.contains("check whether they are per 1M tokens"),
+        "{warning}"
+    );
+    let table = stdout(&o);
+    // 12,500 × 2.5% = 312.5 duplicated conversations: shown whole, exact beside.
+    assert!(table.contains("313 (expected value 312.5)"), "{table}");
+    assert!(table.contains("Exchange rate"), "{table}");
+    assert!(table.contains("on 1 Dec 2026"), "{table}");
+    // The same figures as JSON, the rate with its date.
+    let mut json = base.to_vec();
+    json.push("--json");
+    let o = idem(&json, "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["exchange"]["date"], "2026-12-01");
+    assert_eq!(v["duplicated_conversations"], "312.5");
+    // The risk block: monthly and annual risk, and the monthly total cost.
+    let mut risk = base.to_vec();
+    risk.extend([
+        "--money-share",
+        "40",
+        "--avg-charge",
+        "950",
+        "--ops-cost",
+        "120",
+        "--claim-rate",
+        "5",
+    ]);
+    let o = idem(&risk, "", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    for label in [
+        "Financial risk per month",
+        "Financial risk per year",
+        "Total cost of duplicates per month",
+        "Total cost of duplicates per year",
+        "Claims exposure per month (estimate)",
+    ] {
+        assert!(table.contains(label), "{label}: {table}");
+    }
+    assert!(
+        !table.contains("CDC"),
+        "the Brazilian law is for reais: {table}"
+    );
+    // Refusals, exit 2, each naming what was typed.
+    let refused = |swap: (&str, &str), want: &str| {
+        let mut args = base.to_vec();
+        let at = args.iter().position(|a| *a == swap.0).unwrap();
+        args[at + 1] = swap.1;
+        let o = idem(&args, "", None);
+        assert_eq!(o.status.code(), Some(2), "{swap:?}");
+        let e = stderr(&o);
+        assert!(e.contains(want), "{swap:?}: {e}");
+    };
+    refused(
+        ("--conversations", "12500%"),
+        "--conversations: `12500%` ends in %",
+    );
+    refused(
+        ("--revenue-currency", "HRK"),
+        "--revenue-currency: `HRK` is a withdrawn currency: EUR replaced it on 2023-01-01",
+    );
+    refused(("--fx-date", "2026-31-12"), "--fx-date: `2026-31-12`");
+    let mut pt = base.to_vec();
+    let at = pt.iter().position(|a| *a == "--locale").unwrap();
+    pt.remove(at);
+    pt.remove(at);
+    let at = pt.iter().position(|a| *a == "--fx-date").unwrap();
+    pt[at + 1] = "04/12/2026";
+    let o = idem(&pt, "", None);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("write 2026-12-04 or 2026-04-12"), "{e}");
 }
