@@ -33,7 +33,9 @@ const MONTHS: [[&str; 4]; 12] = [
 ];
 
 fn month_named(word: &str) -> Option<u32> {
-    let w = word.trim_end_matches('.').to_lowercase();
+    // Every month name is ASCII, so ASCII case folding is all a match
+    // needs (and keeps Unicode's case tables out of the browser's wasm).
+    let w = word.trim_end_matches('.').to_ascii_lowercase();
     let w = if w == "sept" { "sep".to_owned() } else { w };
     MONTHS
         .iter()

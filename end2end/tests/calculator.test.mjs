@@ -144,8 +144,8 @@ test('bad and impossible input explains itself in place, never NaN or a blank pa
   assert.equal(await text(page, 'monthly_revenue'), '—');
   assert.equal(await text(page, 'cost_per_call'), 'R$ 0,165');
   assert.equal(await page.getAttribute('#in-c', 'aria-invalid'), 'true');
-  // Links keep the last valid scenario and say so.
-  assert.match(await page.locator('#stale-note').innerText(), /último cenário válido/);
+  // Links keep the scenario from before the edit and say so.
+  assert.match(await page.locator('#stale-note').innerText(), /cenário de antes desta edição/);
   assert.equal(await page.getAttribute('#share-link', 'href'), '/?v=2');
   await page.fill('#in-c', '30000');
   await page.fill('#in-d', '120');
@@ -410,3 +410,121 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 360, height: 740 
     await context.close();
   });
 }
+
+// A finance lead's ordinary mistakes: nothing leaves the page that the
+// person did not type (D1), no currency or rate is substituted (D2, D3),
+// and money reopens to its currency's minor unit (D4).
+test('while a field is refused, every exit carries the scenario from before the edit, never a prefix of the keystrokes', async () => {
+  for (const [lang, field, typed, hint, start] of [
+    ['en-US', '#in-c', '12.500', /on this page, write 12,500 or 12500/, 'v=2&c=45000'],
+    ['pt-BR', '#in-tk', '1,234.56', /nesta página, escreva 1\.234,56 ou 1234,56/, 'v=2&tk=2.40'],
+    ['pt-BR', '#in-d', '100,5', /no máximo 100/, 'v=2&d=2.5'],
+  ]) {
+    const { context, page, errors } = await openAt(browser, `/?${start}&lang=${lang}`, { width: 1366, height: 900 });
+    await hydrated(page);
+    const before = new URL(page.url()).search;
+    // Typed key by key, as a person does: the prefixes ("12", "1,234",
+    // "100") are valid scenarios on the way.
+    await page.click(field, { clickCount: 3 });
+    await page.keyboard.press('Backspace');
+    await page.type(field, typed, { delay: 20 });
+    await page.waitForSelector(`.field:has(${field}) .field-error`);
+    assert.match(await page.locator(`.field:has(${field}) .field-error`).innerText(), hint, `${lang} ${typed}`);
+    // Focus leaves the field: still refused, still the scenario from before.
+    await page.click('h1');
+    const share = await page.getAttribute('#share-link', 'href');
+    const csv = await page.getAttribute('#export-csv', 'href');
+    const compare = await page.getAttribute('#compare-link', 'href');
+    const saved = await page.inputValue('form.save input[name="q"]');
+    const want = start.replace('v=2&', '');
+    for (const [exit, value] of [['share', share], ['csv', csv], ['compare', decodeURIComponent(compare)], ['save', saved]]) {
+      assert.ok(value.includes(want), `${lang} ${typed}: the ${exit} carries ${want}: ${value}`);
+    }
+    await page.waitForFunction((b) => location.search.startsWith(b.split('&lang')[0]), before);
+    assert.ok(new URL(page.url()).search.includes(want), `the address bar keeps ${want}: ${page.url()}`);
+    // Saving now saves the scenario from before the edit, nothing typed half-way.
+    await page.click('#save');
+    await page.waitForURL(/\/s\/[0-9a-f]+/);
+    assert.ok(await page.inputValue(field) !== typed.slice(0, 2));
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+});
+
+test('an unknown or withdrawn currency in a link blocks every money figure, in the page\'s language, and the address stays', async () => {
+  for (const [lang, code, why] of [
+    ['pt-BR', 'XYZ', /«XYZ» não é um código de moeda ISO 4217/],
+    ['en-US', 'HRK', /HRK is a withdrawn currency: EUR replaced it on 1 Jan 2023/],
+  ]) {
+    const link = `/?v=2&c=12500&pc=USD&u=1m&pi=2.5&po=10&rc=${code}&px=84.37&pd=2026-12-01&tk=95&d=2.5&lang=${lang}`;
+    const { context, page, errors } = await openAt(browser, link, { width: 1366, height: 900 });
+    await hydrated(page);
+    const notice = await page.locator('#link-error').innerText();
+    assert.match(notice, why);
+    assert.doesNotMatch(notice, lang === 'pt-BR' ? /is not|This link/ : /não é|Este link/, 'one language');
+    // No amount in a currency the link did not name, no rate reused.
+    for (const key of ['monthly_revenue', 'monthly_token_waste', 'annual_token_waste', 'cost_per_call']) {
+      assert.equal(await text(page, key), '—', key);
+    }
+    assert.equal(await text(page, 'duplicated_conversations'), '313', 'counts do not need a currency');
+    const body = await page.evaluate(() => document.querySelector('.results').innerText);
+    assert.doesNotMatch(body, /R\$|84,37|84\.37 |= 1[,.]00/, body);
+    assert.equal(await page.inputValue('#in-rc'), '', `the select shows ${code}, not BRL`);
+    assert.equal(await page.getAttribute('#share-link', 'href'), null, 'no link');
+    assert.ok(await page.locator('#save').isDisabled());
+    assert.equal(new URL(page.url()).search, link.slice(1), 'the address bar stays as it was');
+    // Picking the currency asks for the rate; a rate of 0 is refused, not echoed as 1.
+    await page.selectOption('#in-rc', 'INR');
+    await page.fill('#in-px', '0');
+    await page.waitForSelector('#results-fx');
+    const rate = await page.locator('#results-fx').innerText();
+    assert.match(rate, lang === 'pt-BR' ? /recusado ou ausente/ : /refused or missing/, rate);
+    assert.doesNotMatch(rate, /= ₹ ?1[,.]00/, rate);
+    await page.fill('#in-px', '84,37'.replace(',', lang === 'pt-BR' ? ',' : '.'));
+    await waitOut(page, 'monthly_revenue', lang === 'pt-BR' ? '₹ 1.187.500,00' : '₹1,187,500.00');
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+});
+
+test('money reopens to its currency\'s minor unit from a link and from a saved scenario', async () => {
+  const r = await fetch(`${BASE_URL}/s`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ q: 'v=2&pc=OMR&rc=OMR&pi=0.0011&po=0.0044&tk=0.45&ms=30&ac=12.75&oc=0.8&cr=2', name: 'rials', lang: 'pt-BR' }),
+    redirect: 'manual',
+  });
+  assert.equal(r.status, 303);
+  const saved = new URL(r.headers.get('location'), BASE_URL).pathname;
+  for (const [path, want] of [
+    [saved, { '#in-tk': '0,450', '#in-ac': '12,750', '#in-oc': '0,800', '#in-pi': '0,0011' }],
+    ['/?v=2&pc=KRW&rc=KRW&u=1m&pi=3500&po=14000&tk=1500', { '#in-tk': '1.500', '#in-pi': '3.500', '#in-po': '14.000' }],
+  ]) {
+    const { context, page, errors } = await openAt(browser, path, { width: 1366, height: 900 });
+    await hydrated(page);
+    for (const [sel, value] of Object.entries(want)) {
+      assert.equal(await page.inputValue(sel), value, `${path} ${sel}`);
+    }
+    // On paper the same digits: the field is what prints.
+    await page.emulateMedia({ media: 'print' });
+    for (const [sel, value] of Object.entries(want)) {
+      assert.equal(await page.inputValue(sel), value, `${path} ${sel} printed`);
+    }
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+});
+
+test('prices per 1M typed under per 1k are warned of beside them, and nothing is blocked', async () => {
+  const { context, page, errors } = await openAt(browser, '/?v=2&pc=USD&pi=2.5&po=10&rc=INR&px=84.37&tk=95&lang=en-US', { width: 1366, height: 900 });
+  await hydrated(page);
+  assert.ok(await page.locator('#unit-warning').isVisible());
+  assert.match(await page.locator('#unit-warning').innerText(), /look like prices per 1M tokens/);
+  assert.notEqual(await text(page, 'monthly_token_waste'), '—', 'the figures stand');
+  await page.selectOption('#in-u', '1m');
+  await page.fill('#in-pi', '2.5');
+  await page.fill('#in-po', '10');
+  await page.waitForSelector('#unit-warning', { state: 'hidden' });
+  assert.deepEqual(errors, []);
+  await context.close();
+});

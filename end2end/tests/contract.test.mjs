@@ -75,6 +75,32 @@ for (const lang of LANGS) {
   });
 }
 
+for (const lang of LANGS) {
+  test(`print (${lang}): three contracts in three currencies, one at risk, compare on one A4 page`, async () => {
+    const names = [
+      'dollars per 1M, 45% cached, revenue in rupees at a dated rate',
+      'all in Omani rials, three decimals, at risk',
+      'all in won, no decimals, cached and repeated calls half cached',
+    ];
+    const links = names.map((n) => contracts.find((c) => c.name === n).link);
+    const path = `/compare?${links.map((l) => `s=${encodeURIComponent(l)}`).join('&')}&lang=${lang}`;
+    const { context, page, errors } = await openAt(browser, path, DESKTOP);
+    // Counts and shares compare across currencies, with their unit; only
+    // amounts in two currencies have no difference.
+    const dups = await page.locator('tr[data-key="duplicated_conversations"]').innerText();
+    assert.match(dups, lang === 'pt-BR' ? /313 conversas\/mês/ : /313 conversations\/month/, dups);
+    assert.doesNotMatch(dups, /outra moeda|other currency/, dups);
+    assert.match(await page.locator('tr[data-key="monthly_token_waste"]').innerText(), lang === 'pt-BR' ? /outra moeda/ : /other currency/);
+    const rate = await page.locator('tr[data-field="px"]').innerText();
+    assert.match(rate, lang === 'pt-BR' ? /US\$ 1 = ₹ 84,37 em 01\/12\/2026/ : /\$1 = ₹84\.37 on 1 Dec 2026/, rate);
+    await page.emulateMedia({ media: 'print' });
+    const pdf = await page.pdf({ format: 'A4', printBackground: true, path: `${ARTIFACTS}/comparison-three-currencies-${lang}.pdf` });
+    assert.equal(pdfPages(pdf), 1, 'one A4 page');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+}
+
 test('a typed date reads in the page\'s language; one that reads two ways is refused with both', async () => {
   for (const lang of LANGS) {
     const { context, page, errors } = await openAt(browser, `/?v=2&pc=GBP&px=7.35&lang=${lang}`, DESKTOP);

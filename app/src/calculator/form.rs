@@ -76,11 +76,13 @@ pub struct Form {
     /// it back if the reader returns to its pair); never in a figure.
     pub fx_dropped: RwSignal<Option<DroppedRate>>,
     /// A price currency a link named that is not one (`pc=XYZ`, a
-    /// withdrawn `HRK`), as it was written, until the person picks one:
-    /// no figure is given in a currency the link did not name.
-    pub bad_price_currency: RwSignal<Option<String>>,
+    /// withdrawn `HRK`), as it was written (empty when there is none),
+    /// until the person picks one: no figure is given in a currency the
+    /// link did not name. (A text signal, the type the fields use, keeps
+    /// the wasm from carrying another signal type.)
+    pub bad_price_currency: RwSignal<String>,
     /// The same for the revenue currency (`rc`).
-    pub bad_revenue_currency: RwSignal<Option<String>>,
+    pub bad_revenue_currency: RwSignal<String>,
 }
 
 /// An exchange rate dropped because the currencies it was quoted for
@@ -120,8 +122,8 @@ impl Form {
             ),
             model: RwSignal::new(s.model.clone().map(|m| (m, s.model_date.clone()))),
             fx_dropped: RwSignal::new(None),
-            bad_price_currency: RwSignal::new(None),
-            bad_revenue_currency: RwSignal::new(None),
+            bad_price_currency: RwSignal::new(String::new()),
+            bad_revenue_currency: RwSignal::new(String::new()),
         }
     }
 
@@ -168,7 +170,7 @@ impl Form {
         ] {
             match code.map(|c| (c, Currency::from_code(c))) {
                 Some((_, Some(c))) => signal.set(c),
-                Some((code, None)) => bad.set(Some(code.chars().take(16).collect())),
+                Some((code, None)) => bad.set(code.chars().take(16).collect()),
                 None => {}
             }
         }
@@ -195,8 +197,8 @@ impl Form {
                 form.text(f).set(text);
             }
         }
-        if form.bad_price_currency.get_untracked().is_some()
-            || form.bad_revenue_currency.get_untracked().is_some()
+        if !form.bad_price_currency.get_untracked().is_empty()
+            || !form.bad_revenue_currency.get_untracked().is_empty()
         {
             // The link's rate was quoted for a currency that cannot be
             // used: it never enters a figure in another one.
@@ -280,34 +282,15 @@ impl Form {
             .then(|| problem_text(Problem::RiskIncomplete, l).to_owned())
     }
 
-    /// Why the price currency (`price`) or the revenue currency the link
-    /// named cannot be used, in the reader's language, until one is picked.
-    pub fn currency_problem(&self, price: bool, l: Locale) -> Option<String> {
-        let bad = if price {
-            self.bad_price_currency.get()
-        } else {
-            self.bad_revenue_currency.get()
-        }?;
-        Some(format!(
-            "{}; {}",
-            crate::i18n::currency_refusal(&bad, l),
-            crate::i18n::tr(
-                l,
-                "escolha a moeda: nenhum valor em dinheiro é mostrado até lá",
-                "choose the currency: no money figure is shown until then"
-            )
-        ))
-    }
-
     /// The money fields a currency the link named but cannot be used
     /// blocks: every figure in that currency waits for a choice.
     fn currency_blocked(&self) -> Vec<Field> {
         let mut out = Vec::new();
-        if self.bad_price_currency.get().is_some() {
+        if !self.bad_price_currency.with(String::is_empty) {
             out.extend(Field::PRICES);
             out.push(Field::Fx);
         }
-        if self.bad_revenue_currency.get().is_some() {
+        if !self.bad_revenue_currency.with(String::is_empty) {
             // An empty optional field (the risk block) has no figure to
             // block.
             out.extend(Field::ALL.into_iter().filter(|f| {
@@ -368,9 +351,9 @@ impl Form {
             )
         };
         if price {
-            self.bad_price_currency.set(None);
+            self.bad_price_currency.set(String::new());
         } else {
-            self.bad_revenue_currency.set(None);
+            self.bad_revenue_currency.set(String::new());
         }
         let before = pair();
         if price {
@@ -450,8 +433,8 @@ impl Form {
         self.fx_date.set(String::new());
         self.model.set(None);
         self.fx_dropped.set(None);
-        self.bad_price_currency.set(None);
-        self.bad_revenue_currency.set(None);
+        self.bad_price_currency.set(String::new());
+        self.bad_revenue_currency.set(String::new());
     }
 
     /// Rewrites every readable field from one locale's notation to

@@ -189,19 +189,15 @@ mod tests {
     #[test]
     fn a_currency_the_link_named_but_cannot_be_used_blocks_every_money_figure() {
         reactive(|| {
-            for (l, why) in [
-                (Locale::PtBr, "«XYZ» não é um código de moeda ISO 4217"),
-                (Locale::EnUs, "“XYZ” is not an ISO 4217 currency code"),
-            ] {
+            for l in [Locale::PtBr, Locale::EnUs] {
                 let form = Form::from_query(
                     &query("v=2&pc=USD&u=1m&pi=2.5&po=10&rc=XYZ&px=84.37&pd=2026-12-01"),
                     l,
                 );
                 // Never BRL at the INR rate: the rate is not carried over.
                 assert_eq!(form.text(Field::Fx).get_untracked(), "");
-                let problem = form.currency_problem(false, l).unwrap();
-                assert!(problem.starts_with(why), "{problem}");
-                assert_eq!(form.currency_problem(true, l), None);
+                assert_eq!(form.bad_revenue_currency.get_untracked(), "XYZ");
+                assert_eq!(form.bad_price_currency.get_untracked(), "");
                 let (_, blocked) = form.lenient(l);
                 for f in [Field::Ticket, Field::Fx] {
                     assert!(blocked.contains(&f), "{f:?} waits for the currency");
@@ -209,15 +205,19 @@ mod tests {
                 assert!(!blocked.contains(&Field::Conversations));
                 // Picking a currency ends it; the rate is then asked for.
                 form.set_currency(false, Currency::from_code("INR").unwrap());
-                assert_eq!(form.currency_problem(false, l), None);
+                assert_eq!(form.bad_revenue_currency.get_untracked(), "");
                 assert_eq!(form.lenient(l).1, vec![Field::Fx]);
             }
-            let l = Locale::EnUs;
-            let form = Form::from_query(&query("v=2&rc=HRK"), l);
-            let why = form.currency_problem(false, l).unwrap();
-            assert!(
-                why.starts_with("HRK is a withdrawn currency: EUR replaced it on 1 Jan 2023"),
-                "{why}"
+            let form = Form::from_query(&query("v=2&rc=HRK"), Locale::EnUs);
+            assert_eq!(form.bad_revenue_currency.get_untracked(), "HRK");
+            // The reason, in each language (the server's notice says it).
+            assert_eq!(
+                crate::i18n::currency_refusal("HRK", Locale::EnUs),
+                "HRK is a withdrawn currency: EUR replaced it on 1 Jan 2023"
+            );
+            assert_eq!(
+                crate::i18n::currency_refusal("XYZ", Locale::PtBr),
+                "«XYZ» não é um código de moeda ISO 4217"
             );
         });
     }

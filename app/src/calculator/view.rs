@@ -3,13 +3,13 @@
 
 use super::form::{encode_param, encode_text, saved_query, scenario_href, Form, TYPED_KEY};
 use super::notices::ServerMarkup;
-use super::rows::{rows, unit_warning_text};
+use super::rows::rows;
 use crate::charts::Charts;
 use crate::i18n::{currency_name, field_label, problem_text, tr, Prefs, T};
 use crate::SavedView;
 use idem_core::cost::{CostOutputs, PriceUnit};
 use idem_core::locale::{format_decimal, format_price, Currency, Locale};
-use idem_core::scenario::{depends_on, parse_canonical, Field, Problem, Scenario};
+use idem_core::scenario::{depends_on, parse_canonical, Field, Problem, Scenario, UnitWarning};
 use leptos::prelude::*;
 
 /// The calculator, starting from a query string's scenario, optionally a
@@ -40,16 +40,17 @@ pub fn Calculator(
     // agrees. While a field is refused, links and exports carry it, never
     // the last keystrokes that happened to read ("12" on the way to a
     // refused "12.500").
-    let before_edit = RwSignal::new(scenario.get_untracked());
+    let before_edit = StoredValue::new(scenario.get_untracked());
     let edit_starts = move || {
         if let Some(s) = scenario.get_untracked() {
-            before_edit.set(Some(s));
+            before_edit.set_value(Some(s));
         }
     };
     // What links and exports carry: the scenario on the page while every
     // field agrees, else the one from before the edit (None until there
-    // is one: the links are off).
-    let last_valid = Memo::new(move |_| scenario.get().or_else(|| before_edit.get()));
+    // is one: the links are off). Read when the scenario changes, so the
+    // snapshot is the latest one taken.
+    let last_valid = Memo::new(move |_| scenario.get().or_else(|| before_edit.get_value()));
     let saved_for_href = saved.clone();
     let href = Memo::new(move |_| {
         last_valid
@@ -249,9 +250,9 @@ pub fn Calculator(
         ))
     };
     // Prices that look quoted per the other unit: said beside them, never
-    // blocking (the figures stand as typed).
+    // blocking (the figures stand as typed). Fixed sentences: the CLI's
+    // line gives the numbers, and the wasm carries no formatting for it.
     let unit_warning = move || {
-        let l = locale.get();
         lenient.with(|(s, o, blocked)| {
             let o = o.as_ref()?;
             let needs = [
@@ -264,7 +265,7 @@ pub fn Calculator(
             if needs.iter().any(|f| blocked.contains(f)) {
                 return None;
             }
-            idem_core::scenario::unit_warning(s, o).map(|w| unit_warning_text(w, s, o, l))
+            idem_core::scenario::unit_warning(s, o)
         })
     };
     let price_suffix =
@@ -285,11 +286,13 @@ pub fn Calculator(
         } else {
             form.bad_revenue_currency
         };
-        let problem = move || form.currency_problem(price, locale.get());
+        // A link's currency that cannot be used is shown as written, chosen,
+        // until the person picks one: the select never shows a currency the
+        // link did not name. Why is in the server's notice above the form.
+        let placeholder = bad.get_untracked();
         view! {
             <select id=id name=name
-                aria-invalid=move || bad.with(Option::is_some).then_some("true")
-                aria-describedby=format!("err-{name}")
+                aria-invalid=move || (!bad.with(String::is_empty)).then_some("true")
                 on:change=move |ev| {
                     let Some(c) = Currency::from_code(&event_target_value(&ev)) else { return };
                     form.set_currency(price, c);
@@ -297,17 +300,13 @@ pub fn Calculator(
                         form.model.set(None);
                     }
                 }>
-                // A link's currency that cannot be used stays on screen as
-                // written, chosen, until the person picks one: the select
-                // never shows a currency the link did not name.
-                {move || bad.get().map(|code| view! {
-                    <option value="" selected=true disabled=true>{format!("{code} ?")}</option>
+                {(!placeholder.is_empty()).then(|| view! {
+                    <option value="" selected=move || !bad.with(String::is_empty) disabled=true>{format!("{placeholder} ?")}</option>
                 })}
                 {Currency::all().map(|c| view! {
-                    <option value=c.code() selected=move || bad.with(Option::is_none) && signal.get() == c>{move || currency_name(c, locale.get())}</option>
+                    <option value=c.code() selected=move || bad.with(String::is_empty) && signal.get() == c>{move || currency_name(c, locale.get())}</option>
                 }).collect_view()}
             </select>
-            <p class="field-error" id=format!("err-{name}") role="alert" hidden=move || problem().is_none()>{problem}</p>
         }
     };
     let model_note = move || {
@@ -409,7 +408,15 @@ pub fn Calculator(
                 <NumberField form field=Field::PriceOut suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceOut))/>
                 <p class="hint" id="model-note">{model_note}</p>
                 <p class="field-error" id="model-check" inner_html=markup.model.clone()></p>
-                <p class="field-warning" id="unit-warning" role="status" hidden=move || unit_warning().is_none()>{unit_warning}</p>
+                <p class="field-warning" id="unit-warning" role="status" hidden=move || unit_warning() != Some(UnitWarning::AboveTable)>
+                    <T pt="Confira a unidade: um preço acima de US$ 0,60 por 1k tokens é maior que qualquer um da tabela de preços dos modelos; estes preços parecem ser por 1M tokens."
+                       en="Check the unit: a price above $0.60 per 1k tokens is higher than any in the model price table; these prices look like prices per 1M tokens."/>
+                </p>
+                <p class="field-warning" id="unit-warning-ticket" role="status" hidden=move || unit_warning() != Some(UnitWarning::CallAboveTicket)>
+                    <T pt="Confira os preços e a unidade: uma chamada custa mais do que uma conversa traz de receita."
+                       en="Check the prices and their unit: one call costs more than a conversation brings in."/>
+                </p>
+
                 <p><a id="model-picker" rel="external" href=picker_href><T pt="Preencher com os preços de um modelo…" en="Fill in a model's prices…"/></a></p>
             </fieldset>
             <fieldset>
@@ -462,17 +469,7 @@ pub fn Calculator(
                 let (s, o, blocked) = lenient.get();
                 match o {
                     None => view! { <p class="scenario-error" role="alert">{problem_text(Problem::TooLarge, locale.get())}</p> }.into_any(),
-                    Some(o) => {
-                        let l = locale.get();
-                        let currencies: Vec<String> = [(true, form.bad_price_currency), (false, form.bad_revenue_currency)]
-                            .into_iter()
-                            .filter_map(|(price, bad)| bad.get().map(|code| format!(
-                                "{} ({code})",
-                                if price { tr(l, "moeda dos preços", "price currency") } else { tr(l, "moeda da receita", "revenue currency") }
-                            )))
-                            .collect();
-                        view! { <Results scenario=s outputs=o blocked currencies/> }.into_any()
-                    }
+                    Some(o) => view! { <Results scenario=s outputs=o blocked/> }.into_any(),
                 }
             }}
             <Charts html=charts.into()/>
@@ -649,10 +646,6 @@ pub(crate) fn Results(
     scenario: Scenario,
     outputs: CostOutputs,
     blocked: Vec<Field>,
-    /// The currencies a link named that cannot be used, labelled: what
-    /// every money figure waits for, said instead of the fields.
-    #[prop(optional)]
-    currencies: Vec<String>,
 ) -> impl IntoView {
     let locale = expect_context::<Prefs>().locale;
     move || {
@@ -662,9 +655,7 @@ pub(crate) fn Results(
         let i = &scenario.inputs;
         // A refused or missing rate is said as such: the stand-in that
         // lets the other figures show is never echoed as the rate.
-        let rate = if !currencies.is_empty() {
-            None
-        } else if blocked.contains(&Field::Fx) {
+        let rate = if blocked.contains(&Field::Fx) {
             (i.price_currency != i.revenue_currency).then(|| {
                 format!(
                     "{} {} 1 = {} ? — {}",
@@ -696,14 +687,11 @@ pub(crate) fn Results(
                 {rows(&scenario, &outputs, l)
                     .into_iter()
                     .map(|r| {
-                        let mut blockers: Vec<&str> = depends_on(r.key)
+                        let blockers: Vec<&str> = depends_on(r.key)
                             .into_iter()
                             .filter(|f| blocked.contains(f))
                             .map(|f| field_label(f, l))
                             .collect();
-                        if !blockers.is_empty() && !currencies.is_empty() && r.unit == i.revenue_currency.code() {
-                            blockers = currencies.iter().map(String::as_str).collect();
-                        }
                         let (value, formula) = if blockers.is_empty() {
                             (r.value.clone(), format!("{} = {}", r.formula, r.value))
                         } else {

@@ -213,6 +213,22 @@ impl Scenario {
         Self::from_query_with(pairs, |s| parse_canonical(s).ok_or(Problem::NotANumber))
     }
 
+    /// [`from_query`](Self::from_query) for what only shows figures (an
+    /// export, a chart): a rate date that names no day leaves the rate
+    /// undated instead of refusing the link, since a date only labels the
+    /// rate and blocks no figure.
+    pub fn from_query_for_figures<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Scenario, QueryError> {
+        let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        match Self::from_query(pairs.iter().copied()) {
+            Err(QueryError::Date(_)) => {
+                Self::from_query(pairs.iter().copied().filter(|(k, _)| *k != "pd"))
+            }
+            other => other,
+        }
+    }
+
     /// [`from_query`](Self::from_query) with the caller's number reader (the
     /// dashboard reads a form submitted without JavaScript in the page's
     /// locale).

@@ -116,9 +116,11 @@ fn num(
     // typo to point out, never a sign to drop.
     let text = match text.trim().strip_suffix('%') {
         Some(number) if percent => number,
-        Some(_) => return Err(format!(
+        Some(_) => {
+            return Err(format!(
             "--{flag}: `{text}` ends in %, but --{flag} is not a percentage: give the number alone"
-        )),
+        ))
+        }
         None => text,
     };
     let number = match money.map(|c| (c, read_marking(text, c))) {

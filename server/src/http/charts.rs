@@ -135,12 +135,13 @@ pub async fn image(
                 let Some(view) = found.into_iter().next() else {
                     return plain_text(StatusCode::NOT_FOUND, format!("no saved scenario `{id}`"));
                 };
-                let read =
-                    Scenario::from_query(view.query.split('&').filter_map(|kv| kv.split_once('=')));
+                let read = Scenario::from_query_for_figures(
+                    view.query.split('&').filter_map(|kv| kv.split_once('=')),
+                );
                 (read, SAVED_CACHE)
             }
             None => {
-                let read = Scenario::from_query(
+                let read = Scenario::from_query_for_figures(
                     pairs
                         .iter()
                         .filter(|(k, _)| !matches!(k.as_str(), "lang" | "format" | "width"))

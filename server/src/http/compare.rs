@@ -418,10 +418,13 @@ fn input_cell(f: Field, v: Decimal, s: &Scenario, l: Locale) -> String {
         }
         Kind::Money => format_price(v, l, i.revenue_currency),
         Kind::Percent => format!("{}%", format_decimal(v, l, 0, 6)),
-        Kind::Rate => format!(
-            "{} = {}",
-            idem_core::locale::with_symbol("1".to_owned(), l, i.price_currency),
-            format_price(v, l, i.revenue_currency)
+        // With its date (or the word that it has none), as the page says it.
+        Kind::Rate => app::calculator::rate_value(
+            i.price_currency,
+            i.revenue_currency,
+            v,
+            s.fx_date.as_deref(),
+            l,
         ),
         Kind::Count if matches!(f, Field::TokensIn | Field::TokensOut) => {
             format!("{} tokens", format_decimal(v, l, 0, 0))
@@ -434,22 +437,41 @@ fn input_cell(f: Field, v: Decimal, s: &Scenario, l: Locale) -> String {
         Kind::Average => format!(
             "{} {}",
             format_decimal(v, l, 0, 4),
-            tr(l, "chamadas", "calls")
+            if v == Decimal::ONE {
+                tr(l, "chamada", "call")
+            } else {
+                tr(l, "chamadas", "calls")
+            }
         ),
     }
+}
+
+/// Whether an output is an amount of money (else a count or a share,
+/// which read the same in any currency).
+fn is_money(key: &str) -> bool {
+    !matches!(
+        key,
+        "duplicated_conversations"
+            | "break_even_conversations"
+            | "break_even_conversations_on_margin"
+            | "duplicated_charges"
+            | "waste_share_of_revenue_pct"
+    )
 }
 
 /// "+R$ 123,75 (−83,33%)" against the base column, when both are numbers in
 /// the same currency.
 fn delta_text(
     key: &str,
-    base: Option<&(idem_core::locale::Currency, String)>,
+    base: Option<&(Option<idem_core::locale::Currency>, String)>,
     s: &Scenario,
     exact: &str,
     l: Locale,
 ) -> Option<String> {
     let (base_cur, base_exact) = base?;
-    if *base_cur != s.currency() {
+    // Counts and percentages compare across currencies; only amounts in
+    // two currencies have no difference to show.
+    if is_money(key) && *base_cur != Some(s.currency()) {
         return Some(tr(l, "outra moeda", "other currency").to_owned());
     }
     let b = parse_canonical(base_exact)?;
@@ -588,7 +610,18 @@ fn compare_html(
                         .then(|| find("cost_per_call"))
                         .flatten()
                 })
-                .map(|r| (s.currency(), r.exact.clone(), r.value.clone()))
+                .map(|r| {
+                    // A count says what it counts ("313 conversas/mês"); a
+                    // count or a share is in no currency, so two columns
+                    // in different ones still compare.
+                    let value = if is_money(key) || r.unit == "%" {
+                        r.value.clone()
+                    } else {
+                        format!("{} {}", r.value, r.unit)
+                    };
+                    let cur = is_money(key).then(|| s.currency());
+                    (cur, r.exact.clone(), value)
+                })
         })
     };
     let mut same: Vec<(&'static str, &'static str, String)> = Vec::new();
@@ -935,6 +968,44 @@ mod tests {
         // One column: nothing to collapse, no savings line.
         let one = compare(&["v=2&d=3"], &[]);
         assert!(!one.contains("compare-same") && !one.contains("compare-savings"));
+    }
+
+    #[test]
+    fn across_currencies_counts_and_shares_compare_and_say_their_unit() {
+        let html = compare(
+            &[
+                "v=2&c=12500&d=2.5",
+                "v=2&c=12500&pc=USD&u=1m&pi=2.5&po=10&rc=INR&px=84.37&pd=2026-12-01&tk=95&d=4&cl=1",
+                "v=2&c=12500&cl=1.5&d=2.5",
+            ],
+            &[],
+        );
+        let row = |key: &str| {
+            let start = html
+                .find(&format!("<tr data-key=\"{key}\""))
+                .unwrap_or_else(|| panic!("no {key} row in {html}"));
+            let end = start + html[start..].find("</tr>").unwrap();
+            html[start..end].to_owned()
+        };
+        // 12.500 × 4% = 500 against 312,5: a count, compared across
+        // currencies, with what it counts.
+        let dups = row("duplicated_conversations");
+        assert!(dups.contains("500 conversas/mês"), "{dups}");
+        assert!(dups.contains("Δ +188 (+60,00%)"), "{dups}");
+        assert!(!dups.contains("outra moeda"), "{dups}");
+        let share = row("waste_share_of_revenue_pct");
+        assert!(!share.contains("outra moeda"), "{share}");
+        // Money in two currencies has no difference to show.
+        assert!(row("monthly_token_waste").contains("outra moeda"));
+        // The rate row is dated as the page dates it.
+        let start = html.find("data-field=\"px\"").unwrap();
+        let px = &html[start..start + html[start..].find("</tr>").unwrap()];
+        assert!(px.contains("US$ 1 = ₹ 84,37 em 01/12/2026"), "{px}");
+        // One call, calls.
+        let start = html.find("data-field=\"cl\"").unwrap();
+        let cl = &html[start..start + html[start..].find("</tr>").unwrap()];
+        assert!(cl.contains("1 chamada<"), "{cl}");
+        assert!(cl.contains("1,5 chamadas"), "{cl}");
     }
 
     #[test]

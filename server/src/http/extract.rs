@@ -265,7 +265,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ScenarioQuery {
             .find(|(k, _)| k == "lang")
             .and_then(|(_, v)| Locale::from_tag(v))
             .unwrap_or_default();
-        let read = idem_core::scenario::Scenario::from_query(
+        // A date only labels the rate: one that names no day blocks no
+        // figure and no export (the rate goes out undated).
+        let read = idem_core::scenario::Scenario::from_query_for_figures(
             pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         );
         match read {

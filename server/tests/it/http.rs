@@ -417,6 +417,33 @@ async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
             .unwrap();
         assert_eq!(res.status(), 422, "{bad}");
     }
+    // A withdrawn currency is refused naming its successor, in the
+    // link's language.
+    let res = reqwest::get(format!("{base}/export.csv?v=2&rc=HRK&lang=en-US"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let why = res.text().await.unwrap();
+    assert!(
+        why.contains("HRK is a withdrawn currency: EUR replaced it on 1 Jan 2023"),
+        "{why}"
+    );
+    // A date that names no day blocks no export and no chart: the rate
+    // goes out undated.
+    let dated = "v=2&pc=USD&px=5.33&pd=2026-02-31";
+    let res = reqwest::get(format!("{base}/export.csv?{dated}"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let csv = res.text().await.unwrap();
+    assert!(csv.contains("input;px;Câmbio;5,33;5,33;BRL/USD\n"), "{csv}");
+    assert!(!csv.contains("2026-02-31"), "{csv}");
+    // Every row whatever its value: the repeated call costs what a call does.
+    assert!(csv.contains("output;cost_per_duplicate_call;"), "{csv}");
+    let res = reqwest::get(format!("{base}/charts/figures?{dated}"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
 }
 
 /// Every text element of an SVG, trimmed.
