@@ -157,7 +157,7 @@ test('every comparison row carries its unit and currency; deltas keep their prec
     const unit = {
       c: lang === 'pt-BR' ? /por mês$/ : /a month$/,
       ti: /tokens$/, to: /tokens$/, cs: /%$/, d: /%$/, dcs: /%$/, ms: /%$/, cr: /%$/,
-      cl: lang === 'pt-BR' ? /chamadas$/ : /calls$/,
+      cl: lang === 'pt-BR' ? /chamadas?$/ : /calls?$/,
       pi: /(R\$|£).*(1k|1M) tokens$/, pca: /(R\$|£).*(1k|1M) tokens$/, po: /(R\$|£).*(1k|1M) tokens$/,
       px: /£ ?1 = R\$/, tk: /^R\$/, ac: /^R\$/, oc: /^R\$/,
     };

@@ -33,35 +33,27 @@ pub struct Row {
 /// revenue in reais, the Brazilian law it estimates (CDC art. 42), which
 /// says nothing about a contract in another currency.
 pub fn claim_caveat(claim_rate_pct: Decimal, l: Locale, revenue: Currency) -> String {
-    if revenue != Currency::BRL {
-        return format!(
-            "{} {} {}",
-            tr(
-                l,
-                "Estimativa, não parecer jurídico: supõe que",
-                "An estimate, not legal advice: it assumes"
-            ),
-            format_pct(claim_rate_pct, l),
-            tr(
-                l,
-                "das cobranças em dobro viram reclamação e que cada uma custa, além do estorno, mais uma vez o valor cobrado a mais (como numa restituição em dobro): (2 − 1) × o valor; o resultado real depende da lei aplicável e de cada caso.",
-                "of the double charges become a claim and that each costs, beyond the refund, the amount overcharged once more (as a refund in double would): (2 − 1) × the amount; the real outcome depends on the applicable law and on each case."
-            )
-        );
-    }
+    let assumption = if revenue == Currency::BRL {
+        tr(
+            l,
+            "das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único), sem engano justificável reconhecido: 2 × o valor cobrado a mais, menos o 1 × que o estorno devolveria de todo modo, é o custo líquido contado aqui, (2 − 1) × o valor; o resultado real depende de decisão judicial.",
+            "of the double charges become a claim and that each is refunded in double (Brazil's consumer code, CDC art. 42, sole paragraph), with no justifiable error recognised: 2 × the amount overcharged, less the 1 × a refund would return anyway, is the net extra cost counted here, (2 − 1) × the amount; the real outcome depends on a court's judgement."
+        )
+    } else {
+        tr(
+            l,
+            "das cobranças em dobro viram reclamação e que cada uma custa, além do estorno, mais uma vez o valor cobrado a mais (como numa restituição em dobro): (2 − 1) × o valor; o resultado real depende da lei aplicável e de cada caso.",
+            "of the double charges become a claim and that each costs, beyond the refund, the amount overcharged once more (as a refund in double would): (2 − 1) × the amount; the real outcome depends on the applicable law and on each case."
+        )
+    };
     format!(
-        "{} {} {}",
+        "{} {} {assumption}",
         tr(
             l,
             "Estimativa, não parecer jurídico: supõe que",
             "An estimate, not legal advice: it assumes"
         ),
         format_pct(claim_rate_pct, l),
-        tr(
-            l,
-            "das cobranças em dobro viram reclamação e que cada uma é restituída em dobro (CDC art. 42, parágrafo único), sem engano justificável reconhecido: 2 × o valor cobrado a mais, menos o 1 × que o estorno devolveria de todo modo, é o custo líquido contado aqui, (2 − 1) × o valor; o resultado real depende de decisão judicial.",
-            "of the double charges become a claim and that each is refunded in double (Brazil's consumer code, CDC art. 42, sole paragraph), with no justifiable error recognised: 2 × the amount overcharged, less the 1 × a refund would return anyway, is the net extra cost counted here, (2 − 1) × the amount; the real outcome depends on a court's judgement."
-        )
     )
 }
 

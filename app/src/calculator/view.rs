@@ -656,18 +656,15 @@ pub(crate) fn Results(
         // A refused or missing rate is said as such: the stand-in that
         // lets the other figures show is never echoed as the rate.
         let rate = if blocked.contains(&Field::Fx) {
+            // No currency named: one of the pair may be the link's that
+            // cannot be used.
             (i.price_currency != i.revenue_currency).then(|| {
-                format!(
-                    "{} {} 1 = {} ? — {}",
-                    tr(l, "Câmbio:", "Exchange rate:"),
-                    i.price_currency.symbol(l),
-                    i.revenue_currency.symbol(l),
-                    tr(
-                        l,
-                        "recusado ou ausente: corrija o campo da taxa",
-                        "refused or missing: fix the rate field"
-                    ),
+                tr(
+                    l,
+                    "Câmbio: recusado ou ausente — corrija o campo da taxa",
+                    "Exchange rate: refused or missing — fix the rate field",
                 )
+                .to_owned()
             })
         } else {
             i.fx.filter(|_| i.price_currency != i.revenue_currency)

@@ -970,6 +970,15 @@ mod tests {
         assert!(!one.contains("compare-same") && !one.contains("compare-savings"));
     }
 
+    /// The table row of `html` that starts at `marker`, to its `</tr>`.
+    fn row_of(html: &str, marker: &str) -> String {
+        let start = html
+            .find(marker)
+            .unwrap_or_else(|| panic!("no {marker} row in {html}"));
+        let end = start + html[start..].find("</tr>").unwrap();
+        html[start..end].to_owned()
+    }
+
     #[test]
     fn across_currencies_counts_and_shares_compare_and_say_their_unit() {
         let html = compare(
@@ -980,13 +989,7 @@ mod tests {
             ],
             &[],
         );
-        let row = |key: &str| {
-            let start = html
-                .find(&format!("<tr data-key=\"{key}\""))
-                .unwrap_or_else(|| panic!("no {key} row in {html}"));
-            let end = start + html[start..].find("</tr>").unwrap();
-            html[start..end].to_owned()
-        };
+        let row = |key: &str| row_of(&html, &format!("<tr data-key=\"{key}\""));
         // 12.500 × 4% = 500 against 312,5: a count, compared across
         // currencies, with what it counts.
         let dups = row("duplicated_conversations");
@@ -998,12 +1001,10 @@ mod tests {
         // Money in two currencies has no difference to show.
         assert!(row("monthly_token_waste").contains("outra moeda"));
         // The rate row is dated as the page dates it.
-        let start = html.find("data-field=\"px\"").unwrap();
-        let px = &html[start..start + html[start..].find("</tr>").unwrap()];
+        let px = row_of(&html, "data-field=\"px\"");
         assert!(px.contains("US$ 1 = ₹ 84,37 em 01/12/2026"), "{px}");
         // One call, calls.
-        let start = html.find("data-field=\"cl\"").unwrap();
-        let cl = &html[start..start + html[start..].find("</tr>").unwrap()];
+        let cl = row_of(&html, "data-field=\"cl\"");
         assert!(cl.contains("1 chamada<"), "{cl}");
         assert!(cl.contains("1,5 chamadas"), "{cl}");
     }
@@ -1020,13 +1021,7 @@ mod tests {
             ],
             &[],
         );
-        let row = |field: &str| {
-            let start = html
-                .find(&format!("data-field=\"{field}\""))
-                .unwrap_or_else(|| panic!("no {field} row in {html}"));
-            let end = start + html[start..].find("</tr>").unwrap();
-            html[start..end].to_owned()
-        };
+        let row = |field: &str| row_of(&html, &format!("data-field=\"{field}\""));
         let pi = row("pi");
         assert!(pi.contains("R$ 0,015 por 1k tokens"), "{pi}");
         assert!(pi.contains("US$ 3,00 por 1M tokens"), "{pi}");

@@ -440,6 +440,28 @@ async fn csv_carries_currencies_and_the_legal_caveat_and_refuses_bad_links() {
     assert!(!csv.contains("2026-02-31"), "{csv}");
     // Every row whatever its value: the repeated call costs what a call does.
     assert!(csv.contains("output;cost_per_duplicate_call;"), "{csv}");
+    // Money inputs in their currency's minor unit: three places for rials,
+    // none for won.
+    let res = reqwest::get(format!(
+        "{base}/export.csv?v=2&pc=OMR&rc=OMR&tk=0.45&pi=0.0011"
+    ))
+    .await
+    .unwrap();
+    let csv = res.text().await.unwrap();
+    assert!(
+        csv.contains("input;tk;Receita por conversa resolvida;0,45;0,450;OMR\n"),
+        "{csv}"
+    );
+    let res = reqwest::get(format!(
+        "{base}/export.csv?v=2&pc=KRW&rc=KRW&u=1m&tk=1500&pi=3500"
+    ))
+    .await
+    .unwrap();
+    let csv = res.text().await.unwrap();
+    assert!(
+        csv.contains("input;tk;Receita por conversa resolvida;1500;1.500;KRW\n"),
+        "{csv}"
+    );
     let res = reqwest::get(format!("{base}/charts/figures?{dated}"))
         .await
         .unwrap();
