@@ -168,6 +168,25 @@ mod tests {
     }
 
     #[test]
+    fn the_unit_warning_knows_the_tables_largest_price() {
+        // The calculator warns of a USD price per 1k above any the table
+        // has (per 1M here): an update of the table that moves the largest
+        // price moves that bound too.
+        let largest = table()
+            .models
+            .iter()
+            .flat_map(|m| [Some(m.input), m.cached, Some(m.output)])
+            .flatten()
+            .max()
+            .unwrap_or_default();
+        assert_eq!(
+            largest / Decimal::from(1000),
+            idem_core::scenario::LARGEST_USD_PER_1K,
+            "the largest price per 1M is {largest}"
+        );
+    }
+
+    #[test]
     fn lookup_and_search() {
         let t = table();
         let m = t.get("anthropic/claude-3-5-sonnet").unwrap();
