@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
 from typing import Any
 
 import httpx
@@ -67,6 +68,32 @@ def test_the_worker_charges_the_frozen_amount_as_sent_never_the_cents(tenant: Te
         assert again.intent.payload["valor"] == "180.00"
     charges = tenant.charges()
     assert [c["amount_cents"] for c in charges] == [18000], "R$ 180,00, never 18000 reais"
+
+
+@pytest.mark.parametrize("valor", [Decimal("19.99"), 19.99])
+def test_a_numeric_amount_comes_back_as_a_decimal_and_charges_its_exact_cents(tenant: Tenant, valor: Any) -> None:
+    # 19.99 as a float is 19.98999…: int(19.99 * 100) is 1998 while the key
+    # covers 1999. The client reads JSON numbers as Decimal and writes a
+    # Decimal as its digits, so the cents are exact.
+    client = tenant.client()
+    cents: list[int] = []
+
+    @client.once("pix.cobranca")
+    def charge(intent: idem_client.Intent) -> dict[str, Any]:
+        amount = intent.payload["valor"]
+        assert isinstance(amount, Decimal), type(amount)
+        cents.append(int(amount * 100))
+        return {"cents": amount * 100}
+
+    payload: dict[str, Any] = {**pix(ref("decimal")), "valor": valor}
+    out = charge(payload)
+    assert cents == [1999]
+    assert out.intent.payload["valor"] * 100 == 1999
+    assert out.intent.normalized["valor"] == "1999"
+    # The result holds a Decimal too, stored and replayed exactly.
+    assert out.response == {"cents": Decimal("1999.00")}
+    again = charge(payload)
+    assert again.replayed and again.response == {"cents": Decimal("1999.00")}
 
 
 def test_a_divergent_candidate_runs_nothing_and_the_frozen_amount_is_used(tenant: Tenant) -> None:

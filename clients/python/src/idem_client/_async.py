@@ -47,6 +47,7 @@ class AsyncClient:
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
         self._base = base_url.rstrip("/")
         self._headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
+        self._json_headers = {**self._headers, "content-type": "application/json"}
         self.max_retries = max_retries
         self.events = AsyncEvents(self)
 
@@ -263,10 +264,12 @@ class AsyncClient:
         *,
         in_flight_ok: bool = False,
     ) -> dict[str, Any]:
+        content = None if body is None else p.encode(body)
+        headers = self._headers if body is None else self._json_headers
         tries = 0
         while True:
             try:
-                r = await self._http.request(method, self._base + path, json=body, headers=self._headers)
+                r = await self._http.request(method, self._base + path, content=content, headers=headers)
             except httpx.TransportError as e:
                 if tries >= self.max_retries:
                     raise p.unreachable(e) from e

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 import time
 import uuid
+from decimal import Decimal
 from typing import Any, Callable, Literal, Mapping, Union
 from urllib.parse import quote
 
@@ -137,8 +139,37 @@ def claim_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def encode_response(value: object) -> JSON:
     """Checks the effect's result is JSON before it is sent to be stored."""
-    json.dumps(value)
+    encode(value)
     return value
+
+
+def encode(body: object) -> bytes:
+    """A request body as JSON text. A ``Decimal`` goes as its exact digits,
+    never through a float: ``Decimal("19.99")`` is sent as ``19.99``, so an
+    amount read from a payload (which this client reads as ``Decimal``) goes
+    back as it came. A Decimal that is not finite is refused, as JSON has no
+    such number."""
+    token = secrets.token_hex(12)
+    numbers: dict[str, str] = {}
+
+    def swap(v: object) -> object:
+        if isinstance(v, Decimal):
+            if not v.is_finite():
+                raise ValueError(f"{v} is not a number JSON can carry")
+            mark = f"{token}-{len(numbers)}"
+            numbers[mark] = str(v)
+            return mark
+        if isinstance(v, Mapping):
+            return {k: swap(x) for k, x in v.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        if isinstance(v, (list, tuple)):
+            return [swap(x) for x in v]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        return v
+
+    text = json.dumps(swap(body), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # Each mark is a random 96-bit token: no string the caller sent holds one.
+    for mark, digits in numbers.items():
+        text = text.replace(f'"{mark}"', digits, 1)
+    return text.encode("utf-8")
 
 
 def error_of(status: int, body: Any, headers: Mapping[str, str]) -> ProblemError:
@@ -149,7 +180,9 @@ def decode(text: str, status: int) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        # Numbers with a fraction read as Decimal: money never passes
+        # through a float (19.99 as a float is 19.989999…, 1998 cents).
+        return json.loads(text, parse_float=Decimal)
     except ValueError:
         raise unexpected(f"HTTP {status} with a body that is not JSON", status) from None
 

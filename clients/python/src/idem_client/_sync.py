@@ -43,6 +43,7 @@ class Client:
         self._http = http_client or httpx.Client(timeout=timeout)
         self._base = base_url.rstrip("/")
         self._headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
+        self._json_headers = {**self._headers, "content-type": "application/json"}
         self.max_retries = max_retries
         self.events = Events(self)
 
@@ -273,10 +274,12 @@ class Client:
         *,
         in_flight_ok: bool = False,
     ) -> dict[str, Any]:
+        content = None if body is None else p.encode(body)
+        headers = self._headers if body is None else self._json_headers
         tries = 0
         while True:
             try:
-                r = self._http.request(method, self._base + path, json=body, headers=self._headers)
+                r = self._http.request(method, self._base + path, content=content, headers=headers)
             except httpx.TransportError as e:
                 if tries >= self.max_retries:
                     raise p.unreachable(e) from e
