@@ -1,11 +1,11 @@
 // A charge guarded by `once`: run it as often as a queue would.
+// ANCHOR: once
 import { Failed, Idem, type Intent } from "idem-client";
 
 const URL = process.env.IDEM_URL!;
 const TOKEN = process.env.IDEM_TOKEN!;
 const idem = new Idem({ baseUrl: URL, token: TOKEN });
 
-// ANCHOR: once
 /** The provider's call: the demo provider stands in for a PSP. */
 async function psp(intent: Intent, signal: AbortSignal): Promise<{ id: string; amount_cents: number }> {
   // intent.payload is the candidate as its FIRST delivery sent it.
