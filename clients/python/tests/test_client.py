@@ -158,6 +158,43 @@ def test_lazy_candidate_calls_the_model_only_when_nothing_is_frozen(tenant: Tena
     assert [c["amount_cents"] for c in tenant.charges()] == [18000]
 
 
+def test_a_lazy_candidate_recorded_under_another_reference_is_an_error_naming_both(tenant: Tenant) -> None:
+    client = tenant.client()
+    r = ref("lazy-mismatch")
+    model_calls: list[int] = []
+
+    def model() -> dict[str, str]:
+        model_calls.append(1)
+        return pix(r + "-other", valor="180.00")
+
+    @client.once("pix.cobranca")
+    def charge(intent: idem_client.Intent) -> dict[str, Any]:
+        return tenant.charge(intent)
+
+    with pytest.raises(idem_client.ReferenceMismatch) as e:
+        charge(model, reference=r)
+    assert (e.value.expected, e.value.recorded) == (r, r + "-other")
+    assert r in str(e.value) and r + "-other" in str(e.value)
+    assert model_calls == [1]
+    assert tenant.charges() == [], "nothing ran, nothing was claimed"
+
+
+async def test_async_a_lazy_candidate_under_another_reference_is_an_error(tenant: Tenant) -> None:
+    client = tenant.async_client()
+    r = ref("lazy-mismatch-async")
+
+    async def model() -> dict[str, str]:
+        return pix(r + "-other", valor="180.00")
+
+    async def effect(intent: idem_client.Intent) -> dict[str, Any]:
+        return tenant.charge(intent)
+
+    with pytest.raises(idem_client.ReferenceMismatch):
+        await client.run("pix.cobranca", effect, model, reference=r)
+    assert tenant.charges() == []
+    await client.aclose()
+
+
 # -- concurrency -------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ SCENARIOS: list[dict[str, Any]] = json.loads(
     (HERE.parent.parent / "conformance" / "scenarios.json").read_text(encoding="utf-8")
 )["scenarios"]
 KNOWN = {
-    "run", "lazy", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy",
+    "run", "lazy", "wrong_reference", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy",
     "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed",
 }
 
@@ -96,7 +96,9 @@ class World:
             step.get("action", "pix.cobranca"),
             self.effect(step.get("effect", "charge")),
             candidate,
-            reference=self.reference,
+            # A reference= that is not the payload's (the catalog reads
+            # referencia_intencao): the client must refuse it.
+            reference=self.reference + ("-elsewhere" if step.get("wrong_reference") else ""),
             lease_ms=step.get("lease_ms", 30_000),
             on_in_flight=step.get("on_in_flight", "wait"),
             reconcile=reconcile,

@@ -117,6 +117,30 @@ export class Failed extends IdemError {
   }
 }
 
+/**
+ * Not from the server: a lazy candidate's intent was recorded under another
+ * reference than the `reference` it was called with. A redelivery looks the
+ * intent up by `reference`, would find nothing and call the model again,
+ * every time: the effect does not run and nothing is claimed. Pass the
+ * reference the action's catalog reads from the payload.
+ */
+export class ReferenceMismatch extends IdemError {
+  readonly action: string;
+  readonly expected: string;
+  readonly recorded: string;
+
+  constructor(action: string, expected: string, recorded: string) {
+    super(
+      `${action}: the lazy candidate was recorded under reference ${JSON.stringify(recorded)}, not ` +
+        `reference ${JSON.stringify(expected)}; a redelivery would look up ${JSON.stringify(expected)}, find nothing ` +
+        `and call the model again: pass the reference the catalog reads from the payload`,
+    );
+    this.action = action;
+    this.expected = expected;
+    this.recorded = recorded;
+  }
+}
+
 type ProblemClass = new (status: number, type: string, title: string, detail?: string, body?: Record<string, unknown>) => ProblemError;
 
 const BY_TYPE: Record<string, ProblemClass> = {

@@ -20,6 +20,7 @@ import {
   InFlight,
   OutcomeTooLarge,
   ProblemError,
+  ReferenceMismatch,
   Uncertain,
   Unavailable,
   problemFrom,
@@ -33,6 +34,7 @@ export {
   InFlight,
   OutcomeTooLarge,
   ProblemError,
+  ReferenceMismatch,
   StaleToken,
   TenantDisabled,
   Unauthorized,
@@ -427,6 +429,13 @@ export class Idem {
     if (doc !== null) return intentOf(doc).payload as Payload;
     const fresh = await candidate();
     if (!isRecord(fresh)) throw new TypeError("the lazy candidate returned something other than an object");
+    // Recorded alone first (nothing claimed), so a `reference` that is not
+    // the one the catalog reads from the payload is said before any effect
+    // runs, and not by a model call on every redelivery.
+    const recorded = (await this.record(action, fresh)).reference;
+    if (typeof recorded === "string" && recorded !== reference) {
+      throw new ReferenceMismatch(action, reference as string, recorded);
+    }
     return fresh;
   }
 

@@ -52,7 +52,7 @@ class World {
   }
 
   async call(step) {
-    const known = new Set(["run", "lazy", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy", "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed"]);
+    const known = new Set(["run", "lazy", "wrong_reference", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy", "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed"]);
     for (const k of Object.keys(step)) assert.ok(known.has(k), `a step names an option this runner does not know: ${k}`);
     if (step.after_ms) await sleep(step.after_ms);
     const idem = new Idem({
@@ -76,7 +76,9 @@ class World {
       leaseMs: step.lease_ms ?? 30_000,
       onInFlight: step.on_in_flight ?? "wait",
       reconcile,
-      reference: this.reference,
+      // A reference that is not the payload's (the catalog reads
+      // referencia_intencao): the client must refuse it.
+      reference: this.reference + (step.wrong_reference ? "-elsewhere" : ""),
     };
     return idem.run(step.action ?? "pix.cobranca", this.effect(step.effect), candidate, options);
   }

@@ -236,6 +236,10 @@ class AsyncClient:
         fresh = await _maybe_await(candidate())
         if not isinstance(fresh, Mapping):
             raise TypeError(f"the lazy candidate returned {type(fresh).__name__}, not a dict")
+        # Recorded alone first (nothing claimed), so a reference= that is not
+        # the one the catalog reads from the payload is said before any
+        # effect runs, and not by a model call on every redelivery.
+        p.check_reference(action, reference, await self.record(action, fresh))  # pyright: ignore[reportUnknownArgumentType]
         return fresh  # pyright: ignore[reportUnknownVariableType]
 
     async def get_intent(self, action: str, reference: str) -> dict[str, Any] | None:

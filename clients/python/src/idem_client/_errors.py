@@ -122,6 +122,24 @@ class Unavailable(ProblemError):
         self.retry_after = retry_after
 
 
+class ReferenceMismatch(IdemError):
+    """A lazy candidate's intent was recorded under another reference than
+    the ``reference=`` it was called with. A redelivery looks the intent up
+    by ``reference=``, would find nothing and call the model again, every
+    time: the effect does not run and nothing is claimed. Pass the reference
+    the action's catalog reads from the payload."""
+
+    def __init__(self, action: str, expected: str, recorded: str) -> None:
+        super().__init__(
+            f"{action}: the lazy candidate was recorded under reference {recorded!r}, "
+            f"not reference={expected!r}; a redelivery would look up {expected!r}, find nothing "
+            f"and call the model again: pass the reference the catalog reads from the payload"
+        )
+        self.action = action
+        self.expected = expected
+        self.recorded = recorded
+
+
 class Failed(IdemError):
     """Raised BY THE EFFECT when the provider answered that it did not act
     (card declined, validation refused): the outcome is known, so the action

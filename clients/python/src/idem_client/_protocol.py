@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any, Callable, Literal, Mapping, Union
 from urllib.parse import quote
 
-from ._errors import FailedForGood, InFlight, ProblemError, Unavailable, Uncertain, problem_from
+from ._errors import FailedForGood, InFlight, ProblemError, ReferenceMismatch, Unavailable, Uncertain, problem_from
 from ._models import EventClaim, Intent, Outcome
 
 JSON = Any
@@ -69,6 +69,14 @@ def check_candidate(candidate: object, reference: str | None) -> None:
         raise TypeError(
             f"the candidate must be a dict (the payload) or a zero-argument callable returning one, not {type(candidate).__name__}"
         )
+
+
+def check_reference(action: str, reference: str | None, doc: Mapping[str, Any]) -> None:
+    """A lazy candidate's fresh intent must be recorded under ``reference=``,
+    or every redelivery would call the model again."""
+    recorded = doc.get("reference")
+    if reference is not None and isinstance(recorded, str) and recorded != reference:
+        raise ReferenceMismatch(action, reference, recorded)
 
 
 def intent_path(action: str, reference: str) -> str:

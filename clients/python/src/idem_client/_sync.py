@@ -244,6 +244,10 @@ class Client:
         fresh = cast(object, candidate())
         if not isinstance(fresh, Mapping):
             raise TypeError(f"the lazy candidate returned {type(fresh).__name__}, not a dict")
+        # Recorded alone first (nothing claimed), so a reference= that is not
+        # the one the catalog reads from the payload is said before any
+        # effect runs, and not by a model call on every redelivery.
+        p.check_reference(action, reference, self.record(action, fresh))  # pyright: ignore[reportUnknownArgumentType]
         return cast(Mapping[str, Any], fresh)
 
     # -- the API, one call each ----------------------------------------------
