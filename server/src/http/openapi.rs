@@ -144,3 +144,30 @@ pub async fn serve(State(api): State<ApiState>) -> Response {
     };
     Json(doc).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wire contract the clients are checked against is committed
+    /// (`clients/conformance/openapi.json`, the document without the demo
+    /// provider, whose routes are a test tool): a change to `/v1` that does
+    /// not update it fails here. `IDEM_WRITE_OPENAPI=1 cargo test -p
+    /// idem-server --lib openapi` writes it.
+    #[test]
+    fn the_committed_document_is_the_generated_one() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../clients/conformance/openapi.json"
+        );
+        let generated = serde_json::to_string_pretty(&*WITHOUT_DEMO).unwrap_or_default() + "\n";
+        if std::env::var_os("IDEM_WRITE_OPENAPI").is_some() {
+            std::fs::write(path, &generated).unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{path} is not the document /v1 serves: run IDEM_WRITE_OPENAPI=1 cargo test -p idem-server --lib openapi, and review the difference"
+        );
+    }
+}
