@@ -70,6 +70,17 @@ export interface Intent {
   /** When the lease ends unless renewed (the client renews while the
    *  effect runs). */
   deadline: Date | null;
+  /**
+   * The exact decimal text of a frozen payload member, as idem sent it:
+   * `"19.99"` for the number 19.99 or the string "19.99". A JSON number
+   * read into a `Number` keeps about 16 digits, so money is read from this
+   * text, never from `payload` (`9007199254740993.07` becomes
+   * 9007199254740994 as a Number); `minorUnits(text, 2)` turns it into
+   * exact cents. `field` is a top-level member's name or a JSON Pointer
+   * (`/totals/0/amount`); `undefined` when there is no number or string
+   * there.
+   */
+  decimal(field: string): string | undefined;
 }
 
 /** What a guarded call returns. */
@@ -199,6 +210,81 @@ function checkCandidate(candidate: unknown, reference: string | undefined): void
 
 const enc = encodeURIComponent;
 
+/** Where `call` keeps an answer's JSON text, for the exact digits of its
+ *  numbers (`Intent.decimal`). */
+const SOURCE = Symbol("idem.source");
+
+/** The source text of every number in a JSON text, by JSON Pointer. The
+ *  text has already been parsed by `JSON.parse`, so it is well formed. */
+function numberTexts(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let i = 0;
+  const space = () => {
+    while (i < text.length && " \t\n\r".includes(text[i] as string)) i++;
+  };
+  const string = (): string => {
+    const start = i++;
+    while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i)) as string;
+  };
+  const escape = (key: string) => key.replace(/~/g, "~0").replace(/\//g, "~1");
+  const value = (path: string): void => {
+    space();
+    const c = text[i];
+    if (c === "{" || c === "[") {
+      const close = c === "{" ? "}" : "]";
+      i++;
+      space();
+      if (text[i] === close) {
+        i++;
+        return;
+      }
+      for (let n = 0; ; n++) {
+        space();
+        let at = `${path}/${n}`;
+        if (c === "{") {
+          at = `${path}/${escape(string())}`;
+          space();
+          i++; // the colon
+        }
+        value(at);
+        space();
+        if (text[i++] === close) return;
+      }
+    }
+    if (c === '"') {
+      string();
+      return;
+    }
+    const start = i;
+    while (i < text.length && /[-+0-9.eE]/.test(text[i] as string)) i++;
+    if (i > start) out.set(path, text.slice(start, i));
+    else while (i < text.length && /[a-z]/.test(text[i] as string)) i++;
+  };
+  value("");
+  return out;
+}
+
+/**
+ * Exact minor units (cents for `digits` 2) of a decimal text such as
+ * `Intent.decimal` gives: `minorUnits("19.99", 2)` is `1999n`, as a
+ * `bigint` so no amount is too large to hold. A text with more decimal
+ * places than `digits`, an exponent or anything but a plain decimal
+ * throws `RangeError`: it names no whole number of minor units.
+ */
+export function minorUnits(text: string, digits: number): bigint {
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text.trim());
+  if (!m || !Number.isInteger(digits) || digits < 0) {
+    throw new RangeError(`${JSON.stringify(text)} is not a plain decimal number`);
+  }
+  const frac = m[3] ?? "";
+  if (frac.replace(/0+$/, "").length > digits) {
+    throw new RangeError(`${JSON.stringify(text)} has more than ${digits} decimal places`);
+  }
+  return BigInt(`${m[1]}${m[2]}${frac.slice(0, digits).padEnd(digits, "0")}`);
+}
+
 function intentOf(doc: Doc): Intent {
   const frozen = doc.frozen;
   if (!isRecord(frozen)) {
@@ -212,6 +298,7 @@ function intentOf(doc: Doc): Intent {
   if (typeof doc.key !== "string" || typeof doc.action !== "string" || typeof doc.reference !== "string" || !isRecord(doc.payload)) {
     throw unexpected("an intent document without its key, action, reference or payload");
   }
+  let texts: Map<string, string> | undefined;
   return {
     key: doc.key,
     action: doc.action,
@@ -222,6 +309,18 @@ function intentOf(doc: Doc): Intent {
     attempt: 0,
     token: null,
     deadline: null,
+    decimal(field: string): string | undefined {
+      const pointer = field.startsWith("/") ? field : `/${field.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+      const source = (doc as { [SOURCE]?: string })[SOURCE];
+      const exact = source === undefined ? undefined : (texts ??= numberTexts(source)).get(`/frozen${pointer}`);
+      if (exact !== undefined) return exact;
+      let at: unknown = frozen;
+      for (const part of pointer.split("/").slice(1)) {
+        const key = part.replace(/~1/g, "/").replace(/~0/g, "~");
+        at = isRecord(at) || Array.isArray(at) ? (at as Record<string, unknown>)[key] : undefined;
+      }
+      return typeof at === "string" ? at : typeof at === "number" ? String(at) : undefined;
+    },
   };
 }
 
@@ -490,6 +589,9 @@ export class Idem {
       }
       if (ALLOWED[kind].has(res.status)) {
         if (!isRecord(doc)) throw unexpected(`${method} ${path} answered ${res.status} without a JSON object`, res.status);
+        // The text stays with the document, unenumerable, for the exact
+        // digits of its numbers.
+        Object.defineProperty(doc, SOURCE, { value: text });
         return doc;
       }
       if (inFlightOk && res.status === 409 && isRecord(doc) && doc.type === "urn:idem:problem:action-in-flight") {

@@ -3,7 +3,7 @@
 // effect's signal aborted before a lease could be lost.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Idem, OutcomeTooLarge, ProblemError, Uncertain, Unprocessable } from "idem-client";
+import { Idem, OutcomeTooLarge, ProblemError, Uncertain, Unprocessable, minorUnits } from "idem-client";
 import { backends, faultProxy, ledger, pix, serve } from "./support.mjs";
 
 const [sqlite] = backends();
@@ -17,6 +17,51 @@ before(async () => {
 });
 after(async () => {
   await server?.stop();
+});
+
+describe("money never passes through a Number", () => {
+  test("an amount's exact decimal text, and its exact minor units", async () => {
+    const idem = new Idem({ baseUrl: server.url, token });
+    const reference = ref("decimal");
+    // 2^53 + 1 and change: a Number reads 9007199254740994. Recorded as
+    // JSON text with the number literal, as a producer in another language
+    // would send it.
+    const body = `{"action":"pix.cobranca","payload":{"cliente_id":"c-1","valor":9007199254740993.07,"chave_pix_destino":"fulano@example.com","referencia_intencao":"${reference}"}}`;
+    const r = await fetch(`${server.url}/v1/intents`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body,
+    });
+    assert.equal(r.status, 201, await r.text());
+    const seen = [];
+    const out = await idem.run(
+      "pix.cobranca",
+      (intent) => {
+        seen.push(intent.decimal("valor"), intent.decimal("/valor"), intent.decimal("cliente_id"), intent.decimal("nothing"));
+        assert.notEqual(String(intent.payload.valor), "9007199254740993.07", "a Number cannot hold it");
+        return { cents: String(minorUnits(intent.decimal("valor"), 2)) };
+      },
+      async () => {
+        throw new Error("frozen already: the model is not called");
+      },
+      { reference },
+    );
+    assert.deepEqual(seen, ["9007199254740993.07", "9007199254740993.07", "c-1", undefined]);
+    assert.equal(out.response.cents, "900719925474099307");
+  });
+
+  test("minorUnits is exact, and refuses what is not a whole number of minor units", () => {
+    assert.equal(minorUnits("19.99", 2), 1999n);
+    assert.equal(minorUnits("180", 2), 18000n);
+    assert.equal(minorUnits("2.750", 3), 2750n);
+    assert.equal(minorUnits("1.00", 0), 1n, "zeros past the minor unit name no fraction");
+    assert.throws(() => minorUnits("1.50", 0), RangeError);
+    assert.equal(minorUnits("95", 0), 95n);
+    assert.equal(minorUnits("-0.10", 2), -10n);
+    assert.throws(() => minorUnits("19.999", 2), RangeError);
+    assert.throws(() => minorUnits("1e3", 2), RangeError);
+    assert.throws(() => minorUnits("R$ 1,20", 2), RangeError);
+  });
 });
 
 describe("bad input", () => {
