@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonschema
 import pytest
 
 import idem_client
@@ -23,13 +24,28 @@ from faultproxy import FaultProxy
 from support import pix, psp_charge
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS: list[dict[str, Any]] = json.loads(
-    (HERE.parent.parent / "conformance" / "scenarios.json").read_text(encoding="utf-8")
-)["scenarios"]
-KNOWN = {
+CONFORMANCE = HERE.parent.parent / "conformance"
+DOCUMENT: dict[str, Any] = json.loads((CONFORMANCE / "scenarios.json").read_text(encoding="utf-8"))
+SCHEMA: dict[str, Any] = json.loads((CONFORMANCE / "scenarios.schema.json").read_text(encoding="utf-8"))
+SCENARIOS: list[dict[str, Any]] = DOCUMENT["scenarios"]
+#: The step members, as the schema names them: the one list both runners read.
+KNOWN = set(SCHEMA["$defs"]["step"]["properties"])
+#: What this runner implements; it must be exactly the schema's members.
+HANDLED = {
     "run", "lazy", "wrong_reference", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy",
     "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed",
+    "parallel", "worker", "proxy", "executions", "model_calls", "ledger_cents",
 }
+
+
+def test_the_scenarios_follow_their_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(DOCUMENT), key=str)
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
+
+
+def test_this_runner_handles_every_step_member_the_schema_names() -> None:
+    assert HANDLED == KNOWN, f"in the schema, not here: {KNOWN - HANDLED}; here, not in the schema: {HANDLED - KNOWN}"
 
 
 class EffectError(Exception):

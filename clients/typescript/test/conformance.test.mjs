@@ -11,6 +11,19 @@ import { backends, faultProxy, ledger, pix, pspCharge, serve } from "./support.m
 
 const { Idem, Failed } = idemClient;
 const SCENARIOS = JSON.parse(readFileSync(new URL("../../conformance/scenarios.json", import.meta.url), "utf8"));
+const SCHEMA = JSON.parse(readFileSync(new URL("../../conformance/scenarios.schema.json", import.meta.url), "utf8"));
+/** The step members, as the schema names them: the one list both runners read. */
+const KNOWN = new Set(Object.keys(SCHEMA.$defs.step.properties));
+/** What this runner implements; it must be exactly the schema's members. */
+const HANDLED = new Set([
+  "run", "lazy", "wrong_reference", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy",
+  "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed",
+  "parallel", "worker", "proxy", "executions", "model_calls", "ledger_cents",
+]);
+
+test("this runner handles every step member the schema names", () => {
+  assert.deepEqual([...HANDLED].sort(), [...KNOWN].sort());
+});
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const run = promisify(execFile);
 
@@ -52,8 +65,7 @@ class World {
   }
 
   async call(step) {
-    const known = new Set(["run", "lazy", "wrong_reference", "reconcile", "effect", "lease_ms", "on_in_flight", "max_retries", "via_proxy", "token", "action", "expect", "expect_error", "after_ms", "concurrent", "expect_replayed"]);
-    for (const k of Object.keys(step)) assert.ok(known.has(k), `a step names an option this runner does not know: ${k}`);
+    for (const k of Object.keys(step)) assert.ok(KNOWN.has(k), `a step names an option the schema does not: ${k}`);
     if (step.after_ms) await sleep(step.after_ms);
     const idem = new Idem({
       baseUrl: step.via_proxy ? this.proxy.url : this.server.url,
