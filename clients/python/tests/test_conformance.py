@@ -44,6 +44,14 @@ def test_the_scenarios_follow_their_schema() -> None:
     assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
 
 
+def test_every_problem_type_this_client_maps_is_one_the_server_lists() -> None:
+    from idem_client._errors import _BY_TYPE  # pyright: ignore[reportPrivateUsage]
+
+    document = json.loads((CONFORMANCE / "openapi.json").read_text(encoding="utf-8"))
+    listed = set(document["components"]["schemas"]["ProblemDoc"]["properties"]["type"]["enum"])
+    assert set(_BY_TYPE) <= listed, f"mapped but never sent: {set(_BY_TYPE) - listed}"
+
+
 def test_this_runner_handles_every_step_member_the_schema_names() -> None:
     assert HANDLED == KNOWN, f"in the schema, not here: {KNOWN - HANDLED}; here, not in the schema: {HANDLED - KNOWN}"
 

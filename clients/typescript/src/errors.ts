@@ -154,11 +154,17 @@ const BY_TYPE: Record<string, ProblemClass> = {
   "urn:idem:problem:unstorable-text": Unprocessable,
   "urn:idem:problem:duplicate-member": Unprocessable,
   "urn:idem:problem:too-large": Unprocessable,
+  "urn:idem:problem:reserved-member": Unprocessable,
   "urn:idem:problem:outcome-too-large": OutcomeTooLarge,
   "urn:idem:problem:unavailable": Unavailable,
   "urn:idem:problem:outcome-unknown": Unavailable,
   "urn:idem:problem:timeout": Unavailable,
 };
+
+/** The problem types this client answers with a class of their own (any
+ *  other is a `ProblemError`, or by status `Unauthorized`/`Unprocessable`):
+ *  its tests check each is one the server's OpenAPI document lists. */
+export const PROBLEM_TYPES: readonly string[] = Object.freeze(Object.keys(BY_TYPE));
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);

@@ -33,6 +33,7 @@ export {
   IdemError,
   InFlight,
   OutcomeTooLarge,
+  PROBLEM_TYPES,
   ProblemError,
   ReferenceMismatch,
   StaleToken,

@@ -21,6 +21,13 @@ const HANDLED = new Set([
   "parallel", "worker", "proxy", "executions", "model_calls", "ledger_cents",
 ]);
 
+test("every problem type this client maps is one the server's OpenAPI document lists", () => {
+  const doc = JSON.parse(readFileSync(new URL("../../conformance/openapi.json", import.meta.url), "utf8"));
+  const listed = new Set(doc.components.schemas.ProblemDoc.properties.type.enum);
+  assert.ok(idemClient.PROBLEM_TYPES.length > 10);
+  assert.deepEqual(idemClient.PROBLEM_TYPES.filter((t) => !listed.has(t)), [], "mapped but never sent");
+});
+
 test("this runner handles every step member the schema names", () => {
   assert.deepEqual([...HANDLED].sort(), [...KNOWN].sort());
 });

@@ -27,8 +27,84 @@ struct ProblemParts {
     extra: Option<serde_json::Value>,
 }
 
+/// Declares [`Problem`] from one row per problem type, so a URN, its status
+/// and its title are written once.
+macro_rules! problems {
+    ($($variant:ident = ($urn:literal, $status:ident, $title:literal),)*) => {
+        /// Every problem type idem answers with: the `type` of its problem
+        /// documents. The OpenAPI document lists them all, and the clients'
+        /// tables are checked against that list.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Problem {
+            $(
+                #[doc = $title]
+                $variant,
+            )*
+        }
+
+        impl Problem {
+            /// Every problem type, in URN order.
+            pub const ALL: &'static [Problem] = &[$(Problem::$variant),*];
+
+            /// The URN (`urn:idem:problem:…`), the document's `type`.
+            pub fn urn(self) -> &'static str {
+                match self { $(Problem::$variant => $urn,)* }
+            }
+
+            /// The status it is answered with (a few are sent with another
+            /// one: a body that is not JSON is 400, one of the wrong shape 422).
+            pub fn status(self) -> StatusCode {
+                match self { $(Problem::$variant => StatusCode::$status,)* }
+            }
+
+            /// The document's `title`.
+            pub fn title(self) -> &'static str {
+                match self { $(Problem::$variant => $title,)* }
+            }
+        }
+    };
+}
+
+problems! {
+    ActionInFlight = ("urn:idem:problem:action-in-flight", CONFLICT, "Another attempt holds this action"),
+    BadBody = ("urn:idem:problem:bad-body", BAD_REQUEST, "The request body cannot be read"),
+    BadRequest = ("urn:idem:problem:bad-request", BAD_REQUEST, "The request is malformed"),
+    BodyTooLarge = ("urn:idem:problem:body-too-large", PAYLOAD_TOO_LARGE, "The request body is too large"),
+    Conflict = ("urn:idem:problem:conflict", CONFLICT, "Conflicting state"),
+    CrossSite = ("urn:idem:problem:cross-site", FORBIDDEN, "Forbidden"),
+    DuplicateMember = ("urn:idem:problem:duplicate-member", UNPROCESSABLE_ENTITY, "The JSON names a member twice"),
+    EventInFlight = ("urn:idem:problem:event-in-flight", CONFLICT, "Another consumer holds this event"),
+    ExportsBusy = ("urn:idem:problem:exports-busy", SERVICE_UNAVAILABLE, "Other exports are running"),
+    FeedsFull = ("urn:idem:problem:feeds-full", SERVICE_UNAVAILABLE, "Every live-feed stream is taken"),
+    HeadersTooLarge = ("urn:idem:problem:headers-too-large", REQUEST_HEADER_FIELDS_TOO_LARGE, "The request headers are too large"),
+    Internal = ("urn:idem:problem:internal", INTERNAL_SERVER_ERROR, "Internal error; it was logged"),
+    KeyReused = ("urn:idem:problem:key-reused", UNPROCESSABLE_ENTITY, "This Idempotency-Key was used with a different request"),
+    LengthRequired = ("urn:idem:problem:length-required", LENGTH_REQUIRED, "Length required"),
+    MethodNotAllowed = ("urn:idem:problem:method-not-allowed", METHOD_NOT_ALLOWED, "Method not allowed"),
+    Misdirected = ("urn:idem:problem:misdirected", MISDIRECTED_REQUEST, "This server does not answer for that host"),
+    NoRoute = ("urn:idem:problem:no-route", NOT_FOUND, "No such route"),
+    NotFound = ("urn:idem:problem:not-found", NOT_FOUND, "Not found for this tenant"),
+    OpenMonitorForwarded = ("urn:idem:problem:open-monitor-forwarded", FORBIDDEN, "Forbidden"),
+    OtherTenant = ("urn:idem:problem:other-tenant", FORBIDDEN, "Forbidden"),
+    OutcomeTooLarge = ("urn:idem:problem:outcome-too-large", PAYLOAD_TOO_LARGE, "The provider's outcome is too large to keep"),
+    OutcomeUnknown = ("urn:idem:problem:outcome-unknown", SERVICE_UNAVAILABLE, "The outcome is unknown: the database connection failed while this write was being committed"),
+    RateLimited = ("urn:idem:problem:rate-limited", TOO_MANY_REQUESTS, "Too many requests"),
+    RequestInProgress = ("urn:idem:problem:request-in-progress", CONFLICT, "A request with this Idempotency-Key is still running"),
+    ReservedMember = ("urn:idem:problem:reserved-member", UNPROCESSABLE_ENTITY, "The payload names a member idem reserves"),
+    StaleToken = ("urn:idem:problem:stale-token", CONFLICT, "The fencing token is not the current claim"),
+    TenantDisabled = ("urn:idem:problem:tenant-disabled", UNAUTHORIZED, "This tenant is disabled"),
+    Timeout = ("urn:idem:problem:timeout", SERVICE_UNAVAILABLE, "The request took longer than the server allows; its outcome is unknown"),
+    TooDeep = ("urn:idem:problem:too-deep", UNPROCESSABLE_ENTITY, "The JSON nests too deeply"),
+    TooLarge = ("urn:idem:problem:too-large", UNPROCESSABLE_ENTITY, "A value is too large to store"),
+    Unauthorized = ("urn:idem:problem:unauthorized", UNAUTHORIZED, "Missing or invalid API token"),
+    Unavailable = ("urn:idem:problem:unavailable", SERVICE_UNAVAILABLE, "The store is unavailable; retry later"),
+    Unprocessable = ("urn:idem:problem:unprocessable", UNPROCESSABLE_ENTITY, "The request cannot be processed"),
+    UnstorableText = ("urn:idem:problem:unstorable-text", UNPROCESSABLE_ENTITY, "The request holds text the database cannot store"),
+    UnsupportedMediaType = ("urn:idem:problem:unsupported-media-type", UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"),
+}
+
 #[derive(Serialize)]
-struct Problem<'a> {
+struct ProblemBody<'a> {
     #[serde(rename = "type")]
     kind: &'a str,
     title: &'a str,
@@ -40,11 +116,12 @@ struct Problem<'a> {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, kind: &'static str, title: &'static str) -> Self {
+    /// An error of type `p`, with its status and title.
+    pub fn of(p: Problem) -> Self {
         Self(Box::new(ProblemParts {
-            status,
-            kind,
-            title,
+            status: p.status(),
+            kind: p.urn(),
+            title: p.title(),
             detail: None,
             retry_after: None,
             challenge: None,
@@ -55,6 +132,12 @@ impl ApiError {
     /// Adds the human explanation of what to fix.
     pub fn detail(mut self, detail: impl Into<String>) -> Self {
         self.0.detail = Some(detail.into());
+        self
+    }
+
+    /// Answers with `status` instead of the problem type's usual one.
+    fn with_status(mut self, status: StatusCode) -> Self {
+        self.0.status = status;
         self
     }
 
@@ -77,12 +160,8 @@ impl ApiError {
 
     /// 401: no usable bearer token; `presented` says whether one was sent.
     pub fn unauthorized(presented: bool) -> Self {
-        let mut e = Self::new(
-            StatusCode::UNAUTHORIZED,
-            "urn:idem:problem:unauthorized",
-            "Missing or invalid API token",
-        )
-        .detail("send Authorization: Bearer <token> with a token from `idem tenant create`");
+        let mut e = Self::of(Problem::Unauthorized)
+            .detail("send Authorization: Bearer <token> with a token from `idem tenant create`");
         e.0.challenge = Some(if presented {
             r#"Bearer realm="idem", error="invalid_token""#
         } else {
@@ -93,11 +172,7 @@ impl ApiError {
 
     /// 401: the token is live but its tenant is disabled.
     pub fn tenant_disabled() -> Self {
-        let mut e = Self::new(
-            StatusCode::UNAUTHORIZED,
-            "urn:idem:problem:tenant-disabled",
-            "This tenant is disabled",
-        )
+        let mut e = Self::of(Problem::TenantDisabled)
         .detail("an administrator disabled this tenant (`idem tenant disable`); its data is kept, and `idem tenant enable` lets its tokens work again");
         e.0.challenge = Some(r#"Bearer realm="idem", error="invalid_token""#);
         e
@@ -106,18 +181,12 @@ impl ApiError {
     /// The body cannot be read: 400 (syntax), 413 (too large), 415 (not
     /// JSON) or 422 (wrong shape).
     pub fn body(status: StatusCode, detail: impl Into<String>) -> Self {
-        let (kind, title) = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            (
-                "urn:idem:problem:body-too-large",
-                "The request body is too large",
-            )
+        let p = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            Problem::BodyTooLarge
         } else {
-            (
-                "urn:idem:problem:bad-body",
-                "The request body cannot be read",
-            )
+            Problem::BadBody
         };
-        Self::new(status, kind, title).detail(detail)
+        Self::of(p).with_status(status).detail(detail)
     }
 
     /// 413: the provider's outcome is over `--max-outcome-bytes`. `size` is
@@ -134,97 +203,61 @@ impl ApiError {
         } else {
             "the action was not marked (its token could not be read): mark it uncertain with POST /v1/actions/{key}/uncertain; do not treat this as bad input"
         };
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "urn:idem:problem:outcome-too-large",
-            "The provider's outcome is too large to keep",
-        )
-        .detail(format!(
-            "{what}, over the limit of {limit} bytes (--max-outcome-bytes); {then}"
-        ))
-        .extra(serde_json::json!({
-            "size": size,
-            "limit": limit,
-            "marked_uncertain": marked,
-        }))
+        Self::of(Problem::OutcomeTooLarge)
+            .detail(format!(
+                "{what}, over the limit of {limit} bytes (--max-outcome-bytes); {then}"
+            ))
+            .extra(serde_json::json!({
+                "size": size,
+                "limit": limit,
+                "marked_uncertain": marked,
+            }))
     }
 
     /// 400: a header, path or query parameter is malformed.
     pub fn bad_request(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "urn:idem:problem:bad-request",
-            "The request is malformed",
-        )
-        .detail(detail)
+        Self::of(Problem::BadRequest).detail(detail)
     }
 
     /// 429: a limit per client address or per day was reached.
     pub fn too_many(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "urn:idem:problem:rate-limited",
-            "Too many requests",
-        )
-        .detail(detail)
+        Self::of(Problem::RateLimited).detail(detail)
     }
 
     /// 431: too many or too large request headers.
     pub fn headers_too_large(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "urn:idem:problem:headers-too-large",
-            "The request headers are too large",
-        )
-        .detail(detail)
+        Self::of(Problem::HeadersTooLarge).detail(detail)
     }
 
     /// The problem document for a status the framework answered before any
     /// handler ran (no route, wrong method, body too large, ...).
     pub fn from_status(status: StatusCode) -> Self {
-        let (kind, title, detail) = match status.as_u16() {
+        let (p, detail) = match status.as_u16() {
             404 => (
-                "urn:idem:problem:no-route",
-                "No such route",
+                Problem::NoRoute,
                 "no /v1 route has this path; see /v1/openapi.json",
             ),
             405 => (
-                "urn:idem:problem:method-not-allowed",
-                "Method not allowed",
+                Problem::MethodNotAllowed,
                 "this route does not take this method; the Allow header lists those it takes",
             ),
             411 => (
-                "urn:idem:problem:length-required",
-                "Length required",
+                Problem::LengthRequired,
                 "send the body with a Content-Length",
             ),
             413 => (
-                "urn:idem:problem:body-too-large",
-                "The request body is too large",
+                Problem::BodyTooLarge,
                 "the API reads bodies of at most 64 KiB",
             ),
             415 => (
-                "urn:idem:problem:unsupported-media-type",
-                "Unsupported media type",
+                Problem::UnsupportedMediaType,
                 "send the body as JSON with Content-Type: application/json",
             ),
-            431 => (
-                "urn:idem:problem:headers-too-large",
-                "The request headers are too large",
-                "send fewer or smaller headers",
-            ),
-            s if s >= 500 => (
-                "urn:idem:problem:internal",
-                "Internal error; it was logged",
-                "",
-            ),
-            _ => (
-                "urn:idem:problem:bad-request",
-                "The request is malformed",
-                "",
-            ),
+            431 => (Problem::HeadersTooLarge, "send fewer or smaller headers"),
+            s if s >= 500 => (Problem::Internal, ""),
+            _ => (Problem::BadRequest, ""),
         };
-        let e = Self::new(status, kind, title);
+        let e = Self::of(p).with_status(status);
         if detail.is_empty() {
             e
         } else {
@@ -234,88 +267,63 @@ impl ApiError {
 
     /// 421: the request names a host this server does not answer for.
     pub fn misdirected(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "urn:idem:problem:misdirected",
-            "This server does not answer for that host",
-        )
-        .detail(detail)
+        Self::of(Problem::Misdirected).detail(detail)
     }
 
     /// 403 with a specific problem type.
-    pub fn forbidden(kind: &'static str, detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, kind, "Forbidden").detail(detail)
+    pub fn forbidden(p: Problem, detail: impl Into<String>) -> Self {
+        Self::of(p)
+            .with_status(StatusCode::FORBIDDEN)
+            .detail(detail)
     }
 
     /// 404: nothing under that name for this tenant.
     pub fn not_found(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "urn:idem:problem:not-found",
-            "Not found for this tenant",
-        )
-        .detail(detail)
+        Self::of(Problem::NotFound).detail(detail)
     }
 
     /// 409 with a specific problem type.
-    pub fn conflict(kind: &'static str, title: &'static str, detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, kind, title).detail(detail)
+    pub fn conflict(p: Problem, detail: impl Into<String>) -> Self {
+        Self::of(p).with_status(StatusCode::CONFLICT).detail(detail)
     }
 
     /// 409 for a lease someone else holds until `lease_until_ms`: says how
     /// long to wait (`Retry-After`, whole seconds) and when the lease ends.
-    pub fn lease_held(
-        kind: &'static str,
-        title: &'static str,
-        detail: &'static str,
-        lease_until_ms: i64,
-        now_ms: i64,
-    ) -> Self {
+    pub fn lease_held(p: Problem, detail: &'static str, lease_until_ms: i64, now_ms: i64) -> Self {
         let wait_ms = lease_until_ms.saturating_sub(now_ms).max(0);
         let seconds = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000);
-        Self::conflict(kind, title, detail)
+        Self::conflict(p, detail)
             .retry_after(seconds)
             .extra(serde_json::json!({ "lease_until_ms": lease_until_ms }))
     }
 
     /// 422: well formed, but it cannot be honoured.
     pub fn unprocessable(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "urn:idem:problem:unprocessable",
-            "The request cannot be processed",
-        )
-        .detail(detail)
+        Self::of(Problem::Unprocessable).detail(detail)
     }
 
     /// 422 with a specific problem type.
-    pub fn unprocessable_as(kind: &'static str, title: &'static str, detail: &str) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, kind, title).detail(detail)
+    pub fn unprocessable_as(p: Problem, detail: &str) -> Self {
+        Self::of(p)
+            .with_status(StatusCode::UNPROCESSABLE_ENTITY)
+            .detail(detail)
     }
 
     /// 422: JSON that nests deeper than idem reads; names the limit.
     pub fn too_deep(e: idem_core::json::TooDeep) -> Self {
-        Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "urn:idem:problem:too-deep",
-            "The JSON nests too deeply",
-        )
-        .detail(e.to_string())
-        .extra(serde_json::json!({ "max_depth": e.limit }))
+        Self::of(Problem::TooDeep)
+            .detail(e.to_string())
+            .extra(serde_json::json!({ "max_depth": e.limit }))
     }
 
     /// 422: an object in the body names a member twice (parsers disagree on
     /// which one counts, so idem takes neither).
     pub fn duplicate_member(name: &str, at: &str) -> Self {
-        Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "urn:idem:problem:duplicate-member",
-            "The JSON names a member twice",
-        )
-        .detail(format!(
-            "the object at {at} names `{name}` more than once; send each member once"
-        ))
-        .extra(serde_json::json!({ "member": name, "at": at }))
+        Self::of(Problem::DuplicateMember)
+            .detail(format!(
+                "the object at {at} names `{name}` more than once; send each member once"
+            ))
+            .extra(serde_json::json!({ "member": name, "at": at }))
     }
 
     /// Refuses JSON text that nests too deeply or names a member twice in
@@ -333,11 +341,7 @@ impl ApiError {
 
     /// 503: every live-feed slot is taken; the page polls instead.
     pub fn feeds_full(cap: usize) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "urn:idem:problem:feeds-full",
-            "Every live-feed stream is taken",
-        )
+        Self::of(Problem::FeedsFull)
         .detail(format!(
             "{cap} live-feed streams are open, the most this server keeps; poll /live/fragment or retry later"
         ))
@@ -346,11 +350,7 @@ impl ApiError {
 
     /// 503: every export slot is taken.
     pub fn exports_busy(at_once: usize) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "urn:idem:problem:exports-busy",
-            "Other exports are running",
-        )
+        Self::of(Problem::ExportsBusy)
         .detail(format!(
             "{at_once} exports of the uncertain list are running, the most this server runs at once; retry after Retry-After seconds"
         ))
@@ -359,23 +359,14 @@ impl ApiError {
 
     /// 503: the store is unreachable or failed; the cause was logged.
     pub fn unavailable() -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "urn:idem:problem:unavailable",
-            "The store is unavailable; retry later",
-        )
-        .retry_after(1)
+        Self::of(Problem::Unavailable).retry_after(1)
     }
 
     /// 503: the database connection failed while the request's write was
     /// being committed, so it may have taken effect. A retry with the same
     /// key (or the same intent) finds what was done, and cannot act twice.
     pub fn outcome_unknown() -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "urn:idem:problem:outcome-unknown",
-            "The outcome is unknown: the database connection failed while this write was being committed",
-        )
+        Self::of(Problem::OutcomeUnknown)
         .detail("it may or may not have been recorded; retry the same request (same Idempotency-Key, same intent), which finds what was done and never acts twice")
         .retry_after(1)
     }
@@ -384,11 +375,7 @@ impl ApiError {
     /// typically waiting on a database host that stopped answering. What
     /// it wrote may or may not have been committed.
     pub fn timed_out(limit: std::time::Duration) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "urn:idem:problem:timeout",
-            "The request took longer than the server allows; its outcome is unknown",
-        )
+        Self::of(Problem::Timeout)
         .detail(format!(
             "no answer within {} ms; retry the same request (same Idempotency-Key, same intent), which finds what was done and never acts twice",
             limit.as_millis()
@@ -398,18 +385,14 @@ impl ApiError {
 
     /// 500: a bug on our side; the cause was logged.
     pub fn internal() -> Self {
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "urn:idem:problem:internal",
-            "Internal error; it was logged",
-        )
+        Self::of(Problem::Internal)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let p = *self.0;
-        let body = Problem {
+        let body = ProblemBody {
             kind: p.kind,
             title: p.title,
             status: p.status.as_u16(),
@@ -455,21 +438,18 @@ impl From<idem_store::Error> for ApiError {
             E::NotFound => ApiError::not_found("no such record for this tenant"),
             E::TenantDisabled(_) => ApiError::tenant_disabled(),
             e if e.is_unstorable_text() => ApiError::unprocessable_as(
-                "urn:idem:problem:unstorable-text",
-                "The request holds text the database cannot store",
+                Problem::UnstorableText,
                 "a value holds a NUL character (\\u0000) or one the database's encoding lacks; remove it",
             ),
             e if e.is_too_large_for_the_database() => {
                 tracing::warn!(error = %chain(&e), "the database refused a value for its size; a documented limit is missing");
                 ApiError::unprocessable_as(
-                    "urn:idem:problem:too-large",
-                    "A value is too large to store",
+                    Problem::TooLarge,
                     "a text or number in the request is larger than the database holds; shorten it",
                 )
             }
             e if e.is_conflict() => ApiError::conflict(
-                "urn:idem:problem:conflict",
-                "Conflicting state",
+                Problem::Conflict,
                 e.to_string(),
             ),
             E::Corrupt(_) => {
@@ -536,4 +516,50 @@ pub fn plain_text(status: StatusCode, text: impl Into<String>) -> Response {
         text,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_problem_type_is_declared_once_in_urn_order() {
+        let urns: Vec<&str> = Problem::ALL.iter().map(|p| p.urn()).collect();
+        let mut sorted = urns.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(urns, sorted, "unique, in URN order");
+        for p in Problem::ALL {
+            assert!(p.urn().starts_with("urn:idem:problem:"), "{p:?}");
+            assert!(!p.title().is_empty(), "{p:?}");
+        }
+    }
+
+    /// The URNs are written in this file's table only: a handler spelling
+    /// one by hand could drift from what the OpenAPI document lists.
+    #[test]
+    fn no_other_source_spells_a_problem_urn() {
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+        let mut stack = vec![std::path::PathBuf::from(src)];
+        let mut found = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("http/error.rs")
+                {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    if text.contains("\"urn:idem:problem:") {
+                        found.push(path.display().to_string());
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "problem URNs spelled outside error.rs: {found:?}"
+        );
+    }
 }

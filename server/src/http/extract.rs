@@ -2,7 +2,7 @@
 //! token, JSON/path/query extractors whose rejections are problem documents,
 //! cookies and the request's locale. A leaf beside `state` and `error`.
 
-use super::error::ApiError;
+use super::error::{ApiError, Problem};
 
 /// The largest request body the API reads (64 KiB); past it the answer is 413.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -120,8 +120,7 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Api
         .map_err(ApiError::from)?;
     if let Some(field) = nul_field(bytes) {
         return Err(ApiError::unprocessable_as(
-            "urn:idem:problem:unstorable-text",
-            "The request holds text the database cannot store",
+            Problem::UnstorableText,
             &format!("{field} holds a NUL character (\\u0000), which idem cannot store; remove it"),
         ));
     }

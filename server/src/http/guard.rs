@@ -12,7 +12,7 @@
 //! an operator allows) closes that door; a proxy in front is another
 //! visitor again, told apart by its `Forwarded`/`X-Forwarded-For`.
 
-use super::error::ApiError;
+use super::error::{ApiError, Problem};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
@@ -164,7 +164,7 @@ fn refusal(rule: &HostRule, req: &Request) -> Option<ApiError> {
         && !credentials(h)
     {
         return Some(ApiError::forbidden(
-            "urn:idem:problem:open-monitor-forwarded",
+            Problem::OpenMonitorForwarded,
             "this monitor is open to visitors on this machine only (loopback, no admin token), \
              and this request came through a proxy (it carries Forwarded, Via, X-Forwarded-*, \
              X-Real-IP or another proxy header), so its \
@@ -259,7 +259,7 @@ pub fn same_origin(headers: &HeaderMap) -> bool {
 /// The refusal of a cross-site form post, naming the form.
 pub fn cross_site(form: &str) -> ApiError {
     ApiError::forbidden(
-        "urn:idem:problem:cross-site",
+        Problem::CrossSite,
         format!("the {form} form is accepted only from this site's own pages (Origin and Sec-Fetch-Site said otherwise)"),
     )
 }

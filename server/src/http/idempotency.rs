@@ -31,7 +31,7 @@
 //!    releases the key, so the client's retry runs again. The layer's own
 //!    answers (400, 401, 409, 413, 422, 503) are never stored.
 
-use super::error::ApiError;
+use super::error::{ApiError, Problem};
 use super::extract::Tenant;
 use super::extract::BODY_LIMIT;
 use super::metrics::Metrics;
@@ -465,8 +465,7 @@ impl Run {
             HttpBegin::InProgress => {
                 config.metrics.in_progress.inc();
                 Err(ApiError::conflict(
-                    "urn:idem:problem:request-in-progress",
-                    "A request with this Idempotency-Key is still running",
+                    Problem::RequestInProgress,
                     "retry with the same key after Retry-After seconds to get its response",
                 )
                 .retry_after(1))
@@ -474,8 +473,7 @@ impl Run {
             HttpBegin::Mismatch => {
                 config.metrics.mismatches.inc();
                 Err(ApiError::unprocessable_as(
-                    "urn:idem:problem:key-reused",
-                    "This Idempotency-Key was used with a different request",
+                    Problem::KeyReused,
                     "an Idempotency-Key names one operation: send a new key for a different method, path or body",
                 ))
             }

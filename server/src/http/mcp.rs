@@ -5,7 +5,7 @@
 //! that carries a foreign `Origin` is refused (403): the MCP transport
 //! requires servers to validate it, against DNS rebinding.
 
-use super::error::ApiError;
+use super::error::{ApiError, Problem};
 use super::extract::authenticate;
 use super::state::ApiState;
 use axum::extract::Request;
@@ -127,7 +127,7 @@ async fn its_tenants_only(
         .is_some_and(|t| tenants.contains(t));
     if !allowed {
         return ApiError::forbidden(
-            "urn:idem:problem:other-tenant",
+            Problem::OtherTenant,
             "this MCP gateway serves other tenants (its guard file's `tenants`)",
         )
         .into_response();
@@ -140,7 +140,7 @@ async fn its_tenants_only(
 async fn same_origin_only(req: Request, next: Next) -> Response {
     if !super::guard::same_origin(req.headers()) {
         return ApiError::forbidden(
-            "urn:idem:problem:cross-site",
+            Problem::CrossSite,
             "the MCP endpoint takes no request from another site's pages (Origin)",
         )
         .into_response();

@@ -84,6 +84,31 @@ impl Modify for CommonProblems {
     }
 }
 
+/// Every problem type the server answers with, as the enum of the problem
+/// document's `type`: the list the clients' error tables are checked
+/// against.
+struct ProblemTypes;
+
+impl Modify for ProblemTypes {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, Schema};
+        let Some(components) = api.components.as_mut() else {
+            return;
+        };
+        let Some(RefOr::T(Schema::Object(doc))) = components.schemas.get_mut("ProblemDoc") else {
+            return;
+        };
+        if let Some(RefOr::T(Schema::Object(kind))) = doc.properties.get_mut("type") {
+            kind.enum_values = Some(
+                super::error::Problem::ALL
+                    .iter()
+                    .map(|p| serde_json::Value::from(p.urn()))
+                    .collect(),
+            );
+        }
+    }
+}
+
 /// The `/v1` API.
 #[derive(OpenApi)]
 #[openapi(
@@ -116,7 +141,7 @@ on every instance.",
         super::demo::count,
         super::demo::list,
     ),
-    modifiers(&Bearer, &CommonProblems),
+    modifiers(&Bearer, &CommonProblems, &ProblemTypes),
 )]
 pub struct ApiDoc;
 
@@ -154,6 +179,17 @@ mod tests {
     /// provider, whose routes are a test tool): a change to `/v1` that does
     /// not update it fails here. `IDEM_WRITE_OPENAPI=1 cargo test -p
     /// idem-server --lib openapi` writes it.
+    #[test]
+    fn the_document_lists_every_problem_type() {
+        let doc = serde_json::to_value(&*WITHOUT_DEMO).unwrap_or_default();
+        let listed = &doc["components"]["schemas"]["ProblemDoc"]["properties"]["type"]["enum"];
+        let want: Vec<&str> = super::super::error::Problem::ALL
+            .iter()
+            .map(|p| p.urn())
+            .collect();
+        assert_eq!(listed, &serde_json::json!(want));
+    }
+
     #[test]
     fn the_committed_document_is_the_generated_one() {
         let path = concat!(

@@ -8,7 +8,7 @@ use super::data::{
 };
 use super::params::LiveQuery;
 use super::{data, MAX_TENANTS, PARALLEL_READS, SHARE_FOR, UNCERTAIN_LISTED};
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, Problem};
 use crate::http::state::LiveState;
 use futures_util::StreamExt;
 use idem_core::TenantId;
@@ -26,7 +26,7 @@ pub(super) async fn scope(
 ) -> Result<Vec<TenantId>, ApiError> {
     match (viewer, &q.tenant) {
         (Viewer::Tenant(own), Some(asked)) if asked != own.as_str() => Err(ApiError::forbidden(
-            "urn:idem:problem:other-tenant",
+            Problem::OtherTenant,
             "this token sees only its own tenant: drop the tenant parameter or ask for your own",
         )),
         (Viewer::Tenant(own), _) => Ok(vec![own.clone()]),

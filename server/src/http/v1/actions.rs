@@ -1,7 +1,7 @@
 //! `/v1/actions/{key}`: claim an action under a lease and a fencing token
 //! (`begin`), settle it (`complete`, `fail`, `reconcile`), read it.
 
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::state::ApiState;
 use axum::extract::State;
@@ -224,8 +224,7 @@ pub async fn begin_action(
     let (status, answer) = claim_action(&state, &tenant, &action, &key, &claim).await?;
     if let BeginResponse::InFlight { lease_until_ms, .. } = answer {
         return Err(ApiError::lease_held(
-            "urn:idem:problem:action-in-flight",
-            "Another attempt holds this action",
+            Problem::ActionInFlight,
             "do not act: another holder's lease is running; call begin again after Retry-After seconds",
             lease_until_ms,
             state.store.now_ms(),
@@ -555,8 +554,7 @@ fn finish_error(key: &IdempotencyKey, e: idem_store::Error) -> ApiError {
         idem_store::Error::NotFound => unknown_action(key),
         e @ (idem_store::Error::StaleToken { .. } | idem_store::Error::LeaseLost { .. }) => {
             ApiError::conflict(
-                "urn:idem:problem:stale-token",
-                "The fencing token is not the current claim",
+                Problem::StaleToken,
                 format!("{e}; nothing was recorded. Read the action with GET /v1/actions/{key}"),
             )
         }

@@ -3,7 +3,7 @@
 //! dies in between does not lose the event, because after the lease the
 //! next delivery claims it again.
 
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::state::ApiState;
 use axum::body::Bytes;
@@ -173,8 +173,7 @@ pub async fn consume_event(
         EventClaim::Failed => (StatusCode::OK, Json(EventResponse::Failed)),
         EventClaim::InFlight { lease_until_ms } => {
             return Err(ApiError::lease_held(
-                "urn:idem:problem:event-in-flight",
-                "Another consumer holds this event",
+                Problem::EventInFlight,
                 "do not act: another consumer's lease is running; deliver it again after Retry-After seconds",
                 lease_until_ms,
                 state.store.now_ms(),
@@ -207,8 +206,7 @@ async fn settle(
             "no claimed event `{event_id:.80}` from `{source:.40}` for this tenant: claim it with POST /v1/events/{{source}}/{{event_id}}"
         ))),
         Err(e @ idem_store::Error::StaleToken { .. }) => Err(ApiError::conflict(
-            "urn:idem:problem:stale-token",
-            "The token is not the current claim",
+            Problem::StaleToken,
             format!("{e}; nothing was recorded"),
         )),
         Err(e) => Err(e.into()),

@@ -3,7 +3,7 @@
 
 use super::actions::{claim_action, BeginResponse, Claim, ClaimOptions};
 use super::keys::payload;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::metrics::DeliveryLabels;
 use crate::http::state::ApiState;
@@ -69,8 +69,7 @@ fn refuse_reserved_members(raw: &serde_json::value::RawValue) -> Result<(), ApiE
     match members.keys().find(|m| m.starts_with(RESERVED_PREFIX)) {
         None => Ok(()),
         Some(m) => Err(ApiError::unprocessable_as(
-            "urn:idem:problem:reserved-member",
-            "The payload names a member idem reserves",
+            Problem::ReservedMember,
             &format!(
                 "payload member `{m}`: names starting with `{RESERVED_PREFIX}` are idem's own (the MCP gateway keeps a call's arguments there); rename it. Nothing was recorded"
             ),
