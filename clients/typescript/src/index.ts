@@ -215,6 +215,11 @@ const enc = encodeURIComponent;
  *  numbers (`Intent.decimal`). */
 const SOURCE = Symbol("idem.source");
 
+/** A member name as one JSON Pointer token (RFC 6901: `~` and `/` escaped). */
+function pointerToken(key: string): string {
+  return key.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
 /** The source text of every number in a JSON text, by JSON Pointer. The
  *  text has already been parsed by `JSON.parse`, so it is well formed. */
 function numberTexts(text: string): Map<string, string> {
@@ -229,7 +234,6 @@ function numberTexts(text: string): Map<string, string> {
     i++;
     return JSON.parse(text.slice(start, i)) as string;
   };
-  const escape = (key: string) => key.replace(/~/g, "~0").replace(/\//g, "~1");
   const value = (path: string): void => {
     space();
     const c = text[i];
@@ -245,7 +249,7 @@ function numberTexts(text: string): Map<string, string> {
         space();
         let at = `${path}/${n}`;
         if (c === "{") {
-          at = `${path}/${escape(string())}`;
+          at = `${path}/${pointerToken(string())}`;
           space();
           i++; // the colon
         }
@@ -311,7 +315,7 @@ function intentOf(doc: Doc): Intent {
     token: null,
     deadline: null,
     decimal(field: string): string | undefined {
-      const pointer = field.startsWith("/") ? field : `/${field.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+      const pointer = field.startsWith("/") ? field : `/${pointerToken(field)}`;
       const source = (doc as { [SOURCE]?: string })[SOURCE];
       const exact = source === undefined ? undefined : (texts ??= numberTexts(source)).get(`/frozen${pointer}`);
       if (exact !== undefined) return exact;
