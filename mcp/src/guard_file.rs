@@ -34,9 +34,9 @@ pub const MAX_BYTES: usize = 64 * 1024;
 /// The most tools one file guards.
 pub const MAX_GUARDS: usize = 64;
 /// The default claim lease, as `/v1` begin's.
-pub const DEFAULT_LEASE_MS: u64 = 30_000;
+pub use idem_wire::DEFAULT_LEASE_MS;
 /// The longest lease a guard may set (one hour, as `/v1`).
-pub const MAX_LEASE_MS: u64 = 3_600_000;
+pub use idem_wire::MAX_LEASE_MS;
 
 /// What a command upstream inherits of the gateway's environment; every
 /// other variable it gets is named in `[upstream] env`.

@@ -9,6 +9,7 @@ use idem_core::locale::{format_money, format_pct, parse_decimal_flag, Currency, 
 use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
 use idem_core::{ActionType, IdempotencyKey, TenantId};
 use idem_store::{ActionState, Outcome, Store};
+use idem_wire::{ActionResponse, IntentView};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -154,21 +155,15 @@ impl IdemTools {
             }
             Err(e) => return Err(store_bad(e)),
         };
-        let frozen = i
-            .candidate
-            .as_deref()
-            .and_then(|c| serde_json::from_str::<Value>(c).ok());
-        let normalized: Value = serde_json::from_str(&i.payload.to_json()).unwrap_or(Value::Null);
+        let (deliveries, divergences, key) = (i.deliveries, i.divergences, i.key.clone());
+        let view = IntentView::of(action, reference.clone(), i).map_err(|e| {
+            tracing::error!(error = %e, "a stored intent cannot be sent");
+            Bad("the intent could not be read; the server's log says why".into())
+        })?;
         Ok(structured(
-            json!({
-                "key": i.key.as_str(), "action": action.as_str(), "reference": reference,
-                "frozen": frozen, "payload": normalized, "revision": i.revision,
-                "deliveries": i.deliveries, "divergences": i.divergences,
-                "first_seen_ms": i.first_seen_ms, "last_seen_ms": i.last_seen_ms,
-            }),
+            serde_json::to_value(&view).unwrap_or(Value::Null),
             format!(
-                "Intent {reference}: {} deliveries, {} divergent; key {}.",
-                i.deliveries, i.divergences, i.key
+                "Intent {reference}: {deliveries} deliveries, {divergences} divergent; key {key}."
             ),
         ))
     }
@@ -181,20 +176,12 @@ impl IdemTools {
         let key = key_arg(args)?;
         let mut s = self.store.session().await.map_err(store_bad)?;
         let a = action_of(&mut s, tenant, &key).await?;
-        let response = a.response.as_deref().map(|r| {
-            serde_json::from_str::<Value>(r).unwrap_or_else(|_| Value::String(r.to_owned()))
-        });
-        let state = a.state.as_str();
+        let (state, attempts, reconciled) = (a.state.as_str(), a.attempts, a.reconciled);
         Ok(structured(
-            json!({
-                "key": key.as_str(), "action": a.action, "state": state, "attempts": a.attempts,
-                "lease_until_ms": a.lease_until_ms, "started_ms": a.started_ms, "updated_ms": a.updated_ms,
-                "response": response, "error": a.error, "retryable": a.retryable, "reconciled": a.reconciled,
-            }),
+            serde_json::to_value(ActionResponse::new(&key, a)).unwrap_or(Value::Null),
             format!(
-                "Action {key}: {state}, {} attempts{}.",
-                a.attempts,
-                if a.reconciled { ", reconciled" } else { "" }
+                "Action {key}: {state}, {attempts} attempts{}.",
+                if reconciled { ", reconciled" } else { "" }
             ),
         ))
     }
@@ -272,8 +259,11 @@ impl IdemTools {
             Outcome::Completed(_) => "completed",
             Outcome::Failed { .. } => "failed",
         };
+        // The answer is the action as now stored: the shape get_action and
+        // `GET /v1/actions/{key}` answer with.
+        let stored = action_of(&mut s, tenant, &key).await?;
         Ok(structured(
-            json!({"key": key.as_str(), "state": settled, "reconciled": true}),
+            serde_json::to_value(ActionResponse::new(&key, stored)).unwrap_or(Value::Null),
             format!("Action {key} recorded as {settled} (reconciled); later calls for it replay this outcome."),
         ))
     }

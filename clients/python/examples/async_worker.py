@@ -1,12 +1,12 @@
 """The same guarantee in asyncio: AsyncClient, awaitable."""
 
+# ANCHOR: async
 import asyncio
 import os
 
 import idem_client
 
 
-# ANCHOR: async
 async def main() -> None:
     async with idem_client.AsyncClient(os.environ["IDEM_URL"], os.environ["IDEM_TOKEN"]) as client:
 
@@ -22,5 +22,5 @@ async def main() -> None:
 
 
 asyncio.run(main())
-# ANCHOR_END: async
 print("eight tasks, one charge")
+# ANCHOR_END: async

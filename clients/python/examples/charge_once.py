@@ -1,5 +1,6 @@
 """A charge guarded by the decorator: run it as often as a queue would."""
 
+# ANCHOR: decorator
 import os
 from decimal import Decimal
 
@@ -11,7 +12,6 @@ URL, TOKEN = os.environ["IDEM_URL"], os.environ["IDEM_TOKEN"]
 client = idem_client.Client(base_url=URL, token=TOKEN)
 
 
-# ANCHOR: decorator
 @client.once("pix.cobranca", lease_ms=30_000, on_in_flight="wait")
 def charge(intent: idem_client.Intent) -> dict:
     # intent.payload is the candidate as its FIRST delivery sent it.
@@ -34,5 +34,5 @@ first = charge(message)
 again = charge(message)                       # a redelivery: nothing runs
 assert not first.replayed and again.replayed
 assert again.response == first.response
-# ANCHOR_END: decorator
 print(first.response["id"], "charged", first.response["amount_cents"], "cents; replayed:", again.replayed)
+# ANCHOR_END: decorator

@@ -1,5 +1,6 @@
 """Queue and webhook deduplication with an event claim."""
 
+# ANCHOR: events
 import os
 
 import idem_client
@@ -7,7 +8,6 @@ import idem_client
 client = idem_client.Client(base_url=os.environ["IDEM_URL"], token=os.environ["IDEM_TOKEN"])
 handled = []
 
-# ANCHOR: events
 def on_message(message_id: str, body: dict) -> None:
     with client.events.claim("rabbitmq", message_id, lease_ms=30_000) as ev:
         if ev.duplicate:
@@ -18,5 +18,5 @@ def on_message(message_id: str, body: dict) -> None:
 on_message("msg-1", {"n": 1})
 on_message("msg-1", {"n": 1})  # the broker redelivered it
 assert handled == [{"n": 1}]
-# ANCHOR_END: events
 print("handled once:", handled)
+# ANCHOR_END: events

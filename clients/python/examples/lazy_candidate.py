@@ -1,5 +1,6 @@
 """The lazy candidate: the model runs only while nothing is frozen."""
 
+# ANCHOR: lazy
 import os
 
 import idem_client
@@ -15,7 +16,6 @@ def extract(message: str) -> dict:
             "chave_pix_destino": "+55 11 98888-7777", "referencia_intencao": "FAT-7"}
 
 
-# ANCHOR: lazy
 @client.once("pix.cobranca")
 def charge(intent: idem_client.Intent) -> dict:
     return {"charged": intent.payload["valor"], "key": intent.key}
@@ -25,5 +25,5 @@ msg = "pode cobrar os 42,50 da fatura FAT-7"
 out = charge(lambda: extract(msg), reference="FAT-7")   # first delivery: the model runs
 out = charge(lambda: extract(msg), reference="FAT-7")   # redelivery: it does not
 assert len(calls) == 1 and out.replayed
-# ANCHOR_END: lazy
 print("model calls:", len(calls))
+# ANCHOR_END: lazy

@@ -1,5 +1,6 @@
 """An effect that raised leaves its outcome unknown; reconcile settles it."""
 
+# ANCHOR: uncertain
 import os
 
 import idem_client
@@ -11,7 +12,6 @@ payload = {"cliente_id": "c-9", "valor": "99.90",
            "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-9"}
 
 
-# ANCHOR: uncertain
 def charge_but_time_out(intent: idem_client.Intent) -> dict:
     psp[intent.key] = {"id": "ch_9", "valor": intent.payload["valor"]}  # it charged...
     raise TimeoutError("...and the answer never came")
@@ -36,5 +36,5 @@ def look_up(intent: idem_client.Intent):
 
 out = client.run("pix.cobranca", charge_but_time_out, payload, reconcile=look_up)
 assert out.reconciled and out.response == {"id": "ch_9", "valor": "99.90"}
-# ANCHOR_END: uncertain
 print("reconciled:", out.response)
+# ANCHOR_END: uncertain

@@ -20,9 +20,9 @@ def test_my_worker_charges_once() -> None:
         charge(payload)
         charge(payload)
         assert len(runs) == 1
-# ANCHOR_END: testing
 
 
 if __name__ == "__main__":
     test_my_worker_charges_once()
     print("passed")
+# ANCHOR_END: testing

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -44,12 +45,53 @@ def test_the_scenarios_follow_their_schema() -> None:
     assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
 
 
-def test_every_problem_type_this_client_maps_is_one_the_server_lists() -> None:
+def test_this_clients_problem_table_is_the_documents() -> None:
     from idem_client._errors import _BY_TYPE  # pyright: ignore[reportPrivateUsage]
 
     document = json.loads((CONFORMANCE / "openapi.json").read_text(encoding="utf-8"))
     listed = set(document["components"]["schemas"]["ProblemDoc"]["properties"]["type"]["enum"])
-    assert set(_BY_TYPE) <= listed, f"mapped but never sent: {set(_BY_TYPE) - listed}"
+    assert set(_BY_TYPE) == listed, f"mapped but never sent: {set(_BY_TYPE) - listed}; sent but not mapped: {listed - set(_BY_TYPE)}"
+
+
+OPENAPI: dict[str, Any] = json.loads((CONFORMANCE / "openapi.json").read_text(encoding="utf-8"))
+#: Each expectation a step may state, and the answer members it is read from.
+EXPECTED: dict[str, list[str]] = {
+    name: spec.get("x-wire", []) for name, spec in SCHEMA["$defs"]["step"]["properties"]["expect"]["properties"].items()
+}
+
+
+def wire_member(ref: str) -> bool:
+    """Whether `Schema.member` or `Schema[status].member` is in the document."""
+    m = re.fullmatch(r"(\w+)(?:\[(\w+)\])?\.(\w+)", ref)
+    assert m, f"not Schema.member or Schema[status].member: {ref}"
+    name, status, member = m.groups()
+    schemas = OPENAPI["components"]["schemas"]
+
+    def members(s: dict[str, Any]) -> set[str]:
+        if "$ref" in s:
+            return members(schemas[s["$ref"].rsplit("/", 1)[1]])
+        return set(s.get("properties", {})).union(*(members(p) for p in s.get("allOf", [])))
+
+    schema = schemas.get(name, {})
+    if status is not None:
+        variants = [v for v in schema.get("oneOf", []) if v.get("properties", {}).get("status", {}).get("enum") == [status]]
+        return len(variants) == 1 and member in members(variants[0])
+    return member in members(schema)
+
+
+def test_every_expectation_is_read_from_a_member_the_document_declares() -> None:
+    for name, refs in EXPECTED.items():
+        assert refs, f"expect.{name} names no answer member (x-wire)"
+        missing = [r for r in refs if not wire_member(r)]
+        assert not missing, f"expect.{name} is read from {missing}, which clients/conformance/openapi.json does not declare"
+
+
+def test_a_member_the_document_lacks_is_refused() -> None:
+    # The check above can fail: a renamed or made-up member is not found.
+    assert wire_member("BeginResponse[completed].reconciled")
+    assert not wire_member("BeginResponse[completed].reconciled_by")
+    assert not wire_member("BeginResponse[claimed].reconciled")
+    assert not wire_member("IntentResponse.divergence")
 
 
 def test_this_runner_handles_every_step_member_the_schema_names() -> None:
@@ -137,6 +179,7 @@ class World:
             return
         out = self.call(step)
         for k, v in step.get("expect", {}).items():
+            assert EXPECTED.get(k), f"expect.{k} is read from no member the document declares"
             got = out.intent.diverged if k == "diverged" else getattr(out, k)
             assert got == v, f"{k}: {got!r} != {v!r}"
 

@@ -4,6 +4,7 @@ against its own tenant; the ledger confirms what they claim."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -36,3 +37,19 @@ def test_the_readmes_tour_is_the_tested_example() -> None:
     example = open(os.path.join(EXAMPLES, "charge_once.py")).read()
     block = example.split("# ANCHOR: decorator\n")[1].split("# ANCHOR_END: decorator")[0]
     assert "<!-- charge-once-python -->\n```python\n" + block + "```" in readme
+    # The package's own README shows the same program.
+    package_readme = open(os.path.join(EXAMPLES, "..", "README.md")).read()
+    assert "```python\n" + block + "```" in package_readme
+
+
+def test_every_snippet_the_book_shows_is_a_whole_program() -> None:
+    # The book includes each example by its anchor: what it shows must
+    # start at the imports and build its client, so a reader can run it as
+    # printed (the tests above run these very files).
+    for script in SCRIPTS:
+        source = open(os.path.join(EXAMPLES, script)).read()
+        (name,) = re.findall(r"^# ANCHOR: (\w+)$", source, re.M)
+        block = source.split(f"# ANCHOR: {name}\n")[1].split(f"# ANCHOR_END: {name}")[0]
+        assert block.startswith(("import ", "from ")), script
+        assert "import idem_client" in block, script
+        assert re.search(r"idem_client\.(Async)?Client\(|serve\(\)", block), script

@@ -1,6 +1,6 @@
 // A charge guarded by `once`: run it as often as a queue would.
 // ANCHOR: once
-import { Failed, Idem, type Intent } from "idem-client";
+import { Failed, Idem, minorUnits, type Intent } from "idem-client";
 
 const URL = process.env.IDEM_URL!;
 const TOKEN = process.env.IDEM_TOKEN!;
@@ -9,7 +9,9 @@ const idem = new Idem({ baseUrl: URL, token: TOKEN });
 /** The provider's call: the demo provider stands in for a PSP. */
 async function psp(intent: Intent, signal: AbortSignal): Promise<{ id: string; amount_cents: number }> {
   // intent.payload is the candidate as its FIRST delivery sent it.
-  const cents = Math.round(Number(intent.payload.valor) * 100);
+  // Exact cents from the amount's decimal text: a Number cannot hold money
+  // exactly, and minorUnits refuses an amount with more than two places.
+  const cents = Number(minorUnits(intent.decimal("valor")!, 2));
   const res = await fetch(URL + "/v1/demo/charges", {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "idempotency-key": intent.key, "content-type": "application/json" },
@@ -33,5 +35,5 @@ const message = { cliente_id: "c-1", valor: "180.00", chave_pix_destino: "fulano
 const first = await charge(message);
 const again = await charge(message); // a redelivery: nothing runs
 if (first.replayed || !again.replayed || again.response.id !== first.response.id) throw new Error("not once");
-// ANCHOR_END: once
 console.log(first.response.id, "charged", first.response.amount_cents, "cents; replayed:", again.replayed);
+// ANCHOR_END: once

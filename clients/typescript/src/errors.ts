@@ -7,6 +7,8 @@
  * propagate.
  */
 
+import type { components } from "./wire.js";
+
 /** The root of every error this package throws on its own account. */
 export class IdemError extends Error {
   constructor(message: string) {
@@ -143,7 +145,12 @@ export class ReferenceMismatch extends IdemError {
 
 type ProblemClass = new (status: number, type: string, title: string, detail?: string, body?: Record<string, unknown>) => ProblemError;
 
-const BY_TYPE: Record<string, ProblemClass> = {
+/** Every problem type the server's OpenAPI document lists (generated). */
+export type ProblemType = components["schemas"]["ProblemDoc"]["type"];
+
+// Keyed by the generated union: a type the document adds, or one it drops,
+// fails tsc here until this table says how the client answers it.
+const BY_TYPE: Record<ProblemType, ProblemClass> = {
   "urn:idem:problem:unauthorized": Unauthorized,
   "urn:idem:problem:tenant-disabled": TenantDisabled,
   "urn:idem:problem:action-in-flight": InFlight,
@@ -159,12 +166,34 @@ const BY_TYPE: Record<string, ProblemClass> = {
   "urn:idem:problem:unavailable": Unavailable,
   "urn:idem:problem:outcome-unknown": Unavailable,
   "urn:idem:problem:timeout": Unavailable,
+  "urn:idem:problem:exports-busy": Unavailable,
+  "urn:idem:problem:feeds-full": Unavailable,
+  "urn:idem:problem:rate-limited": Unavailable,
+  // Requests this client never sends as built: a defect to read, not to retry.
+  "urn:idem:problem:bad-body": ProblemError,
+  "urn:idem:problem:bad-request": ProblemError,
+  "urn:idem:problem:body-too-large": ProblemError,
+  "urn:idem:problem:conflict": ProblemError,
+  "urn:idem:problem:cross-site": ProblemError,
+  "urn:idem:problem:headers-too-large": ProblemError,
+  "urn:idem:problem:internal": ProblemError,
+  "urn:idem:problem:key-reused": ProblemError,
+  "urn:idem:problem:length-required": ProblemError,
+  "urn:idem:problem:method-not-allowed": ProblemError,
+  "urn:idem:problem:misdirected": ProblemError,
+  "urn:idem:problem:no-route": ProblemError,
+  "urn:idem:problem:not-found": ProblemError,
+  "urn:idem:problem:open-monitor-forwarded": ProblemError,
+  "urn:idem:problem:other-tenant": ProblemError,
+  "urn:idem:problem:request-in-progress": ProblemError,
+  "urn:idem:problem:unsupported-media-type": ProblemError,
 };
 
-/** The problem types this client answers with a class of their own (any
- *  other is a `ProblemError`, or by status `Unauthorized`/`Unprocessable`):
- *  its tests check each is one the server's OpenAPI document lists. */
-export const PROBLEM_TYPES: readonly string[] = Object.freeze(Object.keys(BY_TYPE));
+/** Every problem type the server sends, as this client maps it: exactly the
+ *  OpenAPI document's list (tsc checks it through `ProblemType`). A type a
+ *  newer server adds reads by status: `Unauthorized`, `Unprocessable`,
+ *  `Unavailable`, else `ProblemError`. */
+export const PROBLEM_TYPES: readonly ProblemType[] = Object.freeze(Object.keys(BY_TYPE) as ProblemType[]);
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -179,7 +208,7 @@ export function problemFrom(status: number, body: unknown, retryAfterMs: number)
   const type = body.type;
   const title = String(body.title ?? "");
   const detail = String(body.detail ?? "");
-  let cls = BY_TYPE[type];
+  let cls = (BY_TYPE as Record<string, ProblemClass | undefined>)[type];
   if (cls === undefined) {
     cls = status === 401 ? Unauthorized : status === 422 ? Unprocessable : status === 503 ? Unavailable : ProblemError;
   }

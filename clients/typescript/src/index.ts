@@ -26,6 +26,23 @@ import {
   problemFrom,
   unexpected,
 } from "./errors.js";
+import type { components } from "./wire.js";
+
+/**
+ * The JSON shapes idem sends and accepts, generated from the committed
+ * OpenAPI document (`clients/conformance/openapi.json`) into `wire.ts`:
+ * every body this client sends and every answer it reads is typed by them,
+ * so a member renamed on the server fails `tsc` here.
+ */
+export type Wire = components["schemas"];
+/** An intent as frozen (`GET /v1/intents/{action}/{reference}`). */
+export type IntentView = Wire["IntentView"];
+/** `POST /v1/intents`'s answer: the intent, this delivery's verdict and, when asked, the claim. */
+export type IntentResponse = Wire["IntentResponse"];
+/** An action as stored (`GET /v1/actions/{key}`). */
+export type ActionResponse = Wire["ActionResponse"];
+/** A claim's answer (`begin`, or the claim of `POST /v1/intents`). */
+export type ClaimAnswer = Wire["BeginResponse"];
 
 export {
   Failed,
@@ -143,6 +160,11 @@ export interface IdemOptions {
 const MAX_SERVER_WAIT_MS = 20_000;
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 const MAX_BACKOFF_MS = 30_000;
+/** A claim's lease when the caller names none, and the longest the server
+ *  grants, in ms: the OpenAPI document's `default` and `maximum` for every
+ *  `lease_ms` (a test checks both against it). */
+export const DEFAULT_LEASE_MS = 30_000;
+export const MAX_LEASE_MS = 3_600_000;
 const ALLOWED: Record<Kind, ReadonlySet<number>> = {
   record: new Set([200, 201]),
   read: new Set([200]),
@@ -191,8 +213,8 @@ function checkOptions(o: Required<Omit<OnceOptions, "reconcile">>): void {
   if (o.onInFlight !== "wait" && o.onInFlight !== "raise") {
     throw new TypeError(`onInFlight must be "wait" or "raise", not ${JSON.stringify(o.onInFlight)}`);
   }
-  if (!Number.isInteger(o.leaseMs) || o.leaseMs < 1 || o.leaseMs > 3_600_000) {
-    throw new TypeError("leaseMs must be a whole number between 1 and 3600000");
+  if (!Number.isInteger(o.leaseMs) || o.leaseMs < 1 || o.leaseMs > MAX_LEASE_MS) {
+    throw new TypeError(`leaseMs must be a whole number between 1 and ${MAX_LEASE_MS}`);
   }
   if (!(o.maxWaitMs >= 0)) throw new TypeError("maxWaitMs must be zero or more");
 }
@@ -290,7 +312,7 @@ export function minorUnits(text: string, digits: number): bigint {
   return BigInt(`${m[1]}${m[2]}${frac.slice(0, digits).padEnd(digits, "0")}`);
 }
 
-function intentOf(doc: Doc): Intent {
+function intentOf(doc: IntentView & { diverged?: boolean }): Intent {
   const frozen = doc.frozen;
   if (!isRecord(frozen)) {
     throw new ProblemError(
@@ -329,7 +351,14 @@ function intentOf(doc: Doc): Intent {
   };
 }
 
-function hold(intent: Intent, claim: Doc): void {
+/** The fencing token of a claim this call holds: settling without one is
+ *  a defect in this client, named rather than sent as `null`. */
+function heldToken(token: number | null): number {
+  if (token === null) throw new TypeError("idem-client: settling a claim it does not hold");
+  return token;
+}
+
+function hold(intent: Intent, claim: { token: number; attempt: number; lease_until_ms: number }): void {
   const token = claim.token, attempt = claim.attempt, until = claim.lease_until_ms;
   if (typeof token !== "number" || typeof attempt !== "number" || typeof until !== "number") {
     throw unexpected("a claim without its token, attempt or lease");
@@ -339,7 +368,7 @@ function hold(intent: Intent, claim: Doc): void {
   intent.deadline = new Date(until);
 }
 
-function inFlightError(claim: Doc): InFlight {
+function inFlightError(claim: Extract<ClaimAnswer, { status: "in_flight" }>): InFlight {
   const e = new InFlight(
     409,
     "urn:idem:problem:action-in-flight",
@@ -347,11 +376,11 @@ function inFlightError(claim: Doc): InFlight {
     "another holder's lease is running: nothing ran here; call again later",
     claim,
   );
-  e.retryAfterMs = Number(claim.retry_after_ms ?? 0);
+  e.retryAfterMs = Number(claim.retry_after_ms);
   return e;
 }
 
-function uncertainError(intent: Intent, claim: Doc): Uncertain {
+function uncertainError(intent: Intent, claim: Extract<ClaimAnswer, { status: "uncertain" }>): Uncertain {
   const e = new Uncertain(
     202,
     "urn:idem:problem:uncertain",
@@ -360,7 +389,7 @@ function uncertainError(intent: Intent, claim: Doc): Uncertain {
     claim,
   );
   e.key = intent.key;
-  e.previous = isRecord(claim.previous) ? claim.previous : {};
+  e.previous = isRecord(claim.previous) ? (claim.previous as Doc) : {};
   return e;
 }
 
@@ -412,49 +441,49 @@ export class Idem {
     const waitMs = (): number => (o.onInFlight === "raise" ? 0 : Math.max(0, Math.min(MAX_SERVER_WAIT_MS, giveUp - Date.now())));
     const attemptId = newAttemptId();
     const payload = await this.payloadOf(action, candidate, options.reference);
-    const doc = await this.call("POST", "/v1/intents", {
+    const doc = await this.call<IntentResponse>("POST", "/v1/intents", {
       action,
       payload,
       claim: { lease_ms: o.leaseMs, attempt_id: attemptId, wait_ms: waitMs() },
-    }, "record");
+    } satisfies Wire["RecordRequest"], "record");
     const intent = intentOf(doc);
     const first = doc.claim;
     if (!isRecord(first) || typeof first.status !== "string") throw unexpected("POST /v1/intents with a claim answered without one");
-    let claim: Doc = first;
+    let claim: ClaimAnswer = first;
     while (claim.status === "in_flight") {
       const w = waitMs();
       if (w === 0) throw inFlightError(claim);
-      claim = await this.call("POST", `/v1/actions/${intent.key}/begin`, {
+      claim = await this.call<ClaimAnswer>("POST", `/v1/actions/${intent.key}/begin`, {
         action,
         lease_ms: o.leaseMs,
         attempt_id: attemptId,
         wait_ms: w,
-      }, "begin", true);
+      } satisfies Wire["BeginRequest"], "begin", true);
     }
     return this.settle(intent, claim, effect, o.leaseMs, options.reconcile);
   }
 
-  private async settle<T>(intent: Intent, claim: Doc, effect: Effect<T>, leaseMs: number, reconcile: Reconcile | undefined): Promise<Outcome<T>> {
+  private async settle<T>(intent: Intent, claim: ClaimAnswer, effect: Effect<T>, leaseMs: number, reconcile: Reconcile | undefined): Promise<Outcome<T>> {
     const status = claim.status;
     if (status === "completed") {
       return {
         response: claim.response as T,
         replayed: true,
         key: intent.key,
-        attempt: Number(claim.attempt ?? 0),
+        attempt: Number(claim.attempt),
         reconciled: claim.reconciled === true,
         intent,
       };
     }
     if (status === "failed") {
-      const error = String(claim.error ?? "");
+      const error = String(claim.error);
       const e = new FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, claim);
       e.error = error;
       throw e;
     }
-    if (status !== "claimed" && status !== "uncertain") throw unexpected(`a claim with status ${JSON.stringify(status)}`);
+    if (claim.status !== "claimed" && claim.status !== "uncertain") throw unexpected(`a claim with status ${JSON.stringify(status)}`);
     hold(intent, claim);
-    if (status === "uncertain") {
+    if (claim.status === "uncertain") {
       if (reconcile === undefined) {
         await this.markUncertain(intent, "uncertain: the client has no reconcile function");
         throw uncertainError(intent, claim);
@@ -468,10 +497,10 @@ export class Idem {
       }
       if (found !== undefined) {
         await this.call("POST", `/v1/actions/${intent.key}/reconcile`, {
-          token: intent.token,
+          token: heldToken(intent.token),
           outcome: "completed",
           response: jsonOf(found),
-        }, "settle");
+        } satisfies Wire["ReconcileRequest"], "settle");
         return { response: found as T, replayed: false, key: intent.key, attempt: intent.attempt, reconciled: true, intent };
       }
     }
@@ -487,10 +516,10 @@ export class Idem {
       lease.stop();
       if (e instanceof Failed) {
         await this.call("POST", `/v1/actions/${intent.key}/fail`, {
-          token: intent.token,
+          token: heldToken(intent.token),
           error: e.error,
           retryable: e.retryable,
-        }, "settle");
+        } satisfies Wire["FailRequest"], "settle");
       } else {
         // Thrown or aborted: whether the provider acted is unknown.
         await this.markUncertain(intent, `the effect threw: ${String(e)}`);
@@ -506,7 +535,7 @@ export class Idem {
       throw new TypeError(`the effect's result must be JSON to be stored: ${String(e)}`);
     }
     try {
-      await this.call("POST", `/v1/actions/${intent.key}/complete`, { token: intent.token, response }, "settle");
+      await this.call("POST", `/v1/actions/${intent.key}/complete`, { token: heldToken(intent.token), response } satisfies Wire["CompleteRequest"], "settle");
     } catch (e) {
       // The provider acted; its answer just cannot be kept. Uncertain, so a
       // person settles it; never read as bad input.
@@ -521,7 +550,7 @@ export class Idem {
   /** @internal */
   async markUncertain(intent: Intent, why: string): Promise<void> {
     try {
-      await this.call("POST", `/v1/actions/${intent.key}/uncertain`, { token: intent.token, error: why.slice(0, 2000) }, "settle");
+      await this.call("POST", `/v1/actions/${intent.key}/uncertain`, { token: heldToken(intent.token), error: why.slice(0, 2000) } satisfies Wire["UncertainRequest"], "settle");
     } catch (e) {
       if (!(e instanceof ProblemError)) throw e;
     }
@@ -544,9 +573,9 @@ export class Idem {
   }
 
   /** `GET /v1/intents/{action}/{reference}`: the frozen intent, or `null`. */
-  async getIntent(action: string, reference: string): Promise<Doc | null> {
+  async getIntent(action: string, reference: string): Promise<IntentView | null> {
     try {
-      return await this.call("GET", `/v1/intents/${enc(action)}/${enc(reference)}`, undefined, "read");
+      return await this.call<IntentView>("GET", `/v1/intents/${enc(action)}/${enc(reference)}`, undefined, "read");
     } catch (e) {
       if (e instanceof ProblemError && e.status === 404) return null;
       throw e;
@@ -554,17 +583,19 @@ export class Idem {
   }
 
   /** `POST /v1/intents`: records a delivery (first write wins). */
-  record(action: string, payload: Payload): Promise<Doc> {
-    return this.call("POST", "/v1/intents", { action, payload }, "record");
+  record(action: string, payload: Payload): Promise<IntentResponse> {
+    return this.call<IntentResponse>("POST", "/v1/intents", { action, payload } satisfies Wire["RecordRequest"], "record");
   }
 
   /** `GET /v1/actions/{key}`. */
-  getAction(key: string): Promise<Doc> {
-    return this.call("GET", `/v1/actions/${enc(key)}`, undefined, "read");
+  getAction(key: string): Promise<ActionResponse> {
+    return this.call<ActionResponse>("GET", `/v1/actions/${enc(key)}`, undefined, "read");
   }
 
-  /** @internal One call to idem, retried while that is safe; its JSON object. */
-  async call(method: string, path: string, body: unknown, kind: Kind, inFlightOk = false): Promise<Doc> {
+  /** @internal One call to idem, retried while that is safe; its JSON
+   *  object, read as the generated type the caller names (its members are
+   *  still checked where they are used: an answer is never trusted). */
+  async call<A extends object = Doc>(method: string, path: string, body: unknown, kind: Kind, inFlightOk = false): Promise<A> {
     for (let tries = 0; ; tries++) {
       const mayRetry = tries < this.maxRetries;
       let res: Response;
@@ -597,10 +628,15 @@ export class Idem {
         // The text stays with the document, unenumerable, for the exact
         // digits of its numbers.
         Object.defineProperty(doc, SOURCE, { value: text });
-        return doc;
+        return doc as A;
       }
       if (inFlightOk && res.status === 409 && isRecord(doc) && doc.type === "urn:idem:problem:action-in-flight") {
-        return { status: "in_flight", lease_until_ms: Number(doc.lease_until_ms ?? 0), retry_after_ms: retryAfterMs(res.headers) ?? 0 };
+        const inFlight = {
+          status: "in_flight",
+          lease_until_ms: Number(doc.lease_until_ms ?? 0),
+          retry_after_ms: retryAfterMs(res.headers) ?? 0,
+        } satisfies ClaimAnswer;
+        return inFlight as A;
       }
       if (RETRY_STATUSES.has(res.status) && mayRetry) {
         await sleep(backoffMs(tries, retryAfterMs(res.headers)));
@@ -613,7 +649,7 @@ export class Idem {
 }
 
 function onceDefaults(o: OnceOptions): Required<Omit<OnceOptions, "reconcile">> {
-  return { leaseMs: o.leaseMs ?? 30_000, onInFlight: o.onInFlight ?? "wait", maxWaitMs: o.maxWaitMs ?? 60_000 };
+  return { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, onInFlight: o.onInFlight ?? "wait", maxWaitMs: o.maxWaitMs ?? 60_000 };
 }
 
 function jsonOf(value: unknown): unknown {
@@ -661,10 +697,10 @@ class Lease {
   private async renew(): Promise<void> {
     if (this.stopped) return;
     try {
-      const doc = await this.idem.call("POST", `/v1/actions/${this.intent.key}/renew`, {
-        token: this.intent.token,
+      const doc = await this.idem.call<Wire["RenewResponse"]>("POST", `/v1/actions/${this.intent.key}/renew`, {
+        token: heldToken(this.intent.token),
         lease_ms: this.leaseMs,
-      }, "settle");
+      } satisfies Wire["RenewRequest"], "settle");
       if (this.stopped) return;
       if (typeof doc.lease_until_ms === "number") {
         this.intent.deadline = new Date(doc.lease_until_ms);
@@ -715,14 +751,14 @@ export class EventClaim {
   /** The work is done: later deliveries are duplicates. */
   async complete(): Promise<void> {
     if (this.duplicate || this.settled) return;
-    await this.idem.call("POST", this.path("complete"), { token: this.token }, "settle");
+    await this.idem.call("POST", this.path("complete"), { token: heldToken(this.token) } satisfies Wire["CompleteEventRequest"], "settle");
     this.settled = true;
   }
 
   /** Gives the event back for redelivery (or, `retryable: false`, fails it for good). */
   async release(options: { retryable?: boolean } = {}): Promise<void> {
     if (this.duplicate || this.settled) return;
-    await this.idem.call("POST", this.path("fail"), { token: this.token, retryable: options.retryable ?? true }, "settle");
+    await this.idem.call("POST", this.path("fail"), { token: heldToken(this.token), retryable: options.retryable ?? true } satisfies Wire["FailEventRequest"], "settle");
     this.settled = true;
   }
 
@@ -741,17 +777,17 @@ export class Events {
    *  when the work is done (`await using` releases it otherwise). */
   async claim(source: string, eventId: string, options: { leaseMs?: number } = {}): Promise<EventClaim> {
     const ev = new EventClaim(this.idem, source, eventId);
-    const doc = await this.idem.call("POST", `/v1/events/${enc(source)}/${enc(eventId)}`, { lease_ms: options.leaseMs ?? 30_000 }, "event");
+    const doc = await this.idem.call<Wire["EventResponse"]>("POST", `/v1/events/${enc(source)}/${enc(eventId)}`, { lease_ms: options.leaseMs ?? DEFAULT_LEASE_MS } satisfies Wire["ClaimRequest"], "event");
     if (doc.status === "first") {
       if (typeof doc.token !== "number") throw unexpected("an event claim without its token");
       ev.token = doc.token;
-      ev.attempt = Number(doc.attempt ?? 1);
+      ev.attempt = Number(doc.attempt);
       ev.previous = typeof doc.previous === "string" ? doc.previous : null;
     } else if (doc.status === "duplicate" || doc.status === "failed") {
       ev.duplicate = true;
       ev.failedBefore = doc.status === "failed";
     } else {
-      throw unexpected(`an event claim with status ${JSON.stringify(doc.status)}`);
+      throw unexpected(`an event claim with status ${JSON.stringify((doc as { status?: unknown }).status)}`);
     }
     return ev;
   }

@@ -21,11 +21,52 @@ const HANDLED = new Set([
   "parallel", "worker", "proxy", "executions", "model_calls", "ledger_cents",
 ]);
 
-test("every problem type this client maps is one the server's OpenAPI document lists", () => {
+test("this client's problem table is exactly the server's OpenAPI document's list", () => {
   const doc = JSON.parse(readFileSync(new URL("../../conformance/openapi.json", import.meta.url), "utf8"));
-  const listed = new Set(doc.components.schemas.ProblemDoc.properties.type.enum);
-  assert.ok(idemClient.PROBLEM_TYPES.length > 10);
-  assert.deepEqual(idemClient.PROBLEM_TYPES.filter((t) => !listed.has(t)), [], "mapped but never sent");
+  const listed = doc.components.schemas.ProblemDoc.properties.type.enum;
+  assert.deepEqual([...idemClient.PROBLEM_TYPES].sort(), [...listed].sort());
+});
+
+const OPENAPI = JSON.parse(readFileSync(new URL("../../conformance/openapi.json", import.meta.url), "utf8"));
+/** Each expectation a step may state, and the answer members it is read from. */
+const EXPECTED = new Map(
+  Object.entries(SCHEMA.$defs.step.properties.expect.properties).map(([name, spec]) => [name, spec["x-wire"] ?? []]),
+);
+
+/** Whether `Schema.member` or `Schema[status].member` is in the document. */
+function wireMember(ref) {
+  const m = /^(\w+)(?:\[(\w+)\])?\.(\w+)$/.exec(ref);
+  assert.ok(m, `not Schema.member or Schema[status].member: ${ref}`);
+  const [, name, status, member] = m;
+  const schemas = OPENAPI.components.schemas;
+  const members = (s) =>
+    s.$ref
+      ? members(schemas[s.$ref.split("/").pop()])
+      : new Set([...Object.keys(s.properties ?? {}), ...(s.allOf ?? []).flatMap((p) => [...members(p)])]);
+  const schema = schemas[name] ?? {};
+  if (status === undefined) return members(schema).has(member);
+  const variants = (schema.oneOf ?? []).filter((v) => JSON.stringify(v.properties?.status?.enum) === JSON.stringify([status]));
+  return variants.length === 1 && members(variants[0]).has(member);
+}
+
+test("every expectation is read from a member the OpenAPI document declares", () => {
+  for (const [name, refs] of EXPECTED) {
+    assert.ok(refs.length > 0, `expect.${name} names no answer member (x-wire)`);
+    assert.deepEqual(refs.filter((r) => !wireMember(r)), [], `expect.${name} reads members the document lacks`);
+  }
+  // The check can fail: a renamed or made-up member is not found.
+  assert.ok(!wireMember("BeginResponse[completed].reconciled_by"));
+  assert.ok(!wireMember("BeginResponse[claimed].reconciled"));
+  assert.ok(!wireMember("IntentResponse.divergence"));
+});
+
+test("the lease default and maximum are the OpenAPI document's", () => {
+  const leases = Object.entries(OPENAPI.components.schemas).filter(([, s]) => s.properties?.lease_ms);
+  assert.ok(leases.length >= 4);
+  for (const [name, s] of leases) {
+    const l = s.properties.lease_ms;
+    assert.deepEqual([l.default, l.maximum, l.minimum], [idemClient.DEFAULT_LEASE_MS, idemClient.MAX_LEASE_MS, 1], name);
+  }
 });
 
 test("this runner handles every step member the schema names", () => {
@@ -114,6 +155,7 @@ class World {
     }
     const out = await promise;
     for (const [k, v] of Object.entries(step.expect ?? {})) {
+      assert.ok(EXPECTED.get(k)?.length, `expect.${k} is read from no member the document declares`);
       const got = k === "diverged" ? out.intent.diverged : out[k];
       assert.equal(got, v, `${k}`);
     }

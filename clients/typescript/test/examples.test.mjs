@@ -42,3 +42,14 @@ test("the README's example is the tested file's", () => {
   const anchored = source.split("// ANCHOR: once\n")[1].split("// ANCHOR_END: once")[0];
   assert.ok(readme.includes(anchored.trim()), "README.md's block differs from examples/charge_once.ts");
 });
+
+test("every snippet the book shows is a whole program: imports, constructor, all", () => {
+  for (const file of Object.keys(cases)) {
+    const source = readFileSync(new URL(`../examples/${file.replace(/\.js$/, ".ts")}`, import.meta.url), "utf8");
+    const [, name] = /^\/\/ ANCHOR: (\w+)$/m.exec(source) ?? [];
+    assert.ok(name, `${file}: no anchor`);
+    const block = source.split(`// ANCHOR: ${name}\n`)[1].split(`// ANCHOR_END: ${name}`)[0];
+    assert.match(block, /^import \{[^}]*\bIdem\b[^}]*\} from "idem-client";/, file);
+    assert.match(block, /new Idem\(\{ baseUrl: /, file);
+  }
+});

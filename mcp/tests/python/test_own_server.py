@@ -4,6 +4,7 @@ MCP SDK: its tools, the reference estimate, and a reconciliation."""
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 from typing import Any
 
@@ -17,6 +18,14 @@ pytestmark = pytest.mark.anyio
 
 REFERENCE = {"conversations": 30000, "tokens_in": 8000, "tokens_out": 600, "price_in": "0,015",
              "price_out": "0,075", "price_unit": "1k", "ticket": "1,20", "duplicate_rate": 3}
+
+
+# The wire contract /v1 serves, committed beside the clients.
+OPENAPI = json.loads((pathlib.Path(__file__).resolve().parents[3] / "clients" / "conformance" / "openapi.json").read_text())
+
+
+def members_of(schema: str) -> set[str]:
+    return set(OPENAPI["components"]["schemas"][schema]["properties"])
 
 
 async def own(env: Env) -> Any:
@@ -72,6 +81,9 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
             assert [a["key"] for a in listed.structured_content["actions"]] == [key]
             intent = await s.call_tool("get_intent", {"action": "pix.cobranca", "reference": "FAT-U"})
             assert intent.structured_content["frozen"]["valor"] == "180.00"
+            # The same view /v1 answers with: the document's members, no
+            # more, no fewer.
+            assert set(intent.structured_content) == members_of("IntentView")
             no_evidence = await s.call_tool("reconcile_action", {"key": key, "outcome": "completed"})
             assert no_evidence.is_error and "`response`" in text_of(no_evidence)
             # Re-opening would let the next call charge again: refused, and
@@ -86,6 +98,8 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
             assert not done.is_error, text_of(done)
             action = await s.call_tool("get_action", {"key": key})
             assert action.structured_content["state"] == "completed" and action.structured_content["reconciled"]
+            assert set(action.structured_content) == members_of("ActionResponse")
+            assert done.structured_content == action.structured_content
             again = await s.call_tool("reconcile_action", {"key": key, "outcome": "failed", "error": "x"})
             assert again.is_error and "unknown is reconciled" in text_of(again)
             summary = await s.call_tool("live_summary", {"hours": 1})

@@ -472,6 +472,15 @@ impl From<idem_store::Error> for ApiError {
     }
 }
 
+impl From<idem_wire::NotJson> for ApiError {
+    /// A stored text idem wrote is not JSON: a defect, logged once, never
+    /// sent.
+    fn from(e: idem_wire::NotJson) -> Self {
+        tracing::error!(error = %e, "a stored answer cannot be sent");
+        ApiError::internal()
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
         ApiError::body(e.status(), e.body_text())

@@ -109,6 +109,30 @@ impl Modify for ProblemTypes {
     }
 }
 
+/// Every `lease_ms` member states its bounds and default from the one
+/// declaration in `idem_wire`, so the document, the server and the clients'
+/// checks never spell them apart.
+struct Leases;
+
+impl Modify for Leases {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, Schema};
+        let Some(components) = api.components.as_mut() else {
+            return;
+        };
+        for schema in components.schemas.values_mut() {
+            let RefOr::T(Schema::Object(o)) = schema else {
+                continue;
+            };
+            if let Some(RefOr::T(Schema::Object(lease))) = o.properties.get_mut("lease_ms") {
+                lease.minimum = Some(1.into());
+                lease.maximum = Some(idem_wire::MAX_LEASE_MS.into());
+                lease.default = Some(idem_wire::DEFAULT_LEASE_MS.into());
+            }
+        }
+    }
+}
+
 /// The `/v1` API.
 #[derive(OpenApi)]
 #[openapi(
@@ -141,7 +165,7 @@ on every instance.",
         super::demo::count,
         super::demo::list,
     ),
-    modifiers(&Bearer, &CommonProblems, &ProblemTypes),
+    modifiers(&Bearer, &CommonProblems, &ProblemTypes, &Leases),
 )]
 pub struct ApiDoc;
 

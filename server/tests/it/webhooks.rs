@@ -19,6 +19,10 @@ use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// A delivery as it arrived: `webhook-id`, `webhook-timestamp`,
+/// `webhook-signature` and the body.
+type Raw = (String, String, String, Vec<u8>);
+
 /// A receiver: answers `status` (200 unless told otherwise), verifies each
 /// request's signature, and keeps what it got.
 #[derive(Clone)]
@@ -33,6 +37,8 @@ struct Receiver {
     /// The `user-agent` of each accepted delivery: which relay sent it.
     senders: Arc<Mutex<Vec<String>>>,
     bad_signatures: Arc<AtomicUsize>,
+    /// Each accepted delivery as it arrived.
+    raw: Arc<Mutex<Vec<Raw>>>,
 }
 
 impl Receiver {
@@ -46,6 +52,7 @@ impl Receiver {
             overlaps: Arc::default(),
             senders: Arc::default(),
             bad_signatures: Arc::default(),
+            raw: Arc::default(),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -88,8 +95,9 @@ impl Receiver {
         let status = StatusCode::from_u16(self.status.load(Ordering::SeqCst)).unwrap();
         if status.is_success() {
             let v: Value = serde_json::from_slice(body).unwrap();
-            self.got.lock().unwrap().push((id, v));
+            self.got.lock().unwrap().push((id.clone(), v));
             self.senders.lock().unwrap().push(h("user-agent"));
+            self.raw.lock().unwrap().push((id, ts, sig, body.to_vec()));
         }
         status
     }
@@ -285,6 +293,7 @@ async fn charges_reach_a_verifying_receiver_once_each(s: &Srv) {
     keys.sort();
     assert_eq!(seen_keys, keys);
     assert!(other.got.lock().unwrap().is_empty());
+    book_verifier_accepts_it_and_refuses_a_changed_body(&secret, &r.raw.lock().unwrap()[0]);
     let m = s.metrics().await;
     assert!(
         m.contains("idem_webhook_deliveries{state=\"delivered\"} 20"),
@@ -299,6 +308,41 @@ async fn charges_reach_a_verifying_receiver_once_each(s: &Srv) {
     assert_eq!(live["webhooks"]["delivered"], 20, "{live}");
     let page = common::page(&format!("{}/live?window=1h&lang=en-US", s.base)).await;
     assert!(page.contains("id=\"live-webhooks\""), "{page}");
+}
+
+/// The book's verifier (`examples/python/verify_webhook.py`, included by
+/// the webhooks chapter) on a delivery as the relay sent it.
+fn book_verifier_accepts_it_and_refuses_a_changed_body(secret: &[u8], (id, ts, sig, body): &Raw) {
+    use base64::Engine;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/python/verify_webhook.py"
+    );
+    let secret = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(secret)
+    );
+    let body = String::from_utf8(body.clone()).unwrap();
+    for (body, want) in [
+        (body.clone(), "valid"),
+        (body.replacen("ch_", "ch_X", 1), "invalid"),
+    ] {
+        let input = serde_json::json!({"secret": secret, "id": id, "timestamp": ts, "signature": sig, "body": body});
+        let mut child = std::process::Command::new("python3")
+            .arg(script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        std::io::Write::write_all(
+            &mut child.stdin.take().unwrap(),
+            input.to_string().as_bytes(),
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want);
+    }
 }
 
 /// A receiver answering 500 sees each message again after the backoff,

@@ -33,10 +33,12 @@ from ._errors import (
 )
 from ._models import EventClaim, Intent, Outcome
 from ._sync import Client, Events
+from .wire import ActionResponse, IntentResponse, IntentView
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ActionResponse",
     "AsyncClient",
     "AsyncEvents",
     "Client",
@@ -47,6 +49,8 @@ __all__ = [
     "IdemError",
     "InFlight",
     "Intent",
+    "IntentResponse",
+    "IntentView",
     "Outcome",
     "OutcomeTooLarge",
     "ProblemError",

@@ -12,6 +12,7 @@ from typing import Any, Awaitable, Callable, Mapping, TypeVar, Union
 import httpx
 
 from . import _protocol as p
+from . import wire as w
 from ._errors import Failed, OutcomeTooLarge, ProblemError
 from ._models import EventClaim, Intent, Outcome
 from ._protocol import OnInFlight
@@ -65,7 +66,7 @@ class AsyncClient:
         self,
         action: str,
         *,
-        lease_ms: int = 30_000,
+        lease_ms: int = p.DEFAULT_LEASE_MS,
         on_in_flight: OnInFlight = "wait",
         max_wait: float = 60.0,
         reconcile: MaybeAsync[Any] | None = None,
@@ -98,7 +99,7 @@ class AsyncClient:
         candidate: AsyncCandidate,
         *,
         reference: str | None = None,
-        lease_ms: int = 30_000,
+        lease_ms: int = p.DEFAULT_LEASE_MS,
         on_in_flight: OnInFlight = "wait",
         max_wait: float = 60.0,
         reconcile: MaybeAsync[Any] | None = None,
@@ -109,31 +110,35 @@ class AsyncClient:
         give_up = time.monotonic() + max_wait
         attempt_id = p.new_attempt_id()
         payload = await self._payload(action, candidate, reference)
-        doc = await self._call(
+        doc = p.intent_answer(
+            await self._call(
             "POST",
             "/v1/intents",
             p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
             "record",
         )
-        intent = p.intent_of(doc, bool(doc.get("diverged")))
+    )
+        intent = p.intent_of_answer(doc)
         claim = p.claim_of(doc)
         while claim["status"] == "in_flight":
             wait_ms = p.wait_ms(on_in_flight, give_up)
             if wait_ms == 0:
                 raise p.in_flight(claim)
-            claim = await self._call(
+            claim = p.claim_answer(
+                await self._call(
                 "POST",
                 p.action_path(intent.key, "begin"),
                 p.begin_body(action, lease_ms, attempt_id, wait_ms),
                 "begin",
                 in_flight_ok=True,
+                )
             )
         return await self._settle(intent, claim, effect, lease_ms, reconcile)
 
     async def _settle(
         self,
         intent: Intent,
-        claim: Mapping[str, Any],
+        claim: w.BeginResponse,
         effect: MaybeAsync[T],
         lease_ms: int,
         reconcile: MaybeAsync[Any] | None,
@@ -156,7 +161,7 @@ class AsyncClient:
                 await self._call(
                     "POST",
                     p.action_path(intent.key, "reconcile"),
-                    {"token": intent.token, "outcome": "completed", "response": p.encode_response(found)},
+                    p.reconcile_body(intent.token, p.encode_response(found)),
                     "settle",
                 )
                 return Outcome(found, False, intent.key, intent.attempt, True, intent)
@@ -171,7 +176,7 @@ class AsyncClient:
             await self._call(
                 "POST",
                 p.action_path(intent.key, "fail"),
-                {"token": intent.token, "error": f.error, "retryable": f.retryable},
+                p.fail_body(intent.token, f.error, f.retryable),
                 "settle",
             )
             raise
@@ -190,7 +195,7 @@ class AsyncClient:
             await self._call(
                 "POST",
                 p.action_path(intent.key, "complete"),
-                {"token": intent.token, "response": response},
+                p.complete_body(intent.token, response),
                 "settle",
             )
         except OutcomeTooLarge as e:
@@ -211,17 +216,17 @@ class AsyncClient:
                 doc = await self._call(
                     "POST",
                     p.action_path(intent.key, "renew"),
-                    {"token": intent.token, "lease_ms": lease_ms},
+                    p.renew_body(intent.token, lease_ms),
                     "settle",
                 )
             except ProblemError:
                 return
-            intent._extend(int(doc.get("lease_until_ms", 0)))  # pyright: ignore[reportPrivateUsage]
+            intent._extend(int(p.renew_answer(doc)["lease_until_ms"]))  # pyright: ignore[reportPrivateUsage]
 
     async def _mark_uncertain(self, intent: Intent, why: str) -> None:
         try:
             await self._call(
-                "POST", p.action_path(intent.key, "uncertain"), {"token": intent.token, "error": why[:2000]}, "settle"
+                "POST", p.action_path(intent.key, "uncertain"), p.uncertain_body(intent.token, why), "settle"
             )
         except ProblemError:
             pass
@@ -242,22 +247,22 @@ class AsyncClient:
         p.check_reference(action, reference, await self.record(action, fresh))  # pyright: ignore[reportUnknownArgumentType]
         return fresh  # pyright: ignore[reportUnknownVariableType]
 
-    async def get_intent(self, action: str, reference: str) -> dict[str, Any] | None:
+    async def get_intent(self, action: str, reference: str) -> w.IntentView | None:
         """The frozen intent, or ``None`` when none was recorded."""
         try:
-            return await self._call("GET", p.intent_path(action, reference), None, "read")
+            return p.intent_view(await self._call("GET", p.intent_path(action, reference), None, "read"))
         except ProblemError as e:
             if e.status == 404:
                 return None
             raise
 
-    async def record(self, action: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    async def record(self, action: str, payload: Mapping[str, Any]) -> w.IntentResponse:
         """``POST /v1/intents``: records a delivery (first write wins)."""
-        return await self._call("POST", "/v1/intents", {"action": action, "payload": payload}, "record")
+        return p.intent_answer(await self._call("POST", "/v1/intents", p.delivery_body(action, payload), "record"))
 
-    async def get_action(self, key: str) -> dict[str, Any]:
+    async def get_action(self, key: str) -> w.ActionResponse:
         """``GET /v1/actions/{key}``."""
-        return await self._call("GET", p.action_path(key), None, "read")
+        return p.action_answer(await self._call("GET", p.action_path(key), None, "read"))
 
     async def _call(
         self,
@@ -302,7 +307,7 @@ class AsyncEvents:
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
 
-    def claim(self, source: str, event_id: str, *, lease_ms: int = 30_000) -> _AsyncEventScope:
+    def claim(self, source: str, event_id: str, *, lease_ms: int = p.DEFAULT_LEASE_MS) -> _AsyncEventScope:
         return _AsyncEventScope(self._client, source, event_id, lease_ms)
 
 
@@ -314,7 +319,7 @@ class _AsyncEventScope:
 
     async def __aenter__(self) -> EventClaim:
         doc = await self._c._call(  # pyright: ignore[reportPrivateUsage]
-            "POST", p.event_path(self._ev.source, self._ev.event_id), {"lease_ms": self._lease_ms}, "event"
+            "POST", p.event_path(self._ev.source, self._ev.event_id), p.event_claim_body(self._lease_ms), "event"
         )
         p.event_claimed(self._ev, doc)
         return self._ev

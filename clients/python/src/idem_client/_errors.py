@@ -152,6 +152,9 @@ class Failed(IdemError):
         self.retryable = retryable
 
 
+#: Every problem type the server's OpenAPI document lists, as this client
+#: answers it; a test checks it is exactly the document's list. A type a
+#: newer server adds reads by status.
 _BY_TYPE: dict[str, type[ProblemError]] = {
     "urn:idem:problem:unauthorized": Unauthorized,
     "urn:idem:problem:tenant-disabled": TenantDisabled,
@@ -168,6 +171,27 @@ _BY_TYPE: dict[str, type[ProblemError]] = {
     "urn:idem:problem:unavailable": Unavailable,
     "urn:idem:problem:outcome-unknown": Unavailable,
     "urn:idem:problem:timeout": Unavailable,
+    "urn:idem:problem:exports-busy": Unavailable,
+    "urn:idem:problem:feeds-full": Unavailable,
+    "urn:idem:problem:rate-limited": Unavailable,
+    # Requests this client never sends as built: a defect to read, not to retry.
+    "urn:idem:problem:bad-body": ProblemError,
+    "urn:idem:problem:bad-request": ProblemError,
+    "urn:idem:problem:body-too-large": ProblemError,
+    "urn:idem:problem:conflict": ProblemError,
+    "urn:idem:problem:cross-site": ProblemError,
+    "urn:idem:problem:headers-too-large": ProblemError,
+    "urn:idem:problem:internal": ProblemError,
+    "urn:idem:problem:key-reused": ProblemError,
+    "urn:idem:problem:length-required": ProblemError,
+    "urn:idem:problem:method-not-allowed": ProblemError,
+    "urn:idem:problem:misdirected": ProblemError,
+    "urn:idem:problem:no-route": ProblemError,
+    "urn:idem:problem:not-found": ProblemError,
+    "urn:idem:problem:open-monitor-forwarded": ProblemError,
+    "urn:idem:problem:other-tenant": ProblemError,
+    "urn:idem:problem:request-in-progress": ProblemError,
+    "urn:idem:problem:unsupported-media-type": ProblemError,
 }
 
 

@@ -17,16 +17,22 @@ import secrets
 import time
 import uuid
 from decimal import Decimal
-from typing import Any, Callable, Literal, Mapping, Union
+from typing import Any, Callable, Literal, Mapping, Union, cast
 from urllib.parse import quote
 
 from ._errors import FailedForGood, InFlight, ProblemError, ReferenceMismatch, Unavailable, Uncertain, problem_from
+from . import wire as w
 from ._models import EventClaim, Intent, Outcome
 
 JSON = Any
 OnInFlight = Literal["wait", "raise"]
 Candidate = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
 
+#: A claim's lease when the caller names none, and the longest the server
+#: grants, in ms: the OpenAPI document's ``default`` and ``maximum`` for
+#: every ``lease_ms`` (a test checks both against it).
+DEFAULT_LEASE_MS = 30_000
+MAX_LEASE_MS = 3_600_000
 #: The longest wait one claim asks the server for (its bound is 20 s).
 MAX_SERVER_WAIT_MS = 20_000
 #: Statuses after which a call is repeated.
@@ -71,10 +77,11 @@ def check_candidate(candidate: object, reference: str | None) -> None:
         )
 
 
-def check_reference(action: str, reference: str | None, doc: Mapping[str, Any]) -> None:
+def check_reference(action: str, reference: str | None, doc: w.IntentResponse) -> None:
     """A lazy candidate's fresh intent must be recorded under ``reference=``,
     or every redelivery would call the model again."""
-    recorded = doc.get("reference")
+    # Read as the untrusted JSON it is: the type says str, the wire may not.
+    recorded = cast(object, doc.get("reference"))
     if reference is not None and isinstance(recorded, str) and recorded != reference:
         raise ReferenceMismatch(action, reference, recorded)
 
@@ -92,23 +99,63 @@ def event_path(source: str, event_id: str, verb: str = "") -> str:
     return base + (f"/{verb}" if verb else "")
 
 
-def record_body(action: str, payload: Mapping[str, Any], lease_ms: int, attempt_id: str, wait_ms: int) -> dict[str, Any]:
-    return {
-        "action": action,
-        "payload": payload,
-        "claim": {"lease_ms": lease_ms, "attempt_id": attempt_id, "wait_ms": wait_ms},
-    }
+# The bodies, one constructor each, typed by the document's schemas
+# (idem_client.wire): a member misspelled here fails pyright.
 
 
-def begin_body(action: str, lease_ms: int, attempt_id: str, wait_ms: int) -> dict[str, Any]:
-    return {"action": action, "lease_ms": lease_ms, "attempt_id": attempt_id, "wait_ms": wait_ms}
+def record_body(action: str, payload: Mapping[str, Any], lease_ms: int, attempt_id: str, wait_ms: int) -> w.RecordRequest:
+    return w.RecordRequest(
+        action=action,
+        payload=dict(payload),
+        claim=w.ClaimOptions(lease_ms=lease_ms, attempt_id=attempt_id, wait_ms=wait_ms),
+    )
 
 
-def frozen_candidate(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+def delivery_body(action: str, payload: Mapping[str, Any]) -> w.RecordRequest:
+    return w.RecordRequest(action=action, payload=dict(payload))
+
+
+def begin_body(action: str, lease_ms: int, attempt_id: str, wait_ms: int) -> w.BeginRequest:
+    return w.BeginRequest(action=action, lease_ms=lease_ms, attempt_id=attempt_id, wait_ms=wait_ms)
+
+
+def held(token: int | None) -> int:
+    """The fencing token of a claim this call holds: settling without one
+    is a defect in this client, named rather than sent as null."""
+    if token is None:
+        raise TypeError("idem_client: settling a claim it does not hold")
+    return token
+
+
+def complete_body(token: int | None, response: JSON) -> w.CompleteRequest:
+    return w.CompleteRequest(token=held(token), response=response)
+
+
+def fail_body(token: int | None, error: str, retryable: bool) -> w.FailRequest:
+    return w.FailRequest(token=held(token), error=error, retryable=retryable)
+
+
+def uncertain_body(token: int | None, why: str) -> w.UncertainRequest:
+    return w.UncertainRequest(token=held(token), error=why[:2000])
+
+
+def reconcile_body(token: int | None, response: JSON) -> w.ReconcileRequest:
+    return w.ReconcileRequest(token=held(token), outcome="completed", response=response)
+
+
+def renew_body(token: int | None, lease_ms: int) -> w.RenewRequest:
+    return w.RenewRequest(token=held(token), lease_ms=lease_ms)
+
+
+def event_claim_body(lease_ms: int) -> w.ClaimRequest:
+    return w.ClaimRequest(lease_ms=lease_ms)
+
+
+def frozen_candidate(doc: w.IntentView) -> Mapping[str, Any]:
     """The candidate as first sent, from an intent document."""
     frozen = doc.get("frozen")
     if isinstance(frozen, Mapping):
-        return frozen  # pyright: ignore[reportUnknownVariableType]
+        return frozen
     # Intents recorded before idem kept the candidate: only the normalized
     # fields exist, and a worker must know it is reading those.
     raise ProblemError(
@@ -119,7 +166,7 @@ def frozen_candidate(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     )
 
 
-def intent_of(doc: Mapping[str, Any], diverged: bool) -> Intent:
+def intent_of(doc: w.IntentView, diverged: bool) -> Intent:
     try:
         return Intent(
             key=str(doc["key"]),
@@ -133,16 +180,53 @@ def intent_of(doc: Mapping[str, Any], diverged: bool) -> Intent:
         raise unexpected(f"an intent document without {e}") from None
 
 
+def intent_of_answer(doc: w.IntentResponse) -> Intent:
+    """The intent ``POST /v1/intents`` answered with, and whether this
+    delivery's candidate differed from it."""
+    try:
+        diverged = bool(doc["diverged"])
+    except KeyError:
+        raise unexpected("an intent answer without diverged") from None
+    return intent_of(doc, diverged)
+
+
 def unexpected(what: str, status: int = 200) -> ProblemError:
     """An answer the protocol does not allow: named, never guessed around."""
     return ProblemError(status, "about:blank", "Unexpected answer from idem", what)
 
 
-def claim_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+def intent_answer(doc: dict[str, Any]) -> w.IntentResponse:
+    """``POST /v1/intents``'s answer, read as its schema (its members are
+    checked where they are used)."""
+    return cast(w.IntentResponse, doc)
+
+
+def intent_view(doc: dict[str, Any]) -> w.IntentView:
+    return cast(w.IntentView, doc)
+
+
+def action_answer(doc: dict[str, Any]) -> w.ActionResponse:
+    return cast(w.ActionResponse, doc)
+
+
+def renew_answer(doc: dict[str, Any]) -> w.RenewResponse:
+    if not isinstance(doc.get("lease_until_ms"), int):
+        raise unexpected("a renewal without its lease_until_ms")
+    return cast(w.RenewResponse, doc)
+
+
+def claim_answer(doc: dict[str, Any]) -> w.BeginResponse:
+    if not isinstance(doc.get("status"), str):
+        raise unexpected("a claim without its status")
+    return cast(w.BeginResponse, doc)
+
+
+def claim_of(doc: w.IntentResponse) -> w.BeginResponse:
     claim = doc.get("claim")
-    if not isinstance(claim, Mapping) or not isinstance(claim.get("status"), str):  # pyright: ignore[reportUnknownMemberType]
+    status = cast(object, claim.get("status")) if isinstance(claim, dict) else None
+    if claim is None or not isinstance(status, str):
         raise unexpected("POST /v1/intents with a claim answered without one")
-    return claim  # pyright: ignore[reportUnknownVariableType]
+    return claim
 
 
 def encode_response(value: object) -> JSON:
@@ -204,21 +288,26 @@ ALLOWED = {
 }
 
 
-def event_claimed(ev: EventClaim, doc: Mapping[str, Any]) -> None:
-    status = doc.get("status")
-    if status == "first":
-        ev.token = int(doc["token"])
-        ev.attempt = int(doc.get("attempt", 1))
-        prev = doc.get("previous")
-        ev.previous = str(prev) if prev is not None else None
-    elif status in ("duplicate", "failed"):
-        ev.duplicate = True
-        ev.failed_before = status == "failed"
-    else:
-        raise unexpected(f"an event claim with status {status!r}")
+def event_claimed(ev: EventClaim, answer: dict[str, Any]) -> None:
+    doc = cast(w.EventResponse, answer)
+    try:
+        if doc["status"] == "first":
+            ev.token = int(doc["token"])
+            ev.attempt = int(doc["attempt"])
+            prev = doc.get("previous")
+            ev.previous = str(prev) if prev is not None else None
+        elif doc["status"] == "duplicate" or doc["status"] == "failed":
+            ev.duplicate = True
+            ev.failed_before = doc["status"] == "failed"
+        else:
+            raise unexpected(f"an event claim with status {answer.get('status')!r}")
+    except (KeyError, TypeError, ValueError) as e:
+        raise unexpected(f"an event claim without {e}") from None
 
 
-def hold(intent: Intent, claim: Mapping[str, Any]) -> None:
+def hold(intent: Intent, claim: w.BeginResponse) -> None:
+    if claim["status"] != "claimed" and claim["status"] != "uncertain":
+        raise unexpected(f"holding a claim with status {claim['status']!r}")
     try:
         intent.token = int(claim["token"])
         intent.attempt = int(claim["attempt"])
@@ -227,28 +316,28 @@ def hold(intent: Intent, claim: Mapping[str, Any]) -> None:
         raise unexpected("a claim without its token, attempt or lease") from None
 
 
-def in_flight(claim: Mapping[str, Any]) -> InFlight:
-    ms = float(claim.get("retry_after_ms", 0))
+def in_flight(claim: w.BeginResponse) -> InFlight:
+    ms = float(claim["retry_after_ms"]) if claim["status"] == "in_flight" else 0.0
     return InFlight(
         409,
         "urn:idem:problem:action-in-flight",
         "Another attempt holds this action",
         "another holder's lease is running: nothing ran here; call again later",
-        claim,
+        dict(claim),
         retry_after=ms / 1000,
     )
 
 
-def uncertain_error(intent: Intent, claim: Mapping[str, Any]) -> Uncertain:
-    previous = claim.get("previous")
+def uncertain_error(intent: Intent, claim: w.BeginResponse) -> Uncertain:
+    previous = claim["previous"] if claim["status"] == "uncertain" else None
     return Uncertain(
         202,
         "urn:idem:problem:uncertain",
         "A previous attempt's outcome is unknown",
         f"ask the provider about key {intent.key} and record what it says (reconcile=), never retry with a new reference",
-        claim,
+        dict(claim),
         key=intent.key,
-        previous=previous if isinstance(previous, Mapping) else None,  # pyright: ignore[reportUnknownArgumentType]
+        previous=dict(previous) if isinstance(previous, dict) else None,
     )
 
 
@@ -262,8 +351,8 @@ def wait_ms(on_in_flight: OnInFlight, give_up: float) -> int:
 def check_options(lease_ms: int, on_in_flight: str, max_wait: float) -> None:
     if on_in_flight not in ("wait", "raise"):
         raise TypeError(f"on_in_flight must be 'wait' or 'raise', not {on_in_flight!r}")
-    if not 1 <= lease_ms <= 3_600_000:
-        raise TypeError("lease_ms must be between 1 and 3600000")
+    if not 1 <= lease_ms <= MAX_LEASE_MS:
+        raise TypeError(f"lease_ms must be between 1 and {MAX_LEASE_MS}")
     if max_wait < 0:
         raise TypeError("max_wait must be zero or more seconds")
 
@@ -301,31 +390,37 @@ def read_answer(
     raise error_of(status, doc, headers)
 
 
-def event_settlement(ev: EventClaim, kind: type[BaseException] | None) -> tuple[str, dict[str, Any]]:
+def event_settlement(
+    ev: EventClaim, kind: type[BaseException] | None
+) -> tuple[str, w.CompleteEventRequest | w.FailEventRequest]:
     """How a claimed event is settled when its block ends: completed after a
     clean exit, released for redelivery after an exception."""
     if kind is None:
-        return event_path(ev.source, ev.event_id, "complete"), {"token": ev.token}
-    return event_path(ev.source, ev.event_id, "fail"), {"token": ev.token, "retryable": True}
+        return event_path(ev.source, ev.event_id, "complete"), w.CompleteEventRequest(token=held(ev.token))
+    return event_path(ev.source, ev.event_id, "fail"), w.FailEventRequest(token=held(ev.token), retryable=True)
 
 
-def finished(intent: Intent, claim: Mapping[str, Any]) -> Outcome[Any] | None:
+def finished(intent: Intent, claim: w.BeginResponse) -> Outcome[Any] | None:
     """A claim that needs no effect: the stored outcome of a completed
     action (replayed), or ``FailedForGood``; ``None`` when this call holds
-    the claim (``claimed`` or ``uncertain``). Any other status is named."""
-    status = claim["status"]
-    if status == "completed":
-        return Outcome(
-            response=claim.get("response"),
-            replayed=True,
-            key=intent.key,
-            attempt=int(claim.get("attempt", 0)),
-            reconciled=bool(claim.get("reconciled", False)),
-            intent=intent,
-        )
-    if status == "failed":
-        error = str(claim.get("error", ""))
-        raise FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, claim, error=error)
-    if status not in ("claimed", "uncertain"):
-        raise unexpected(f"a claim with status {status!r}")
+    the claim (``claimed`` or ``uncertain``). Any other status is named.
+    Every member is read as the document names it, never with a default:
+    one the server stopped sending is an unexpected answer, said as such."""
+    try:
+        if claim["status"] == "completed":
+            return Outcome(
+                response=claim["response"],
+                replayed=True,
+                key=intent.key,
+                attempt=int(claim["attempt"]),
+                reconciled=bool(claim["reconciled"]),
+                intent=intent,
+            )
+        if claim["status"] == "failed":
+            error = str(claim["error"])
+            raise FailedForGood(200, "urn:idem:problem:failed", "The action failed for good", error, dict(claim), error=error)
+    except KeyError as e:
+        raise unexpected(f"a {claim['status']} claim without {e}") from None
+    if claim["status"] != "claimed" and claim["status"] != "uncertain":
+        raise unexpected(f"a claim with status {claim['status']!r}")
     return None

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, TypeVar, cast
 import httpx
 
 from . import _protocol as p
+from . import wire as w
 from ._errors import Failed, OutcomeTooLarge, ProblemError
 from ._models import EventClaim, Intent, Outcome
 from ._protocol import OnInFlight
@@ -65,7 +66,7 @@ class Client:
         self,
         action: str,
         *,
-        lease_ms: int = 30_000,
+        lease_ms: int = p.DEFAULT_LEASE_MS,
         on_in_flight: OnInFlight = "wait",
         max_wait: float = 60.0,
         reconcile: Callable[[Intent], Any] | None = None,
@@ -103,7 +104,7 @@ class Client:
         candidate: p.Candidate,
         *,
         reference: str | None = None,
-        lease_ms: int = 30_000,
+        lease_ms: int = p.DEFAULT_LEASE_MS,
         on_in_flight: OnInFlight = "wait",
         max_wait: float = 60.0,
         reconcile: Callable[[Intent], Any] | None = None,
@@ -126,24 +127,28 @@ class Client:
         give_up = time.monotonic() + max_wait
         attempt_id = p.new_attempt_id()
         payload = self._payload(action, candidate, reference)
-        doc = self._call(
+        doc = p.intent_answer(
+            self._call(
             "POST",
             "/v1/intents",
             p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
             "record",
         )
-        intent = p.intent_of(doc, bool(doc.get("diverged")))
+    )
+        intent = p.intent_of_answer(doc)
         claim = p.claim_of(doc)
         while claim["status"] == "in_flight":
             wait_ms = p.wait_ms(on_in_flight, give_up)
             if wait_ms == 0:
                 raise p.in_flight(claim)
-            claim = self._call(
+            claim = p.claim_answer(
+                self._call(
                 "POST",
                 p.action_path(intent.key, "begin"),
                 p.begin_body(action, lease_ms, attempt_id, wait_ms),
                 "begin",
                 in_flight_ok=True,
+                )
             )
         return self._settle(intent, claim, effect, lease_ms, reconcile)
 
@@ -152,7 +157,7 @@ class Client:
     def _settle(
         self,
         intent: Intent,
-        claim: Mapping[str, Any],
+        claim: w.BeginResponse,
         effect: Callable[[Intent], T],
         lease_ms: int,
         reconcile: Callable[[Intent], Any] | None,
@@ -177,7 +182,7 @@ class Client:
                 self._call(
                     "POST",
                     p.action_path(intent.key, "reconcile"),
-                    {"token": intent.token, "outcome": "completed", "response": p.encode_response(found)},
+                    p.reconcile_body(intent.token, p.encode_response(found)),
                     "settle",
                 )
                 return Outcome(found, False, intent.key, intent.attempt, True, intent)
@@ -193,7 +198,7 @@ class Client:
             self._call(
                 "POST",
                 p.action_path(intent.key, "fail"),
-                {"token": intent.token, "error": f.error, "retryable": f.retryable},
+                p.fail_body(intent.token, f.error, f.retryable),
                 "settle",
             )
             raise
@@ -213,7 +218,7 @@ class Client:
             self._call(
                 "POST",
                 p.action_path(intent.key, "complete"),
-                {"token": intent.token, "response": response},
+                p.complete_body(intent.token, response),
                 "settle",
             )
         except OutcomeTooLarge as e:
@@ -226,7 +231,7 @@ class Client:
 
     def _mark_uncertain(self, intent: Intent, why: str) -> None:
         try:
-            self._call("POST", p.action_path(intent.key, "uncertain"), {"token": intent.token, "error": why[:2000]}, "settle")
+            self._call("POST", p.action_path(intent.key, "uncertain"), p.uncertain_body(intent.token, why), "settle")
         except ProblemError:
             # The lease still ends on its own and the action is uncertain
             # then; the original exception is what the caller must see.
@@ -252,22 +257,22 @@ class Client:
 
     # -- the API, one call each ----------------------------------------------
 
-    def get_intent(self, action: str, reference: str) -> dict[str, Any] | None:
+    def get_intent(self, action: str, reference: str) -> w.IntentView | None:
         """The frozen intent, or ``None`` when none was recorded."""
         try:
-            return self._call("GET", p.intent_path(action, reference), None, "read")
+            return p.intent_view(self._call("GET", p.intent_path(action, reference), None, "read"))
         except ProblemError as e:
             if e.status == 404:
                 return None
             raise
 
-    def record(self, action: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def record(self, action: str, payload: Mapping[str, Any]) -> w.IntentResponse:
         """``POST /v1/intents``: records a delivery (first write wins)."""
-        return self._call("POST", "/v1/intents", {"action": action, "payload": payload}, "record")
+        return p.intent_answer(self._call("POST", "/v1/intents", p.delivery_body(action, payload), "record"))
 
-    def get_action(self, key: str) -> dict[str, Any]:
+    def get_action(self, key: str) -> w.ActionResponse:
         """``GET /v1/actions/{key}``."""
-        return self._call("GET", p.action_path(key), None, "read")
+        return p.action_answer(self._call("GET", p.action_path(key), None, "read"))
 
     def _call(
         self,
@@ -304,7 +309,7 @@ class Events:
     def __init__(self, client: Client) -> None:
         self._client = client
 
-    def claim(self, source: str, event_id: str, *, lease_ms: int = 30_000) -> _EventScope:
+    def claim(self, source: str, event_id: str, *, lease_ms: int = p.DEFAULT_LEASE_MS) -> _EventScope:
         """A context manager: ``with client.events.claim("rabbitmq", msg_id) as ev``.
 
         ``ev.duplicate`` is true when the event was handled before (only
@@ -323,7 +328,7 @@ class _EventScope:
 
     def __enter__(self) -> EventClaim:
         doc = self._c._call(  # pyright: ignore[reportPrivateUsage]
-            "POST", p.event_path(self._ev.source, self._ev.event_id), {"lease_ms": self._lease_ms}, "event"
+            "POST", p.event_path(self._ev.source, self._ev.event_id), p.event_claim_body(self._lease_ms), "event"
         )
         p.event_claimed(self._ev, doc)
         return self._ev
@@ -363,11 +368,11 @@ class _Renewer:
                 doc = self._client._call(  # pyright: ignore[reportPrivateUsage]
                     "POST",
                     p.action_path(self._intent.key, "renew"),
-                    {"token": self._intent.token, "lease_ms": self._lease_ms},
+                    p.renew_body(self._intent.token, self._lease_ms),
                     "settle",
                 )
             except ProblemError:
                 return
-            self._intent._extend(int(doc.get("lease_until_ms", 0)))  # pyright: ignore[reportPrivateUsage]
+            self._intent._extend(int(p.renew_answer(doc)["lease_until_ms"]))  # pyright: ignore[reportPrivateUsage]
 
 

@@ -9,16 +9,12 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use idem_core::{ActionType, IdempotencyKey};
-use idem_store::{Action, ActionState, Begin, Outcome, Session};
+use idem_store::{Begin, Outcome, Session};
+use idem_wire::{stored_json_or_string, ActionResponse, DEFAULT_LEASE_MS, MAX_LEASE_MS};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::time::Duration;
 use utoipa::ToSchema;
-
-/// The default lease of a claim.
-const DEFAULT_LEASE_MS: u64 = 30_000;
-/// The longest lease a claim may ask for (one hour).
-const MAX_LEASE_MS: u64 = 3_600_000;
 
 fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
     IdempotencyKey::try_from(raw).map_err(|_| {
@@ -27,18 +23,6 @@ fn key(raw: &str) -> Result<IdempotencyKey, ApiError> {
             raw
         ))
     })
-}
-
-/// A stored response as JSON: verbatim when it is JSON (every response
-/// written through this API is), else quoted as a JSON string (a library
-/// caller may store plain text).
-fn stored_json_or_string(text: String) -> Box<RawValue> {
-    let text = if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
-        text
-    } else {
-        serde_json::Value::String(text).to_string()
-    };
-    RawValue::from_string(text).unwrap_or_default()
 }
 
 /// The longest a claim waits for another holder's outcome (`wait_ms`): well
@@ -55,8 +39,7 @@ pub struct BeginRequest {
     /// The action type (from the catalog) the key belongs to.
     #[schema(value_type = String, example = "pix.cobranca")]
     pub action: ActionType,
-    /// How long the claim holds, in ms (default 30000, at most 3600000).
-    #[schema(minimum = 1, maximum = 3600000)]
+    /// How long the claim holds, in ms (`default` and `maximum` in the schema).
     pub lease_ms: Option<u64>,
     /// The caller's name for this attempt (1 to 128 visible ASCII
     /// characters). Asking again with the same id while its claim is held
@@ -73,8 +56,7 @@ pub struct BeginRequest {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimOptions {
-    /// How long the claim holds, in ms (default 30000, at most 3600000).
-    #[schema(minimum = 1, maximum = 3600000)]
+    /// How long the claim holds, in ms (`default` and `maximum` in the schema).
     pub lease_ms: Option<u64>,
     /// As `begin`'s `attempt_id`.
     pub attempt_id: Option<String>,
@@ -151,8 +133,8 @@ pub enum BeginResponse {
     },
     /// Finished before: the stored response, verbatim (200).
     Completed {
-        /// The stored response.
-        #[schema(value_type = Object)]
+        /// The stored response: any JSON the effect completed with.
+        #[schema(value_type = Value)]
         response: Box<RawValue>,
         /// The attempt that completed it.
         attempt: i32,
@@ -342,57 +324,6 @@ pub(crate) async fn claim_action(
     })
 }
 
-/// An action as stored.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ActionResponse {
-    /// The key.
-    #[schema(value_type = String)]
-    pub key: IdempotencyKey,
-    /// The action type.
-    pub action: String,
-    /// `started`, `completed`, `failed` or `uncertain`.
-    #[schema(value_type = String)]
-    pub state: ActionState,
-    /// The current fencing token.
-    pub token: i64,
-    /// Claims so far.
-    pub attempts: i32,
-    /// The running lease's end, ms since the epoch.
-    pub lease_until_ms: Option<i64>,
-    /// When the current attempt started.
-    pub started_ms: i64,
-    /// Last change.
-    pub updated_ms: i64,
-    /// The stored response (completed).
-    #[schema(value_type = Option<Object>)]
-    pub response: Option<Box<RawValue>>,
-    /// The stored error (failed).
-    pub error: Option<String>,
-    /// Whether the failure may be retried.
-    pub retryable: Option<bool>,
-    /// Whether the outcome was learned from the provider by reconcile.
-    pub reconciled: bool,
-}
-
-impl ActionResponse {
-    fn new(key: &IdempotencyKey, a: Action) -> Self {
-        Self {
-            key: key.clone(),
-            action: a.action,
-            state: a.state,
-            token: a.token,
-            attempts: a.attempts,
-            lease_until_ms: a.lease_until_ms,
-            started_ms: a.started_ms,
-            updated_ms: a.updated_ms,
-            response: a.response.map(stored_json_or_string),
-            error: a.error,
-            retryable: a.retryable,
-            reconciled: a.reconciled,
-        }
-    }
-}
-
 async fn read_action(
     s: &mut Session,
     tenant: &idem_core::TenantId,
@@ -436,8 +367,9 @@ pub async fn get_action(
 pub struct CompleteRequest {
     /// The fencing token `begin` gave.
     pub token: i64,
-    /// The provider's response, stored verbatim and returned to every later `begin`.
-    #[schema(value_type = Object)]
+    /// The provider's response, stored verbatim and returned to every later
+    /// `begin`: any JSON value.
+    #[schema(value_type = Value)]
     pub response: Box<RawValue>,
 }
 
@@ -461,8 +393,8 @@ pub struct ReconcileRequest {
     pub token: i64,
     /// What the provider says happened.
     pub outcome: ReconcileOutcome,
-    /// The provider's response (outcome `completed`).
-    #[schema(value_type = Option<Object>)]
+    /// The provider's response (outcome `completed`): any JSON value.
+    #[schema(value_type = Option<Value>)]
     pub response: Option<Box<RawValue>>,
     /// The error (outcome `failed`).
     pub error: Option<String>,
@@ -689,8 +621,7 @@ pub async fn reconcile_action(
 pub struct RenewRequest {
     /// The fencing token of the claim to extend.
     pub token: i64,
-    /// The new lease, in ms from now (default 30000, at most 3600000).
-    #[schema(minimum = 1, maximum = 3600000)]
+    /// The new lease, in ms from now (`default` and `maximum` in the schema).
     pub lease_ms: Option<u64>,
 }
 

@@ -11,14 +11,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use idem_store::{EventClaim, EventOutcome};
+use idem_wire::{DEFAULT_LEASE_MS, MAX_LEASE_MS};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use utoipa::ToSchema;
 
-/// The default lease of an event claim.
-const DEFAULT_LEASE_MS: u64 = 30_000;
-/// The longest lease a claim may ask for (one hour).
-const MAX_LEASE_MS: u64 = 3_600_000;
 /// The longest event source name.
 const MAX_SOURCE: usize = 100;
 /// The longest event id.
@@ -30,8 +27,7 @@ const EXPIRED_ADVICE: &str = "an earlier consumer claimed this event and its lea
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
-    /// How long the claim holds, in ms (default 30000, at most 3600000).
-    #[schema(minimum = 1, maximum = 3600000)]
+    /// How long the claim holds, in ms (`default` and `maximum` in the schema).
     pub lease_ms: Option<u64>,
 }
 
@@ -120,7 +116,7 @@ fn claim_request(body: &Bytes) -> Result<ClaimRequest, ApiError> {
         ("source" = String, Path, min_length = 1, max_length = 100, description = "Who sent it (1-100 characters, no control characters), e.g. `stripe`"),
         ("event_id" = String, Path, min_length = 1, max_length = 255, description = "The sender's event id (1-255 characters, no control characters)"),
     ),
-    request_body(content = Option<ClaimRequest>, description = "Optional: the lease, `{\"lease_ms\": 30000}`"),
+    request_body(content = Option<ClaimRequest>, description = "Optional: the lease, `{\"lease_ms\": …}`"),
     responses(
         (status = 201, description = "`first`: you hold it. Act, then POST .../complete (or .../fail) with the token before the lease ends. `attempt` > 1 with `previous: expired` when an earlier holder's lease ran out (it may have acted)", body = EventResponse),
         (status = 200, description = "`duplicate` (handled before) or `failed` (failed for good): acknowledge and drop it", body = EventResponse),

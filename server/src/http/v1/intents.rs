@@ -10,7 +10,8 @@ use crate::http::state::ApiState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use idem_core::{ActionType, IdempotencyKey};
+use idem_core::ActionType;
+use idem_wire::IntentView;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -137,61 +138,6 @@ pub async fn record_intent(
     ))
 }
 
-/// `GET /v1/intents/{action}/{reference}` answer: the intent as frozen.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct IntentView {
-    /// The frozen key.
-    #[schema(value_type = String)]
-    pub key: IdempotencyKey,
-    /// The rules version of the frozen key.
-    pub rules_version: u32,
-    /// The action type.
-    #[schema(value_type = String)]
-    pub action: ActionType,
-    /// The intent reference, as stored.
-    pub reference: String,
-    /// The frozen normalized payload: the fields the key covers, in their
-    /// normalized forms (`valor` in cents, as text). Not what to act on.
-    #[schema(value_type = Object)]
-    pub payload: Box<RawValue>,
-    /// The candidate as its first delivery sent it (or the latest
-    /// correction), in the sender's own names and formats (`"180.00"` stays
-    /// `"180.00"`): what a worker acts on. `null` for intents recorded
-    /// before idem kept it.
-    #[schema(value_type = Option<Object>)]
-    pub frozen: Option<Box<RawValue>>,
-    /// 1 for the first write, then one more per correction.
-    pub revision: i32,
-    /// Deliveries so far.
-    pub deliveries: i64,
-    /// Deliveries whose candidate differed from the frozen payload.
-    pub divergences: i64,
-    /// First delivery, ms since the epoch.
-    pub first_seen_ms: i64,
-    /// Latest delivery, ms since the epoch.
-    pub last_seen_ms: i64,
-}
-
-impl IntentView {
-    /// The view of a stored intent: the one shape both the record and the
-    /// read answer with.
-    fn of(action: ActionType, reference: String, i: idem_store::Intent) -> Result<Self, ApiError> {
-        Ok(IntentView {
-            key: i.key,
-            rules_version: i.rules_version.number(),
-            action,
-            reference,
-            payload: frozen(&i.payload)?,
-            frozen: i.candidate.map(as_sent).transpose()?,
-            revision: i.revision,
-            deliveries: i.deliveries,
-            divergences: i.divergences,
-            first_seen_ms: i.first_seen_ms,
-            last_seen_ms: i.last_seen_ms,
-        })
-    }
-}
-
 /// Reads a recorded intent without counting a delivery. A redelivered
 /// worker asks this first: when the intent exists it acts on the frozen
 /// payload and skips the model call that would re-extract it.
@@ -233,20 +179,4 @@ pub async fn get_intent(
         Err(e) => return Err(e.into()),
     };
     Ok(Json(IntentView::of(action, reference, intent)?))
-}
-
-/// A frozen candidate, sent as the JSON text it arrived as.
-fn as_sent(text: String) -> Result<Box<RawValue>, ApiError> {
-    RawValue::from_string(text).map_err(|e| {
-        tracing::error!(error = %e, "a frozen candidate is not JSON");
-        ApiError::internal()
-    })
-}
-
-/// A frozen payload, sent as the JSON it was stored as.
-fn frozen(payload: &idem_core::NormalizedPayload) -> Result<Box<RawValue>, ApiError> {
-    RawValue::from_string(payload.to_json()).map_err(|e| {
-        tracing::error!(error = %e, "a frozen payload is not JSON");
-        ApiError::internal()
-    })
 }

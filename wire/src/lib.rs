@@ -1,0 +1,185 @@
+//! The answers idem sends about intents and actions, declared once.
+//!
+//! `/v1` and idem's MCP server both serialize these structs, so a field
+//! renamed here is renamed on both doors, in the OpenAPI document generated
+//! from them (`clients/conformance/openapi.json`) and, through it, in the
+//! TypeScript client's generated types and the Python client's checked
+//! `TypedDict`s. A copy written with `json!` elsewhere would drift silently.
+
+use idem_core::{ActionType, IdempotencyKey};
+use idem_store::{Action, ActionState, Intent};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+
+/// A claim's lease when the request names none, in ms. The OpenAPI
+/// document states it as every `lease_ms`'s `default`, and the clients'
+/// tests check their own default against the document.
+pub const DEFAULT_LEASE_MS: u64 = 30_000;
+/// The longest lease a claim may ask for, in ms (an hour): the document's
+/// `maximum` for every `lease_ms`.
+pub const MAX_LEASE_MS: u64 = 3_600_000;
+
+/// A stored text that should be JSON was not: the store holds only what
+/// idem wrote, so this is a defect, never a client's mistake.
+#[derive(Debug)]
+pub struct NotJson {
+    /// Which stored text.
+    pub what: &'static str,
+    /// The parser's account.
+    pub error: serde_json::Error,
+}
+
+impl std::fmt::Display for NotJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is not JSON: {}", self.what, self.error)
+    }
+}
+
+impl std::error::Error for NotJson {}
+
+/// `GET /v1/intents/{action}/{reference}` answer: the intent as frozen.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntentView {
+    /// The frozen key.
+    #[schema(value_type = String)]
+    pub key: IdempotencyKey,
+    /// The rules version of the frozen key.
+    pub rules_version: u32,
+    /// The action type.
+    #[schema(value_type = String)]
+    pub action: ActionType,
+    /// The intent reference, as stored.
+    pub reference: String,
+    /// The frozen normalized payload: the fields the key covers, in their
+    /// normalized forms (`valor` in cents, as text). Not what to act on.
+    #[schema(value_type = Object)]
+    pub payload: Box<RawValue>,
+    /// The candidate as its first delivery sent it (or the latest
+    /// correction), in the sender's own names and formats (`"180.00"` stays
+    /// `"180.00"`): what a worker acts on. `null` for intents recorded
+    /// before idem kept it.
+    #[schema(value_type = Option<Object>)]
+    pub frozen: Option<Box<RawValue>>,
+    /// 1 for the first write, then one more per correction.
+    pub revision: i32,
+    /// Deliveries so far.
+    pub deliveries: i64,
+    /// Deliveries whose candidate differed from the frozen payload.
+    pub divergences: i64,
+    /// First delivery, ms since the epoch.
+    pub first_seen_ms: i64,
+    /// Latest delivery, ms since the epoch.
+    pub last_seen_ms: i64,
+}
+
+impl IntentView {
+    /// The view of a stored intent.
+    pub fn of(action: ActionType, reference: String, i: Intent) -> Result<Self, NotJson> {
+        let payload = RawValue::from_string(i.payload.to_json()).map_err(|error| NotJson {
+            what: "a frozen payload",
+            error,
+        })?;
+        let frozen = i
+            .candidate
+            .map(RawValue::from_string)
+            .transpose()
+            .map_err(|error| NotJson {
+                what: "a frozen candidate",
+                error,
+            })?;
+        Ok(IntentView {
+            key: i.key,
+            rules_version: i.rules_version.number(),
+            action,
+            reference,
+            payload,
+            frozen,
+            revision: i.revision,
+            deliveries: i.deliveries,
+            divergences: i.divergences,
+            first_seen_ms: i.first_seen_ms,
+            last_seen_ms: i.last_seen_ms,
+        })
+    }
+}
+
+/// An action as stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionResponse {
+    /// The key.
+    #[schema(value_type = String)]
+    pub key: IdempotencyKey,
+    /// The action type.
+    pub action: String,
+    /// `started`, `completed`, `failed` or `uncertain`.
+    #[schema(value_type = String)]
+    pub state: ActionState,
+    /// The current fencing token.
+    pub token: i64,
+    /// Claims so far.
+    pub attempts: i32,
+    /// The running lease's end, ms since the epoch.
+    pub lease_until_ms: Option<i64>,
+    /// When the current attempt started.
+    pub started_ms: i64,
+    /// Last change.
+    pub updated_ms: i64,
+    /// The stored response (completed): any JSON value.
+    #[schema(value_type = Option<Value>)]
+    pub response: Option<Box<RawValue>>,
+    /// The stored error (failed).
+    pub error: Option<String>,
+    /// Whether the failure may be retried.
+    pub retryable: Option<bool>,
+    /// Whether the outcome was learned from the provider by reconcile.
+    pub reconciled: bool,
+}
+
+impl ActionResponse {
+    /// The view of a stored action.
+    pub fn new(key: &IdempotencyKey, a: Action) -> Self {
+        Self {
+            key: key.clone(),
+            action: a.action,
+            state: a.state,
+            token: a.token,
+            attempts: a.attempts,
+            lease_until_ms: a.lease_until_ms,
+            started_ms: a.started_ms,
+            updated_ms: a.updated_ms,
+            response: a.response.map(stored_json_or_string),
+            error: a.error,
+            retryable: a.retryable,
+            reconciled: a.reconciled,
+        }
+    }
+}
+
+/// A stored response as JSON: the text itself when it is JSON, else the
+/// text as a JSON string (a worker may complete with any text).
+pub fn stored_json_or_string(text: String) -> Box<RawValue> {
+    let text = if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+        text
+    } else {
+        serde_json::Value::String(text).to_string()
+    };
+    RawValue::from_string(text).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_that_is_not_json_is_sent_as_a_string() {
+        assert_eq!(
+            stored_json_or_string(r#"{"id":"ch_1"}"#.into()).get(),
+            r#"{"id":"ch_1"}"#
+        );
+        assert_eq!(
+            stored_json_or_string("ch_1 ok".into()).get(),
+            r#""ch_1 ok""#
+        );
+    }
+}
