@@ -9,8 +9,9 @@ use idem_store::Store;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -54,6 +55,19 @@ pub enum StartError {
         argument: String,
         /// The arguments the tool declares.
         declared: String,
+    },
+    /// A JSON Pointer in `[guard.fields]` or `key_argument` that nothing in
+    /// the tool's input schema can hold.
+    #[error("{path}:{line}: nothing in tool {tool:?}'s inputSchema can hold {pointer} (local $ref, anyOf/oneOf/allOf and array items followed); the upstream would never receive it")]
+    UnholdablePointer {
+        /// The guard file.
+        path: String,
+        /// The line naming the pointer.
+        line: usize,
+        /// The guarded tool.
+        tool: String,
+        /// The pointer, as written.
+        pointer: String,
     },
     /// The upstream did not complete `initialize` in time.
     #[error("the upstream MCP server {upstream} did not answer initialize within {seconds} s")]
@@ -315,14 +329,33 @@ impl CallUpstream for Peer<RoleClient> {
         &self,
         tool: &str,
         arguments: Map<String, Value>,
+        meta: Map<String, Value>,
     ) -> Result<CallToolResult, String> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if !meta.is_empty() {
+            params.meta = Some(RequestMetaObject(MetaObject(meta)));
+        }
         self.call_tool(params).await.map_err(|e| e.to_string())
     }
 
     fn available(&self) -> bool {
         !self.is_transport_closed()
     }
+}
+
+/// What of a request's `_meta` goes on to the upstream: every entry but
+/// those that belong to the agent's own session with the gateway (its
+/// progress token, the protocol's `io.modelcontextprotocol/…` keys), which
+/// the gateway's session with the upstream has its own of.
+fn forwarded_meta(meta: &RequestMetaObject) -> Map<String, Value> {
+    meta.0
+         .0
+        .iter()
+        .filter(|(k, _)| {
+            k.as_str() != "progressToken" && !k.starts_with("io.modelcontextprotocol/")
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The gateway's MCP server.
@@ -430,12 +463,26 @@ impl Gateway {
                 .zip(g.field_lines.iter().copied())
                 .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)));
             for (argument, line) in named {
+                if argument.is_pointer() {
+                    if !crate::guard_file::schema_holds(
+                        &Value::Object((*tool.input_schema).clone()),
+                        argument,
+                    ) {
+                        return Err(StartError::UnholdablePointer {
+                            path: file.path.clone(),
+                            line,
+                            tool: g.tool.clone(),
+                            pointer: argument.to_string(),
+                        });
+                    }
+                    continue;
+                }
                 if !declared.contains(&argument.as_str()) {
                     return Err(StartError::UndeclaredArgument {
                         path: file.path.clone(),
                         line,
                         tool: g.tool.clone(),
-                        argument: argument.clone(),
+                        argument: argument.to_string(),
                         declared: if declared.is_empty() {
                             "none".to_owned()
                         } else {
@@ -568,8 +615,11 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let meta = forwarded_meta(&context.meta);
         let Some(guard) = self.inner.file.guard(&request.name) else {
             self.passing(&format!("tool {:?}", request.name))?;
+            let mut request = request;
+            request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
             return self
                 .upstream()
                 .call_tool_once(request)
@@ -617,7 +667,7 @@ impl ServerHandler for Gateway {
             });
         }
         let answer = gate
-            .call_until(guard, arguments, &self.upstream(), &gone)
+            .call_until(guard, arguments, meta, &self.upstream(), &gone)
             .await;
         // Ends the linking task above.
         gone.cancel();

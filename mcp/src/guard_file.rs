@@ -25,6 +25,7 @@
 
 use idem_core::{ActionType, Catalog};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use toml::Spanned;
@@ -33,6 +34,8 @@ use toml::Spanned;
 pub const MAX_BYTES: usize = 64 * 1024;
 /// The most tools one file guards.
 pub const MAX_GUARDS: usize = 64;
+/// The most `_meta` entries one guard freezes.
+pub const MAX_FROZEN_META: usize = 16;
 /// The default claim lease, as `/v1` begin's.
 pub use idem_wire::DEFAULT_LEASE_MS;
 /// The longest lease a guard may set (one hour, as `/v1`).
@@ -90,6 +93,148 @@ pub enum Errors {
     Final,
 }
 
+/// Where a value is in a tool call's arguments: a plain name is a
+/// top-level argument; a JSON Pointer (RFC 6901, starting with `/`) reaches
+/// into nested objects and arrays (`/payload/totals/0/amount`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgPath {
+    text: String,
+    tokens: Vec<String>,
+}
+
+impl ArgPath {
+    /// Reads a `[guard.fields]` value or a `key_argument`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("an argument name cannot be empty".into());
+        }
+        if text.starts_with("meta:") {
+            return Err(format!(
+                "{text:?}: a `meta:` pointer reads the request's _meta, which this gateway does not freeze yet; name an argument (a plain name or a JSON Pointer such as /payload/amount)"
+            ));
+        }
+        let Some(rest) = text.strip_prefix('/') else {
+            return Ok(Self {
+                text: text.to_owned(),
+                tokens: vec![text.to_owned()],
+            });
+        };
+        let mut tokens = Vec::new();
+        for raw in rest.split('/') {
+            // RFC 6901: `~` is always followed by 0 (`~`) or 1 (`/`).
+            let bad = raw
+                .match_indices('~')
+                .any(|(i, _)| !matches!(raw.as_bytes().get(i + 1), Some(b'0' | b'1')));
+            if bad {
+                return Err(format!(
+                    "{text:?} is not a JSON Pointer: `~` must be written `~0` and `/` inside a name `~1`"
+                ));
+            }
+            tokens.push(raw.replace("~1", "/").replace("~0", "~"));
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            tokens,
+        })
+    }
+
+    /// As written in the guard file.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether it is a JSON Pointer rather than a top-level name.
+    pub fn is_pointer(&self) -> bool {
+        self.text.starts_with('/')
+    }
+
+    /// The member names and array indexes, unescaped.
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// The value it names in `arguments`, if there is one.
+    pub fn get<'a>(&self, arguments: &'a Map<String, Value>) -> Option<&'a Value> {
+        let (first, rest) = self.tokens.split_first()?;
+        let mut at = arguments.get(first)?;
+        for token in rest {
+            at = match at {
+                Value::Object(m) => m.get(token)?,
+                Value::Array(a) => a.get(index(token)?)?,
+                _ => return None,
+            };
+        }
+        Some(at)
+    }
+
+    /// Writes `value` where it points in `arguments`, creating the objects
+    /// on the way that are missing. Refused when something on the way is
+    /// neither an object nor an array, or an index is past an array's end.
+    pub fn set(&self, arguments: &mut Map<String, Value>, value: Value) -> Result<(), String> {
+        let Some((last, parents)) = self.tokens.split_last() else {
+            return Err("the pointer names no member".into());
+        };
+        let Some((first, rest)) = parents.split_first() else {
+            arguments.insert(last.clone(), value);
+            return Ok(());
+        };
+        let mut at = arguments
+            .entry(first.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        for token in rest {
+            at = match at {
+                Value::Object(m) => m
+                    .entry(token.clone())
+                    .or_insert_with(|| Value::Object(Map::new())),
+                Value::Array(a) => {
+                    let len = a.len();
+                    index(token).and_then(|i| a.get_mut(i)).ok_or_else(|| {
+                        format!("{}: no element {token} in an array of {len}", self.text)
+                    })?
+                }
+                _ => {
+                    return Err(format!(
+                        "{}: `{token}` is inside a value that is neither an object nor an array",
+                        self.text
+                    ))
+                }
+            };
+        }
+        match at {
+            Value::Object(m) => {
+                m.insert(last.clone(), value);
+                Ok(())
+            }
+            Value::Array(a) => {
+                let len = a.len();
+                let slot = index(last).and_then(|i| a.get_mut(i)).ok_or_else(|| {
+                    format!("{}: no element {last} in an array of {len}", self.text)
+                })?;
+                *slot = value;
+                Ok(())
+            }
+            _ => Err(format!(
+                "{}: `{last}` is inside a value that is neither an object nor an array",
+                self.text
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for ArgPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// An array index as RFC 6901 writes one: digits, no leading zero.
+pub(crate) fn index(token: &str) -> Option<usize> {
+    let plain = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_digit())
+        && (token == "0" || !token.starts_with('0'));
+    plain.then(|| token.parse().ok()).flatten()
+}
+
 /// One guarded tool.
 #[derive(Debug, Clone)]
 pub struct Guard {
@@ -97,8 +242,9 @@ pub struct Guard {
     pub tool: String,
     /// The catalog action whose fields make the key.
     pub action: ActionType,
-    /// The argument the derived key is written into for the upstream.
-    pub key_argument: Option<String>,
+    /// The argument the derived key is written into for the upstream
+    /// (overwriting whatever the caller sent there).
+    pub key_argument: Option<ArgPath>,
     /// The claim's lease.
     pub lease: Duration,
     /// What to do when an earlier attempt's outcome is unknown.
@@ -106,7 +252,7 @@ pub struct Guard {
     /// What an upstream `isError` result means.
     pub errors: Errors,
     /// Catalog field to tool argument, in the catalog's field order.
-    pub fields: Vec<(String, String)>,
+    pub fields: Vec<(String, ArgPath)>,
     /// The line each of `fields`' arguments is named on.
     pub field_lines: Vec<usize>,
     /// The line `key_argument` is on.
@@ -115,6 +261,9 @@ pub struct Guard {
     pub reference_field: String,
     /// The line of its `tool` key, for later messages.
     pub line: usize,
+    /// The request `_meta` entries frozen with the intent on its first
+    /// call (`freeze_meta`): every later forward sends the frozen ones.
+    pub freeze_meta: Vec<String>,
 }
 
 /// A checked guard file.
@@ -178,6 +327,7 @@ struct RawGuard {
     on_uncertain: Option<OnUncertain>,
     errors: Option<Errors>,
     fields: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+    freeze_meta: Option<Spanned<Vec<String>>>,
 }
 
 impl GuardFile {
@@ -342,23 +492,61 @@ impl GuardFile {
                         ),
                     ));
                 };
-                if arg.get_ref().is_empty() {
-                    return Err(at(arg.span(), "an argument name cannot be empty".into()));
-                }
-                fields.push((f.name.to_string(), arg.get_ref().clone()));
+                let path = ArgPath::parse(arg.get_ref()).map_err(|m| at(arg.span(), m))?;
+                fields.push((f.name.to_string(), path));
                 field_lines.push(line_of(text, arg.span().start));
             }
             let key_argument_line = g
                 .key_argument
                 .as_ref()
                 .map_or(0, |k| line_of(text, k.span().start));
+            let key_argument = match &g.key_argument {
+                Some(k) if !k.get_ref().is_empty() => {
+                    let path = ArgPath::parse(k.get_ref()).map_err(|m| at(k.span(), m))?;
+                    if let Some((field, _)) = fields.iter().find(|(_, a)| overlaps(a, &path)) {
+                        return Err(at(
+                            k.span(),
+                            format!(
+                                "key_argument {path} is (or holds, or is inside) the argument of field {field:?}: idem overwrites it with the key, so the field would never be the caller's"
+                            ),
+                        ));
+                    }
+                    Some(path)
+                }
+                _ => None,
+            };
+            let freeze_meta = match g.freeze_meta {
+                None => Vec::new(),
+                Some(f) => {
+                    let span = f.span();
+                    let names = f.into_inner();
+                    if names.len() > MAX_FROZEN_META {
+                        return Err(at(
+                            span,
+                            format!(
+                                "freeze_meta names {} entries; at most {MAX_FROZEN_META}",
+                                names.len()
+                            ),
+                        ));
+                    }
+                    for (i, n) in names.iter().enumerate() {
+                        if n.is_empty()
+                            || n == "progressToken"
+                            || n.starts_with("io.modelcontextprotocol/")
+                        {
+                            return Err(at(span, format!("freeze_meta: {n:?} is not an entry a call forwards (the agent's own session keeps it)")));
+                        }
+                        if names[..i].contains(n) {
+                            return Err(at(span, format!("freeze_meta names {n:?} twice")));
+                        }
+                    }
+                    names
+                }
+            };
             guards.push(Guard {
                 tool: g.tool.into_inner(),
                 action: spec.action.clone(),
-                key_argument: g
-                    .key_argument
-                    .map(Spanned::into_inner)
-                    .filter(|k| !k.is_empty()),
+                key_argument,
                 lease: Duration::from_millis(lease_ms),
                 on_uncertain: g.on_uncertain.unwrap_or(OnUncertain::Refuse),
                 errors: g.errors.unwrap_or(Errors::Retryable),
@@ -367,6 +555,7 @@ impl GuardFile {
                 key_argument_line,
                 reference_field: spec.reference.clone(),
                 line: line_of(text, tool_span.start),
+                freeze_meta,
             });
         }
         Ok(GuardFile {
@@ -403,6 +592,101 @@ fn upstream_of(u: RawUpstream) -> Result<Upstream, String> {
         (None, Some(url)) => Err(format!("[upstream] url {url:?} is not an http(s) address")),
         (None, None) => Err("[upstream] names neither `command` nor `url`".into()),
     }
+}
+
+/// Whether something in a tool's `inputSchema` can hold the value `path`
+/// names. Local `$ref`s, `anyOf`/`oneOf`/`allOf` and array `items` are
+/// followed; a member must be declared in `properties` (or by an
+/// `additionalProperties` schema), as the tool may drop one it does not
+/// declare, except below the root in an object or array that declares no
+/// members at all (free-form). The walk is bounded, so a schema that
+/// refers to itself ends.
+pub fn schema_holds(root: &Value, path: &ArgPath) -> bool {
+    let mut budget = 1024usize;
+    reach(root, root, path.tokens(), true, &mut budget)
+}
+
+fn reach(root: &Value, s: &Value, tokens: &[String], at_root: bool, budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    let Some((token, rest)) = tokens.split_first() else {
+        return true;
+    };
+    let Some(o) = s.as_object() else {
+        // The schema `true` holds anything; `false` nothing.
+        return s == &Value::Bool(true);
+    };
+    if let Some(target) = o
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|p| root.pointer(p))
+    {
+        if reach(root, target, tokens, at_root, budget) {
+            return true;
+        }
+    }
+    for combinator in ["anyOf", "oneOf", "allOf"] {
+        for alternative in o
+            .get(combinator)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if reach(root, alternative, tokens, at_root, budget) {
+                return true;
+            }
+        }
+    }
+    if let Some(child) = o.get("properties").and_then(|p| p.get(token)) {
+        if reach(root, child, rest, false, budget) {
+            return true;
+        }
+    }
+    if let Some(extra) = o.get("additionalProperties").filter(|v| v.is_object()) {
+        if reach(root, extra, rest, false, budget) {
+            return true;
+        }
+    }
+    if let Some(i) = index(token) {
+        let item = o
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .and_then(|p| p.get(i))
+            .or_else(|| o.get("items").filter(|v| v.is_object() || v.is_boolean()));
+        if let Some(item) = item {
+            if reach(root, item, rest, false, budget) {
+                return true;
+            }
+        }
+    }
+    let types: Vec<&str> = match o.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let container = types.is_empty() || types.iter().any(|t| *t == "object" || *t == "array");
+    let declares = [
+        "properties",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+    ]
+    .iter()
+    .any(|k| o.contains_key(*k));
+    !at_root && container && !declares
+}
+
+/// Whether one path is the other or inside it.
+fn overlaps(a: &ArgPath, b: &ArgPath) -> bool {
+    let n = a.tokens().len().min(b.tokens().len());
+    a.tokens()[..n] == b.tokens()[..n]
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -522,5 +806,118 @@ referencia_intencao = "invoice_ref"
         assert!(parse("").unwrap_err().message.contains("no [[guard]]"));
         let huge = "#".repeat(MAX_BYTES + 1);
         assert!(parse(&huge).unwrap_err().message.contains("over"));
+    }
+
+    fn path(text: &str) -> ArgPath {
+        ArgPath::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_pointer_reads_and_writes_nested_arguments() {
+        let args: Map<String, Value> = serde_json::from_str(
+            r#"{"payload": {"totals": [{"amount": "42.50"}], "a/b": 1, "m~n": 2}, "plain": "x"}"#,
+        )
+        .unwrap();
+        assert_eq!(path("plain").get(&args), Some(&Value::from("x")));
+        assert_eq!(
+            path("/payload/totals/0/amount").get(&args),
+            Some(&Value::from("42.50"))
+        );
+        assert_eq!(path("/payload/a~1b").get(&args), Some(&Value::from(1)));
+        assert_eq!(path("/payload/m~0n").get(&args), Some(&Value::from(2)));
+        assert_eq!(path("/payload/totals/1/amount").get(&args), None);
+        assert_eq!(
+            path("/payload/totals/00/amount").get(&args),
+            None,
+            "no leading zero"
+        );
+        // The key goes where the pointer says, the objects on the way made.
+        let mut w = args.clone();
+        path("/meta/idempotency_key")
+            .set(&mut w, Value::from("k"))
+            .unwrap();
+        assert_eq!(w["meta"]["idempotency_key"], "k");
+        path("/payload/totals/0/key")
+            .set(&mut w, Value::from("k"))
+            .unwrap();
+        assert_eq!(w["payload"]["totals"][0]["key"], "k");
+        assert!(path("/plain/inner").set(&mut w, Value::from("k")).is_err());
+        assert!(path("/payload/totals/5/key")
+            .set(&mut w, Value::from("k"))
+            .is_err());
+        for bad in ["", "/a~2", "/a~", "meta:/x402~1payment"] {
+            assert!(ArgPath::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_schema_walk_follows_refs_combinators_and_items() {
+        let schema: Value = serde_json::from_str(
+            r##"{"type": "object",
+                "properties": {
+                  "meta": {"$ref": "#/$defs/Meta"},
+                  "payload": {"anyOf": [{"$ref": "#/$defs/Payload"}, {"type": "null"}]},
+                  "extra": {"type": "object"},
+                  "name": {"type": "string"},
+                  "loop": {"$ref": "#/properties/loop"}
+                },
+                "$defs": {
+                  "Meta": {"type": "object", "properties": {"idempotency_key": {"type": "string"}}},
+                  "Payload": {"allOf": [{"properties": {"totals": {"type": "array", "items": {"$ref": "#/$defs/Total"}}}}]},
+                  "Total": {"type": "object", "properties": {"amount": {"type": "string"}}, "additionalProperties": false}
+                }}"##,
+        )
+        .unwrap();
+        for holds in [
+            "/meta/idempotency_key",
+            "/payload/totals/0/amount",
+            "/extra/anything/deep",
+            "/name",
+        ] {
+            assert!(schema_holds(&schema, &path(holds)), "{holds}");
+        }
+        for not in [
+            "/meta/idempotency_kye",
+            "/payload/totals/0/amout",
+            "/payload/totals/x",
+            "/name/inner",
+            "/nope",
+            "/loop/x",
+        ] {
+            assert!(!schema_holds(&schema, &path(not)), "{not}");
+        }
+    }
+
+    #[test]
+    fn a_key_argument_over_a_field_is_refused() {
+        let text = GOOD.replace(
+            "key_argument = \"idempotency_key\"",
+            "key_argument = \"customer_id\"",
+        );
+        assert!(parse(&text)
+            .unwrap_err()
+            .message
+            .contains("overwrites it with the key"));
+    }
+
+    #[test]
+    fn freeze_meta_names_forwarded_entries_once_each() {
+        let with = |v: &str| {
+            GOOD.replace(
+                "[guard.fields]",
+                &format!("freeze_meta = {v}\n[guard.fields]"),
+            )
+        };
+        let g = parse(&with(r#"["x402/payment"]"#)).unwrap();
+        assert_eq!(g.guards[0].freeze_meta, vec!["x402/payment".to_owned()]);
+        for (bad, says) in [
+            (r#"["progressToken"]"#, "not an entry a call forwards"),
+            (r#"["a", "a"]"#, "twice"),
+            (r#"[""]"#, "not an entry"),
+        ] {
+            let e = parse(&with(bad)).unwrap_err();
+            assert!(e.message.contains(says), "{e}");
+            assert_eq!(e.line, 10, "{e}");
+        }
     }
 }

@@ -25,6 +25,10 @@ pub struct ClientGone(pub CancellationToken);
 /// the first call sent them (the catalog's fields beside it make the key;
 /// this member never enters it).
 pub const ARGUMENTS_MEMBER: &str = "_idem_mcp_arguments";
+/// The member of the recorded candidate that keeps the request's `_meta`
+/// entries a guard freezes (`freeze_meta`), as the first call sent them;
+/// never part of the key.
+pub const META_MEMBER: &str = "_idem_mcp_meta";
 /// The largest arguments object a call may send, as the API's body bound.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// The largest upstream result stored for replay.
@@ -34,10 +38,12 @@ pub const MAX_STORED_RESULT: usize = 256 * 1024;
 pub trait CallUpstream: Send + Sync {
     /// Calls `tool` with `arguments`; an error means no answer arrived (the
     /// outcome is unknown), never "it did not run".
+    /// `meta` is the request's `_meta` to send (empty: none).
     fn call(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
+        meta: Map<String, Value>,
     ) -> impl Future<Output = Result<CallToolResult, String>> + Send;
 
     /// Whether a call can be sent now: `false` when the upstream is known
@@ -96,9 +102,10 @@ impl Gate {
         &self,
         guard: &Guard,
         arguments: Map<String, Value>,
+        meta: Map<String, Value>,
         upstream: &U,
     ) -> Answer {
-        self.call_until(guard, arguments, upstream, &CancellationToken::new())
+        self.call_until(guard, arguments, meta, upstream, &CancellationToken::new())
             .await
     }
 
@@ -110,10 +117,11 @@ impl Gate {
         &self,
         guard: &Guard,
         arguments: Map<String, Value>,
+        meta: Map<String, Value>,
         upstream: &U,
         gone: &CancellationToken,
     ) -> Answer {
-        let answer = self.answer(guard, arguments, upstream, gone).await;
+        let answer = self.answer(guard, arguments, meta, upstream, gone).await;
         self.count(guard, &answer).await;
         answer
     }
@@ -145,10 +153,11 @@ impl Gate {
         &self,
         guard: &Guard,
         arguments: Map<String, Value>,
+        meta: Map<String, Value>,
         upstream: &U,
         gone: &CancellationToken,
     ) -> Answer {
-        match self.try_call(guard, arguments, upstream, gone).await {
+        match self.try_call(guard, arguments, meta, upstream, gone).await {
             Ok(a) => a,
             Err(Refusal::BadArguments(message)) => Answer {
                 result: refused_meta(error_result(message)),
@@ -172,10 +181,24 @@ impl Gate {
         &self,
         guard: &Guard,
         arguments: Map<String, Value>,
+        meta: Map<String, Value>,
         upstream: &U,
         gone: &CancellationToken,
     ) -> Result<Answer, Refusal> {
+        // The `_meta` entries this guard freezes, as this call sent them.
+        let to_freeze: Map<String, Value> = guard
+            .freeze_meta
+            .iter()
+            .filter_map(|name| meta.get(name).map(|v| (name.clone(), v.clone())))
+            .collect();
         let sent = serde_json::to_string(&arguments).unwrap_or_default();
+        let frozen_meta_bytes = serde_json::to_string(&to_freeze).unwrap_or_default().len();
+        if frozen_meta_bytes > MAX_ARGUMENTS_BYTES {
+            return Err(Refusal::BadArguments(format!(
+                "the _meta entries this tool freezes ({}) are {frozen_meta_bytes} bytes; at most {MAX_ARGUMENTS_BYTES}",
+                guard.freeze_meta.join(", ")
+            )));
+        }
         if sent.len() > MAX_ARGUMENTS_BYTES {
             return Err(Refusal::BadArguments(format!(
                 "the arguments are {} bytes; a guarded call takes at most {MAX_ARGUMENTS_BYTES}",
@@ -195,8 +218,17 @@ impl Gate {
             )));
         }
         let mut candidate = Map::new();
+        if let Some(k) = &guard.key_argument {
+            // Refused before anything is recorded: the key must have a
+            // place to go in these arguments.
+            if let Err(why) = k.set(&mut arguments.clone(), Value::Null) {
+                return Err(Refusal::BadArguments(format!(
+                    "key_argument {why}; nothing was recorded or executed"
+                )));
+            }
+        }
         for (field, arg) in &guard.fields {
-            let Some(v) = arguments.get(arg) else {
+            let Some(v) = arg.get(&arguments) else {
                 return Err(Refusal::BadArguments(format!(
                     "missing argument `{arg}`: {} needs it (idem's field `{field}`) to tell this charge from others; nothing was recorded or executed",
                     guard.tool
@@ -208,6 +240,22 @@ impl Gate {
             ARGUMENTS_MEMBER.to_owned(),
             Value::Object(arguments.clone()),
         );
+        if !to_freeze.is_empty() {
+            if let Err(e) = idem_core::json::check_depth(
+                Value::Object(to_freeze.clone()).to_string().as_bytes(),
+                idem_core::json::MAX_DEPTH,
+            ) {
+                return Err(Refusal::BadArguments(format!(
+                    "the _meta entries this tool freezes nest too deep: {e}"
+                )));
+            }
+            if to_freeze.values().any(holds_nul) {
+                return Err(Refusal::BadArguments(
+                    "a _meta entry this tool freezes holds a NUL character (\\u0000), which idem cannot store; nothing was recorded or executed".into(),
+                ));
+            }
+            candidate.insert(META_MEMBER.to_owned(), Value::Object(to_freeze));
+        }
         let text = Value::Object(candidate).to_string();
         let payload = Payload::from_json(&text)
             .map_err(|e| Refusal::BadArguments(format!("the arguments cannot be read: {e}")))?;
@@ -229,6 +277,7 @@ impl Gate {
         };
         let frozen = frozen_arguments(guard, recorded.candidate.as_deref(), &arguments);
         let differences = differences(guard, &arguments, &frozen);
+        let (meta, diverged_meta) = meta_to_send(guard, recorded.candidate.as_deref(), meta);
         let call = Call {
             guard,
             rules_version: recorded.rules_version,
@@ -240,6 +289,8 @@ impl Gate {
             // intent's own count says.
             diverged: recorded.diverged,
             differences,
+            meta,
+            diverged_meta,
         };
         self.claim_and_run(&call, upstream, gone).await
     }
@@ -373,10 +424,17 @@ impl Gate {
         }
         let mut arguments = call.frozen.clone();
         if let Some(k) = &guard.key_argument {
-            arguments.insert(k.clone(), Value::String(call.key.to_string()));
+            // Overwritten whatever the caller sent there; checked to fit
+            // before the intent was recorded.
+            if let Err(why) = k.set(&mut arguments, Value::String(call.key.to_string())) {
+                tracing::warn!(error = %why, tool = %guard.tool, "the key argument does not fit the frozen arguments");
+            }
         }
-        let answered =
-            tokio::time::timeout(guard.lease, upstream.call(&guard.tool, arguments)).await;
+        let answered = tokio::time::timeout(
+            guard.lease,
+            upstream.call(&guard.tool, arguments, call.meta.clone()),
+        )
+        .await;
         let result = match answered {
             Ok(Ok(r)) => r,
             Ok(Err(why)) => return self.unanswered(call, token, attempt, why).await,
@@ -456,7 +514,7 @@ impl Gate {
         let guard = call.guard;
         let mut fields = Map::new();
         for (field, arg) in &guard.fields {
-            let Some(v) = call.frozen.get(arg) else {
+            let Some(v) = arg.get(&call.frozen) else {
                 return Err(format!(
                     "the frozen arguments of {} lack `{arg}` (idem's field `{field}`), which the key covers",
                     guard.tool
@@ -568,6 +626,11 @@ struct Call<'a> {
     diverged: bool,
     /// (argument, this call's value, the frozen value) where they differ.
     differences: Vec<(String, Value, Value)>,
+    /// The `_meta` every forward of this action sends: this call's, with
+    /// the frozen entries in place of its own.
+    meta: Map<String, Value>,
+    /// The frozen `_meta` entries this call sent with another value.
+    diverged_meta: Vec<String>,
 }
 
 enum Refusal {
@@ -606,6 +669,7 @@ fn with_meta(
         "diverged": call.diverged,
         "attempt": attempt,
         "reconciled": reconciled,
+        "diverged_meta": call.diverged_meta,
     });
     if result.is_error == Some(true) {
         // Who said no: idem (nothing, or nothing known, ran) or the
@@ -633,7 +697,7 @@ fn refused_meta(result: CallToolResult) -> CallToolResult {
         obj.insert(
             "_meta".into(),
             json!({"idem": {"key": null, "replayed": false, "diverged": false,
-                             "attempt": 0, "reconciled": false, "source": "idem"}}),
+                             "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "idem"}}),
         );
     }
     serde_json::from_value(value).unwrap_or(result)
@@ -717,11 +781,42 @@ fn frozen_arguments(
     if let Some(c) = parsed {
         for (field, arg) in &guard.fields {
             if let Some(v) = c.get(field) {
-                out.insert(arg.clone(), v.clone());
+                // An argument the shape cannot take stays as sent; the
+                // coverage check refuses to execute it then.
+                let _ = arg.set(&mut out, v.clone());
             }
         }
     }
     out
+}
+
+/// The `_meta` to forward, and the frozen entries this call changed: the
+/// request's entries, each `freeze_meta` entry replaced by its frozen value
+/// when the first call sent one (first wins; an entry the first call did
+/// not send passes as this call sends it, and is not frozen later).
+fn meta_to_send(
+    guard: &Guard,
+    candidate: Option<&str>,
+    mut meta: Map<String, Value>,
+) -> (Map<String, Value>, Vec<String>) {
+    let frozen: Map<String, Value> = candidate
+        .and_then(|c| serde_json::from_str::<Map<String, Value>>(c).ok())
+        .and_then(|mut c| match c.remove(META_MEMBER) {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut diverged = Vec::new();
+    for name in &guard.freeze_meta {
+        let Some(first) = frozen.get(name) else {
+            continue;
+        };
+        if meta.get(name).is_some_and(|now| now != first) {
+            diverged.push(name.clone());
+        }
+        meta.insert(name.clone(), first.clone());
+    }
+    (meta, diverged)
 }
 
 fn differences(
@@ -733,8 +828,8 @@ fn differences(
         .fields
         .iter()
         .filter_map(|(_, arg)| {
-            let (a, b) = (now.get(arg)?, frozen.get(arg)?);
-            (a != b).then(|| (arg.clone(), a.clone(), b.clone()))
+            let (a, b) = (arg.get(now)?, arg.get(frozen)?);
+            (a != b).then(|| (arg.to_string(), a.clone(), b.clone()))
         })
         .collect()
 }

@@ -37,6 +37,7 @@ impl CallUpstream for Fake {
         &self,
         _tool: &str,
         arguments: Map<String, Value>,
+        _meta: Map<String, Value>,
     ) -> Result<CallToolResult, String> {
         let n = {
             let mut calls = self.calls.lock().unwrap();
@@ -107,7 +108,12 @@ async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H)
         .down
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let refused = gate
-        .call(guard, args("180.00", "a@example.com"), &upstream)
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
         .await;
     assert_eq!(refused.result.is_error, Some(true));
     let meta = &refused.result.meta.as_ref().unwrap().0["idem"];
@@ -117,7 +123,12 @@ async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H)
         .down
         .store(false, std::sync::atomic::Ordering::Relaxed);
     let ran = gate
-        .call(guard, args("180.00", "a@example.com"), &upstream)
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
         .await;
     assert_eq!(ran.outcome, CallOutcome::Executed);
     assert_eq!(upstream.calls.lock().unwrap().len(), 1);
@@ -129,11 +140,21 @@ async fn a_call_runs_once_and_its_repeat_is_replayed(h: &H) {
     let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let first = gate
-        .call(guard, args("180.00", "a@example.com"), &upstream)
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
         .await;
     assert_eq!(first.outcome, CallOutcome::Executed);
     let again = gate
-        .call(guard, args("180.00", "a@example.com"), &upstream)
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
         .await;
     assert_eq!(again.outcome, CallOutcome::Replayed);
     let calls = upstream.calls.lock().unwrap();
@@ -162,7 +183,12 @@ async fn arguments_recorded_outside_the_gateway_are_never_executed(h: &H) {
     let upstream = Fake::default();
     for _ in 0..2 {
         let answer = gate
-            .call(guard, args("180.00", "a@example.com"), &upstream)
+            .call(
+                guard,
+                args("180.00", "a@example.com"),
+                Map::new(),
+                &upstream,
+            )
             .await;
         assert_eq!(answer.result.is_error, Some(true), "{:?}", answer.result);
         assert!(

@@ -5,7 +5,10 @@ to the ledger file PAY_LEDGER, shared by every process under a file lock.
 PAY_HTTP_PORT serves it over Streamable HTTP instead of stdio.
 PAY_DELAY_MS makes a new charge answer late, after it was executed (the window
 in which the tests kill the gateway). `echo` is a tool the gateway passes
-through; `refuse_charge` answers isError."""
+through; `refuse_charge` answers isError. `complete_checkout` takes its
+arguments nested as ACP's MCP binding does (`meta.idempotency_key`, the
+order under `payload`), declared through pydantic models ($defs and $ref in
+its input schema)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ import sys
 import time
 import uuid
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult
+from pydantic import BaseModel
 
 LEDGER = os.environ["PAY_LEDGER"]
 DELAY_MS = int(os.environ.get("PAY_DELAY_MS", "0"))
@@ -55,6 +60,70 @@ def create_pix_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: 
         print(f"pay_server: charged {receipt['charge_id']}, answering in {DELAY_MS} ms", file=sys.stderr, flush=True)
         time.sleep(DELAY_MS / 1000)
     return receipt
+
+
+class CheckoutMeta(BaseModel):
+    idempotency_key: str = ""
+
+
+class Total(BaseModel):
+    amount: str
+    currency: str
+
+
+class CheckoutPayload(BaseModel):
+    checkout_session_id: str
+    buyer: str
+    pix_key: str
+    totals: list[Total]
+
+
+@app.tool(description="Complete a checkout session (ACP-shaped: meta.idempotency_key, the order under payload).")
+def complete_checkout(meta: CheckoutMeta, payload: CheckoutPayload) -> dict:
+    key = meta.idempotency_key
+
+    def complete(state):  # type: ignore[no-untyped-def]
+        if key and key in state["by_key"]:
+            return state["by_key"][key]
+        order = {"order_id": "ord_" + uuid.uuid4().hex[:12], "amount": payload.totals[0].amount,
+                 "checkout_session_id": payload.checkout_session_id}
+        state["executions"].append(dict(order, idempotency_key=key, invoice_ref=payload.checkout_session_id))
+        if key:
+            state["by_key"][key] = order
+        return order
+
+    return _locked(complete)
+
+
+@app.tool(description="x402-shaped: settles the payment authorization in _meta['x402/payment'] once per nonce, "
+                       "and answers with _meta['x402/payment-response'].")
+def pay_resource(resource: str, amount: str, pay_to: str, payer_pix: str, ctx: Context) -> CallToolResult:
+    payment = (ctx.request_context.meta or {}).get("x402/payment")
+    if not isinstance(payment, dict) or not payment.get("nonce"):
+        return CallToolResult.model_validate({"content": [{"type": "text", "text": "402: payment required"}], "isError": True})
+    nonce = str(payment["nonce"])
+
+    def settle(state):  # type: ignore[no-untyped-def]
+        settled = state.setdefault("nonces", {})
+        if nonce in settled:
+            return None, settled[nonce]
+        receipt = {"transaction": "0x" + uuid.uuid4().hex, "nonce": nonce, "success": True}
+        state["executions"].append({"settled": nonce, "invoice_ref": resource, "amount": amount, "idempotency_key": ""})
+        settled[nonce] = receipt
+        return receipt, receipt
+
+    executed, receipt = _locked(settle)
+    if DELAY_MS and executed:
+        time.sleep(DELAY_MS / 1000)
+    return CallToolResult.model_validate({
+        "content": [{"type": "text", "text": json.dumps({"resource": resource, "paid": amount})}],
+        "_meta": {"x402/payment-response": receipt},
+    })
+
+
+@app.tool(description="The _meta keys this call arrived with (a tool the gateway passes through).")
+def meta_keys(ctx: Context) -> str:
+    return " ".join(sorted(ctx.request_context.meta or {}))
 
 
 @app.tool(description="Refuse a charge: always answers isError.")

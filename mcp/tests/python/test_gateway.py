@@ -390,3 +390,129 @@ async def test_a_disabled_tenant_is_refused_at_start_and_mid_session(env: Env) -
                           env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2 and "disabled" in done.stderr, done.stderr
     assert [e["invoice_ref"] for e in env.executions()] == ["DIS-1"]
+
+
+CHECKOUT_GUARD = """
+[[guard]]
+tool = "complete_checkout"
+action = "pix.cobranca"
+key_argument = "/meta/idempotency_key"
+[guard.fields]
+cliente_id = "/payload/buyer"
+valor = "/payload/totals/0/amount"
+chave_pix_destino = "/payload/pix_key"
+referencia_intencao = "/payload/checkout_session_id"
+"""
+
+
+def checkout_args(session: str, model_key: str, amount: str = "42.50") -> dict[str, Any]:
+    return {"meta": {"idempotency_key": model_key},
+            "payload": {"checkout_session_id": session, "buyer": "b-1", "pix_key": "ana@example.com",
+                        "totals": [{"amount": amount, "currency": "BRL"}]}}
+
+
+async def test_nested_arguments_by_json_pointer_and_a_key_the_model_cannot_choose(env: Env) -> None:
+    guard = env.guard_file(extra=CHECKOUT_GUARD)
+    async with env.agent(guard) as agent:
+        # Five retries, five keys minted by the "model": one order.
+        outs = [await agent.call_tool("complete_checkout", checkout_args("cs_1", f"model-{i}")) for i in range(5)]
+        assert all(not o.is_error for o in outs), [text_of(o) for o in outs]
+        key = outs[0].meta["idem"]["key"]
+        assert [o.meta["idem"]["replayed"] for o in outs] == [False, True, True, True, True]
+        orders = {json.loads(o.content[0].text)["order_id"] for o in outs}  # type: ignore[union-attr]
+        assert len(orders) == 1, orders
+        # A changed amount, deep in the payload: diverged, no second order.
+        changed = await agent.call_tool("complete_checkout", checkout_args("cs_1", "model-x", amount="43.00"))
+        assert changed.meta["idem"]["diverged"] and changed.meta["idem"]["replayed"], changed.meta
+        # An argument shape the key cannot be written into: refused, nothing recorded.
+        odd = checkout_args("cs_2", "k")
+        odd["meta"] = "not an object"
+        refused = await agent.call_tool("complete_checkout", odd)
+        assert refused.is_error and "key_argument /meta/idempotency_key" in text_of(refused), text_of(refused)
+    runs = env.executions()
+    assert len(runs) == 1, runs
+    # The upstream got idem's key where the model had written its own.
+    assert runs[0]["idempotency_key"] == key and runs[0]["amount"] == "42.50"
+
+
+def test_a_pointer_nothing_in_the_schema_can_hold_is_refused_at_start(env: Env) -> None:
+    good = env.guard_file(extra=CHECKOUT_GUARD).read_text()
+    lines = good.split("\n")
+
+    def line_of(text: str) -> str:
+        return f":{lines.index(text) + 1}:"
+
+    cases = [
+        (good.replace('"/meta/idempotency_key"', '"/meta/idempotency_kye"'), line_of('key_argument = "/meta/idempotency_key"'),
+         "can hold /meta/idempotency_kye"),
+        (good.replace('"/payload/totals/0/amount"', '"/payload/totals/0/amout"'), line_of('valor = "/payload/totals/0/amount"'),
+         "can hold /payload/totals/0/amout"),
+        (good.replace('"/payload/buyer"', '"/payload/buyer/name"'), line_of('cliente_id = "/payload/buyer"'),
+         "can hold /payload/buyer/name"),
+        (good.replace('"/payload/buyer"', '"meta:/x402~1payment/payload/from"'), line_of('cliente_id = "/payload/buyer"'),
+         "meta:"),
+        (good.replace('"/meta/idempotency_key"', '"/payload/totals"'), line_of('key_argument = "/meta/idempotency_key"'),
+         "overwrites it with the key"),
+    ]
+    for text, line, says in cases:
+        path = env.tmp / "bad.toml"
+        path.write_text(text)
+        done = subprocess.run([IDEM, *env.gateway_args(path)], capture_output=True, text=True,
+                              env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
+        assert done.returncode == 2, (says, done.stderr)
+        assert says in done.stderr and line in done.stderr, (says, line, done.stderr)
+    assert env.executions() == []
+
+
+X402_GUARD = """
+[[guard]]
+tool = "pay_resource"
+action = "pix.cobranca"
+freeze_meta = ["x402/payment"]
+lease_ms = {lease_ms}
+on_uncertain = "resend"
+[guard.fields]
+cliente_id = "pay_to"
+valor = "amount"
+chave_pix_destino = "payer_pix"
+referencia_intencao = "resource"
+"""
+
+
+def x402_args(resource: str) -> dict[str, str]:
+    return {"resource": resource, "amount": "0.10", "pay_to": "merchant-1", "payer_pix": "ana@example.com"}
+
+
+def signed(nonce: str) -> dict[str, Any]:
+    # A client that signs a new authorization (a new nonce) on every try.
+    return {"x402/payment": {"nonce": nonce, "payload": {"from": "0xabc", "value": "100000"}}}
+
+
+async def test_meta_passes_through_and_a_frozen_payment_is_sent_on_every_retry(env: Env) -> None:
+    guard = env.guard_file(extra=X402_GUARD.format(lease_ms=30000))
+    async with env.agent(guard) as agent:
+        outs = [await agent.call_tool("pay_resource", x402_args("/r/1"), meta=signed(f"nonce-{i}")) for i in range(3)]
+        assert all(not o.is_error for o in outs), [text_of(o) for o in outs]
+        receipts = [o.meta["x402/payment-response"] for o in outs]
+        assert receipts[0]["nonce"] == "nonce-0" and receipts == [receipts[0]] * 3, receipts
+        assert [o.meta["idem"]["diverged_meta"] for o in outs] == [[], ["x402/payment"], ["x402/payment"]]
+        assert [o.meta["idem"]["diverged"] for o in outs] == [False, False, False]
+        # Unguarded tools get the request's _meta too (beside the gateway's
+        # own session keys, such as its progress token).
+        keys = await agent.call_tool("meta_keys", {}, meta={"x402/payment": {"nonce": "n"}, "trace": "t"})
+        assert {"trace", "x402/payment"} <= set(text_of(keys).split()), text_of(keys)
+    assert [e["settled"] for e in env.executions()] == ["nonce-0"]
+
+
+async def test_a_resend_after_an_unknown_outcome_carries_the_frozen_payment(env: Env) -> None:
+    # The upstream settles, then answers after the lease: the outcome is unknown.
+    guard = env.guard_file(extra=X402_GUARD.format(lease_ms=1000), delay_ms=3000)
+    async with env.agent(guard) as agent:
+        late = await agent.call_tool("pay_resource", x402_args("/r/2"), meta=signed("first"))
+        assert late.is_error and "unknown" in text_of(late), text_of(late)
+        await asyncio.sleep(3)  # the first settlement's answer is long gone
+        again = await agent.call_tool("pay_resource", x402_args("/r/2"), meta=signed("second"))
+        assert not again.is_error, text_of(again)
+        assert again.meta["x402/payment-response"]["nonce"] == "first"
+        assert again.meta["idem"]["diverged_meta"] == ["x402/payment"] and again.meta["idem"]["reconciled"]
+    assert [e["settled"] for e in env.executions()] == ["first"], env.executions()
