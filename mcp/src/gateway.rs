@@ -69,6 +69,17 @@ pub enum StartError {
         /// The pointer, as written.
         pointer: String,
     },
+    /// A `[guard.lookup]` tool that is itself guarded: a lookup must read,
+    /// and a guarded tool acts.
+    #[error("{path}:{line}: the lookup tool {tool:?} is guarded in this file; a lookup must read the provider's record, never act")]
+    LookupGuarded {
+        /// The guard file.
+        path: String,
+        /// The `[guard.lookup]` line.
+        line: usize,
+        /// The lookup tool.
+        tool: String,
+    },
     /// The upstream did not complete `initialize` in time.
     #[error("the upstream MCP server {upstream} did not answer initialize within {seconds} s")]
     Silent {
@@ -425,7 +436,7 @@ impl Gateway {
     pub async fn start(
         store: Store,
         tenant: TenantSource,
-        file: GuardFile,
+        mut file: GuardFile,
         upstream: Option<Upstream>,
     ) -> Result<Self, StartError> {
         let target = upstream
@@ -437,6 +448,29 @@ impl Gateway {
             .list_all_tools()
             .await
             .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
+        let guarded: Vec<String> = file.guards.iter().map(|g| g.tool.clone()).collect();
+        for g in &mut file.guards {
+            if let Some(tool) = tools.iter().find(|t| t.name == g.tool) {
+                g.output_schema = tool.output_schema.as_deref().cloned();
+            }
+            let Some(lookup) = &g.lookup else { continue };
+            if guarded.contains(&lookup.tool) {
+                return Err(StartError::LookupGuarded {
+                    path: file.path.clone(),
+                    line: lookup.line,
+                    tool: lookup.tool.clone(),
+                });
+            }
+            if !tools.iter().any(|t| t.name == lookup.tool) {
+                let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+                return Err(StartError::NoSuchTool {
+                    path: file.path.clone(),
+                    line: lookup.line,
+                    tool: lookup.tool.clone(),
+                    have: have.join(", "),
+                });
+            }
+        }
         for g in &file.guards {
             let Some(tool) = tools.iter().find(|t| t.name == g.tool) else {
                 let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -461,7 +495,14 @@ impl Gateway {
                 .iter()
                 .map(|(_, a)| a)
                 .zip(g.field_lines.iter().copied())
-                .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)));
+                .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)))
+                // A lookup's arguments are read from the frozen arguments.
+                .chain(g.lookup.iter().flat_map(|l| {
+                    l.arguments.iter().filter_map(move |(_, s)| match s {
+                        crate::guard_file::LookupArgument::Frozen(p) => Some((p, l.line)),
+                        crate::guard_file::LookupArgument::Key => None,
+                    })
+                }));
             for (argument, line) in named {
                 if argument.is_pointer() {
                     if !crate::guard_file::schema_holds(

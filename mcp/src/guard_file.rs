@@ -81,6 +81,56 @@ pub enum OnUncertain {
     /// (for upstreams that honour the key), and record its answer as the
     /// reconciliation.
     Resend,
+    /// Ask the upstream with a tool that reads, never acts (`[guard.lookup]`):
+    /// executed settles the action with what it says, not executed runs it
+    /// again under the same key, anything else refuses as `Refuse` does.
+    Lookup,
+}
+
+/// How to ask the provider whether an action whose outcome is unknown was
+/// executed (`[guard.lookup]`).
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// The upstream tool that reads (it must not be guarded).
+    pub tool: String,
+    /// Its arguments: each a value of the frozen arguments, or the key.
+    pub arguments: Vec<(String, LookupArgument)>,
+    /// When its result says the action was executed.
+    pub executed: Verdict,
+    /// When its result says the action was not executed.
+    pub not_executed: Verdict,
+    /// The part of its result that stands for the guarded tool's (a JSON
+    /// Pointer; the whole result when absent).
+    pub result: Option<String>,
+    /// The line of the `[guard.lookup]` table.
+    pub line: usize,
+}
+
+/// Where a lookup argument's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupArgument {
+    /// The action's derived key (`"$key"`).
+    Key,
+    /// A value of the frozen arguments.
+    Frozen(ArgPath),
+}
+
+/// A test on a lookup's result: the value at `pointer` is one of `values`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// A JSON Pointer into the result (`""`: the whole result).
+    pub pointer: String,
+    /// The values that mean this verdict.
+    pub values: Vec<Value>,
+}
+
+impl Verdict {
+    /// Whether `result` says this.
+    pub fn holds(&self, result: &Value) -> bool {
+        result
+            .pointer(&self.pointer)
+            .is_some_and(|v| self.values.contains(v))
+    }
 }
 
 /// What an upstream `isError` result means for the action.
@@ -264,6 +314,12 @@ pub struct Guard {
     /// The request `_meta` entries frozen with the intent on its first
     /// call (`freeze_meta`): every later forward sends the frozen ones.
     pub freeze_meta: Vec<String>,
+    /// How to ask the upstream about an unknown outcome (`on_uncertain =
+    /// "lookup"`).
+    pub lookup: Option<Lookup>,
+    /// The guarded tool's `outputSchema`, when the upstream declares one
+    /// (set when the gateway starts): a lookup's result must satisfy it.
+    pub output_schema: Option<Map<String, Value>>,
 }
 
 /// A checked guard file.
@@ -328,6 +384,26 @@ struct RawGuard {
     errors: Option<Errors>,
     fields: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
     freeze_meta: Option<Spanned<Vec<String>>>,
+    lookup: Option<Spanned<RawLookup>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLookup {
+    tool: String,
+    #[serde(default)]
+    arguments: BTreeMap<String, String>,
+    executed: RawVerdict,
+    not_executed: RawVerdict,
+    result: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVerdict {
+    pointer: String,
+    #[serde(rename = "in")]
+    values: Vec<toml::Value>,
 }
 
 impl GuardFile {
@@ -543,12 +619,32 @@ impl GuardFile {
                     names
                 }
             };
+            let on_uncertain = g.on_uncertain.unwrap_or(OnUncertain::Refuse);
+            let lookup = match (on_uncertain, g.lookup) {
+                (OnUncertain::Lookup, None) => {
+                    return Err(at(
+                        tool_span,
+                        "on_uncertain = \"lookup\" needs a [guard.lookup] table: the tool that reads the provider's record, its arguments, and what its result says when executed or not".into(),
+                    ))
+                }
+                (OnUncertain::Lookup, Some(l)) => {
+                    let span = l.span();
+                    Some(lookup_of(l.into_inner(), line_of(text, span.start), g.tool.get_ref()).map_err(|m| at(span, m))?)
+                }
+                (_, Some(l)) => {
+                    return Err(at(
+                        l.span(),
+                        "[guard.lookup] is used only with on_uncertain = \"lookup\"".into(),
+                    ))
+                }
+                (_, None) => None,
+            };
             guards.push(Guard {
                 tool: g.tool.into_inner(),
                 action: spec.action.clone(),
                 key_argument,
                 lease: Duration::from_millis(lease_ms),
-                on_uncertain: g.on_uncertain.unwrap_or(OnUncertain::Refuse),
+                on_uncertain,
                 errors: g.errors.unwrap_or(Errors::Retryable),
                 fields,
                 field_lines,
@@ -556,6 +652,8 @@ impl GuardFile {
                 reference_field: spec.reference.clone(),
                 line: line_of(text, tool_span.start),
                 freeze_meta,
+                lookup,
+                output_schema: None,
             });
         }
         Ok(GuardFile {
@@ -681,6 +779,83 @@ fn reach(root: &Value, s: &Value, tokens: &[String], at_root: bool, budget: &mut
     .iter()
     .any(|k| o.contains_key(*k));
     !at_root && container && !declares
+}
+
+fn lookup_of(raw: RawLookup, line: usize, guarded: &str) -> Result<Lookup, String> {
+    if raw.tool.is_empty() {
+        return Err(
+            "[guard.lookup] tool is empty: name the upstream tool that reads the provider's record"
+                .into(),
+        );
+    }
+    if raw.tool == guarded {
+        return Err(format!(
+            "[guard.lookup] tool {:?} is the guarded tool itself: a lookup must read, never act",
+            raw.tool
+        ));
+    }
+    let mut arguments = Vec::new();
+    for (name, source) in raw.arguments {
+        let source = if source == "$key" {
+            LookupArgument::Key
+        } else {
+            LookupArgument::Frozen(
+                ArgPath::parse(&source)
+                    .map_err(|m| format!("[guard.lookup] arguments.{name}: {m}"))?,
+            )
+        };
+        arguments.push((name, source));
+    }
+    let verdict = |what: &str, v: RawVerdict| -> Result<Verdict, String> {
+        if !(v.pointer.is_empty() || v.pointer.starts_with('/')) {
+            return Err(format!(
+                "[guard.lookup] {what}.pointer {:?} is not a JSON Pointer (\"\" or starting with /)",
+                v.pointer
+            ));
+        }
+        if v.values.is_empty() {
+            return Err(format!(
+                "[guard.lookup] {what}.in is empty: list the values that mean {what}"
+            ));
+        }
+        let values = v
+            .values
+            .into_iter()
+            .map(|x| serde_json::to_value(x).map_err(|e| format!("[guard.lookup] {what}.in: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Verdict {
+            pointer: v.pointer,
+            values,
+        })
+    };
+    let executed = verdict("executed", raw.executed)?;
+    let not_executed = verdict("not_executed", raw.not_executed)?;
+    if executed.pointer == not_executed.pointer {
+        if let Some(both) = executed
+            .values
+            .iter()
+            .find(|v| not_executed.values.contains(v))
+        {
+            return Err(format!(
+                "[guard.lookup] {both} is in both executed.in and not_executed.in: a result cannot mean both"
+            ));
+        }
+    }
+    if let Some(r) = &raw.result {
+        if !(r.is_empty() || r.starts_with('/')) {
+            return Err(format!(
+                "[guard.lookup] result {r:?} is not a JSON Pointer (\"\" or starting with /)"
+            ));
+        }
+    }
+    Ok(Lookup {
+        tool: raw.tool,
+        arguments,
+        executed,
+        not_executed,
+        result: raw.result,
+        line,
+    })
 }
 
 /// Whether one path is the other or inside it.

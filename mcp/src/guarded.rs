@@ -6,12 +6,13 @@
 //! `_meta.idem`, and a replayed or divergent one also in a sentence a model
 //! reads.
 
-use crate::guard_file::{Errors, Guard, OnUncertain};
+use crate::guard_file::{Errors, Guard, LookupArgument, OnUncertain};
 use idem_core::{IdempotencyKey, Payload, TenantId};
 use idem_store::{Begin, Outcome, Store};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -291,6 +292,7 @@ impl Gate {
             differences,
             meta,
             diverged_meta,
+            looked_up: AtomicBool::new(false),
         };
         self.claim_and_run(&call, upstream, gone).await
     }
@@ -335,6 +337,9 @@ impl Gate {
                 Begin::Uncertain { token, attempt, .. } => match guard.on_uncertain {
                     OnUncertain::Resend => {
                         return self.execute(call, upstream, token, attempt, true).await
+                    }
+                    OnUncertain::Lookup => {
+                        return self.look_up(call, upstream, token, attempt).await
                     }
                     OnUncertain::Refuse => {
                         let mut s = self.store.session().await.map_err(Refusal::Store)?;
@@ -437,13 +442,13 @@ impl Gate {
         .await;
         let result = match answered {
             Ok(Ok(r)) => r,
-            Ok(Err(why)) => return self.unanswered(call, token, attempt, why).await,
+            Ok(Err(why)) => return self.unanswered(call, upstream, token, attempt, why).await,
             Err(_) => {
                 let why = format!(
                     "no answer within the lease ({} ms)",
                     guard.lease.as_millis()
                 );
-                return self.unanswered(call, token, attempt, why).await;
+                return self.unanswered(call, upstream, token, attempt, why).await;
             }
         };
         let stored = stored_text(&result);
@@ -539,9 +544,10 @@ impl Gate {
 
     /// The upstream was called and no answer came: the outcome is unknown,
     /// so the action is uncertain now, never "not done".
-    async fn unanswered(
+    async fn unanswered<U: CallUpstream>(
         &self,
         call: &Call<'_>,
+        upstream: &U,
         token: i64,
         attempt: i32,
         why: String,
@@ -558,6 +564,24 @@ impl Gate {
         {
             tracing::warn!(error = %e, "could not mark a guarded call uncertain; its lease will");
         }
+        drop(s);
+        if call.guard.on_uncertain == OnUncertain::Lookup && !call.looked_up.load(Ordering::SeqCst)
+        {
+            // Asked at once, in this call: the claim is taken again (it is
+            // uncertain now) and the upstream's record read.
+            if let Ok(Begin::Uncertain { token, attempt, .. }) = self
+                .store
+                .begin_action(
+                    &self.tenant,
+                    &call.guard.action,
+                    &call.key,
+                    call.guard.lease,
+                )
+                .await
+            {
+                return Box::pin(self.look_up(call, upstream, token, attempt)).await;
+            }
+        }
         Ok(error_answer(
             call,
             attempt,
@@ -567,6 +591,196 @@ impl Gate {
                      Do not retry with a new reference; retrying this same call is safe (same key). Key {}.",
                     call.guard.tool, call.reference, call.key
                 ),
+        ))
+    }
+
+    /// Asks the upstream whether the action was executed (`on_uncertain =
+    /// "lookup"`), holding the claim (`token`): executed settles it with
+    /// the lookup's result (reconciled), not executed runs it again under
+    /// the same key with the frozen arguments and `_meta`, anything else
+    /// hands it back uncertain, with what the lookup said, for a person.
+    async fn look_up<U: CallUpstream>(
+        &self,
+        call: &Call<'_>,
+        upstream: &U,
+        token: i64,
+        attempt: i32,
+    ) -> Result<Answer, Refusal> {
+        call.looked_up.store(true, Ordering::SeqCst);
+        let guard = call.guard;
+        let Some(lookup) = guard.lookup.as_ref() else {
+            return Ok(error_answer(
+                call,
+                attempt,
+                CallOutcome::Uncertain,
+                "no [guard.lookup]".into(),
+            ));
+        };
+        let verdict = self.ask(call, upstream, lookup).await;
+        let label = match &verdict {
+            Looked::Executed(_) => "executed",
+            Looked::NotExecuted => "not_executed",
+            Looked::Unknown(_) => "unknown",
+        };
+        if let Ok(mut s) = self.store.session().await {
+            if let Err(e) = s
+                .count_mcp_call(
+                    &self.tenant,
+                    &lookup.tool,
+                    &format!("lookup:{label}"),
+                    false,
+                )
+                .await
+            {
+                tracing::warn!(error = %e, "a lookup could not be counted");
+            }
+        }
+        tracing::info!(tool = %guard.tool, lookup = %lookup.tool, verdict = label, "looked up an unknown outcome");
+        let answer = match verdict {
+            Looked::Executed(value) => {
+                let result = as_result(&value);
+                let mut s = self.store.session().await.map_err(Refusal::Store)?;
+                if let Err(e) = s
+                    .reconcile(
+                        &self.tenant,
+                        &call.key,
+                        token,
+                        &Outcome::Completed(stored_text(&result)),
+                    )
+                    .await
+                {
+                    tracing::warn!(error = %e, "a looked-up outcome could not be recorded");
+                }
+                Answer {
+                    result: with_meta(result, call, false, attempt, true, "upstream"),
+                    outcome: CallOutcome::Replayed,
+                    diverged: call.diverged,
+                }
+            }
+            Looked::NotExecuted => {
+                Box::pin(self.execute(call, upstream, token, attempt, false)).await?
+            }
+            Looked::Unknown(why) => {
+                let mut s = self.store.session().await.map_err(Refusal::Store)?;
+                let _ = s
+                    .mark_uncertain(
+                        &self.tenant,
+                        &call.key,
+                        token,
+                        &format!("lookup {}: {why}", lookup.tool),
+                    )
+                    .await;
+                error_answer(
+                    call,
+                    attempt,
+                    CallOutcome::Uncertain,
+                    format!(
+                        "the outcome of {} for {} is unknown, and asking the provider ({}) did not tell: {why}. \
+                         Do not retry it with a new reference; it is in idem's work queue (/live), where a person settles it. Key {}.",
+                        guard.tool, call.reference, lookup.tool, call.key
+                    ),
+                )
+            }
+        };
+        Ok(with_lookup(answer, label))
+    }
+
+    /// Calls the lookup tool and reads its verdict.
+    async fn ask<U: CallUpstream>(
+        &self,
+        call: &Call<'_>,
+        upstream: &U,
+        lookup: &crate::guard_file::Lookup,
+    ) -> Looked {
+        let mut arguments = Map::new();
+        for (name, source) in &lookup.arguments {
+            let value = match source {
+                LookupArgument::Key => Value::String(call.key.to_string()),
+                LookupArgument::Frozen(path) => match path.get(&call.frozen) {
+                    Some(v) => v.clone(),
+                    None => {
+                        return Looked::Unknown(format!(
+                            "the frozen arguments have nothing at {path} for its argument `{name}`"
+                        ))
+                    }
+                },
+            };
+            arguments.insert(name.clone(), value);
+        }
+        if !upstream.available() {
+            return Looked::Unknown("the upstream MCP server is down".into());
+        }
+        let answered = tokio::time::timeout(
+            call.guard.lease,
+            upstream.call(&lookup.tool, arguments, Map::new()),
+        )
+        .await;
+        let result = match answered {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Looked::Unknown(format!("no answer: {e}")),
+            Err(_) => {
+                return Looked::Unknown(format!(
+                    "no answer within the lease ({} ms)",
+                    call.guard.lease.as_millis()
+                ))
+            }
+        };
+        if result.is_error == Some(true) {
+            return Looked::Unknown(format!(
+                "it answered isError: {}",
+                clipped(&first_text(&result).unwrap_or_default())
+            ));
+        }
+        // Its structured result, else its first text item read as JSON.
+        let found = match result.structured_content.clone() {
+            Some(v) => v,
+            None => {
+                match first_text(&result).and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
+                    Some(v) => v,
+                    None => {
+                        return Looked::Unknown(
+                            "its result is neither structured nor JSON text".into(),
+                        )
+                    }
+                }
+            }
+        };
+        if lookup.executed.holds(&found) {
+            let value = match &lookup.result {
+                None => found,
+                Some(p) => match found.pointer(p) {
+                    Some(v) => v.clone(),
+                    None => {
+                        return Looked::Unknown(format!(
+                            "it says executed, but its result has nothing at {p}"
+                        ))
+                    }
+                },
+            };
+            if let Some(schema) = &call.guard.output_schema {
+                let schema = Value::Object(schema.clone());
+                let checked = jsonschema::validator_for(&schema)
+                    .map_err(|e| format!("the tool's outputSchema cannot be used: {e}"))
+                    .and_then(|v| {
+                        v.validate(&value).map_err(|e| {
+                            format!(
+                                "its result does not satisfy {}'s outputSchema: {e}",
+                                call.guard.tool
+                            )
+                        })
+                    });
+                if let Err(why) = checked {
+                    return Looked::Unknown(format!("it says executed, but {why}"));
+                }
+            }
+            return Looked::Executed(value);
+        }
+        if lookup.not_executed.holds(&found) {
+            return Looked::NotExecuted;
+        }
+        Looked::Unknown(format!(
+            "its result says neither: {}",
+            clipped(&found.to_string())
         ))
     }
 
@@ -614,6 +828,52 @@ impl Gate {
     }
 }
 
+/// What a lookup said.
+enum Looked {
+    /// Executed: the result that stands for the guarded tool's.
+    Executed(Value),
+    NotExecuted,
+    /// Anything else, and why.
+    Unknown(String),
+}
+
+/// A looked-up result as the guarded tool's answer: its JSON as text, and
+/// as `structuredContent` when it is an object.
+fn as_result(value: &Value) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(
+        serde_json::to_string_pretty(value).unwrap_or_default(),
+    )]);
+    if value.is_object() {
+        r.structured_content = Some(value.clone());
+    }
+    r
+}
+
+fn first_text(result: &CallToolResult) -> Option<String> {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+}
+
+/// At most 500 characters of a provider's answer, for a message.
+fn clipped(text: &str) -> String {
+    match text.char_indices().nth(500) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// `answer` with `_meta.idem.lookup` saying what the lookup found.
+fn with_lookup(mut answer: Answer, verdict: &str) -> Answer {
+    if let Some(meta) = answer.result.meta.as_mut() {
+        if let Some(idem) = meta.0.get_mut("idem").and_then(Value::as_object_mut) {
+            idem.insert("lookup".into(), json!(verdict));
+        }
+    }
+    answer
+}
+
 /// One call's frozen view.
 struct Call<'a> {
     guard: &'a Guard,
@@ -631,6 +891,9 @@ struct Call<'a> {
     meta: Map<String, Value>,
     /// The frozen `_meta` entries this call sent with another value.
     diverged_meta: Vec<String>,
+    /// Whether this call has asked the upstream already (`lookup`): it
+    /// asks at most once.
+    looked_up: AtomicBool,
 }
 
 enum Refusal {

@@ -287,6 +287,10 @@ async fn mcp_calls_are_counted_per_tenant_tool_and_outcome(h: &H) {
     s.count_mcp_call(&other, "refund", "executed", false)
         .await
         .unwrap();
+    // A lookup is counted under the tool it asked, and is no guarded call.
+    s.count_mcp_call(&h.tenant, "get_checkout", "lookup:executed", false)
+        .await
+        .unwrap();
     let counts = s.mcp_calls(&h.tenant, T0, T0 + 7_200_000).await.unwrap();
     assert_eq!(
         counts,
@@ -306,6 +310,7 @@ async fn mcp_calls_are_counted_per_tenant_tool_and_outcome(h: &H) {
     let all = h.store.admin_mcp_calls().await.unwrap();
     assert!(all.contains(&("refund".into(), "executed".into(), 1)));
     assert!(all.contains(&("create_pix_charge".into(), "replayed".into(), 2)));
+    assert!(all.contains(&("get_checkout".into(), "lookup:executed".into(), 1)));
 }
 
 /// The first delivery's candidate is kept as it was sent, byte for byte

@@ -12,6 +12,7 @@ its input schema)."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -79,20 +80,48 @@ class CheckoutPayload(BaseModel):
 
 
 @app.tool(description="Complete a checkout session (ACP-shaped: meta.idempotency_key, the order under payload).")
-def complete_checkout(meta: CheckoutMeta, payload: CheckoutPayload) -> dict:
+async def complete_checkout(meta: CheckoutMeta, payload: CheckoutPayload) -> dict:
     key = meta.idempotency_key
+    stall = os.environ.get("PAY_STALL_IF")
+    if stall and os.path.exists(stall):
+        # The request is lost before the merchant acts: nothing is executed.
+        await asyncio.sleep(3)
+        raise ValueError("the merchant never received it")
 
     def complete(state):  # type: ignore[no-untyped-def]
         if key and key in state["by_key"]:
-            return state["by_key"][key]
+            return None, state["by_key"][key]
         order = {"order_id": "ord_" + uuid.uuid4().hex[:12], "amount": payload.totals[0].amount,
                  "checkout_session_id": payload.checkout_session_id}
         state["executions"].append(dict(order, idempotency_key=key, invoice_ref=payload.checkout_session_id))
+        state.setdefault("orders", {})[payload.checkout_session_id] = order
         if key:
             state["by_key"][key] = order
-        return order
+        return order, order
 
-    return _locked(complete)
+    executed, order = _locked(complete)
+    if DELAY_MS and executed:
+        await asyncio.sleep(DELAY_MS / 1000)  # executed, answering late
+    return order
+
+
+class Order(BaseModel):
+    order_id: str
+    amount: str
+    checkout_session_id: str
+
+
+@app.tool(description="complete_checkout with a declared output schema (an Order).")
+async def complete_typed_checkout(meta: CheckoutMeta, payload: CheckoutPayload) -> Order:
+    return Order(**await complete_checkout(meta, payload))
+
+
+@app.tool(description="Read a checkout session (ACP's get_checkout_session): its status, and its order once completed. Reads, never acts.")
+def get_checkout(id: str) -> dict:
+    order = _locked(lambda s: s.get("orders", {}).get(id))
+    if order is None:
+        return {"id": id, "status": "ready_for_payment"}
+    return {"id": id, "status": "completed", "order": order}
 
 
 @app.tool(description="x402-shaped: settles the payment authorization in _meta['x402/payment'] once per nonce, "

@@ -82,7 +82,7 @@ class Env:
         # The upstream inherits nothing but PATH, HOME and LANG: what it
         # needs is named here, on the [upstream] table's first line.
         upstream_env = (f"env = {{ PAY_LEDGER = {json.dumps(str(self.ledger))}, PAY_DELAY_MS = \"{delay_ms}\", "
-                        f"PAY_DOWN_IF = {json.dumps(str(self.tmp / 'upstream-down'))} }}")
+                        f"PAY_DOWN_IF = {json.dumps(str(self.tmp / 'upstream-down'))}, PAY_STALL_IF = {json.dumps(str(self.tmp / 'stall'))} }}")
         upstream = f"url = {json.dumps(url)}" if url else f"command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / 'pay_server.py'))}]"
         path.write_text(f"""{top}
 [upstream]
@@ -268,7 +268,7 @@ async def test_the_upstream_inherits_none_of_idem_s_secrets(env: Env) -> None:
     # The gateway itself had them (and IDEMPOTENCY_HMAC_KEY); the upstream
     # gets PATH, HOME and LANG where set, and what [upstream] env names
     # (LC_CTYPE is Python's own: it sets it under the C locale, PEP 538).
-    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS", "PAY_DOWN_IF"}, names
+    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS", "PAY_DOWN_IF", "PAY_STALL_IF"}, names
     assert {"PAY_LEDGER", "PATH"} <= names, names
 
 
@@ -516,3 +516,99 @@ async def test_a_resend_after_an_unknown_outcome_carries_the_frozen_payment(env:
         assert again.meta["x402/payment-response"]["nonce"] == "first"
         assert again.meta["idem"]["diverged_meta"] == ["x402/payment"] and again.meta["idem"]["reconciled"]
     assert [e["settled"] for e in env.executions()] == ["first"], env.executions()
+
+
+LOOKUP_GUARD = """
+[[guard]]
+tool = "complete_checkout"
+action = "pix.cobranca"
+key_argument = "/meta/idempotency_key"
+lease_ms = 1000
+on_uncertain = "lookup"
+[guard.fields]
+cliente_id = "/payload/buyer"
+valor = "/payload/totals/0/amount"
+chave_pix_destino = "/payload/pix_key"
+referencia_intencao = "/payload/checkout_session_id"
+[guard.lookup]
+tool = "get_checkout"
+arguments = { id = "/payload/checkout_session_id" }
+executed = { pointer = "/status", in = ["completed"] }
+not_executed = { pointer = "/status", in = ["ready_for_payment", "canceled"] }
+result = "/order"
+"""
+
+
+async def test_an_unknown_outcome_is_settled_by_asking_the_provider_executed(env: Env) -> None:
+    # The merchant completes the order, then answers after the lease: the
+    # gateway asks get_checkout at once and settles it, in the same call.
+    guard = env.guard_file(extra=LOOKUP_GUARD, delay_ms=3000)
+    async with env.agent(guard) as agent:
+        first = await agent.call_tool("complete_checkout", checkout_args("cs_L1", "m-1"))
+        assert not first.is_error, text_of(first)
+        idem = first.meta["idem"]
+        assert idem["lookup"] == "executed" and idem["reconciled"] and not idem["replayed"], idem
+        order = first.structured_content
+        assert order is not None and order["checkout_session_id"] == "cs_L1", first
+        again = await agent.call_tool("complete_checkout", checkout_args("cs_L1", "m-2"))
+        assert again.meta["idem"]["replayed"] and again.meta["idem"]["reconciled"], again.meta
+        assert again.structured_content == order
+    assert len(env.executions()) == 1, env.executions()
+
+
+async def test_an_unknown_outcome_the_provider_never_executed_runs_once_under_the_same_key(env: Env) -> None:
+    guard = env.guard_file(extra=LOOKUP_GUARD)
+    (env.tmp / "stall").write_text("")  # the merchant never gets the request
+    async with env.agent(guard) as agent:
+        lost = await agent.call_tool("complete_checkout", checkout_args("cs_L2", "m-1"))
+        # Asked once: not executed, so sent again, lost again: still unknown.
+        assert lost.is_error and lost.meta["idem"]["lookup"] == "not_executed", (text_of(lost), lost.meta)
+        (env.tmp / "stall").unlink()
+        await asyncio.sleep(3.5)  # the stalled requests end
+        done = await agent.call_tool("complete_checkout", checkout_args("cs_L2", "m-2"))
+        assert not done.is_error, text_of(done)
+        idem = done.meta["idem"]
+        assert idem["lookup"] == "not_executed" and not idem["reconciled"] and not idem["replayed"], idem
+    runs = env.executions()
+    assert len(runs) == 1 and runs[0]["idempotency_key"] == idem["key"], runs
+
+
+def test_bad_lookup_tables_are_refused_at_start(env: Env) -> None:
+    good = env.guard_file(extra=LOOKUP_GUARD).read_text()
+    lines = good.split("\n")
+    at = f":{lines.index('[guard.lookup]') + 1}:"
+    cases = [
+        (good.replace('tool = "get_checkout"', 'tool = "get_checkot"'), at, 'no tool "get_checkot"'),
+        (good.replace('tool = "get_checkout"', 'tool = "create_pix_charge"'), at, "is guarded in this file"),
+        (good.replace('arguments = { id = "/payload/checkout_session_id" }', 'arguments = { id = "/payload/session" }'),
+         at, "can hold /payload/session"),
+        (good.replace('in = ["ready_for_payment", "canceled"]', 'in = ["completed"]'), at, "in both"),
+        (good.replace('on_uncertain = "lookup"', 'on_uncertain = "refuse"'), at, "only with on_uncertain"),
+    ]
+    for text, line, says in cases:
+        path = env.tmp / "bad.toml"
+        path.write_text(text)
+        done = subprocess.run([IDEM, *env.gateway_args(path)], capture_output=True, text=True,
+                              env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
+        assert done.returncode == 2, (says, done.stderr)
+        assert says in done.stderr and line in done.stderr, (says, line, done.stderr)
+
+
+@pytest.mark.parametrize("part", ["/order", "/id"])
+async def test_a_looked_up_result_must_satisfy_the_tools_output_schema(env: Env, part: str) -> None:
+    guard = env.guard_file(extra=LOOKUP_GUARD.replace('tool = "complete_checkout"', 'tool = "complete_typed_checkout"')
+                           .replace('result = "/order"', f'result = "{part}"'), delay_ms=3000)
+    async with env.agent(guard) as agent:
+        tools = {t.name: t for t in (await agent.list_tools()).tools}
+        assert tools["complete_typed_checkout"].output_schema is not None
+        first = await agent.call_tool("complete_typed_checkout", checkout_args("cs_T", "m-1"))
+        if part == "/order":
+            # The order satisfies the Order schema: settled, and an SDK
+            # that checks outputSchema accepts the answer.
+            assert not first.is_error and first.meta["idem"]["lookup"] == "executed", text_of(first)
+            assert first.structured_content["checkout_session_id"] == "cs_T"
+        else:
+            # A session id is no Order: it stays uncertain, and says why.
+            assert first.is_error and first.meta["idem"]["lookup"] == "unknown", first.meta
+            assert "outputSchema" in text_of(first), text_of(first)
+    assert len(env.executions()) == 1

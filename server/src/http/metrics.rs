@@ -83,6 +83,9 @@ pub struct Metrics {
     pub chores: Family<ChoreLabels, Counter>,
     /// Guarded MCP tool calls, by tool and outcome (from the database).
     pub mcp_calls: Family<McpLabels, Counter>,
+    /// The gateway's lookups of unknown outcomes, by lookup tool and
+    /// verdict (from the database).
+    pub mcp_lookups: Family<LookupLabels, Counter>,
     /// Age of the oldest webhook message still waiting (pending or retrying).
     pub oldest_webhook: Gauge,
 }
@@ -95,6 +98,15 @@ pub struct McpLabels {
     /// `executed`, `replayed`, `uncertain`, `in_flight`, `refused`,
     /// `failed`, or `diverged` (beside the call's outcome).
     pub outcome: String,
+}
+
+/// Labels of a lookup count.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LookupLabels {
+    /// The upstream tool asked.
+    pub tool: String,
+    /// `executed`, `not_executed` or `unknown`.
+    pub verdict: String,
 }
 
 /// Labels of a state gauge.
@@ -201,6 +213,12 @@ impl Metrics {
             "Guarded MCP tool calls (every tenant, every gateway process, read from the database), by tool and outcome: executed, replayed, uncertain, in_flight, refused, failed; diverged counts calls whose arguments differed from the frozen intent's, beside their outcome",
             mcp_calls.clone(),
         );
+        let mcp_lookups = Family::<LookupLabels, Counter>::default();
+        registry.register(
+            "mcp_lookups",
+            "Lookups the MCP gateway made to settle an unknown outcome (on_uncertain = \"lookup\"; every tenant and gateway, read from the database), by lookup tool and verdict: executed, not_executed, unknown",
+            mcp_lookups.clone(),
+        );
         let chores = Family::<ChoreLabels, Counter>::default();
         registry.register(
             "chore_runs",
@@ -238,6 +256,7 @@ impl Metrics {
             oldest_webhook,
             chores,
             mcp_calls,
+            mcp_lookups,
         }
     }
 
@@ -271,10 +290,16 @@ impl Metrics {
     /// grow there, so the counters stay monotonic).
     pub fn set_mcp_calls(&self, rows: &[(String, String, i64)]) {
         for (tool, outcome, n) in rows {
-            let c = self.mcp_calls.get_or_create(&McpLabels {
-                tool: tool.clone(),
-                outcome: outcome.clone(),
-            });
+            let c = match outcome.strip_prefix("lookup:") {
+                Some(verdict) => self.mcp_lookups.get_or_create(&LookupLabels {
+                    tool: tool.clone(),
+                    verdict: verdict.to_owned(),
+                }),
+                None => self.mcp_calls.get_or_create(&McpLabels {
+                    tool: tool.clone(),
+                    outcome: outcome.clone(),
+                }),
+            };
             let have = c.get();
             let want = u64::try_from(*n).unwrap_or(0);
             if want > have {
@@ -457,5 +482,28 @@ mod tests {
             }
         }
         assert!(queried >= 10, "the dashboard queries {queried} series");
+    }
+
+    /// A lookup's count goes to its own family, by the tool asked and the
+    /// verdict, never into the guarded calls'.
+    #[test]
+    fn lookups_are_their_own_family() {
+        let m = Metrics::new();
+        m.set_mcp_calls(&[
+            ("complete_checkout".into(), "executed".into(), 2),
+            ("get_checkout".into(), "lookup:not_executed".into(), 3),
+        ]);
+        let text = m.render();
+        assert!(
+            text.contains(
+                r#"idem_mcp_lookups_total{tool="get_checkout",verdict="not_executed"} 3"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"idem_mcp_calls_total{tool="complete_checkout",outcome="executed"} 2"#),
+            "{text}"
+        );
+        assert!(!text.contains(r#"outcome="lookup:"#), "{text}");
     }
 }
