@@ -392,6 +392,18 @@ async def test_a_disabled_tenant_is_refused_at_start_and_mid_session(env: Env) -
     assert [e["invoice_ref"] for e in env.executions()] == ["DIS-1"]
 
 
+def refused_at_start(env: Env, cases: list[tuple[str, str, str]]) -> None:
+    """Each (guard file text, ":line:", what stderr says): the gateway exits
+    2 at start, naming the line and the mistake."""
+    for text, line, says in cases:
+        path = env.tmp / "bad.toml"
+        path.write_text(text)
+        done = subprocess.run([IDEM, *env.gateway_args(path)], capture_output=True, text=True,
+                              env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
+        assert done.returncode == 2, (says, done.stderr)
+        assert says in done.stderr and line in done.stderr, (says, line, done.stderr)
+
+
 CHECKOUT_GUARD = """
 [[guard]]
 tool = "complete_checkout"
@@ -454,13 +466,7 @@ def test_a_pointer_nothing_in_the_schema_can_hold_is_refused_at_start(env: Env) 
         (good.replace('"/meta/idempotency_key"', '"/payload/totals"'), line_of('key_argument = "/meta/idempotency_key"'),
          "overwrites it with the key"),
     ]
-    for text, line, says in cases:
-        path = env.tmp / "bad.toml"
-        path.write_text(text)
-        done = subprocess.run([IDEM, *env.gateway_args(path)], capture_output=True, text=True,
-                              env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
-        assert done.returncode == 2, (says, done.stderr)
-        assert says in done.stderr and line in done.stderr, (says, line, done.stderr)
+    refused_at_start(env, cases)
     assert env.executions() == []
 
 
@@ -585,13 +591,7 @@ def test_bad_lookup_tables_are_refused_at_start(env: Env) -> None:
         (good.replace('in = ["ready_for_payment", "canceled"]', 'in = ["completed"]'), at, "in both"),
         (good.replace('on_uncertain = "lookup"', 'on_uncertain = "refuse"'), at, "only with on_uncertain"),
     ]
-    for text, line, says in cases:
-        path = env.tmp / "bad.toml"
-        path.write_text(text)
-        done = subprocess.run([IDEM, *env.gateway_args(path)], capture_output=True, text=True,
-                              env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
-        assert done.returncode == 2, (says, done.stderr)
-        assert says in done.stderr and line in done.stderr, (says, line, done.stderr)
+    refused_at_start(env, cases)
 
 
 @pytest.mark.parametrize("part", ["/order", "/id"])
