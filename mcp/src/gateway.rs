@@ -495,6 +495,8 @@ impl Gateway {
                 .iter()
                 .map(|(_, a)| a)
                 .zip(g.field_lines.iter().copied())
+                // `_meta` has no schema to check against.
+                .filter(|(a, _)| !a.in_meta())
                 .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)))
                 // A lookup's arguments are read from the frozen arguments.
                 .chain(g.lookup.iter().flat_map(|l| {
@@ -503,12 +505,10 @@ impl Gateway {
                         crate::guard_file::LookupArgument::Key => None,
                     })
                 }));
+            let schema = Value::Object((*tool.input_schema).clone());
             for (argument, line) in named {
                 if argument.is_pointer() {
-                    if !crate::guard_file::schema_holds(
-                        &Value::Object((*tool.input_schema).clone()),
-                        argument,
-                    ) {
+                    if !crate::guard_file::schema_holds(&schema, argument) {
                         return Err(StartError::UnholdablePointer {
                             path: file.path.clone(),
                             line,
@@ -687,6 +687,19 @@ impl ServerHandler for Gateway {
                     ));
                 }
             }
+        }
+        if guard.handshake(&meta) {
+            // Nothing in it can pay (or act): it is forwarded unrecorded,
+            // and the agent learns what the action needs.
+            tracing::info!(tool = %guard.tool, "handshake call, forwarded unrecorded");
+            let mut request = request;
+            request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
+            let result = self
+                .upstream()
+                .call_tool_once(request)
+                .await
+                .map_err(forwarded)?;
+            return Ok(crate::guarded::unrecorded(result));
         }
         let gate = Gate::new(self.inner.store.clone(), tenant);
         let arguments = request.arguments.unwrap_or_default();

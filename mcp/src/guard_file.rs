@@ -150,23 +150,44 @@ pub enum Errors {
 pub struct ArgPath {
     text: String,
     tokens: Vec<String>,
+    /// A `meta:` pointer: into the request's `_meta`, not its arguments.
+    in_meta: bool,
 }
 
 impl ArgPath {
-    /// Reads a `[guard.fields]` value or a `key_argument`.
+    /// Reads a `[guard.fields]` value: an argument, or with `meta:` a
+    /// JSON Pointer into the request's `_meta`
+    /// (`meta:/x402~1payment/payload/authorization/from`).
+    pub fn parse_field(text: &str) -> Result<Self, String> {
+        let Some(pointer) = text.strip_prefix("meta:") else {
+            return Self::parse(text);
+        };
+        if !pointer.starts_with('/') || pointer.len() < 2 {
+            return Err(format!(
+                "{text:?}: after `meta:` comes a JSON Pointer into the request's _meta, starting with the entry's name (meta:/x402~1payment/payload/authorization/from)"
+            ));
+        }
+        let mut path = Self::parse(pointer)?;
+        path.text = text.to_owned();
+        path.in_meta = true;
+        Ok(path)
+    }
+
+    /// Reads a `key_argument` or a lookup argument: always the arguments.
     pub fn parse(text: &str) -> Result<Self, String> {
         if text.is_empty() {
             return Err("an argument name cannot be empty".into());
         }
         if text.starts_with("meta:") {
             return Err(format!(
-                "{text:?}: a `meta:` pointer reads the request's _meta, which this gateway does not freeze yet; name an argument (a plain name or a JSON Pointer such as /payload/amount)"
+                "{text:?}: a `meta:` pointer is read, never written, and only a [guard.fields] value can name one; name an argument (a plain name or a JSON Pointer such as /payload/amount)"
             ));
         }
         let Some(rest) = text.strip_prefix('/') else {
             return Ok(Self {
                 text: text.to_owned(),
                 tokens: vec![text.to_owned()],
+                in_meta: false,
             });
         };
         let mut tokens = Vec::new();
@@ -185,7 +206,23 @@ impl ArgPath {
         Ok(Self {
             text: text.to_owned(),
             tokens,
+            in_meta: false,
         })
+    }
+
+    /// Whether it points into the request's `_meta` (`meta:`).
+    pub fn in_meta(&self) -> bool {
+        self.in_meta
+    }
+
+    /// The value it names: in `meta` for a `meta:` pointer, else in
+    /// `arguments`.
+    pub fn read<'a>(
+        &self,
+        arguments: &'a Map<String, Value>,
+        meta: &'a Map<String, Value>,
+    ) -> Option<&'a Value> {
+        self.get(if self.in_meta { meta } else { arguments })
     }
 
     /// As written in the guard file.
@@ -320,6 +357,22 @@ pub struct Guard {
     /// The guarded tool's `outputSchema`, when the upstream declares one
     /// (set when the gateway starts): a lookup's result must satisfy it.
     pub output_schema: Option<Map<String, Value>>,
+}
+
+impl Guard {
+    /// Whether a call is the protocol's handshake rather than an action: the
+    /// guard reads fields from `_meta` and the request carries none of
+    /// those entries (an x402 call without its payment, which can pay
+    /// nothing and is answered with the payment's requirements).
+    pub fn handshake(&self, meta: &Map<String, Value>) -> bool {
+        let mut entries = self
+            .fields
+            .iter()
+            .filter(|(_, a)| a.in_meta())
+            .filter_map(|(_, a)| a.tokens().first())
+            .peekable();
+        entries.peek().is_some() && entries.all(|e| !meta.contains_key(e))
+    }
 }
 
 /// A checked guard file.
@@ -558,6 +611,7 @@ impl GuardFile {
             }
             let mut fields = Vec::new();
             let mut field_lines = Vec::new();
+            let mut field_spans = Vec::new();
             for f in spec.fields() {
                 let Some((_, arg)) = mapped.iter().find(|(k, _)| *k.get_ref() == *f.name) else {
                     return Err(at(
@@ -568,8 +622,9 @@ impl GuardFile {
                         ),
                     ));
                 };
-                let path = ArgPath::parse(arg.get_ref()).map_err(|m| at(arg.span(), m))?;
+                let path = ArgPath::parse_field(arg.get_ref()).map_err(|m| at(arg.span(), m))?;
                 fields.push((f.name.to_string(), path));
+                field_spans.push(arg.span());
                 field_lines.push(line_of(text, arg.span().start));
             }
             let key_argument_line = g
@@ -619,6 +674,24 @@ impl GuardFile {
                     names
                 }
             };
+            // A key read from `_meta` is only as good as what a resend
+            // carries: unfrozen, a retry's new entry (a new signature, a
+            // new nonce) would go out under the first call's key.
+            for ((field, path), span) in fields.iter().zip(&field_spans) {
+                let entry = path
+                    .tokens()
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or_default();
+                if path.in_meta() && !freeze_meta.iter().any(|n| n == entry) {
+                    return Err(at(
+                        span.clone(),
+                        format!(
+                            "field {field:?} reads the _meta entry {entry:?}, which freeze_meta does not name: a resend would carry whatever a retry sent there; add freeze_meta = [{entry:?}]"
+                        ),
+                    ));
+                }
+            }
             let on_uncertain = g.on_uncertain.unwrap_or(OnUncertain::Refuse);
             let lookup = match (on_uncertain, g.lookup) {
                 (OnUncertain::Lookup, None) => {
@@ -860,6 +933,9 @@ fn lookup_of(raw: RawLookup, line: usize, guarded: &str) -> Result<Lookup, Strin
 
 /// Whether one path is the other or inside it.
 fn overlaps(a: &ArgPath, b: &ArgPath) -> bool {
+    if a.in_meta() != b.in_meta() {
+        return false;
+    }
     let n = a.tokens().len().min(b.tokens().len());
     a.tokens()[..n] == b.tokens()[..n]
 }
@@ -911,6 +987,42 @@ referencia_intencao = "invoice_ref"
         assert_eq!(g.reference_field, "order_id");
         assert_eq!(f.upstream_env["PSP_API_KEY"], "sk_test_…");
         assert_eq!(f.pass_through, None);
+    }
+
+    /// The ACP and x402 examples the book includes and the tests run.
+    #[test]
+    fn the_protocol_examples_read() {
+        let read = |catalog: &str, guard: &str| {
+            let catalog = Catalog::from_toml(catalog).unwrap();
+            GuardFile::parse("guard.toml", guard, &catalog).unwrap()
+        };
+        let acp = read(
+            include_str!("../../examples/mcp/acp/catalog.toml"),
+            include_str!("../../examples/mcp/acp/guard.toml"),
+        );
+        let g = acp.guard("complete_checkout_session").unwrap();
+        assert_eq!(g.on_uncertain, OnUncertain::Lookup);
+        assert_eq!(g.lookup.as_ref().unwrap().tool, "get_checkout_session");
+        assert_eq!(
+            g.key_argument.as_ref().unwrap().tokens(),
+            ["meta", "idempotency_key"]
+        );
+        let x402 = read(
+            include_str!("../../examples/mcp/x402/catalog.toml"),
+            include_str!("../../examples/mcp/x402/guard.toml"),
+        );
+        let g = x402.guard("get_report").unwrap();
+        assert_eq!(g.freeze_meta, ["x402/payment"]);
+        assert_eq!(g.fields.iter().filter(|(_, a)| a.in_meta()).count(), 4);
+        assert!(g.handshake(&Map::new()));
+        let paid: Map<String, Value> =
+            serde_json::from_str(r#"{"x402/payment": {}, "trace": 1}"#).unwrap();
+        assert!(!g.handshake(&paid));
+        // A guard that reads nothing from _meta never has a handshake.
+        assert!(!acp
+            .guard("complete_checkout_session")
+            .unwrap()
+            .handshake(&Map::new()));
     }
 
     #[test]
@@ -1023,6 +1135,39 @@ referencia_intencao = "invoice_ref"
         for bad in ["", "/a~2", "/a~", "meta:/x402~1payment"] {
             assert!(ArgPath::parse(bad).is_err(), "{bad}");
         }
+        let m = ArgPath::parse_field("meta:/x402~1payment/payload/from").unwrap();
+        assert!(m.in_meta());
+        assert_eq!(m.to_string(), "meta:/x402~1payment/payload/from");
+        let meta: Map<String, Value> =
+            serde_json::from_str(r#"{"x402/payment": {"payload": {"from": "0xab"}}}"#).unwrap();
+        assert_eq!(m.read(&w, &meta), Some(&Value::from("0xab")));
+        assert_eq!(m.read(&meta, &w), None);
+        for bad in ["meta:", "meta:x402", "meta:/", "meta:/a~2"] {
+            assert!(ArgPath::parse_field(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_meta_field_needs_its_entry_frozen() {
+        let text = GOOD.replace(
+            "cliente_id = \"customer_id\"",
+            "cliente_id = \"meta:/x402~1payment/from\"",
+        );
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("freeze_meta does not name"), "{e}");
+        assert_eq!(e.line, 11, "{e}");
+        let frozen = text.replace(
+            "[guard.fields]",
+            "freeze_meta = [\"x402/payment\"]\n[guard.fields]",
+        );
+        let f = parse(&frozen).unwrap();
+        assert!(f.guards[0].fields.iter().any(|(_, a)| a.in_meta()));
+        // A key argument never collides with a `_meta` value.
+        let g = frozen.replace(
+            "key_argument = \"idempotency_key\"",
+            "key_argument = \"/x402/payment\"",
+        );
+        assert!(parse(&g).is_ok());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use crate::guard_file::{Errors, Guard, LookupArgument, OnUncertain};
 use idem_core::{IdempotencyKey, Payload, TenantId};
 use idem_store::{Begin, Outcome, Store};
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -193,7 +193,8 @@ impl Gate {
             .filter_map(|name| meta.get(name).map(|v| (name.clone(), v.clone())))
             .collect();
         let sent = serde_json::to_string(&arguments).unwrap_or_default();
-        let frozen_meta_bytes = serde_json::to_string(&to_freeze).unwrap_or_default().len();
+        let frozen_meta_text = serde_json::to_string(&to_freeze).unwrap_or_default();
+        let frozen_meta_bytes = frozen_meta_text.len();
         if frozen_meta_bytes > MAX_ARGUMENTS_BYTES {
             return Err(Refusal::BadArguments(format!(
                 "the _meta entries this tool freezes ({}) are {frozen_meta_bytes} bytes; at most {MAX_ARGUMENTS_BYTES}",
@@ -229,9 +230,14 @@ impl Gate {
             }
         }
         for (field, arg) in &guard.fields {
-            let Some(v) = arg.get(&arguments) else {
+            let Some(v) = arg.read(&arguments, &meta) else {
+                let what = if arg.in_meta() {
+                    "_meta entry"
+                } else {
+                    "argument"
+                };
                 return Err(Refusal::BadArguments(format!(
-                    "missing argument `{arg}`: {} needs it (idem's field `{field}`) to tell this charge from others; nothing was recorded or executed",
+                    "missing {what} `{arg}`: {} needs it (idem's field `{field}`) to tell this charge from others; nothing was recorded or executed",
                     guard.tool
                 )));
             };
@@ -243,7 +249,7 @@ impl Gate {
         );
         if !to_freeze.is_empty() {
             if let Err(e) = idem_core::json::check_depth(
-                Value::Object(to_freeze.clone()).to_string().as_bytes(),
+                frozen_meta_text.as_bytes(),
                 idem_core::json::MAX_DEPTH,
             ) {
                 return Err(Refusal::BadArguments(format!(
@@ -519,9 +525,9 @@ impl Gate {
         let guard = call.guard;
         let mut fields = Map::new();
         for (field, arg) in &guard.fields {
-            let Some(v) = arg.get(&call.frozen) else {
+            let Some(v) = arg.read(&call.frozen, &call.meta) else {
                 return Err(format!(
-                    "the frozen arguments of {} lack `{arg}` (idem's field `{field}`), which the key covers",
+                    "the frozen arguments and _meta of {} lack `{arg}` (idem's field `{field}`), which the key covers",
                     guard.tool
                 ));
             };
@@ -966,6 +972,26 @@ fn refused_meta(result: CallToolResult) -> CallToolResult {
     serde_json::from_value(value).unwrap_or(result)
 }
 
+/// A handshake call's answer (see `Guard::handshake`), forwarded as the
+/// upstream gave it, with `_meta.idem` saying nothing was recorded.
+pub fn unrecorded(response: CallToolResponse) -> CallToolResponse {
+    let CallToolResponse::Complete(result) = response else {
+        return response;
+    };
+    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
+    if let Some(obj) = value.as_object_mut() {
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert(
+                "idem".into(),
+                json!({"key": null, "recorded": false, "replayed": false, "diverged": false,
+                       "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "upstream"}),
+            );
+        }
+    }
+    CallToolResponse::Complete(serde_json::from_value(value).unwrap_or(result))
+}
+
 /// `result` with `_meta.idem` set to `idem` (its own `_meta` kept).
 fn meta_idem(result: CallToolResult, idem: Value, call: &Call<'_>) -> CallToolResult {
     let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
@@ -1042,7 +1068,7 @@ fn frozen_arguments(
     }
     let mut out = arguments.clone();
     if let Some(c) = parsed {
-        for (field, arg) in &guard.fields {
+        for (field, arg) in guard.fields.iter().filter(|(_, a)| !a.in_meta()) {
             if let Some(v) = c.get(field) {
                 // An argument the shape cannot take stays as sent; the
                 // coverage check refuses to execute it then.
@@ -1090,6 +1116,8 @@ fn differences(
     guard
         .fields
         .iter()
+        // A `_meta` value differing shows in `diverged_meta`.
+        .filter(|(_, arg)| !arg.in_meta())
         .filter_map(|(_, arg)| {
             let (a, b) = (arg.get(now)?, arg.get(frozen)?);
             (a != b).then(|| (arg.to_string(), a.clone(), b.clone()))

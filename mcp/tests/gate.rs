@@ -26,24 +26,44 @@ referencia_intencao = "invoice_ref"
 
 /// An upstream that executes nothing and remembers every call; `down`
 /// makes it gone (a process that exited).
+/// `lose` makes the guarded tool's answers get lost (the outcome
+/// unknown); `lookup` is what any other tool (a lookup) answers.
 #[derive(Clone, Default)]
 struct Fake {
     calls: Arc<Mutex<Vec<Map<String, Value>>>>,
+    metas: Arc<Mutex<Vec<Map<String, Value>>>>,
     down: Arc<std::sync::atomic::AtomicBool>,
+    lose: Arc<std::sync::atomic::AtomicBool>,
+    lookup: Arc<Mutex<Option<CallToolResult>>>,
+    lookups: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl CallUpstream for Fake {
     async fn call(
         &self,
-        _tool: &str,
+        tool: &str,
         arguments: Map<String, Value>,
-        _meta: Map<String, Value>,
+        meta: Map<String, Value>,
     ) -> Result<CallToolResult, String> {
+        if tool != "create_pix_charge" {
+            self.lookups
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return self
+                .lookup
+                .lock()
+                .unwrap()
+                .clone()
+                .ok_or_else(|| "no lookup answer".to_owned());
+        }
+        self.metas.lock().unwrap().push(meta);
         let n = {
             let mut calls = self.calls.lock().unwrap();
             calls.push(arguments);
             calls.len()
         };
+        if self.lose.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("the answer was lost".into());
+        }
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "charge {n}"
         ))]))
@@ -87,7 +107,176 @@ idem_testkit::both!(
     a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once,
     a_call_runs_once_and_its_repeat_is_replayed,
     arguments_recorded_outside_the_gateway_are_never_executed,
+    a_key_read_from_meta_pays_once_whatever_a_retry_signs,
+    frozen_meta_that_is_too_big_deep_or_holds_nul_is_refused_unrecorded,
+    a_lookup_that_errs_or_answers_no_json_says_nothing,
 );
+
+const META_GUARD: &str = r#"
+[[guard]]
+tool = "create_pix_charge"
+action = "pix.cobranca"
+freeze_meta = ["x402/payment"]
+on_uncertain = "resend"
+[guard.fields]
+cliente_id = "meta:/x402~1payment/payload/from"
+valor = "meta:/x402~1payment/payload/value"
+chave_pix_destino = "pix_key"
+referencia_intencao = "invoice_ref"
+"#;
+
+fn payment(from: &str, value: &str, nonce: &str) -> Map<String, Value> {
+    json!({"x402/payment": {"payload": {"from": from, "value": value, "nonce": nonce}}, "trace": nonce})
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+/// Keyed on values in `_meta`: a retry that signs anew (a new nonce) is the
+/// same intent, replayed; the upstream only ever got the first payment.
+/// Another payer is another key for the same reference: diverged.
+async fn a_key_read_from_meta_pays_once_whatever_a_retry_signs(h: &H) {
+    let file = GuardFile::parse("g.toml", META_GUARD, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let upstream = Fake::default();
+    let a = args("1", "a@example.com");
+    let first = gate
+        .call(guard, a.clone(), payment("0xA", "180.00", "n1"), &upstream)
+        .await;
+    assert_eq!(first.outcome, CallOutcome::Executed, "{:?}", first.result);
+    let again = gate
+        .call(guard, a.clone(), payment("0xA", "180.00", "n2"), &upstream)
+        .await;
+    assert_eq!(again.outcome, CallOutcome::Replayed);
+    let idem = &again.result.meta.as_ref().unwrap().0["idem"];
+    assert_eq!(idem["diverged_meta"], json!(["x402/payment"]), "{idem}");
+    assert_eq!(
+        idem["key"],
+        first.result.meta.as_ref().unwrap().0["idem"]["key"]
+    );
+    let other = gate
+        .call(guard, a.clone(), payment("0xB", "180.00", "n3"), &upstream)
+        .await;
+    assert!(other.diverged, "{:?}", other.result);
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1);
+    let sent = upstream.metas.lock().unwrap()[0].clone();
+    assert_eq!(sent["x402/payment"]["payload"]["nonce"], "n1");
+    assert_eq!(sent["trace"], "n1", "entries not frozen pass as sent");
+    // A call without the entry its key reads is refused, nothing recorded.
+    let bare = gate.call(guard, a, Map::new(), &upstream).await;
+    assert_eq!(bare.result.is_error, Some(true));
+    assert!(
+        format!("{:?}", bare.result.content).contains("missing _meta entry"),
+        "{:?}",
+        bare.result.content
+    );
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1);
+}
+
+async fn frozen_meta_that_is_too_big_deep_or_holds_nul_is_refused_unrecorded(h: &H) {
+    let file = GuardFile::parse("g.toml", META_GUARD, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let upstream = Fake::default();
+    let mut deep = json!("x");
+    for _ in 0..80 {
+        deep = json!([deep]);
+    }
+    let cases = [
+        (json!("x".repeat(70_000)), "bytes"),
+        (deep, "nest too deep"),
+        (json!("a\u{0}b"), "NUL"),
+    ];
+    for (extra, says) in cases {
+        let mut meta = payment("0xA", "180.00", "n1");
+        meta["x402/payment"]["extra"] = extra;
+        let refused = gate
+            .call(guard, args("1", "a@example.com"), meta, &upstream)
+            .await;
+        assert_eq!(refused.result.is_error, Some(true), "{says}");
+        let text = format!("{:?}", refused.result.content);
+        assert!(text.contains(says), "{says}: {text}");
+        assert_eq!(
+            refused.result.meta.as_ref().unwrap().0["idem"]["key"],
+            Value::Null
+        );
+    }
+    assert!(upstream.calls.lock().unwrap().is_empty());
+    // Nothing was recorded: a good call afterwards is a first call.
+    let ok = gate
+        .call(
+            guard,
+            args("1", "a@example.com"),
+            payment("0xA", "180.00", "n1"),
+            &upstream,
+        )
+        .await;
+    assert_eq!(ok.outcome, CallOutcome::Executed, "{:?}", ok.result);
+}
+
+/// A lookup answering isError, or text that is not JSON, says nothing:
+/// the action stays uncertain, refused, and is asked again next time.
+async fn a_lookup_that_errs_or_answers_no_json_says_nothing(h: &H) {
+    let text = format!(
+        "{}
+[guard.lookup]
+tool = \"get_charge\"
+arguments = {{ ref = \"invoice_ref\" }}
+executed = {{ pointer = \"/status\", in = [\"paid\"] }}
+not_executed = {{ pointer = \"/status\", in = [\"none\"] }}
+",
+        GUARD.replace("key_argument", "on_uncertain = \"lookup\"\nkey_argument")
+    );
+    let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let upstream = Fake::default();
+    upstream
+        .lose
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let answers = [
+        CallToolResult::error(vec![ContentBlock::text("{\"status\": \"paid\"}")]),
+        CallToolResult::success(vec![ContentBlock::text("paid, I think")]),
+    ];
+    for (i, answer) in answers.into_iter().enumerate() {
+        *upstream.lookup.lock().unwrap() = Some(answer);
+        let out = gate
+            .call(
+                guard,
+                args("180.00", "a@example.com"),
+                Map::new(),
+                &upstream,
+            )
+            .await;
+        assert_eq!(out.result.is_error, Some(true), "{:?}", out.result);
+        let idem = &out.result.meta.as_ref().unwrap().0["idem"];
+        assert_eq!(idem["lookup"], "unknown", "{idem}");
+        assert_eq!(idem["reconciled"], false);
+        assert_eq!(
+            upstream.lookups.load(std::sync::atomic::Ordering::Relaxed),
+            i + 1,
+            "asked once per call"
+        );
+    }
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1, "never sent again");
+    // Once the provider says it was paid, it is settled from its answer.
+    *upstream.lookup.lock().unwrap() = Some(CallToolResult::success(vec![ContentBlock::text(
+        "{\"status\": \"paid\", \"id\": \"ch_1\"}",
+    )]));
+    let settled = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    let idem = &settled.result.meta.as_ref().unwrap().0["idem"];
+    assert_eq!(idem["lookup"], "executed", "{idem}");
+    assert_eq!(idem["reconciled"], true);
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1);
+}
 
 fn args(amount: &str, pix_key: &str) -> Map<String, Value> {
     json!({"customer_id": "c-1", "amount": amount, "pix_key": pix_key,
