@@ -15,7 +15,8 @@ binding has them (`meta.idempotency_key`, the request under `payload`):
 Every order is written to ACP_STATE (a JSON file shared under a lock by
 every process). Fault switches for tests: ACP_DELAY_MS answers a new
 order that late (after it is placed); while the file ACP_STALL_IF exists a
-complete waits 3 s and fails before acting (a request that never arrived).
+complete writes ACP_STALL_IF.seen, waits 3 s and fails before acting (a
+request that never arrived).
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def create_checkout_session(meta: Meta, payload: CreatePayload) -> CheckoutSessi
 async def complete_checkout_session(meta: Meta, payload: CompletePayload) -> CheckoutSession:
     stall = os.environ.get("ACP_STALL_IF")
     if stall and os.path.exists(stall):
+        open(stall + ".seen", "w").close()  # the test knows it was forwarded
         await asyncio.sleep(3)
         raise ValueError("the merchant never received the request")
     body = payload.model_dump_json()

@@ -9,6 +9,7 @@ client, the same retries, two orders or two transfers."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -105,9 +106,18 @@ def wait_for(what: Callable[[], bool], seconds: float = 30) -> None:
 
 # ---- ACP ---------------------------------------------------------------------------------------------------------
 
+def read_locked(path: Path) -> dict[str, Any] | None:
+    """A stand-in's file, read under its lock (never half-written)."""
+    if not path.exists():
+        return None
+    with open(path) as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        text = f.read()
+    return json.loads(text) if text.strip() else None
+
+
 def acp_state(env: Env) -> dict[str, Any]:
-    path = env.tmp / "acp.json"
-    return json.loads(path.read_text()) if path.exists() else {"orders": [], "sessions": {}}
+    return read_locked(env.tmp / "acp.json") or {"orders": [], "sessions": {}}
 
 
 def acp_guard(env: Env, **replace: str) -> Path:
@@ -141,7 +151,7 @@ async def test_acp_five_model_keys_one_order_and_a_changed_cart_diverges(env: En
         for i in range(5):
             out = await merchant.call_tool("complete_checkout_session", complete_args(session, f"model-{i}"))
             assert not out.is_error, text_of(out)
-    assert len(json.loads((env.tmp / "direct.json").read_text())["orders"]) == 5
+    assert len((read_locked(env.tmp / "direct.json") or {})["orders"]) == 5
 
     async with env.agent(acp_guard(env)) as agent:
         session = await open_session(agent)  # not guarded: passes through
@@ -192,7 +202,7 @@ async def test_acp_gateway_killed_before_the_merchant_got_it_runs_once(env: Env)
     (env.tmp / "stall").write_text("")  # the request never reaches the merchant
     gw = RawGateway(env, acp_guard(env, lease_ms="lease_ms = 1500"))
     gw.call("complete_checkout_session", complete_args(session, "model-1"))
-    time.sleep(1.0)  # recorded, claimed and forwarded
+    wait_for((env.tmp / "stall.seen").exists)  # recorded, claimed and forwarded
     gw.kill()
     (env.tmp / "stall").unlink()
     time.sleep(3.5)  # the lease ran out; the stalled request ended without an order
@@ -209,8 +219,8 @@ async def test_acp_gateway_killed_before_the_merchant_got_it_runs_once(env: Env)
 # ---- x402 --------------------------------------------------------------------------------------------------------
 
 def ledger(env: Env) -> list[dict[str, Any]]:
-    path = env.tmp / "x402.json"
-    return json.loads(path.read_text())["transfers"] if path.exists() else []
+    state = read_locked(env.tmp / "x402.json")
+    return state["transfers"] if state else []
 
 
 def x402_guard(env: Env, **replace: str) -> Path:
