@@ -978,22 +978,15 @@ pub fn unrecorded(response: CallToolResponse) -> CallToolResponse {
     let CallToolResponse::Complete(result) = response else {
         return response;
     };
-    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
-    if let Some(obj) = value.as_object_mut() {
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-        if let Some(m) = meta.as_object_mut() {
-            m.insert(
-                "idem".into(),
-                json!({"key": null, "recorded": false, "replayed": false, "diverged": false,
-                       "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "upstream"}),
-            );
-        }
-    }
-    CallToolResponse::Complete(serde_json::from_value(value).unwrap_or(result))
+    CallToolResponse::Complete(with_idem(
+        result,
+        json!({"key": null, "recorded": false, "replayed": false, "diverged": false,
+               "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "upstream"}),
+    ))
 }
 
-/// `result` with `_meta.idem` set to `idem` (its own `_meta` kept).
-fn meta_idem(result: CallToolResult, idem: Value, call: &Call<'_>) -> CallToolResult {
+/// `result` with `_meta.idem` set to `idem`, its own `_meta` kept.
+fn with_idem(result: CallToolResult, idem: Value) -> CallToolResult {
     let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
     if let Some(obj) = value.as_object_mut() {
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));
@@ -1004,7 +997,13 @@ fn meta_idem(result: CallToolResult, idem: Value, call: &Call<'_>) -> CallToolRe
             m.insert("idem".into(), idem);
         }
     }
-    let mut out: CallToolResult = serde_json::from_value(value).unwrap_or(result);
+    serde_json::from_value(value).unwrap_or(result)
+}
+
+/// `result` with `_meta.idem` set to `idem` (its own `_meta` kept), and a
+/// sentence for each argument that differs from the frozen one.
+fn meta_idem(result: CallToolResult, idem: Value, call: &Call<'_>) -> CallToolResult {
+    let mut out = with_idem(result, idem);
     if !call.differences.is_empty() {
         let verb = if call.diverged {
             "differs from"

@@ -338,3 +338,24 @@ def test_bad_protocol_guard_files_are_refused_at_start(env: Env) -> None:
                       'freeze_meta = ["x402/payment"]\nkey_argument = "meta:/x402~1payment/payload/nonce"'),
          f":{int(key_line.strip(':')) + 1}:", "only a [guard.fields] value"),
     ])
+
+
+@pytest.mark.parametrize("name", ["acp", "x402"])
+async def test_each_example_starts_as_its_readme_says(env: Env, name: str) -> None:
+    """The README's command, as printed, from the repository root (this
+    venv's python3 first on PATH, as a reader's with `mcp` installed)."""
+    readme = (EXAMPLES / name / "README.md").read_text()
+    command = readme.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ").split()
+    assert command[:3] == ["idem", "mcp", "gateway"], command
+    tenant = command[command.index("--tenant") + 1]
+    env.idem("tenant", "create", tenant)
+    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    params = StdioServerParameters(command=IDEM, args=[*command[1:], *env.db_args()],
+                                   env=env.env(PATH=path), cwd=str(EXAMPLES.parents[1]))
+    with open(env.tmp / "readme.log", "a") as log:
+        async with stdio_client(params, errlog=log) as (r, w):
+            async with ClientSession(r, w) as agent:
+                await agent.initialize()
+                tools = {t.name: t for t in (await agent.list_tools()).tools}
+                guarded = "complete_checkout_session" if name == "acp" else "get_report"
+                assert "Guarded by idem" in (tools[guarded].description or ""), tools[guarded]
