@@ -3,7 +3,7 @@
 //! resource and prompt passes through untouched and unrecorded.
 
 use crate::guard_file::{GuardFile, Upstream};
-use crate::guarded::{CallUpstream, ClientGone, Gate};
+use crate::guarded::{CallUpstream, ClientGone, Gate, Unanswered};
 use crate::tenant::TenantSource;
 use idem_store::Store;
 use rmcp::model::{
@@ -79,6 +79,22 @@ pub enum StartError {
         line: usize,
         /// The lookup tool.
         tool: String,
+    },
+    /// A `[guard.lookup]` pointer (`executed`, `not_executed`, `result`,
+    /// `matches`) that nothing in the lookup tool's `outputSchema` can hold:
+    /// its result would never say so.
+    #[error("{path}:{line}: nothing in the lookup tool {tool:?}'s outputSchema can hold {pointer} ({what}); its result would never say so")]
+    LookupPointer {
+        /// The guard file.
+        path: String,
+        /// The `[guard.lookup]` line.
+        line: usize,
+        /// The lookup tool.
+        tool: String,
+        /// The pointer, as written.
+        pointer: String,
+        /// Which key of the table names it.
+        what: String,
     },
     /// The upstream did not complete `initialize` in time.
     #[error("the upstream MCP server {upstream} did not answer initialize within {seconds} s")]
@@ -341,17 +357,52 @@ impl CallUpstream for Peer<RoleClient> {
         tool: &str,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, Unanswered> {
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         if !meta.is_empty() {
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
-        self.call_tool(params).await.map_err(|e| e.to_string())
+        self.call_tool(params).await.map_err(|e| {
+            if never_left(&e) {
+                Unanswered::NotSent(format!(
+                    "the upstream MCP server refused the connection ({e})"
+                ))
+            } else {
+                Unanswered::Lost(e.to_string())
+            }
+        })
     }
 
     fn available(&self) -> bool {
         !self.is_transport_closed()
     }
+}
+
+/// Whether a failed call provably never reached the upstream: the HTTP
+/// client could not connect (refused, no route, name or TLS failure), so
+/// no byte of the request was written. Anything else (a reset after the
+/// request left, a closed stream, a time-out) may have run.
+fn never_left(e: &rmcp::ServiceError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::ServiceError::TransportSend(sent) = e else {
+        return false;
+    };
+    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(sent.error.as_ref());
+    while let Some(err) = at {
+        if let Some(StreamableHttpError::Client(c)) =
+            err.downcast_ref::<StreamableHttpError<reqwest_upstream::Error>>()
+        {
+            return c.is_connect();
+        }
+        if let Some(c) = err.downcast_ref::<reqwest_upstream::Error>() {
+            return c.is_connect();
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::ConnectionRefused;
+        }
+        at = err.source();
+    }
+    false
 }
 
 /// What of a request's `_meta` goes on to the upstream: every entry but
@@ -385,6 +436,9 @@ struct Inner {
     target: Upstream,
     /// Whether unguarded tools, resources and prompts pass through.
     pass_through: bool,
+    /// The guarded tools whose unrecorded (handshake) call was answered
+    /// with success: each refuses every unrecorded call from then on.
+    tripped: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// How long the supervisor waits before its first restart of a gone
@@ -443,96 +497,7 @@ impl Gateway {
             .or_else(|| file.upstream.clone())
             .ok_or(StartError::NoUpstream)?;
         let connected = Connected::start(&target, &file).await?;
-        let tools = connected
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
-        let guarded: Vec<String> = file.guards.iter().map(|g| g.tool.clone()).collect();
-        for g in &mut file.guards {
-            if let Some(tool) = tools.iter().find(|t| t.name == g.tool) {
-                g.output_schema = tool.output_schema.as_deref().cloned();
-            }
-            let Some(lookup) = &g.lookup else { continue };
-            if guarded.contains(&lookup.tool) {
-                return Err(StartError::LookupGuarded {
-                    path: file.path.clone(),
-                    line: lookup.line,
-                    tool: lookup.tool.clone(),
-                });
-            }
-            if !tools.iter().any(|t| t.name == lookup.tool) {
-                let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-                return Err(StartError::NoSuchTool {
-                    path: file.path.clone(),
-                    line: lookup.line,
-                    tool: lookup.tool.clone(),
-                    have: have.join(", "),
-                });
-            }
-        }
-        for g in &file.guards {
-            let Some(tool) = tools.iter().find(|t| t.name == g.tool) else {
-                let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-                return Err(StartError::NoSuchTool {
-                    path: file.path.clone(),
-                    line: g.line,
-                    tool: g.tool.clone(),
-                    have: have.join(", "),
-                });
-            };
-            // Declared means a key of inputSchema.properties, whatever
-            // additionalProperties says: an argument the schema does not
-            // name is one the tool may drop, and a key it drops is no key.
-            let declared: Vec<&str> = tool
-                .input_schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| p.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            let named = g
-                .fields
-                .iter()
-                .map(|(_, a)| a)
-                .zip(g.field_lines.iter().copied())
-                // `_meta` has no schema to check against.
-                .filter(|(a, _)| !a.in_meta())
-                .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)))
-                // A lookup's arguments are read from the frozen arguments.
-                .chain(g.lookup.iter().flat_map(|l| {
-                    l.arguments.iter().filter_map(move |(_, s)| match s {
-                        crate::guard_file::LookupArgument::Frozen(p) => Some((p, l.line)),
-                        crate::guard_file::LookupArgument::Key => None,
-                    })
-                }));
-            let schema = Value::Object((*tool.input_schema).clone());
-            for (argument, line) in named {
-                if argument.is_pointer() {
-                    if !crate::guard_file::schema_holds(&schema, argument) {
-                        return Err(StartError::UnholdablePointer {
-                            path: file.path.clone(),
-                            line,
-                            tool: g.tool.clone(),
-                            pointer: argument.to_string(),
-                        });
-                    }
-                    continue;
-                }
-                if !declared.contains(&argument.as_str()) {
-                    return Err(StartError::UndeclaredArgument {
-                        path: file.path.clone(),
-                        line,
-                        tool: g.tool.clone(),
-                        argument: argument.to_string(),
-                        declared: if declared.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            declared.join(", ")
-                        },
-                    });
-                }
-            }
-        }
+        bind(&mut file, &connected).await?;
         // A mount is shared by the tenants it names, with one upstream and
         // its credentials: what is not guarded (a refund, a list of
         // charges) passes only when the file says so. A stdio gateway is
@@ -547,6 +512,7 @@ impl Gateway {
             upstream: std::sync::RwLock::new(Arc::new(connected)),
             target,
             pass_through,
+            tripped: std::sync::Mutex::default(),
         });
         tokio::spawn(supervise(Arc::downgrade(&inner)));
         Ok(Self { inner })
@@ -590,9 +556,354 @@ impl Gateway {
         }
     }
 
+    /// A call of a guarded tool that carries none of the `_meta` entries
+    /// its key reads (x402's unpaid first call): nothing in it can pay, so
+    /// it is forwarded unrecorded and the agent learns what the action
+    /// needs. Its answer must be what such a call gets (an error, a payment
+    /// required): one answered with success shows the guard does not see
+    /// how this tool's calls pay (a misread pointer, a payment sent where
+    /// the guard does not read). That is an alarm, and from then on the
+    /// guard refuses every call it cannot record, never passing another
+    /// payment unrecorded.
+    async fn handshake(
+        &self,
+        guard: &crate::guard_file::Guard,
+        tenant: &idem_core::TenantId,
+        mut request: CallToolRequestParams,
+        meta: Map<String, Value>,
+    ) -> Result<CallToolResponse, McpError> {
+        let lacked = guard.meta_entries().join(", ");
+        let fields_line = guard.meta_field_line();
+        if self.tripped(&guard.tool) {
+            self.count(tenant, &guard.tool, "unrecorded_refused").await;
+            return Ok(crate::guarded::refused_unrecorded(format!(
+                "idem refuses this call of {tool}: it carries none of the _meta entries its key reads ({lacked}), so it could not be recorded, \
+                 and an earlier such call was answered with success: the guard ({path}:{fields_line}) does not see how this tool's calls pay. \
+                 Nothing was sent. The gateway's operator must fix [guard.fields] in {path} (line {fields_line}) and restart it; \
+                 `idem mcp gateway --check` shows what a call is keyed on.",
+                tool = guard.tool,
+                path = self.inner.file.path,
+            )));
+        }
+        tracing::info!(tool = %guard.tool, "handshake call, forwarded unrecorded");
+        request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
+        let response = self
+            .upstream()
+            .call_tool_once(request)
+            .await
+            .map_err(forwarded)?;
+        let acted = match &response {
+            CallToolResponse::Complete(r) => r.is_error != Some(true),
+            // Asking the agent for more is no execution yet.
+            CallToolResponse::InputRequired(_) => false,
+            // A task started, or anything newer: it acted.
+            _ => true,
+        };
+        self.count(tenant, &guard.tool, "unrecorded").await;
+        if acted {
+            tracing::error!(
+                tool = %guard.tool,
+                guard_file = %self.inner.file.path,
+                line = fields_line,
+                "a call of a guarded tool carrying none of the _meta entries its key reads ({lacked}) was forwarded unrecorded and answered with SUCCESS: \
+                 the guard does not see how this tool's calls pay (a misread meta: pointer, or a payment sent where the guard does not read). \
+                 Every unrecorded call of this tool is refused from now on; fix [guard.fields] and restart"
+            );
+            self.count(tenant, &guard.tool, "unrecorded_success").await;
+            self.inner
+                .tripped
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(guard.tool.clone());
+        }
+        Ok(crate::guarded::unrecorded(response))
+    }
+
+    /// Whether `tool`'s guard has seen an unrecorded call succeed.
+    fn tripped(&self, tool: &str) -> bool {
+        self.inner
+            .tripped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(tool)
+    }
+
+    /// Counts a call for the monitor; a count that cannot be written costs
+    /// the agent nothing.
+    async fn count(&self, tenant: &idem_core::TenantId, tool: &str, outcome: &str) {
+        let counted = match self.inner.store.session().await {
+            Ok(mut s) => s.count_mcp_call(tenant, tool, outcome, false).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = counted {
+            tracing::warn!(error = %e, tool, "a call was not counted");
+        }
+    }
+
     fn upstream_capabilities(&self) -> Option<ServerCapabilities> {
         self.upstream().peer_info().map(|i| i.capabilities.clone())
     }
+}
+
+/// Checks a parsed guard file against the upstream's tools: every guarded
+/// tool exists, every argument and pointer can reach it, every lookup reads
+/// a tool that exists and is not guarded, with arguments and pointers its
+/// schemas hold; and keeps each guarded tool's `outputSchema`.
+pub async fn bind(file: &mut GuardFile, connected: &Connected) -> Result<(), StartError> {
+    let tools = connected
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
+    let guarded: Vec<String> = file.guards.iter().map(|g| g.tool.clone()).collect();
+    for g in &mut file.guards {
+        if let Some(tool) = tools.iter().find(|t| t.name == g.tool) {
+            g.output_schema = tool.output_schema.as_deref().cloned();
+        }
+        let Some(lookup) = &g.lookup else { continue };
+        if guarded.contains(&lookup.tool) {
+            return Err(StartError::LookupGuarded {
+                path: file.path.clone(),
+                line: lookup.line,
+                tool: lookup.tool.clone(),
+            });
+        }
+        let Some(reader) = tools.iter().find(|t| t.name == lookup.tool) else {
+            let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            return Err(StartError::NoSuchTool {
+                path: file.path.clone(),
+                line: lookup.line,
+                tool: lookup.tool.clone(),
+                have: have.join(", "),
+            });
+        };
+        check_lookup(&file.path, lookup, reader)?;
+    }
+    for g in &file.guards {
+        let Some(tool) = tools.iter().find(|t| t.name == g.tool) else {
+            let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            return Err(StartError::NoSuchTool {
+                path: file.path.clone(),
+                line: g.line,
+                tool: g.tool.clone(),
+                have: have.join(", "),
+            });
+        };
+        // Declared means a key of inputSchema.properties, whatever
+        // additionalProperties says: an argument the schema does not
+        // name is one the tool may drop, and a key it drops is no key.
+        let declared: Vec<&str> = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let named = g
+            .fields
+            .iter()
+            .map(|(_, a)| a)
+            .zip(g.field_lines.iter().copied())
+            // `_meta` has no schema to check against.
+            .filter(|(a, _)| !a.in_meta())
+            .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)))
+            // A lookup's arguments are read from the frozen arguments.
+            .chain(g.lookup.iter().flat_map(|l| {
+                l.arguments.iter().filter_map(move |(_, s)| match s {
+                    crate::guard_file::LookupArgument::Frozen(p) => Some((p, l.line)),
+                    crate::guard_file::LookupArgument::Key => None,
+                })
+            }));
+        let schema = Value::Object((*tool.input_schema).clone());
+        for (argument, line) in named {
+            if argument.is_pointer() {
+                if !crate::guard_file::schema_holds(&schema, argument) {
+                    return Err(StartError::UnholdablePointer {
+                        path: file.path.clone(),
+                        line,
+                        tool: g.tool.clone(),
+                        pointer: argument.to_string(),
+                    });
+                }
+                continue;
+            }
+            if !declared.contains(&argument.as_str()) {
+                return Err(StartError::UndeclaredArgument {
+                    path: file.path.clone(),
+                    line,
+                    tool: g.tool.clone(),
+                    argument: argument.to_string(),
+                    declared: if declared.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        declared.join(", ")
+                    },
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What `idem mcp gateway --check` says of one sample call: the fields its
+/// key would cover (idem's field, where it is read, the value read, the
+/// value normalized), or why it would be forwarded unrecorded or refused.
+pub fn explain(
+    file: &GuardFile,
+    catalog: &idem_core::Catalog,
+    tool: &str,
+    arguments: &Map<String, Value>,
+    meta: &Map<String, Value>,
+) -> String {
+    use std::fmt::Write as _;
+    let Some(guard) = file.guard(tool) else {
+        let pass = if file.pass_through == Some(false) {
+            "refused (pass_through = false)"
+        } else {
+            "passed through unguarded and unrecorded"
+        };
+        return format!("{tool}: not guarded in {}: {pass}\n", file.path);
+    };
+    let mut out = format!("{tool} (line {}, action {}):\n", guard.line, guard.action);
+    if guard.handshake(meta) {
+        let _ = writeln!(
+            out,
+            "  forwarded UNRECORDED: the call carries none of the _meta entries its key reads ({}); its _meta has {}. \
+             Only a handshake (an unpaid call answered with an error) may look like this: if the upstream answers it with success, \
+             the guard does not see how this tool's calls pay, and the gateway refuses every such call from then on.",
+            guard.meta_entries().join(", "),
+            if meta.is_empty() {
+                "no entries".to_owned()
+            } else {
+                meta.keys().cloned().collect::<Vec<_>>().join(", ")
+            }
+        );
+        return out;
+    }
+    let mut fields = Map::new();
+    for ((field, arg), line) in guard.fields.iter().zip(&guard.field_lines) {
+        match arg.read(arguments, meta) {
+            Some(v) => {
+                fields.insert(field.clone(), v.clone());
+            }
+            None => {
+                let what = if arg.in_meta() {
+                    "_meta entry"
+                } else {
+                    "argument"
+                };
+                let _ = writeln!(
+                    out,
+                    "  REFUSED, nothing recorded: missing {what} {arg} (idem's field {field}, line {line})"
+                );
+                return out;
+            }
+        }
+    }
+    let text = Value::Object(fields.clone()).to_string();
+    let normalized = catalog.action(guard.action.as_str()).ok().and_then(|spec| {
+        let payload = idem_core::Payload::from_json(&text).ok()?;
+        Some(idem_core::derive::normalize_payload(
+            spec,
+            spec.rules_version,
+            &payload,
+        ))
+    });
+    if let Some(Err(e)) = &normalized {
+        let _ = writeln!(out, "  REFUSED, nothing recorded: {e}");
+        return out;
+    }
+    let _ = writeln!(out, "  recorded; the key covers:");
+    for ((field, arg), line) in guard.fields.iter().zip(&guard.field_lines) {
+        let norm = match &normalized {
+            Some(Ok(n)) => n.get(field).unwrap_or_default().to_owned(),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {field} = {} (from {arg}, line {line}) -> {norm:?}",
+            fields.get(field).map(Value::to_string).unwrap_or_default()
+        );
+    }
+    if let Some(k) = &guard.key_argument {
+        let _ = writeln!(
+            out,
+            "  the key is written into {k} (line {})",
+            guard.key_argument_line
+        );
+    }
+    if !guard.freeze_meta.is_empty() {
+        let _ = writeln!(
+            out,
+            "  frozen _meta entries: {}",
+            guard.freeze_meta.join(", ")
+        );
+    }
+    out
+}
+
+/// A lookup's arguments against its tool's `inputSchema` (each a declared
+/// argument), and its pointers against its `outputSchema` when the tool
+/// declares one: a typo found at start, not after a lost answer.
+fn check_lookup(
+    path: &str,
+    lookup: &crate::guard_file::Lookup,
+    reader: &rmcp::model::Tool,
+) -> Result<(), StartError> {
+    let declared: Vec<&str> = reader
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    for (name, _) in &lookup.arguments {
+        if !declared.contains(&name.as_str()) {
+            return Err(StartError::UndeclaredArgument {
+                path: path.to_owned(),
+                line: lookup.line,
+                tool: lookup.tool.clone(),
+                argument: name.clone(),
+                declared: if declared.is_empty() {
+                    "none".to_owned()
+                } else {
+                    declared.join(", ")
+                },
+            });
+        }
+    }
+    let Some(output) = reader.output_schema.as_deref() else {
+        return Ok(());
+    };
+    let schema = Value::Object(output.clone());
+    let pointers = [
+        ("executed.pointer", Some(&lookup.executed.pointer)),
+        ("not_executed.pointer", Some(&lookup.not_executed.pointer)),
+        ("result", lookup.result.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(what, p)| p.map(|p| (what.to_owned(), p.clone())))
+    .chain(
+        lookup
+            .matches
+            .iter()
+            .map(|(field, p)| (format!("matches.{field}"), p.clone())),
+    );
+    for (what, pointer) in pointers {
+        if pointer.is_empty() {
+            continue;
+        }
+        let holds = crate::guard_file::ArgPath::parse(&pointer)
+            .is_ok_and(|p| crate::guard_file::schema_holds(&schema, &p));
+        if !holds {
+            return Err(StartError::LookupPointer {
+                path: path.to_owned(),
+                line: lookup.line,
+                tool: lookup.tool.clone(),
+                pointer,
+                what,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn forwarded(e: rmcp::ServiceError) -> McpError {
@@ -689,17 +1000,7 @@ impl ServerHandler for Gateway {
             }
         }
         if guard.handshake(&meta) {
-            // Nothing in it can pay (or act): it is forwarded unrecorded,
-            // and the agent learns what the action needs.
-            tracing::info!(tool = %guard.tool, "handshake call, forwarded unrecorded");
-            let mut request = request;
-            request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
-            let result = self
-                .upstream()
-                .call_tool_once(request)
-                .await
-                .map_err(forwarded)?;
-            return Ok(crate::guarded::unrecorded(result));
+            return self.handshake(guard, &tenant, request, meta).await;
         }
         let gate = Gate::new(self.inner.store.clone(), tenant);
         let arguments = request.arguments.unwrap_or_default();

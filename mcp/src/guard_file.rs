@@ -102,6 +102,11 @@ pub struct Lookup {
     /// The part of its result that stands for the guarded tool's (a JSON
     /// Pointer; the whole result when absent).
     pub result: Option<String>,
+    /// Where the record a lookup found holds each of these fields of the
+    /// action (field, JSON Pointer into its result): an executed record is
+    /// settled only when every one derives, in place of the frozen value,
+    /// to the same key.
+    pub matches: Vec<(String, String)>,
     /// The line of the `[guard.lookup]` table.
     pub line: usize,
 }
@@ -373,6 +378,29 @@ impl Guard {
             .peekable();
         entries.peek().is_some() && entries.all(|e| !meta.contains_key(e))
     }
+
+    /// The `_meta` entries its fields read, each once, in field order.
+    pub fn meta_entries(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (_, a) in self.fields.iter().filter(|(_, a)| a.in_meta()) {
+            if let Some(e) = a.tokens().first() {
+                if !out.contains(e) {
+                    out.push(e.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The line of its first field read from `_meta` (its `tool` line when
+    /// none is).
+    pub fn meta_field_line(&self) -> usize {
+        self.fields
+            .iter()
+            .zip(&self.field_lines)
+            .find(|((_, a), _)| a.in_meta())
+            .map_or(self.line, |(_, l)| *l)
+    }
 }
 
 /// A checked guard file.
@@ -449,6 +477,8 @@ struct RawLookup {
     executed: RawVerdict,
     not_executed: RawVerdict,
     result: Option<String>,
+    #[serde(default)]
+    matches: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -683,6 +713,12 @@ impl GuardFile {
                     .first()
                     .map(String::as_str)
                     .unwrap_or_default();
+                if let Some(advice) = slash_advice(path, &freeze_meta) {
+                    return Err(at(
+                        span.clone(),
+                        format!("field {field:?} reads the _meta entry {entry:?}, {advice}"),
+                    ));
+                }
                 if path.in_meta() && !freeze_meta.iter().any(|n| n == entry) {
                     return Err(at(
                         span.clone(),
@@ -702,7 +738,7 @@ impl GuardFile {
                 }
                 (OnUncertain::Lookup, Some(l)) => {
                     let span = l.span();
-                    Some(lookup_of(l.into_inner(), line_of(text, span.start), g.tool.get_ref()).map_err(|m| at(span, m))?)
+                    Some(lookup_of(l.into_inner(), line_of(text, span.start), g.tool.get_ref(), spec).map_err(|m| at(span, m))?)
                 }
                 (_, Some(l)) => {
                     return Err(at(
@@ -728,6 +764,25 @@ impl GuardFile {
                 lookup,
                 output_schema: None,
             });
+        }
+        // One upstream and its credentials serve every tenant named: a
+        // record found by anything but idem's key (tenant-scoped) may be
+        // another tenant's charge with the same reference.
+        if let Some(ids) = tenants.as_ref().filter(|ids| ids.len() > 1) {
+            for g in &guards {
+                let Some(l) = &g.lookup else { continue };
+                if !l.arguments.iter().any(|(_, a)| *a == LookupArgument::Key) {
+                    return Err(GuardFileError {
+                        path: path.to_owned(),
+                        line: l.line,
+                        message: format!(
+                            "[guard.lookup] of {:?} finds the provider's record by the frozen arguments only, and this file serves {} tenants (line {tenants_line}) through one upstream: another tenant's charge with the same reference would settle this one. Give the lookup an argument = \"$key\" (idem's key, which the provider keeps), or serve each tenant from its own file",
+                            g.tool,
+                            ids.len()
+                        ),
+                    });
+                }
+            }
         }
         Ok(GuardFile {
             upstream,
@@ -816,7 +871,12 @@ fn reach(root: &Value, s: &Value, tokens: &[String], at_root: bool, budget: &mut
             return true;
         }
     }
-    if let Some(extra) = o.get("additionalProperties").filter(|v| v.is_object()) {
+    // `additionalProperties: true` (or a schema) holds any member: mcp.md
+    // says a pointer into such an object is accepted.
+    if let Some(extra) = o
+        .get("additionalProperties")
+        .filter(|v| v.is_object() || **v == Value::Bool(true))
+    {
         if reach(root, extra, rest, false, budget) {
             return true;
         }
@@ -854,7 +914,12 @@ fn reach(root: &Value, s: &Value, tokens: &[String], at_root: bool, budget: &mut
     !at_root && container && !declares
 }
 
-fn lookup_of(raw: RawLookup, line: usize, guarded: &str) -> Result<Lookup, String> {
+fn lookup_of(
+    raw: RawLookup,
+    line: usize,
+    guarded: &str,
+    spec: &idem_core::ActionSpec,
+) -> Result<Lookup, String> {
     if raw.tool.is_empty() {
         return Err(
             "[guard.lookup] tool is empty: name the upstream tool that reads the provider's record"
@@ -921,14 +986,69 @@ fn lookup_of(raw: RawLookup, line: usize, guarded: &str) -> Result<Lookup, Strin
             ));
         }
     }
+    let mut matches = Vec::new();
+    for (field, pointer) in raw.matches {
+        if !spec.fields().iter().any(|f| *f.name == *field) {
+            let names: Vec<&str> = spec.fields().iter().map(|f| &*f.name).collect();
+            return Err(format!(
+                "[guard.lookup] matches.{field}: action {} has no field {field:?}; its fields are {}",
+                spec.action,
+                names.join(", ")
+            ));
+        }
+        if !pointer.starts_with('/') {
+            return Err(format!(
+                "[guard.lookup] matches.{field} = {pointer:?} is not a JSON Pointer into the lookup's result (it starts with /)"
+            ));
+        }
+        matches.push((field, pointer));
+    }
     Ok(Lookup {
         tool: raw.tool,
         arguments,
         executed,
         not_executed,
         result: raw.result,
+        matches,
         line,
     })
+}
+
+/// `_meta` entries whose names hold a `/` (a JSON Pointer writes it `~1`),
+/// as the payment protocols name them.
+pub const KNOWN_SLASHED_ENTRIES: [&str; 2] = ["x402/payment", "org.paymentauth/credential"];
+
+/// For a `meta:` pointer whose first tokens spell an entry whose name holds
+/// a `/` (`meta:/x402/payment/payer` for the entry `x402/payment`), what
+/// to write instead: read as written, it names an entry no call carries,
+/// and a guard reading nothing would pass every payment unrecorded.
+fn slash_advice(path: &ArgPath, freeze_meta: &[String]) -> Option<String> {
+    if !path.in_meta() {
+        return None;
+    }
+    let tokens = path.tokens();
+    let slashed = freeze_meta
+        .iter()
+        .map(String::as_str)
+        .chain(KNOWN_SLASHED_ENTRIES)
+        .filter(|e| e.contains('/'));
+    for entry in slashed {
+        let parts: Vec<&str> = entry.split('/').collect();
+        let spelled = tokens.len() >= parts.len()
+            && tokens.iter().zip(&parts).all(|(t, p)| t == p)
+            && tokens.first().map(String::as_str) != Some(entry);
+        if spelled {
+            let rest: String = tokens[parts.len()..]
+                .iter()
+                .map(|t| format!("/{}", t.replace('~', "~0").replace('/', "~1")))
+                .collect();
+            let escaped = entry.replace('~', "~0").replace('/', "~1");
+            return Some(format!(
+                "which no call carries: in a JSON Pointer a `/` inside an entry's name is written `~1`, so the entry {entry:?} is read by \"meta:/{escaped}{rest}\" (and frozen with freeze_meta = [{entry:?}])"
+            ));
+        }
+    }
+    None
 }
 
 /// Whether one path is the other or inside it.
@@ -1218,6 +1338,113 @@ referencia_intencao = "invoice_ref"
             .unwrap_err()
             .message
             .contains("overwrites it with the key"));
+    }
+
+    /// `meta:/x402/payment/payer` reads an entry `x402` no call carries:
+    /// refused whatever freeze_meta says, with the `~1` spelling to write.
+    #[test]
+    fn an_unescaped_slash_in_a_meta_entry_is_refused_with_its_spelling() {
+        for frozen in [r#"["x402/payment"]"#, r#"["x402"]"#, "[]"] {
+            let text = GOOD
+                .replace(
+                    "cliente_id = \"customer_id\"",
+                    "cliente_id = \"meta:/x402/payment/payload/from\"",
+                )
+                .replace(
+                    "[guard.fields]",
+                    &format!("freeze_meta = {frozen}\n[guard.fields]"),
+                );
+            let e = parse(&text).unwrap_err();
+            assert!(
+                e.message.contains("\"meta:/x402~1payment/payload/from\""),
+                "{frozen}: {e}"
+            );
+            assert!(e.message.contains("~1"), "{e}");
+            assert_eq!(e.line, 12, "{frozen}: {e}");
+        }
+        // A frozen entry of the operator's own with a slash in its name.
+        let text = GOOD
+            .replace(
+                "cliente_id = \"customer_id\"",
+                "cliente_id = \"meta:/com.acme/pay/from\"",
+            )
+            .replace(
+                "[guard.fields]",
+                "freeze_meta = [\"com.acme/pay\"]\n[guard.fields]",
+            );
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("meta:/com.acme~1pay/from"), "{e}");
+    }
+
+    const LOOKUP: &str = r#"
+[guard.lookup]
+tool = "get_charge"
+arguments = { ref = "invoice_ref" }
+executed = { pointer = "/status", in = ["paid"] }
+not_executed = { pointer = "/status", in = ["none"] }
+"#;
+
+    fn with_lookup(extra: &str) -> String {
+        format!(
+            "{}{LOOKUP}{extra}",
+            GOOD.replace("on_uncertain = \"resend\"", "on_uncertain = \"lookup\"")
+        )
+    }
+
+    /// One upstream for several tenants: a lookup by reference could find
+    /// another tenant's charge, so only lookups by idem's key start.
+    #[test]
+    fn a_mount_of_several_tenants_takes_only_key_lookups() {
+        let shared = format!("tenants = [\"alpha\", \"beta\"]\n{}", with_lookup(""));
+        let e = parse(&shared).unwrap_err();
+        assert!(e.message.contains("$key"), "{e}");
+        assert!(e.message.contains("2 tenants"), "{e}");
+        assert_eq!(e.line, 17, "{e}");
+        let keyed = shared.replace(
+            "arguments = { ref = \"invoice_ref\" }",
+            "arguments = { ref = \"invoice_ref\", idempotency_key = \"$key\" }",
+        );
+        assert!(parse(&keyed).is_ok());
+        let one = format!("tenants = [\"alpha\"]\n{}", with_lookup(""));
+        assert!(
+            parse(&one).is_ok(),
+            "one tenant per file may look up by reference"
+        );
+    }
+
+    #[test]
+    fn lookup_matches_name_the_actions_fields_and_pointers() {
+        let f = parse(&with_lookup("matches = { valor = \"/amount\" }\n")).unwrap();
+        let l = f.guards[0].lookup.as_ref().unwrap();
+        assert_eq!(l.matches, vec![("valor".to_owned(), "/amount".to_owned())]);
+        for (bad, says) in [
+            (
+                "matches = { amount = \"/amount\" }\n",
+                "has no field \"amount\"",
+            ),
+            ("matches = { valor = \"amount\" }\n", "not a JSON Pointer"),
+        ] {
+            let e = parse(&with_lookup(bad)).unwrap_err();
+            assert!(e.message.contains(says), "{e}");
+            assert_eq!(e.line, 16, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_pointer_into_an_open_object_is_held() {
+        let schema: Value = serde_json::from_str(
+            r#"{"type": "object", "properties": {"meta": {"type": "object", "additionalProperties": true}},
+                "additionalProperties": true}"#,
+        )
+        .unwrap();
+        for holds in ["/meta/idempotency_key", "/meta/a/b", "/anything"] {
+            assert!(schema_holds(&schema, &path(holds)), "{holds}");
+        }
+        let closed: Value = serde_json::from_str(
+            r#"{"type": "object", "properties": {"meta": {"type": "object", "properties": {"x": {}}, "additionalProperties": false}}}"#,
+        )
+        .unwrap();
+        assert!(!schema_holds(&closed, &path("/meta/idempotency_key")));
     }
 
     #[test]

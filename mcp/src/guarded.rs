@@ -35,17 +35,44 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 /// The largest upstream result stored for replay.
 pub const MAX_STORED_RESULT: usize = 256 * 1024;
 
+/// Why a call to the upstream brought no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unanswered {
+    /// The request never left: the connection to the upstream was refused
+    /// or could not be made (nothing can have run).
+    NotSent(String),
+    /// The request may have left and no answer came: the outcome is
+    /// unknown.
+    Lost(String),
+}
+
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unanswered::NotSent(why) | Unanswered::Lost(why) => f.write_str(why),
+        }
+    }
+}
+
+/// An error with no more said is a lost answer: unknown, never "not run".
+impl From<String> for Unanswered {
+    fn from(why: String) -> Self {
+        Unanswered::Lost(why)
+    }
+}
+
 /// What the gateway calls: the upstream server's `tools/call`.
 pub trait CallUpstream: Send + Sync {
-    /// Calls `tool` with `arguments`; an error means no answer arrived (the
-    /// outcome is unknown), never "it did not run".
+    /// Calls `tool` with `arguments`; an error says whether the request
+    /// could have reached the upstream ([`Unanswered::Lost`]: the outcome
+    /// is unknown) or provably did not ([`Unanswered::NotSent`]).
     /// `meta` is the request's `_meta` to send (empty: none).
     fn call(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
-    ) -> impl Future<Output = Result<CallToolResult, String>> + Send;
+    ) -> impl Future<Output = Result<CallToolResult, Unanswered>> + Send;
 
     /// Whether a call can be sent now: `false` when the upstream is known
     /// to be gone (its process exited, its connection closed), so that a
@@ -431,7 +458,15 @@ impl Gate {
             ));
         }
         if !upstream.available() {
-            return self.not_sent(call, token, attempt).await;
+            return self
+                .not_sent(
+                    call,
+                    token,
+                    attempt,
+                    "the upstream MCP server is down (the gateway is restarting it)",
+                    "restarting",
+                )
+                .await;
         }
         let mut arguments = call.frozen.clone();
         if let Some(k) = &guard.key_argument {
@@ -448,7 +483,14 @@ impl Gate {
         .await;
         let result = match answered {
             Ok(Ok(r)) => r,
-            Ok(Err(why)) => return self.unanswered(call, upstream, token, attempt, why).await,
+            Ok(Err(Unanswered::NotSent(why))) => {
+                return self
+                    .not_sent(call, token, attempt, &why, "unreachable")
+                    .await
+            }
+            Ok(Err(Unanswered::Lost(why))) => {
+                return self.unanswered(call, upstream, token, attempt, why).await
+            }
             Err(_) => {
                 let why = format!(
                     "no answer within the lease ({} ms)",
@@ -457,6 +499,13 @@ impl Gate {
                 return self.unanswered(call, upstream, token, attempt, why).await;
             }
         };
+        if reconcile && result.is_error == Some(true) {
+            // An error answering a resend says nothing about the first
+            // send: a facilitator that refuses a replayed nonce answers
+            // exactly so after having settled it. Never the reconciled
+            // result: the action stays uncertain with that error as why.
+            return self.resend_refused(call, token, attempt, result).await;
+        }
         let stored = stored_text(&result);
         let failed = result.is_error == Some(true) && guard.errors == Errors::Retryable;
         let outcome = if failed {
@@ -491,14 +540,62 @@ impl Gate {
         })
     }
 
-    /// The upstream is gone and nothing was sent: the claim is given back at
-    /// once as a retryable failure (a retry, from this gateway or another,
-    /// executes now rather than after the lease), and the answer says so.
-    /// Nothing is uncertain: nothing could have run.
-    async fn not_sent(&self, call: &Call<'_>, token: i64, attempt: i32) -> Result<Answer, Refusal> {
-        let why = "not sent: the upstream MCP server is down (the gateway is restarting it)";
+    /// A resend (`on_uncertain = "resend"`) answered with an error: the
+    /// first send's outcome is still unknown, so the action is handed back
+    /// uncertain with the upstream's error as the reason, for a person (or
+    /// the next call) to settle; the agent reads the error and that nothing
+    /// was settled.
+    async fn resend_refused(
+        &self,
+        call: &Call<'_>,
+        token: i64,
+        attempt: i32,
+        result: CallToolResult,
+    ) -> Result<Answer, Refusal> {
+        let said = clipped(&first_text(&result).unwrap_or_default());
         let mut s = self.store.session().await.map_err(Refusal::Store)?;
-        if let Err(e) = s.fail(&self.tenant, &call.key, token, why, true).await {
+        if let Err(e) = s
+            .mark_uncertain(
+                &self.tenant,
+                &call.key,
+                token,
+                &format!("the resend was answered with an error, so the first send's outcome is still unknown: {said}"),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not mark a refused resend uncertain; its lease will");
+        }
+        tracing::warn!(tool = %call.guard.tool, key = %call.key, "a resend was answered with an error; the action stays uncertain");
+        let mut out = with_meta(result, call, false, attempt, false, "upstream");
+        out.content.push(ContentBlock::text(format!(
+            "idem: an earlier {} for {} may have been executed, and resending it under the same key was answered with the error above \
+             (a provider that refuses a replayed payment answers so even when the first one settled). Whether it was executed is unknown: \
+             do not retry it with a new reference or a new payment; it is in idem's work queue (/live), where a person settles it. Key {}.",
+            call.guard.tool, call.reference, call.key
+        )));
+        Ok(Answer {
+            result: out,
+            outcome: CallOutcome::Uncertain,
+            diverged: call.diverged,
+        })
+    }
+
+    /// Nothing was sent (the upstream is gone, or its connection was
+    /// refused): the claim is given back at once as a retryable failure (a
+    /// retry, from this gateway or another, executes now rather than after
+    /// the lease), and the answer says so. Nothing is uncertain: nothing
+    /// could have run.
+    async fn not_sent(
+        &self,
+        call: &Call<'_>,
+        token: i64,
+        attempt: i32,
+        why: &str,
+        state: &str,
+    ) -> Result<Answer, Refusal> {
+        let reason = format!("not sent: {why}");
+        let mut s = self.store.session().await.map_err(Refusal::Store)?;
+        if let Err(e) = s.fail(&self.tenant, &call.key, token, &reason, true).await {
             tracing::warn!(error = %e, "could not give back the claim of a call not sent; its lease will");
         }
         let mut answer = error_answer(
@@ -506,14 +603,14 @@ impl Gate {
             attempt,
             CallOutcome::Failed,
             format!(
-                "{} for {} was not sent: the upstream MCP server is down and the gateway is restarting it. Nothing was executed; retry the same call in a few seconds (same key, it cannot run twice).",
+                "{} for {} was not sent: {why}. Nothing was executed; retry the same call in a few seconds (same key, it cannot run twice).",
                 call.guard.tool, call.reference
             ),
         );
         if let Some(meta) = answer.result.meta.as_mut() {
             if let Some(idem) = meta.0.get_mut("idem").and_then(Value::as_object_mut) {
                 idem.insert("sent".into(), json!(false));
-                idem.insert("upstream".into(), json!("restarting"));
+                idem.insert("upstream".into(), json!(state));
             }
         }
         Ok(answer)
@@ -523,29 +620,90 @@ impl Gate {
     /// the intent's key: the gateway executes only what the key covers.
     fn covered(&self, call: &Call<'_>) -> Result<(), String> {
         let guard = call.guard;
-        let mut fields = Map::new();
-        for (field, arg) in &guard.fields {
-            let Some(v) = arg.read(&call.frozen, &call.meta) else {
-                return Err(format!(
-                    "the frozen arguments and _meta of {} lack `{arg}` (idem's field `{field}`), which the key covers",
-                    guard.tool
-                ));
-            };
-            fields.insert(field.clone(), v.clone());
-        }
-        let text = Value::Object(fields).to_string();
-        let payload = Payload::from_json(&text).map_err(|e| e.to_string())?;
-        match self
-            .store
-            .key_of(&self.tenant, guard.action.as_str(), &payload, call.rules_version)
-        {
-            Ok(k) if k == call.key => Ok(()),
-            Ok(_) => Err(format!(
+        match self.key_with(call, None)? {
+            k if k == call.key => Ok(()),
+            _ => Err(format!(
                 "the frozen arguments of {} do not derive to its key {} (they were not written by this gateway)",
                 guard.tool, call.key
             )),
-            Err(e) => Err(format!("the frozen arguments of {} cannot be read: {e}", guard.tool)),
         }
+    }
+
+    /// The key the frozen arguments and `_meta` derive to, with one field's
+    /// value replaced when `instead` says so (a provider's record checked
+    /// against the intent: the same normalization decides).
+    fn key_with(
+        &self,
+        call: &Call<'_>,
+        instead: Option<(&str, &Value)>,
+    ) -> Result<IdempotencyKey, String> {
+        let guard = call.guard;
+        let mut fields = Map::new();
+        for (field, arg) in &guard.fields {
+            let value = match instead {
+                Some((f, v)) if f == field => v,
+                _ => arg.read(&call.frozen, &call.meta).ok_or_else(|| {
+                    format!(
+                        "the frozen arguments and _meta of {} lack `{arg}` (idem's field `{field}`), which the key covers",
+                        guard.tool
+                    )
+                })?,
+            };
+            fields.insert(field.clone(), value.clone());
+        }
+        let text = Value::Object(fields).to_string();
+        let payload = Payload::from_json(&text).map_err(|e| e.to_string())?;
+        self.store
+            .key_of(
+                &self.tenant,
+                guard.action.as_str(),
+                &payload,
+                call.rules_version,
+            )
+            .map_err(|e| format!("the frozen arguments of {} cannot be read: {e}", guard.tool))
+    }
+
+    /// Whether a provider's record that says executed is this action's:
+    /// each `matches` field's value in it, put in place of the frozen one,
+    /// derives to the same key. A record of another intent (another
+    /// tenant's charge with the same reference, another amount) is never
+    /// settled as this one.
+    fn is_ours(
+        &self,
+        call: &Call<'_>,
+        lookup: &crate::guard_file::Lookup,
+        found: &Value,
+    ) -> Result<(), Looked> {
+        for (field, pointer) in &lookup.matches {
+            let Some(theirs) = found.pointer(pointer) else {
+                return Err(Looked::Unknown(format!(
+                    "it says executed, but its result has nothing at {pointer} to check idem's field `{field}` against"
+                )));
+            };
+            let same = self
+                .key_with(call, Some((field, theirs)))
+                .is_ok_and(|k| k == call.key);
+            if !same {
+                let ours = call
+                    .guard
+                    .fields
+                    .iter()
+                    .find(|(f, _)| f == field)
+                    .and_then(|(_, arg)| arg.read(&call.frozen, &call.meta))
+                    .map(plain)
+                    .unwrap_or_default();
+                return Err(Looked::NotOurs {
+                    said: format!(
+                        "it says executed, but the record it found is not this action's (its {field}, at {pointer}, differs from the frozen intent's)"
+                    ),
+                    detail: format!(
+                        "it says executed, but the record it found is not this action's: its {field} ({pointer}) is {}, the frozen intent's is {ours}",
+                        plain(theirs)
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The upstream was called and no answer came: the outcome is unknown,
@@ -626,7 +784,11 @@ impl Gate {
         let label = match &verdict {
             Looked::Executed(_) => "executed",
             Looked::NotExecuted => "not_executed",
-            Looked::Unknown(_) => "unknown",
+            Looked::Unknown(_) | Looked::NotOurs { .. } => "unknown",
+        };
+        let verdict_detail = match &verdict {
+            Looked::NotOurs { detail, .. } => Some(detail.clone()),
+            _ => None,
         };
         if let Ok(mut s) = self.store.session().await {
             if let Err(e) = s
@@ -666,14 +828,20 @@ impl Gate {
             Looked::NotExecuted => {
                 Box::pin(self.execute(call, upstream, token, attempt, false)).await?
             }
-            Looked::Unknown(why) => {
+            Looked::Unknown(why) | Looked::NotOurs { said: why, .. } => {
+                // The person settling it sees what the record held; the
+                // agent only that it is not this action's.
+                let detail = match &verdict_detail {
+                    Some(d) => d.as_str(),
+                    None => why.as_str(),
+                };
                 let mut s = self.store.session().await.map_err(Refusal::Store)?;
                 let _ = s
                     .mark_uncertain(
                         &self.tenant,
                         &call.key,
                         token,
-                        &format!("lookup {}: {why}", lookup.tool),
+                        &format!("lookup {}: {detail}", lookup.tool),
                     )
                     .await;
                 error_answer(
@@ -752,6 +920,9 @@ impl Gate {
             }
         };
         if lookup.executed.holds(&found) {
+            if let Err(not_ours) = self.is_ours(call, lookup, &found) {
+                return not_ours;
+            }
             let value = match &lookup.result {
                 None => found,
                 Some(p) => match found.pointer(p) {
@@ -841,6 +1012,12 @@ enum Looked {
     NotExecuted,
     /// Anything else, and why.
     Unknown(String),
+    /// It says executed, but the record is not this action's: what the
+    /// agent reads, and what the person settling it reads (both values).
+    NotOurs {
+        said: String,
+        detail: String,
+    },
 }
 
 /// A looked-up result as the guarded tool's answer: its JSON as text, and
@@ -970,6 +1147,16 @@ fn refused_meta(result: CallToolResult) -> CallToolResult {
         );
     }
     serde_json::from_value(value).unwrap_or(result)
+}
+
+/// idem's refusal of a call it cannot record (a guard that has seen an
+/// unrecorded call succeed): nothing was sent.
+pub fn refused_unrecorded(message: String) -> CallToolResponse {
+    CallToolResponse::Complete(with_idem(
+        error_result(message),
+        json!({"key": null, "recorded": false, "replayed": false, "diverged": false,
+               "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "idem"}),
+    ))
 }
 
 /// A handshake call's answer (see `Guard::handshake`), forwarded as the

@@ -3,9 +3,10 @@
 //! guarded call without Python. On SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)]
 
+use idem_core::IdempotencyKey;
 use idem_core::{Catalog, KeyDeriver, Payload, Secret, TenantId};
 use idem_mcp::guard_file::GuardFile;
-use idem_mcp::guarded::{CallOutcome, CallUpstream, Gate, ARGUMENTS_MEMBER};
+use idem_mcp::guarded::{CallOutcome, CallUpstream, Gate, Unanswered, ARGUMENTS_MEMBER};
 use idem_store::{Options, Store};
 use idem_testkit::TestDb;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -36,6 +37,11 @@ struct Fake {
     lose: Arc<std::sync::atomic::AtomicBool>,
     lookup: Arc<Mutex<Option<CallToolResult>>>,
     lookups: Arc<std::sync::atomic::AtomicUsize>,
+    /// The connection is refused: the request never leaves.
+    refuse: Arc<std::sync::atomic::AtomicBool>,
+    /// The guarded tool answers isError (a facilitator refusing a
+    /// replayed payment); its calls are still counted.
+    err: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CallUpstream for Fake {
@@ -44,7 +50,7 @@ impl CallUpstream for Fake {
         tool: &str,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, Unanswered> {
         if tool != "create_pix_charge" {
             self.lookups
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -53,7 +59,10 @@ impl CallUpstream for Fake {
                 .lock()
                 .unwrap()
                 .clone()
-                .ok_or_else(|| "no lookup answer".to_owned());
+                .ok_or_else(|| Unanswered::Lost("no lookup answer".to_owned()));
+        }
+        if self.refuse.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Unanswered::NotSent("connection refused".into()));
         }
         self.metas.lock().unwrap().push(meta);
         let n = {
@@ -62,7 +71,12 @@ impl CallUpstream for Fake {
             calls.len()
         };
         if self.lose.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err("the answer was lost".into());
+            return Err("the answer was lost".to_owned().into());
+        }
+        if self.err.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "invalid_exact_evm_nonce_already_used",
+            )]));
         }
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "charge {n}"
@@ -110,7 +124,211 @@ idem_testkit::both!(
     a_key_read_from_meta_pays_once_whatever_a_retry_signs,
     frozen_meta_that_is_too_big_deep_or_holds_nul_is_refused_unrecorded,
     a_lookup_that_errs_or_answers_no_json_says_nothing,
+    a_refused_connection_is_not_sent_and_its_retry_runs_at_once,
+    a_resend_answered_with_an_error_is_never_the_reconciled_result,
+    a_looked_up_record_of_another_intent_is_never_settled_as_this_one,
 );
+
+const ON: std::sync::atomic::Ordering = std::sync::atomic::Ordering::Relaxed;
+
+fn idem_of(result: &CallToolResult) -> Value {
+    result.meta.as_ref().unwrap().0["idem"].clone()
+}
+
+async fn action_of(h: &H, tenant: &TenantId, key: &Value) -> idem_store::Action {
+    let key = IdempotencyKey::try_from(key.as_str().unwrap()).unwrap();
+    h.store
+        .session()
+        .await
+        .unwrap()
+        .action(tenant, &key)
+        .await
+        .unwrap()
+}
+
+/// A URL upstream refusing the connection: the request never left, so the
+/// claim is given back as a dead stdio upstream's is (not uncertain), and
+/// the retry executes at once.
+async fn a_refused_connection_is_not_sent_and_its_retry_runs_at_once(h: &H) {
+    let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let tenant = TenantId::try_from("acme").unwrap();
+    let gate = Gate::new(h.store.clone(), tenant.clone());
+    let upstream = Fake::default();
+    upstream.refuse.store(true, ON);
+    let refused = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    assert_eq!(refused.result.is_error, Some(true));
+    assert_eq!(refused.outcome, CallOutcome::Failed);
+    let idem = idem_of(&refused.result);
+    assert_eq!(idem["sent"], false, "{idem}");
+    assert_eq!(idem["upstream"], "unreachable", "{idem}");
+    let action = action_of(h, &tenant, &idem["key"]).await;
+    assert_eq!(action.state, idem_store::ActionState::Failed, "{action:?}");
+    assert_eq!(action.retryable, Some(true));
+    upstream.refuse.store(false, ON);
+    let ran = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    assert_eq!(ran.outcome, CallOutcome::Executed, "{:?}", ran.result);
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1);
+}
+
+/// `on_uncertain = "resend"` against a provider that refuses a replayed
+/// payment: its error says nothing of the first send, so the action stays
+/// uncertain with that error as the reason, never "reconciled".
+async fn a_resend_answered_with_an_error_is_never_the_reconciled_result(h: &H) {
+    let text = GUARD.replace("key_argument", "on_uncertain = \"resend\"\nkey_argument");
+    let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let tenant = TenantId::try_from("acme").unwrap();
+    let gate = Gate::new(h.store.clone(), tenant.clone());
+    let upstream = Fake::default();
+    upstream.lose.store(true, ON);
+    let lost = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    assert_eq!(lost.outcome, CallOutcome::Uncertain);
+    upstream.lose.store(false, ON);
+    upstream.err.store(true, ON);
+    for _ in 0..2 {
+        let resent = gate
+            .call(
+                guard,
+                args("180.00", "a@example.com"),
+                Map::new(),
+                &upstream,
+            )
+            .await;
+        assert_eq!(resent.result.is_error, Some(true));
+        assert_eq!(
+            resent.outcome,
+            CallOutcome::Uncertain,
+            "{:?}",
+            resent.result
+        );
+        let idem = idem_of(&resent.result);
+        assert_eq!(idem["reconciled"], false, "{idem}");
+        assert_eq!(idem["source"], "upstream", "{idem}");
+        let said = format!("{:?}", resent.result.content);
+        assert!(said.contains("nonce_already_used"), "{said}");
+        assert!(said.contains("work queue"), "{said}");
+        let action = action_of(h, &tenant, &idem["key"]).await;
+        assert_eq!(
+            action.state,
+            idem_store::ActionState::Uncertain,
+            "{action:?}"
+        );
+        assert!(!action.reconciled);
+        assert!(
+            action
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .contains("nonce_already_used"),
+            "{action:?}"
+        );
+    }
+}
+
+/// A lookup by reference that finds a record of another intent (another
+/// tenant's charge with the same reference, through one upstream; another
+/// amount) never settles this action: `matches` checks the record's fields
+/// against the frozen ones, normalized as the key is.
+async fn a_looked_up_record_of_another_intent_is_never_settled_as_this_one(h: &H) {
+    let text = format!(
+        "{}
+[guard.lookup]
+tool = \"get_charge\"
+arguments = {{ ref = \"invoice_ref\" }}
+executed = {{ pointer = \"/status\", in = [\"paid\"] }}
+not_executed = {{ pointer = \"/status\", in = [\"none\"] }}
+matches = {{ valor = \"/amount\", cliente_id = \"/customer\" }}
+",
+        GUARD.replace("key_argument", "on_uncertain = \"lookup\"\nkey_argument")
+    );
+    let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
+    let guard = file.guard("create_pix_charge").unwrap();
+    let tenant = TenantId::try_from("beta").unwrap();
+    let gate = Gate::new(h.store.clone(), tenant.clone());
+    let upstream = Fake::default();
+    upstream.lose.store(true, ON);
+    let record = |customer: &str, amount: &str| {
+        CallToolResult::success(vec![ContentBlock::text(
+            json!({"status": "paid", "customer": customer, "amount": amount, "pix_key": "alpha@example.com"})
+                .to_string(),
+        )])
+    };
+    // Another customer's charge under the same reference.
+    *upstream.lookup.lock().unwrap() = Some(record("alpha-customer", "180.00"));
+    let crossed = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    assert_eq!(crossed.result.is_error, Some(true), "{:?}", crossed.result);
+    let idem = idem_of(&crossed.result);
+    assert_eq!(idem["lookup"], "unknown", "{idem}");
+    let said = format!("{:?}", crossed.result.content);
+    assert!(said.contains("not this action's"), "{said}");
+    assert!(
+        !said.contains("alpha"),
+        "the agent was shown another record's data: {said}"
+    );
+    // The person settling it sees both values.
+    let action = action_of(h, &tenant, &idem["key"]).await;
+    let why = action.error.unwrap_or_default();
+    assert!(
+        why.contains("alpha-customer") && why.contains("c-1"),
+        "{why}"
+    );
+    // Another amount.
+    *upstream.lookup.lock().unwrap() = Some(record("c-1", "99.00"));
+    let other = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    assert_eq!(idem_of(&other.result)["lookup"], "unknown");
+    let action = action_of(h, &tenant, &idem["key"]).await;
+    assert_eq!(action.state, idem_store::ActionState::Uncertain);
+    // Its own record, written another way (180 for 180.00): settled.
+    *upstream.lookup.lock().unwrap() = Some(record("c-1", "180"));
+    let settled = gate
+        .call(
+            guard,
+            args("180.00", "a@example.com"),
+            Map::new(),
+            &upstream,
+        )
+        .await;
+    let idem = idem_of(&settled.result);
+    assert_eq!(idem["lookup"], "executed", "{:?}", settled.result);
+    assert_eq!(idem["reconciled"], true);
+    assert_eq!(upstream.calls.lock().unwrap().len(), 1);
+}
 
 const META_GUARD: &str = r#"
 [[guard]]

@@ -808,6 +808,14 @@ pub struct McpToolCounts {
     pub refused: i64,
     /// Calls that failed for good, or found the store failing.
     pub failed: i64,
+    /// Calls forwarded unrecorded: they carried none of the `_meta`
+    /// entries the key reads (x402's unpaid first call).
+    pub unrecorded: i64,
+    /// Of those, the ones the upstream answered with success: the guard
+    /// does not see how the tool's calls pay (an alarm).
+    pub unrecorded_successes: i64,
+    /// Calls refused because an unrecorded call had succeeded before.
+    pub unrecorded_refused: i64,
 }
 
 impl McpToolCounts {
@@ -835,6 +843,13 @@ impl McpToolCounts {
                 "refused" => c.refused += n,
                 "failed" => c.failed += n,
                 "diverged" => c.divergences += n,
+                "unrecorded" => c.unrecorded += n,
+                "unrecorded_refused" => c.unrecorded_refused += n,
+                // Not a call of its own: one of the unrecorded ones.
+                "unrecorded_success" => {
+                    c.unrecorded_successes += n;
+                    continue;
+                }
                 _ => continue,
             }
             if outcome != "diverged" {

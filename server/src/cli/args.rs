@@ -114,8 +114,20 @@ pub struct McpGatewayArgs {
     pub guard: PathBuf,
     /// The tenant whose intents the guarded calls record (registered with
     /// `idem tenant create`).
-    #[arg(long, value_parser = parse_tenant)]
-    pub tenant: idem_core::TenantId,
+    #[arg(long, value_parser = parse_tenant, required_unless_present = "check")]
+    pub tenant: Option<idem_core::TenantId>,
+    /// Check the guard file against the upstream and exit, serving
+    /// nothing and opening no store: exit 0 when it would start, 2 naming
+    /// the line when not. With --sample, say for each sample call which
+    /// fields its key would cover, or why it would be forwarded unrecorded
+    /// or refused.
+    #[arg(long)]
+    pub check: bool,
+    /// With --check: a JSON file of sample calls, one object or an array
+    /// of them, each {"tool": ..., "arguments": {...}, "_meta": {...}}
+    /// ("-" reads standard input).
+    #[arg(long, value_name = "FILE", requires = "check")]
+    pub sample: Option<PathBuf>,
     /// The upstream MCP server to start over stdio, as a command line
     /// (split on spaces); overrides the guard file's [upstream].
     #[arg(long, value_name = "CMD", conflicts_with = "upstream_url")]

@@ -28,6 +28,12 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
         }),
         (None, None) => None,
     };
+    if args.check {
+        return check(&args, &catalog, file, upstream).await;
+    }
+    let Some(tenant) = args.tenant.clone() else {
+        return Err(Usage("--tenant is required unless --check".into()).into());
+    };
     let (store, _) = crate::startup::open_keyed_store(crate::startup::KeyedStore {
         database_url: &args.db.url()?,
         data_dir: &args.db.data_dir,
@@ -40,12 +46,12 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
         clock: Arc::new(idem_store::SystemClock),
     })
     .await?;
-    match store.tenant_info(&args.tenant).await {
+    match store.tenant_info(&tenant).await {
         Ok(t) if t.disabled_ms.is_some() => {
             store.close().await;
             return Err(Usage(format!(
                 "tenant {:?} is disabled (`idem tenant enable` lets it work again)",
-                args.tenant.as_str()
+                tenant.as_str()
             ))
             .into());
         }
@@ -54,30 +60,105 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
             store.close().await;
             return Err(Usage(format!(
                 "there is no tenant {:?} in this database; `idem tenant create` adds one",
-                args.tenant.as_str()
+                tenant.as_str()
             ))
             .into());
         }
         Err(e) => return Err(e.into()),
     }
-    let gateway = match Gateway::start(
-        store.clone(),
-        TenantSource::Fixed(args.tenant),
-        file,
-        upstream,
-    )
-    .await
-    {
-        Ok(g) => g,
-        Err(e) => {
-            store.close().await;
-            return Err(Usage(e.to_string()).into());
-        }
-    };
+    let gateway =
+        match Gateway::start(store.clone(), TenantSource::Fixed(tenant), file, upstream).await {
+            Ok(g) => g,
+            Err(e) => {
+                store.close().await;
+                return Err(Usage(e.to_string()).into());
+            }
+        };
     tracing::info!("the MCP gateway serves on stdio");
     let served = gateway.serve_stdio().await;
     store.close().await;
     served.map_err(Into::into)
+}
+
+/// The largest --sample file read.
+const MAX_SAMPLE_BYTES: u64 = 1024 * 1024;
+
+/// `idem mcp gateway --check`: the guard file bound to the upstream's tools
+/// as a start would, then each sample call explained; nothing is served,
+/// no store opened, and the upstream is asked for its tools only.
+async fn check(
+    args: &McpGatewayArgs,
+    catalog: &idem_core::Catalog,
+    mut file: GuardFile,
+    upstream: Option<Upstream>,
+) -> anyhow::Result<()> {
+    use std::io::Read as _;
+    let samples: Vec<serde_json::Value> = match &args.sample {
+        None => Vec::new(),
+        Some(path) => {
+            let mut text = String::new();
+            let read = if path.as_os_str() == "-" {
+                std::io::stdin()
+                    .take(MAX_SAMPLE_BYTES + 1)
+                    .read_to_string(&mut text)
+            } else {
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(MAX_SAMPLE_BYTES + 1).read_to_string(&mut text))
+            };
+            read.map_err(|e| Usage(format!("--sample {}: {e}", path.display())))?;
+            if text.len() as u64 > MAX_SAMPLE_BYTES {
+                return Err(Usage(format!(
+                    "--sample {}: over {MAX_SAMPLE_BYTES} bytes",
+                    path.display()
+                ))
+                .into());
+            }
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| Usage(format!("--sample {}: not JSON: {e}", path.display())))?;
+            match v {
+                serde_json::Value::Array(a) => a,
+                one => vec![one],
+            }
+        }
+    };
+    let target = upstream
+        .or_else(|| file.upstream.clone())
+        .ok_or_else(|| Usage(idem_mcp::StartError::NoUpstream.to_string()))?;
+    let connected = idem_mcp::gateway::Connected::start(&target, &file)
+        .await
+        .map_err(|e| Usage(e.to_string()))?;
+    idem_mcp::gateway::bind(&mut file, &connected)
+        .await
+        .map_err(|e| Usage(e.to_string()))?;
+    println!(
+        "{}: the guard file binds to the upstream ({} guarded: {})",
+        file.path,
+        file.guards.len(),
+        file.guards
+            .iter()
+            .map(|g| g.tool.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (i, sample) in samples.iter().enumerate() {
+        let object = |name: &str| match sample.get(name) {
+            None | Some(serde_json::Value::Null) => Ok(serde_json::Map::new()),
+            Some(serde_json::Value::Object(m)) => Ok(m.clone()),
+            Some(_) => Err(Usage(format!(
+                "--sample: call {i}: {name} is not an object"
+            ))),
+        };
+        let Some(tool) = sample.get("tool").and_then(serde_json::Value::as_str) else {
+            return Err(Usage(format!("--sample: call {i} names no \"tool\"")).into());
+        };
+        let arguments = object("arguments")?;
+        let meta = object("_meta")?;
+        print!(
+            "{}",
+            idem_mcp::gateway::explain(&file, catalog, tool, &arguments, &meta)
+        );
+    }
+    Ok(())
 }
 
 /// `idem mcp serve`: idem's own tools on stdio for one tenant. It reads and

@@ -419,6 +419,7 @@ fn mcp_tools(d: &LiveData, l: Locale) -> Markup {
                         tr(l, "Incertas", "Uncertain"),
                         tr(l, "Em andamento", "In flight"),
                         tr(l, "Recusadas", "Refused"),
+                        tr(l, "Sem registro (com sucesso)", "Unrecorded (succeeded)"),
                     ]))
                     tbody {
                         @for t in &d.mcp_tools {
@@ -431,11 +432,28 @@ fn mcp_tools(d: &LiveData, l: Locale) -> Markup {
                                 td { (count(t.counts.divergences, l)) }
                                 td { (count(t.counts.uncertain, l)) }
                                 td { (count(t.counts.in_flight, l)) }
-                                td { (count(t.counts.refused + t.counts.failed, l)) }
+                                td { (count(t.counts.refused + t.counts.failed + t.counts.unrecorded_refused, l)) }
+                                td class=[(t.counts.unrecorded_successes > 0).then_some("alarm")] {
+                                    (count(t.counts.unrecorded, l))
+                                    @if t.counts.unrecorded_successes > 0 {
+                                        " (" strong { (count(t.counts.unrecorded_successes, l)) } ")"
+                                    }
+                                }
                             }
                         }
                     }
                 } }))
+                @for t in d.mcp_tools.iter().filter(|t| t.counts.unrecorded_successes > 0) {
+                    p class="warning" role="alert" {
+                        (tr(l,
+                            "Alarme: ",
+                            "Alarm: "))
+                        code { (t.counts.tool) } " (" (t.tenant) "): "
+                        (tr(l,
+                            "uma chamada sem o que a chave lê em _meta foi repassada sem registro e respondida com sucesso. O guard não vê como as chamadas desta ferramenta pagam; ele recusa toda chamada sem registro até o arquivo de guard ser corrigido e o gateway reiniciado (idem mcp gateway --check).",
+                            "a call carrying none of the _meta entries its key reads was forwarded unrecorded and answered with success. The guard does not see how this tool's calls pay; it refuses every unrecorded call until the guard file is fixed and the gateway restarted (idem mcp gateway --check)."))
+                    }
+                }
             }
         }
     }
