@@ -293,6 +293,7 @@ impl Connected {
                     }
                 }
                 cmd.envs(&file.upstream_env);
+                as_user(&mut cmd, program, file.upstream_user.as_deref())?;
                 let transport = rmcp::transport::TokioChildProcess::new(cmd)
                     .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
                 ().serve(transport)
@@ -324,6 +325,46 @@ impl Connected {
 
     fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
+    }
+}
+
+/// Runs the upstream as `user` (its uid, gid and home; std drops the
+/// supplementary groups when idem is root). With no user named, a root
+/// idem says at start that the upstream shares its privileges.
+fn as_user(
+    cmd: &mut tokio::process::Command,
+    program: &str,
+    user: Option<&str>,
+) -> Result<(), StartError> {
+    let Some(name) = user else {
+        if nix::unistd::geteuid().is_root() {
+            tracing::warn!(
+                upstream = program,
+                "the upstream runs as root, as idem does: it can read idem's data directory (hmac.key, idem.db). \
+                 Name another account in [upstream] user"
+            );
+        }
+        return Ok(());
+    };
+    let found = nix::unistd::User::from_name(name)
+        .map_err(|e| StartError::Upstream(format!("[upstream] user {name:?}: {e}")))?;
+    let Some(u) = found else {
+        return Err(StartError::Upstream(format!(
+            "[upstream] user {name:?}: no such user on this machine"
+        )));
+    };
+    cmd.uid(u.uid.as_raw()).gid(u.gid.as_raw());
+    cmd.env("HOME", &u.dir);
+    Ok(())
+}
+
+/// Keeps this process's memory and `/proc/<pid>/environ` (the admin token,
+/// the HMAC secret) from processes of the same user, an upstream
+/// included: not dumpable, as ssh-agent does. A child gets its own flag
+/// back at exec.
+pub fn keep_from_peers() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(error = %e, "could not make idem's process undumpable");
     }
 }
 
@@ -496,6 +537,7 @@ impl Gateway {
         let target = upstream
             .or_else(|| file.upstream.clone())
             .ok_or(StartError::NoUpstream)?;
+        keep_from_peers();
         let connected = Connected::start(&target, &file).await?;
         bind(&mut file, &connected).await?;
         // A mount is shared by the tenants it names, with one upstream and
@@ -970,6 +1012,12 @@ impl ServerHandler for Gateway {
         let meta = forwarded_meta(&context.meta);
         let Some(guard) = self.inner.file.guard(&request.name) else {
             self.passing(&format!("tool {:?}", request.name))?;
+            if let Some(tenant) = self.inner.tenant.of(&context) {
+                self.inner
+                    .tenant
+                    .refuse_disabled(&self.inner.store, &tenant)
+                    .await?;
+            }
             let mut request = request;
             request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
             return self
@@ -984,21 +1032,10 @@ impl ServerHandler for Gateway {
                 None,
             ));
         };
-        // A tenant disabled while a stdio session runs stops being served
-        // (over HTTP its token is refused before this).
-        if let TenantSource::Fixed(_) = self.inner.tenant {
-            if let Ok(info) = self.inner.store.tenant_info(&tenant).await {
-                if info.disabled_ms.is_some() {
-                    return Err(McpError::invalid_request(
-                        format!(
-                            "tenant {} is disabled; nothing was recorded or executed",
-                            tenant.as_str()
-                        ),
-                        None,
-                    ));
-                }
-            }
-        }
+        self.inner
+            .tenant
+            .refuse_disabled(&self.inner.store, &tenant)
+            .await?;
         if guard.handshake(&meta) {
             return self.handshake(guard, &tenant, request, meta).await;
         }
@@ -1061,9 +1098,15 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.passing("this resource")?;
+        if let Some(tenant) = self.inner.tenant.of(&context) {
+            self.inner
+                .tenant
+                .refuse_disabled(&self.inner.store, &tenant)
+                .await?;
+        }
         self.upstream()
             .read_resource(request)
             .await
@@ -1088,9 +1131,15 @@ impl ServerHandler for Gateway {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         self.passing("this prompt")?;
+        if let Some(tenant) = self.inner.tenant.of(&context) {
+            self.inner
+                .tenant
+                .refuse_disabled(&self.inner.store, &tenant)
+                .await?;
+        }
         self.upstream()
             .get_prompt(request)
             .await

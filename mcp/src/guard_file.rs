@@ -418,6 +418,9 @@ pub struct GuardFile {
     /// Whether idem's HTTP client to a URL upstream honours the proxy
     /// variables of its environment (off unless the file says so).
     pub proxy_from_env: bool,
+    /// The user a command upstream runs as (`[upstream] user`): its own
+    /// uid, gid and home, so it cannot read idem's data directory.
+    pub upstream_user: Option<String>,
     /// The tenants a gateway mounted on `idem serve` answers (`tenants =
     /// [...]`, required there): one upstream and its credentials serve
     /// the tenants named, and another tenant's token is refused.
@@ -452,6 +455,7 @@ struct RawUpstream {
     env: BTreeMap<String, String>,
     #[serde(default)]
     proxy_from_env: bool,
+    user: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -558,6 +562,7 @@ impl GuardFile {
         };
         let mut upstream_env = BTreeMap::new();
         let mut proxy_from_env = false;
+        let mut upstream_user = None;
         let upstream = match raw.upstream {
             None => None,
             Some(u) => {
@@ -573,6 +578,15 @@ impl GuardFile {
                 }
                 upstream_env = u.env.clone();
                 proxy_from_env = u.proxy_from_env;
+                if let Some(user) = &u.user {
+                    if user.is_empty() || u.url.is_some() {
+                        return Err(at(
+                            span,
+                            "[upstream] user names the account a `command` upstream runs as (not empty; a url upstream runs elsewhere)".into(),
+                        ));
+                    }
+                }
+                upstream_user = u.user.clone();
                 Some(upstream_of(u).map_err(|m| at(span, m))?)
             }
         };
@@ -789,6 +803,7 @@ impl GuardFile {
             guards,
             upstream_env,
             proxy_from_env,
+            upstream_user,
             tenants,
             pass_through: raw.pass_through,
             tenants_line,

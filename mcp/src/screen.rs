@@ -44,6 +44,9 @@ pub fn screen(text: &[u8], len: usize, max: usize, guarded: impl Fn(&str) -> boo
         Ok(v) => v,
         Err(e) => return parse_error(&format!("the message is not JSON: {e}")),
     };
+    if let Some(refusal) = shape(&value) {
+        return Screened::Answer(refusal);
+    }
     let tool = (value.get("method").and_then(Value::as_str) == Some("tools/call"))
         .then(|| value.pointer("/params/name").and_then(Value::as_str))
         .flatten();
@@ -68,6 +71,52 @@ pub fn screen(text: &[u8], len: usize, max: usize, guarded: impl Fn(&str) -> boo
     Screened::Pass
 }
 
+/// JSON-RPC's "invalid params" code.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// A message the MCP server would drop or answer outside JSON-RPC (HTTP
+/// 415 with text, or nothing): a batch (MCP has none since 2025-06-18), a
+/// request id that is neither a string nor an integer, a call whose
+/// arguments are not an object. Answered here with a JSON-RPC error
+/// carrying the request's own top-level id.
+fn shape(value: &Value) -> Option<Value> {
+    let error = |id: &Value, code: i64, message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let Some(message) = value.as_object() else {
+        let what = if value.is_array() {
+            "a batch (a JSON array of messages) is not accepted: MCP sends each message on its own"
+        } else {
+            "a JSON-RPC message is a JSON object"
+        };
+        return Some(error(&Value::Null, TOO_LARGE, what));
+    };
+    let id = message.get("id").unwrap_or(&Value::Null);
+    let plain_id = match id {
+        Value::String(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    };
+    if message.contains_key("id") && !plain_id {
+        return Some(error(
+            id,
+            TOO_LARGE,
+            "the request id must be a string or an integer (MCP); nothing was done",
+        ));
+    }
+    let is_call = message.get("method").and_then(Value::as_str) == Some("tools/call");
+    if is_call {
+        if let Some(args) = value.pointer("/params/arguments") {
+            if !args.is_object() && !args.is_null() {
+                return Some(error(
+                    id,
+                    INVALID_PARAMS,
+                    "params.arguments must be an object of named arguments; nothing was recorded or executed",
+                ));
+            }
+        }
+    }
+    None
+}
+
 fn parse_error(message: &str) -> Screened {
     Screened::Answer(json!({
         "jsonrpc": "2.0",
@@ -76,35 +125,69 @@ fn parse_error(message: &str) -> Screened {
     }))
 }
 
-/// The request id a message's text names near its start (`"id": 7` or
-/// `"id": "a-1"`), or null. Read from text that may be cut anywhere.
+/// The request id a message's text names as a member of its top-level
+/// object (`"id": 7` or `"id": "a-1"`), or null: an `"id"` inside the
+/// params (a nested argument's) is never taken for it. Read from text that
+/// may be cut anywhere; an id past the cut is not guessed.
 pub fn id_from_start(text: &[u8]) -> Value {
     let head = &text[..text.len().min(64 * 1024)];
-    let head = String::from_utf8_lossy(head);
-    let mut rest = head.as_ref();
-    while let Some(at) = rest.find("\"id\"") {
-        let after = rest[at + 4..].trim_start();
-        if let Some(value) = after.strip_prefix(':') {
-            let value = value.trim_start();
-            if let Some(s) = value.strip_prefix('"') {
-                if let Some(end) = s.find('"') {
-                    if !s[..end].contains('\\') {
-                        return Value::String(s[..end].to_owned());
-                    }
-                }
-            } else {
-                let digits: String = value
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '-')
-                    .collect();
-                if let Ok(n) = digits.parse::<i64>() {
-                    return Value::from(n);
-                }
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    // Whether the string that starts at `i` is a member name (it follows
+    // `{` or `,` in an object).
+    let mut expect_name = false;
+    while i < head.len() {
+        match head[i] {
+            b'{' => {
+                depth += 1;
+                expect_name = true;
             }
+            b'[' => {
+                depth += 1;
+                expect_name = false;
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => expect_name = true,
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < head.len() && head[j] != b'"' {
+                    j += if head[j] == b'\\' { 2 } else { 1 };
+                }
+                if j >= head.len() {
+                    return Value::Null;
+                }
+                if depth == 1 && expect_name && &head[start..j] == b"id" {
+                    return id_value(&head[j + 1..]);
+                }
+                expect_name = false;
+                i = j;
+            }
+            _ => {}
         }
-        rest = &rest[at + 4..];
+        i += 1;
     }
     Value::Null
+}
+
+/// The string or integer after a member name's `:`.
+fn id_value(rest: &[u8]) -> Value {
+    let rest = String::from_utf8_lossy(rest);
+    let Some(value) = rest.trim_start().strip_prefix(':') else {
+        return Value::Null;
+    };
+    let value = value.trim_start();
+    if let Some(s) = value.strip_prefix('"') {
+        return match s.find('"') {
+            Some(end) if !s[..end].contains('\\') => Value::String(s[..end].to_owned()),
+            _ => Value::Null,
+        };
+    }
+    let digits: String = value
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse::<i64>().map_or(Value::Null, Value::from)
 }
 
 #[cfg(test)]
@@ -127,6 +210,47 @@ mod tests {
             json!("req-7")
         );
         assert_eq!(id_from_start(br#"{"jsonrpc":"2.0","met"#), Value::Null);
+    }
+
+    /// A nested argument named `id` is never the request's id, whatever
+    /// comes first in the text.
+    #[test]
+    fn only_a_top_level_id_is_the_requests() {
+        let nested = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"id":"not-it","t":"xxxx"}},"id":9}"#;
+        assert_eq!(id_from_start(nested), json!(9));
+        // Cut before the top-level id: not guessed.
+        assert_eq!(id_from_start(&nested[..70]), Value::Null);
+        let escaped = br#"{"params":{"k":"a\"id\":3"},"id":"r-1"}"#;
+        assert_eq!(id_from_start(escaped), json!("r-1"));
+        assert_eq!(id_from_start(br#"[{"id":1}]"#), Value::Null);
+    }
+
+    /// Batches, odd ids and argument arrays get a JSON-RPC error with the
+    /// request's own id, never an HTTP 415 in text or silence.
+    #[test]
+    fn what_mcp_cannot_take_is_answered_in_json_rpc() {
+        let cases: [(&[u8], Value, i64); 5] = [
+            (br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#, Value::Null, TOO_LARGE),
+            (br#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#, json!({"a": 1}), TOO_LARGE),
+            (br#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}"#, json!(1.5), TOO_LARGE),
+            (br#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#, json!(true), TOO_LARGE),
+            (
+                br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pay","arguments":[1,2]}}"#,
+                json!(7),
+                INVALID_PARAMS,
+            ),
+        ];
+        for (text, id, code) in cases {
+            let Screened::Answer(a) = screen(text, text.len(), 10_000, |_| true) else {
+                panic!("passed: {}", String::from_utf8_lossy(text))
+            };
+            assert_eq!(a["id"], id, "{a}");
+            assert_eq!(a["error"]["code"], code, "{a}");
+        }
+        let fine = br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"pay","arguments":{}}}"#;
+        assert_eq!(screen(fine, fine.len(), 10_000, |_| false), Screened::Pass);
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert_eq!(screen(note, note.len(), 10_000, |_| false), Screened::Pass);
     }
 
     #[test]

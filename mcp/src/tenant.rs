@@ -29,3 +29,28 @@ impl TenantSource {
         }
     }
 }
+
+impl TenantSource {
+    /// Refused when a session's fixed tenant was disabled while it runs
+    /// (over HTTP a disabled tenant's token is refused before this): every
+    /// call, guarded or passed through, stops being served.
+    pub async fn refuse_disabled(
+        &self,
+        store: &idem_store::Store,
+        tenant: &TenantId,
+    ) -> Result<(), rmcp::ErrorData> {
+        if !matches!(self, TenantSource::Fixed(_)) {
+            return Ok(());
+        }
+        match store.tenant_info(tenant).await {
+            Ok(info) if info.disabled_ms.is_some() => Err(rmcp::ErrorData::invalid_request(
+                format!(
+                    "tenant {} is disabled; nothing was recorded, executed or forwarded",
+                    tenant.as_str()
+                ),
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+}

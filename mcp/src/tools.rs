@@ -342,6 +342,7 @@ impl ServerHandler for IdemTools {
                 None,
             ));
         };
+        self.tenant.refuse_disabled(&self.store, &tenant).await?;
         let args = request.arguments.unwrap_or_default();
         let result = match self.run(&tenant, &request.name, &args).await {
             Ok(r) => r,

@@ -14,6 +14,8 @@ retry pays twice.
 
 Nothing here touches a chain: X402_LEDGER (a JSON file shared under a lock)
 stands in for it. X402_DELAY_MS answers a new settlement that late.
+X402_REFUSE_REPLAY=1 makes it behave as facilitators that answer a nonce
+already settled with an error rather than with its settlement.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from x402.schemas import PaymentPayload, PaymentRequirements
 
 LEDGER = os.environ.get("X402_LEDGER", "x402-ledger.json")
 DELAY_MS = int(os.environ.get("X402_DELAY_MS", "0"))
+REFUSE_REPLAY = os.environ.get("X402_REFUSE_REPLAY") == "1"
 NETWORK, CHAIN_ID = "eip155:84532", 84532  # Base Sepolia, a test network
 REQUIREMENTS = PaymentRequirements(
     scheme="exact", network=NETWORK, amount="10000",  # 0.01 USDC (6 decimals)
@@ -112,6 +115,8 @@ def get_report(report: str, ctx: Context) -> CallToolResult:
         return True, receipt
 
     moved, receipt = _locked(settle)
+    if not moved and REFUSE_REPLAY:
+        return _refused("invalid_exact_evm_payload_authorization_nonce_already_used")
     if moved and DELAY_MS:
         time.sleep(DELAY_MS / 1000)  # settled, answering late
     return CallToolResult.model_validate({

@@ -165,6 +165,16 @@ async fn check(
 /// settles what is stored; it derives no key, so it needs no secret.
 pub(crate) async fn serve(args: McpServeArgs) -> anyhow::Result<()> {
     let store = super::admin::tenant_store(&args.db, &args.tenant).await?;
+    if let Ok(t) = store.tenant_info(&args.tenant).await {
+        if t.disabled_ms.is_some() {
+            store.close().await;
+            return Err(Usage(format!(
+                "tenant {:?} is disabled (`idem tenant enable` lets it work again)",
+                args.tenant.as_str()
+            ))
+            .into());
+        }
+    }
     tracing::info!("idem's MCP server serves on stdio");
     let served = IdemTools::new(store.clone(), TenantSource::Fixed(args.tenant))
         .serve_stdio()

@@ -1,0 +1,256 @@
+"""A guard is never silently off: the paths a gateway takes when its guard
+file is wrong, or its upstream misbehaves, through the official MCP Python
+SDK and the x402 stand-in (real EIP-3009 signatures, offline). Each test
+runs on SQLite and, with IDEM_TEST_POSTGRES_URL, on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_gateway import IDEM, Env, charge_args, text_of
+from test_protocols import EXAMPLES, RawGateway, ledger, requirements, sign, wait_for, x402_guard
+
+pytestmark = pytest.mark.anyio
+
+
+def misread_guard(env: Env) -> Path:
+    """The x402 example with its payment entry misnamed (`x402/paymnt`):
+    it starts, yet no call carries what it reads, so every paid call looks
+    like the unpaid handshake."""
+    path = x402_guard(env)
+    text = path.read_text().replace("x402~1payment", "x402~1paymnt").replace('"x402/payment"', '"x402/paymnt"')
+    path.write_text(text)
+    return path
+
+
+def line_of(path: Path, prefix: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.startswith(prefix))
+
+
+async def test_a_guard_that_cannot_see_the_payment_lets_one_through_then_refuses(env: Env) -> None:
+    guard = misread_guard(env)
+    amount_line = line_of(guard, "amount = ")
+    async with env.agent(guard) as agent:
+        # The unpaid handshake is answered with an error: no alarm.
+        required = await requirements(agent)
+        handshake = await agent.call_tool("get_report", {"report": "fx/2026-12"})
+        assert handshake.is_error and handshake.meta["idem"]["recorded"] is False
+        # A paid call the guard cannot see: forwarded unrecorded, and its
+        # success is the alarm.
+        first = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert not first.is_error and first.meta["idem"]["recorded"] is False, text_of(first)
+        # The client re-signs and tries again: refused, nothing sent.
+        again = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert again.is_error, text_of(again)
+        said = text_of(again)
+        assert f"{guard}:{amount_line}" in said and "x402/paymnt" in said and "Nothing was sent" in said, said
+        assert again.meta["idem"]["source"] == "idem" and again.meta["idem"]["recorded"] is False
+        # An unpaid call is refused too: the guard no longer forwards what
+        # it cannot record.
+        unpaid = await agent.call_tool("get_report", {"report": "fx/2026-13"})
+        assert unpaid.is_error and "x402/payment" not in json.dumps(unpaid.structured_content or {}), unpaid
+    assert len(ledger(env)) == 1, ledger(env)
+    log = (env.tmp / "gateway.log").read_text()
+    assert "ERROR" in log and "SUCCESS" in log and f"line={amount_line}" in log, log[-2000:]
+
+
+async def test_the_example_guard_pays_once_where_the_misread_one_alarms(env: Env) -> None:
+    """The control: the guard as shipped records every paid call."""
+    async with env.agent(x402_guard(env)) as agent:
+        required = await requirements(agent)
+        outs = [await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required)) for _ in range(2)]
+        assert [o.meta["idem"].get("recorded", True) for o in outs] == [True, True]
+        assert [o.meta["idem"]["replayed"] for o in outs] == [False, True]
+    assert len(ledger(env)) == 1
+
+
+def test_check_says_what_each_sample_call_is_keyed_on(env: Env) -> None:
+    guard = x402_guard(env)
+    env.catalog = EXAMPLES / "x402" / "catalog.toml"
+    sample = env.tmp / "sample.json"
+    paid = {"x402/payment": {"accepted": {"amount": "10000", "asset": "0xAB", "payTo": "0xCD"},
+                             "payload": {"authorization": {"from": "0xEF"}}}}
+    sample.write_text(json.dumps([
+        {"tool": "get_report", "arguments": {"report": "fx/2026-12"}, "_meta": paid},
+        {"tool": "get_report", "arguments": {"report": "fx/2026-12"}, "_meta": {"x402/paymnt": {}}},
+        {"tool": "get_report", "arguments": {}, "_meta": paid},
+    ]))
+    done = subprocess.run([IDEM, "mcp", "gateway", "--guard", str(guard), "--catalog", str(env.catalog), "--check",
+                           "--sample", str(sample)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "binds to the upstream (1 guarded: get_report)" in out, out
+    assert 'payer = "0xEF"' in out and '"0xef"' in out, out  # read, then normalized (trim_lower)
+    assert "forwarded UNRECORDED" in out and "x402/paymnt" in out, out
+    assert "REFUSED, nothing recorded: missing argument report" in out, out
+    # A guard file that does not bind exits 2 naming the line, as a start.
+    bad = guard.read_text().replace('tool = "get_report"', 'tool = "get_reprt"')
+    guard.write_text(bad)
+    refused = subprocess.run([IDEM, "mcp", "gateway", "--guard", str(guard), "--catalog", str(env.catalog), "--check"],
+                             capture_output=True, text=True, timeout=60, env={**os.environ, **env.env()},
+                             stdin=subprocess.DEVNULL)
+    assert refused.returncode == 2 and 'no tool "get_reprt"' in refused.stderr, refused.stderr
+
+
+async def test_a_resend_a_facilitator_refuses_stays_uncertain(env: Env) -> None:
+    """A facilitator that answers a replayed nonce with an error: the
+    resend's error is never the reconciled result; the payment that did
+    settle is not made again, and the agent is told not to re-pay."""
+    async with env.agent(x402_guard(env)) as agent:
+        required = await requirements(agent)
+    first = sign(required)
+    refusing = {"X402_DELAY_MS": "5000", "X402_REFUSE_REPLAY": "1"}
+    gw = RawGateway(env, x402_guard(env, on_uncertain='on_uncertain = "resend"\nlease_ms = 1500', upstream_env=refusing))
+    gw.call("get_report", {"report": "fx/2026-12"}, meta=first)
+    wait_for(lambda: len(ledger(env)) == 1)  # settled; its answer never comes back
+    gw.kill()
+    time.sleep(1.6)
+    async with env.agent(x402_guard(env, on_uncertain='on_uncertain = "resend"\nlease_ms = 1500',
+                                   upstream_env={"X402_REFUSE_REPLAY": "1"})) as agent:
+        for _ in range(2):
+            retried = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+            assert retried.is_error, text_of(retried)
+            idem = retried.meta["idem"]
+            assert idem["reconciled"] is False and idem["source"] == "upstream", idem
+            said = text_of(retried)
+            assert "nonce_already_used" in said and "work queue" in said and "new payment" in said, said
+    transfers = ledger(env)
+    assert len(transfers) == 1 and transfers[0]["nonce"] == first["x402/payment"]["payload"]["authorization"]["nonce"]
+
+
+async def test_a_url_upstream_refusing_connections_is_not_sent(env: Env) -> None:
+    url = env.http_upstream()
+    upstream = env.processes[-1]
+    async with env.agent(env.guard_file(url=url)) as agent:
+        upstream.kill()
+        upstream.wait()
+        refused = await agent.call_tool("create_pix_charge", charge_args("FAT-URL"))
+        assert refused.is_error, text_of(refused)
+        idem = refused.meta["idem"]
+        assert idem["sent"] is False, (idem, text_of(refused))
+        assert "was not sent" in text_of(refused)
+        assert env.executions() == []
+    # The claim was given back: a retry, once the upstream is back, runs at
+    # once under the same key (no lease to wait out, nothing uncertain).
+    port = url.split(":")[2].split("/")[0]
+    env.processes.append(subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "pay_server.py")],
+        env={**os.environ, **env.env(PAY_HTTP_PORT=port)}, stdout=subprocess.DEVNULL,
+        stderr=open(env.tmp / "upstream.log", "a")))
+    wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", int(port))) == 0)
+    async with env.agent(env.guard_file(url=url)) as agent:
+        ran = await agent.call_tool("create_pix_charge", charge_args("FAT-URL"))
+        assert not ran.is_error, text_of(ran)
+        assert ran.meta["idem"]["key"] == idem["key"] and ran.meta["idem"]["replayed"] is False
+    assert len(env.executions()) == 1
+
+
+def snoop_guard(env: Env, user: str | None) -> Path:
+    """A guard file whose upstream is snoop_server.py, run by Debian's
+    Python from a folder any account can read."""
+    import shutil
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="idem-snoop-"))
+    where.chmod(0o755)
+    script = where / "snoop_server.py"
+    shutil.copy(Path(__file__).parent / "snoop_server.py", script)
+    script.chmod(0o644)
+    python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+    path = env.guard_file()
+    text = path.read_text().replace(
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(Path(__file__).parent / 'pay_server.py'))}]",
+        f"command = [{json.dumps(python)}, {json.dumps(str(script))}]" + (f"\nuser = {json.dumps(user)}" if user else ""))
+    path.write_text(text)
+    return path
+
+
+def data_paths(env: Env) -> list[str]:
+    data = env.tmp / "data"
+    return [str(data), str(data / "idem.db"), str(data / "hmac.key")]
+
+
+async def test_the_upstream_holds_no_descriptor_of_idem_s(env: Env) -> None:
+    async with env.agent(snoop_guard(env, None)) as agent:
+        out = json.loads(text_of(await agent.call_tool("snoop", {"paths": []})))
+    links = list(out["fds"].values())
+    assert not [l for l in links if "idem.db" in l or "hmac.key" in l or l.startswith("socket:")], links
+    # stdin and stdout are the gateway's pipes, stderr its log: nothing else
+    # but the descriptor the listing itself opened.
+    assert len(links) <= 4, links
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running an upstream as another user needs root")
+async def test_an_upstream_run_as_another_user_cannot_read_idem_s_data(env: Env) -> None:
+    async with env.agent(snoop_guard(env, "nobody")) as agent:
+        said = await agent.call_tool("snoop", {"paths": [*data_paths(env), "/proc/PARENT/environ"]})
+        out = json.loads(text_of(said))
+    assert out["uid"] != 0, out
+    assert all(v.startswith("denied") or v == "missing" for v in out["reach"].values()), out["reach"]
+    assert any(k.endswith("/environ") and v.startswith("denied") for k, v in out["reach"].items()), out["reach"]
+
+
+def test_an_unknown_upstream_user_is_refused_at_start(env: Env) -> None:
+    path = snoop_guard(env, "no-such-user-idem")
+    done = subprocess.run([IDEM, *env.gateway_args(path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and '[upstream] user "no-such-user-idem"' in done.stderr, done.stderr
+
+
+async def test_a_disabled_tenant_s_gateway_passes_nothing_and_its_own_server_serves_nothing(env: Env) -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    own = StdioServerParameters(command=IDEM, args=["mcp", "serve", "--tenant", env.tenant, *env.db_args()],
+                                env=env.env())
+    async with env.agent(env.guard_file()) as agent:
+        with open(env.tmp / "own.log", "a") as log:
+            async with stdio_client(own, errlog=log) as (r, w):
+                async with ClientSession(r, w) as mine:
+                    await mine.initialize()
+                    assert not (await agent.call_tool("environment", {})).is_error
+                    assert not (await mine.call_tool("live_summary", {})).is_error
+                    assert env.idem("tenant", "disable", env.tenant).returncode == 0
+                    with pytest.raises(MCPError, match="disabled"):
+                        await agent.call_tool("environment", {})
+                    with pytest.raises(MCPError, match="disabled"):
+                        await mine.call_tool("live_summary", {})
+    done = subprocess.run([IDEM, "mcp", "serve", "--tenant", env.tenant, *env.db_args()], capture_output=True,
+                          text=True, env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2 and "disabled" in done.stderr, done.stderr
+
+
+async def test_every_message_over_http_is_answered_in_json_rpc_with_its_own_id(served: object) -> None:
+    import httpx2
+
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "authorization": f"Bearer {served.token}"}  # type: ignore[attr-defined]
+    url = served.url + "/mcp/gateways/pay"  # type: ignore[attr-defined]
+    nested = {"jsonrpc": "2.0", "method": "tools/call",
+              "params": {"name": "create_pix_charge", "arguments": {"id": "nested", "pad": "x" * 1_100_000}}, "id": 77}
+    cases: list[tuple[bytes, object, int]] = [
+        (b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]', None, -32600),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', {"a": 1}, -32600),
+        (b'{"jsonrpc":"2.0","id":2.5,"method":"tools/list"}', 2.5, -32600),
+        (b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"create_pix_charge","arguments":[1]}}', 8, -32602),
+        # Over the bound, the request's id after its params: not the nested
+        # argument's, and not guessed (the text is cut before it).
+        (json.dumps(nested).encode(), None, -32600),
+    ]
+    async with httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0)) as h:
+        for body, id_, code in cases:
+            r = await h.post(url, content=body, headers=headers)
+            assert r.headers["content-type"].startswith("application/json"), (body[:60], r.status_code, r.text[:200])
+            answer = r.json()
+            assert answer["id"] == id_ and answer["error"]["code"] == code, (body[:60], answer)
+        assert (await h.get(served.url + "/healthz")).status_code == 200  # type: ignore[attr-defined]
