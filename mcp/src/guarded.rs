@@ -90,6 +90,11 @@ pub enum CallOutcome {
     Executed,
     /// The stored result was returned; nothing ran.
     Replayed,
+    /// An earlier attempt's unknown outcome was settled by this call (the
+    /// lookup said executed, or a resend was answered): the effect ran
+    /// once, in an attempt whose own call may never have been answered (a
+    /// gateway killed), so it is counted as an execution now.
+    Settled,
     /// The outcome is unknown (the upstream did not answer, or an earlier
     /// attempt's outcome is unknown and the guard refuses to resend).
     Uncertain,
@@ -160,20 +165,24 @@ impl Gate {
         let outcome = match answer.outcome {
             CallOutcome::Executed => "executed",
             CallOutcome::Replayed => "replayed",
+            CallOutcome::Settled => "settled",
             CallOutcome::Uncertain => "uncertain",
             CallOutcome::InFlight => "in_flight",
             CallOutcome::Refused => "refused",
             CallOutcome::Failed => "failed",
         };
+        // Its divergence was counted when the intent was recorded.
+        self.count_as(&guard.tool, outcome).await;
+    }
+
+    /// Counts one outcome of `tool` (a call's, or a note beside one).
+    async fn count_as(&self, tool: &str, outcome: &str) {
         let counted = match self.store.session().await {
-            Ok(mut s) => {
-                s.count_mcp_call(&self.tenant, &guard.tool, outcome, answer.diverged)
-                    .await
-            }
+            Ok(mut s) => s.count_mcp_call(&self.tenant, tool, outcome, false).await,
             Err(e) => Err(e),
         };
         if let Err(e) = counted {
-            tracing::warn!(error = %e, tool = %guard.tool, "a guarded call was not counted");
+            tracing::warn!(error = %e, tool, outcome, "a guarded call was not counted");
         }
     }
 
@@ -309,6 +318,12 @@ impl Gate {
             }
             Err(e) => return Err(Refusal::Store(e)),
         };
+        if recorded.diverged {
+            // Counted with the intent's own count, whatever becomes of the
+            // call (a gateway killed from here on still agrees with
+            // idem_intent_divergences_total).
+            self.count_as(&guard.tool, "diverged").await;
+        }
         let frozen = frozen_arguments(guard, recorded.candidate.as_deref(), &arguments);
         let differences = differences(guard, &arguments, &frozen);
         let (meta, diverged_meta) = meta_to_send(guard, recorded.candidate.as_deref(), meta);
@@ -535,7 +550,11 @@ impl Gate {
         }
         Ok(Answer {
             result: with_meta(result, call, false, attempt, reconcile, "upstream"),
-            outcome: CallOutcome::Executed,
+            outcome: if reconcile {
+                CallOutcome::Settled
+            } else {
+                CallOutcome::Executed
+            },
             diverged: call.diverged,
         })
     }
@@ -803,6 +822,7 @@ impl Gate {
                 tracing::warn!(error = %e, "a lookup could not be counted");
             }
         }
+        self.count_as(&guard.tool, "looked_up").await;
         tracing::info!(tool = %guard.tool, lookup = %lookup.tool, verdict = label, "looked up an unknown outcome");
         let answer = match verdict {
             Looked::Executed(value) => {
@@ -821,7 +841,7 @@ impl Gate {
                 }
                 Answer {
                     result: with_meta(result, call, false, attempt, true, "upstream"),
-                    outcome: CallOutcome::Replayed,
+                    outcome: CallOutcome::Settled,
                     diverged: call.diverged,
                 }
             }

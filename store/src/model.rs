@@ -797,6 +797,13 @@ pub struct McpToolCounts {
     pub executions: i64,
     /// Calls answered with the stored result; nothing ran.
     pub replays: i64,
+    /// Calls that settled an earlier attempt's unknown outcome (a lookup
+    /// said executed, or a resend was answered); each counts the effect
+    /// among `executions` too, since the call that ran it may never have
+    /// been answered.
+    pub settled: i64,
+    /// Lookups asked about this tool's unknown outcomes (not calls).
+    pub lookups: i64,
     /// Calls whose arguments differed from the frozen intent's (the frozen
     /// ones were used).
     pub divergences: i64,
@@ -838,6 +845,14 @@ impl McpToolCounts {
             match outcome.as_str() {
                 "executed" => c.executions += n,
                 "replayed" => c.replays += n,
+                "settled" => {
+                    c.settled += n;
+                    c.executions += n;
+                }
+                "looked_up" => {
+                    c.lookups += n;
+                    continue;
+                }
                 "uncertain" => c.uncertain += n,
                 "in_flight" => c.in_flight += n,
                 "refused" => c.refused += n,

@@ -254,3 +254,41 @@ async def test_every_message_over_http_is_answered_in_json_rpc_with_its_own_id(s
             answer = r.json()
             assert answer["id"] == id_ and answer["error"]["code"] == code, (body[:60], answer)
         assert (await h.get(served.url + "/healthz")).status_code == 200  # type: ignore[attr-defined]
+
+
+async def test_the_monitor_shows_the_frozen_payment_the_alarm_and_counts_that_agree(env: Env, served: object) -> None:
+    """Calls through stdio gateways of the served tenant, then what `idem
+    serve` on the same store shows: an x402 action left uncertain by a
+    killed gateway, with the frozen authorization and the hint in x402's
+    words; the misread guard's alarm; counts that agree with the ledger."""
+    import httpx2
+
+    env.tenant = served.tenant  # type: ignore[attr-defined]
+    async with env.agent(x402_guard(env)) as agent:
+        required = await requirements(agent)
+    first = sign(required)
+    refuse = 'on_uncertain = "refuse"\nlease_ms = 1500'
+    gw = RawGateway(env, x402_guard(env, on_uncertain=refuse, upstream_env={"X402_DELAY_MS": "5000"}))
+    gw.call("get_report", {"report": "fx/2026-12"}, meta=first)
+    wait_for(lambda: len(ledger(env)) == 1)
+    gw.kill()
+    time.sleep(1.6)
+    async with env.agent(x402_guard(env, on_uncertain=refuse)) as agent:
+        refused = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert refused.is_error, text_of(refused)
+        key = refused.meta["idem"]["key"]
+    async with env.agent(misread_guard(env)) as agent:
+        for _ in range(2):
+            await agent.call_tool("get_report", {"report": "fx/2026-14"}, meta=sign(required))
+    nonce = first["x402/payment"]["payload"]["authorization"]["nonce"]
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:  # type: ignore[attr-defined]
+        page = (await h.get(f"{served.url}/live/actions/{key}?lang=en-US")).text  # type: ignore[attr-defined]
+        assert 'id="intent-meta"' in page and nonce in page, page[-3000:]
+        hint = page.split('id="reconcile-hint"', 1)[1].split("</p>", 1)[0]
+        assert "x402" in hint and nonce in hint and "Idempotency-Key" not in hint, hint
+        stats = (await h.get(served.url + "/v1/stats")).json()  # type: ignore[attr-defined]
+        [tool] = [t for t in stats["mcp_tools"] if t["tool"] == "get_report"]
+        assert tool["unrecorded_successes"] == 1 and tool["unrecorded_refused"] == 1, tool
+        assert tool["unrecorded"] == 2 and tool["uncertain"] == 1 and tool["calls"] == 4, tool
+        live = (await h.get(served.url + "/live?lang=en-US")).text  # type: ignore[attr-defined]
+        assert "Alarm:" in live and "get_report" in live, live[-3000:]

@@ -290,6 +290,10 @@ impl Metrics {
     /// grow there, so the counters stay monotonic).
     pub fn set_mcp_calls(&self, rows: &[(String, String, i64)]) {
         for (tool, outcome, n) in rows {
+            // Counted under the lookup tool already (`lookup:*`).
+            if outcome == "looked_up" {
+                continue;
+            }
             let c = match outcome.strip_prefix("lookup:") {
                 Some(verdict) => self.mcp_lookups.get_or_create(&LookupLabels {
                     tool: tool.clone(),

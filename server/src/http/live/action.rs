@@ -305,6 +305,10 @@ fn detail_html(
                 }
                 h3 { (tr(l, "Payload congelado", "Frozen payload")) }
                 pre id="intent-payload" class="payload" { (reveal_bidi(&pretty(&i.payload.to_json()))) }
+                @if let Some(meta) = frozen_meta(i.candidate.as_deref()) {
+                    h3 { (tr(l, "_meta congelado (enviado em toda repetição)", "Frozen _meta (sent with every forward)")) }
+                    pre id="intent-meta" class="payload" { (reveal_bidi(&meta)) }
+                }
             }
             None => p class="note" id="intent-missing" { (tr(l,
                 "Nenhuma intenção guardada tem esta chave: a retenção a removeu, ou a chave foi derivada sem registrar a intenção.",
@@ -347,7 +351,7 @@ fn detail_html(
             }
         }))
         @if unknown {
-            (reconcile_form(key, f.tenant.as_str(), a.token, tokens, l))
+            (reconcile_form(key, f.tenant.as_str(), a.token, tokens, &hint(f, key, l), l))
         }
         script src="/live.js" defer {}
     }
@@ -361,19 +365,70 @@ fn pretty(json: &str) -> String {
         .unwrap_or_else(|_| json.to_owned())
 }
 
+/// The `_meta` entries the MCP gateway froze with the intent (a payment's
+/// authorization: what a person checks with the provider), indented.
+fn frozen_meta(candidate: Option<&str>) -> Option<String> {
+    let c: serde_json::Value = serde_json::from_str(candidate?).ok()?;
+    let meta = c.get(idem_mcp::guarded::META_MEMBER)?;
+    serde_json::to_string_pretty(meta).ok()
+}
+
+/// What to ask the provider, in its protocol's own words: an x402 payment
+/// is checked by its authorization's nonce on the chain; a call through the
+/// MCP gateway by the record the tool keeps; anything else by the key it
+/// received as Idempotency-Key.
+fn hint(f: &Found, key: &IdempotencyKey, l: Locale) -> String {
+    let candidate: Option<serde_json::Value> = f
+        .intent
+        .as_ref()
+        .and_then(|(_, _, i)| i.candidate.as_deref())
+        .and_then(|c| serde_json::from_str(c).ok());
+    let x402 = candidate
+        .as_ref()
+        .and_then(|c| c.pointer("/_idem_mcp_meta/x402~1payment"));
+    if let Some(p) = x402 {
+        let at = |ptr: &str| {
+            p.pointer(ptr)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        };
+        let (nonce, from, network) = (
+            at("/payload/authorization/nonce"),
+            at("/payload/authorization/from"),
+            at("/accepted/network"),
+        );
+        return match l {
+            Locale::PtBr => format!("x402: pergunte ao facilitador, ou veja na rede {network}, se a autorização de nonce {nonce} do pagador {from} foi liquidada (transferWithAuthorization). Liquidada: executou, com o recibo como resposta. Não liquidada e já expirada: não executou. O registro vale só para a tentativa atual: se outra assumir antes, nada é gravado."),
+            _ => format!("x402: ask the facilitator, or look on {network}, whether the authorization with nonce {nonce} from payer {from} was settled (transferWithAuthorization). Settled: it executed, the receipt is the response. Not settled and expired: it did not. The record holds only for the current attempt: if another takes over first, nothing is written."),
+        };
+    }
+    if candidate
+        .as_ref()
+        .is_some_and(|c| c.get(idem_mcp::guarded::ARGUMENTS_MEMBER).is_some())
+    {
+        return match l {
+            Locale::PtBr => format!("Chamada pelo gateway MCP: pergunte ao provedor pelo registro da ferramenta (pela referência, ou pela chave {key}, que o gateway enviou no argumento de chave da ferramenta) e registre o que aconteceu. O registro vale só para a tentativa atual: se outra assumir antes, nada é gravado."),
+            _ => format!("Called through the MCP gateway: ask the provider for the tool's record (by the reference, or by the key {key}, which the gateway sent in the tool's key argument) and record what happened. The record holds only for the current attempt: if another takes over first, nothing is written."),
+        };
+    }
+    tr(l,
+        "Pergunte ao provedor (pela referência ou pela chave, que ele recebeu como Idempotency-Key) e registre o que aconteceu. O registro vale só para a tentativa atual: se outra assumir antes, nada é gravado.",
+        "Ask the provider (by the reference, or by the key it received as Idempotency-Key) and record what happened. The record holds only for the current attempt: if another takes over first, nothing is written.").to_owned()
+}
+
 fn reconcile_form(
     key: &IdempotencyKey,
     tenant: &str,
     token: i64,
     tokens: &FormTokens,
+    hint: &str,
     l: Locale,
 ) -> Markup {
     html! {
         section id="reconcile" class="reconcile" {
             h2 { (tr(l, "Reconciliar", "Reconcile")) }
-            p class="note" { (tr(l,
-                "Pergunte ao provedor (pela referência ou pela chave, que ele recebeu como Idempotency-Key) e registre o que aconteceu. O registro vale só para a tentativa atual: se outra assumir antes, nada é gravado.",
-                "Ask the provider (by the reference, or by the key it received as Idempotency-Key) and record what happened. The record holds only for the current attempt: if another takes over first, nothing is written.")) }
+            p class="note" id="reconcile-hint" { (reveal_bidi(hint)) }
             form method="post" action={ "/live/actions/" (key.as_str()) "/reconcile" } id="reconcile-form" {
                 input type="hidden" name="token" value=(token);
                 @if let Some(c) = &tokens.session { input type="hidden" name="csrf" value=(c); }

@@ -415,6 +415,7 @@ fn mcp_tools(d: &LiveData, l: Locale) -> Markup {
                         tr(l, "Chamadas", "Calls"),
                         tr(l, "Execuções", "Executions"),
                         tr(l, "Repetições respondidas", "Replays"),
+                        tr(l, "Resolvidas (consultas)", "Settled (lookups)"),
                         tr(l, "Divergências", "Divergences"),
                         tr(l, "Incertas", "Uncertain"),
                         tr(l, "Em andamento", "In flight"),
@@ -429,6 +430,7 @@ fn mcp_tools(d: &LiveData, l: Locale) -> Markup {
                                 td { (count(t.counts.calls, l)) }
                                 td { (count(t.counts.executions, l)) }
                                 td { (count(t.counts.replays, l)) }
+                                td { (count(t.counts.settled, l)) " (" (count(t.counts.lookups, l)) ")" }
                                 td { (count(t.counts.divergences, l)) }
                                 td { (count(t.counts.uncertain, l)) }
                                 td { (count(t.counts.in_flight, l)) }
