@@ -53,10 +53,14 @@ def rule(name, value):
     raise ValueError(f"no rule {name}")
 
 
-def derive(secret, tenant, action, payload):
+def derive(secret, tenant, action, payload, superseding=None):
+    """`superseding`: the revision at which the intent superseded a failed
+    one (2 or more), written as "s"; absent for every other intent."""
     fields = FIELDS[action]
     body = {"t": tenant, "a": action, "v": 1,
             "p": {f: rule(r, payload[f]) for f, r in fields.items()}}
+    if superseding is not None:
+        body["s"] = str(superseding)
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
 

@@ -237,17 +237,41 @@ fn write_canonical<'a, S: Sink>(
     action: &str,
     version: RulesVersion,
     fields: impl Iterator<Item = (&'a str, &'a str)>,
+    superseding: Option<Generation>,
 ) {
     out.put(b"{\"a\":");
     write_str(out, action);
     out.put(b",\"p\":");
     write_fields(out, fields);
+    if let Some(g) = superseding {
+        // Present only for an intent that superseded another: every other
+        // key is derived from exactly the bytes it always was.
+        out.put(b",\"s\":");
+        write_str(out, &g.0.to_string());
+    }
     out.put(b",\"t\":");
     write_str(out, tenant);
     out.put(match version {
         RulesVersion::V1 => b",\"v\":1}",
         RulesVersion::V2 => b",\"v\":2}",
     });
+}
+
+/// Which supersession of an intent a key stands for: the intent's revision
+/// that superseded a failed one (2 or more). An intent that never
+/// superseded another has none, and its key is the plain derivation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation(u32);
+
+impl TryFrom<i64> for Generation {
+    type Error = Error;
+    fn try_from(revision: i64) -> Result<Self, Error> {
+        u32::try_from(revision)
+            .ok()
+            .filter(|r| *r >= 2)
+            .map(Self)
+            .ok_or_else(|| Error::Payload("a superseding revision is 2 or more".into()))
+    }
 }
 
 /// The canonical JSON bytes that are hashed, for documentation and for
@@ -258,6 +282,18 @@ pub fn canonical_json(
     version: RulesVersion,
     normalized: &NormalizedPayload,
 ) -> String {
+    canonical_json_superseding(tenant, action, version, normalized, None)
+}
+
+/// [`canonical_json`] of an intent that superseded another: `"s"` (the
+/// superseding revision, as a string) sits between `"p"` and `"t"`.
+pub fn canonical_json_superseding(
+    tenant: &TenantId,
+    action: &str,
+    version: RulesVersion,
+    normalized: &NormalizedPayload,
+    superseding: Option<Generation>,
+) -> String {
     let mut out = Vec::with_capacity(256);
     write_canonical(
         &mut out,
@@ -265,6 +301,7 @@ pub fn canonical_json(
         action,
         version,
         normalized.pairs(),
+        superseding,
     );
     String::from_utf8(out).unwrap_or_default()
 }
@@ -300,6 +337,25 @@ impl KeyDeriver {
         self.hash(tenant.as_str(), action, version, normalized.pairs())
     }
 
+    /// The key of an intent that superseded a failed one at revision
+    /// `superseding`: its own key, never the one the failed action holds.
+    pub fn key_superseding(
+        &self,
+        tenant: &TenantId,
+        action: &str,
+        version: RulesVersion,
+        normalized: &NormalizedPayload,
+        superseding: Generation,
+    ) -> IdempotencyKey {
+        self.hash_as(
+            tenant.as_str(),
+            action,
+            version,
+            normalized.pairs(),
+            Some(superseding),
+        )
+    }
+
     fn hash<'a>(
         &self,
         tenant: &str,
@@ -307,10 +363,21 @@ impl KeyDeriver {
         version: RulesVersion,
         fields: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> IdempotencyKey {
+        self.hash_as(tenant, action, version, fields, None)
+    }
+
+    fn hash_as<'a>(
+        &self,
+        tenant: &str,
+        action: &str,
+        version: RulesVersion,
+        fields: impl Iterator<Item = (&'a str, &'a str)>,
+        superseding: Option<Generation>,
+    ) -> IdempotencyKey {
         // One buffer, one MAC update: many small updates cost more than the
         // copy into the buffer.
         let mut buf = Vec::with_capacity(256);
-        write_canonical(&mut buf, tenant, action, version, fields);
+        write_canonical(&mut buf, tenant, action, version, fields, superseding);
         let mut mac = self.mac.clone();
         mac.update(&buf);
         IdempotencyKey(to_hex(&mac.finalize().into_bytes()))
@@ -456,6 +523,42 @@ mod tests {
             "{\"a\":\"email.cobranca\",\"p\":{\"cliente_id\":\"a\\\"b\\n\\u0001\",\"referencia_intencao\":\"R1\",\"template\":\"x\"},\"t\":\"loja-do-zé\",\"v\":1}"
         );
         assert_eq!(d.key.as_str().len(), 64);
+    }
+
+    /// A superseding intent's key has `"s"` between `"p"` and `"t"`, and
+    /// differs from the plain one and from another revision's; the plain
+    /// derivation's bytes do not change.
+    #[test]
+    fn a_superseding_key_is_its_own_and_the_plain_one_unchanged() {
+        let c = Catalog::builtin();
+        let t = TenantId::try_from("t").unwrap();
+        let p =
+            Payload::from_json(r#"{"cliente_id":"c","referencia_intencao":"r","template":"x"}"#)
+                .unwrap();
+        let d = deriver()
+            .derive(&c, &t, "email.cobranca", &p, None)
+            .unwrap();
+        let two = Generation::try_from(2).unwrap();
+        assert_eq!(
+            canonical_json_superseding(&t, "email.cobranca", d.rules_version, &d.normalized, Some(two)),
+            "{\"a\":\"email.cobranca\",\"p\":{\"cliente_id\":\"c\",\"referencia_intencao\":\"r\",\"template\":\"x\"},\"s\":\"2\",\"t\":\"t\",\"v\":1}"
+        );
+        let k2 =
+            deriver().key_superseding(&t, "email.cobranca", d.rules_version, &d.normalized, two);
+        let k3 = deriver().key_superseding(
+            &t,
+            "email.cobranca",
+            d.rules_version,
+            &d.normalized,
+            Generation::try_from(3).unwrap(),
+        );
+        assert_ne!(k2, d.key);
+        assert_ne!(k2, k3);
+        assert_eq!(
+            deriver().key(&t, "email.cobranca", d.rules_version, &d.normalized),
+            d.key
+        );
+        assert!(Generation::try_from(1).is_err() && Generation::try_from(-2).is_err());
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod secret;
 mod text;
 
 pub use catalog::{ActionSpec, Catalog, FieldSpec, Rule, RulesVersion};
-pub use derive::{Derived, IdempotencyKey, KeyDeriver, NormalizedPayload};
+pub use derive::{Derived, Generation, IdempotencyKey, KeyDeriver, NormalizedPayload};
 pub use error::Error;
 pub use ids::{ActionType, TenantId};
 pub use money::Cents;

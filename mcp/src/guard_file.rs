@@ -362,6 +362,10 @@ pub struct Guard {
     /// The guarded tool's `outputSchema`, when the upstream declares one
     /// (set when the gateway starts): a lookup's result must satisfy it.
     pub output_schema: Option<Map<String, Value>>,
+    /// Whether a call that diverges from an intent whose action failed
+    /// (nothing executed) supersedes it (`supersede_failed = true`): the
+    /// new values run under a key of their own, audited.
+    pub supersede_failed: bool,
 }
 
 impl Guard {
@@ -470,6 +474,7 @@ struct RawGuard {
     fields: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
     freeze_meta: Option<Spanned<Vec<String>>>,
     lookup: Option<Spanned<RawLookup>>,
+    supersede_failed: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -777,6 +782,7 @@ impl GuardFile {
                 freeze_meta,
                 lookup,
                 output_schema: None,
+                supersede_failed: g.supersede_failed.unwrap_or(false),
             });
         }
         // One upstream and its credentials serve every tenant named: a

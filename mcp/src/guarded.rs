@@ -194,7 +194,10 @@ impl Gate {
         upstream: &U,
         gone: &CancellationToken,
     ) -> Answer {
-        match self.try_call(guard, arguments, meta, upstream, gone).await {
+        match self
+            .try_call(guard, arguments, meta, upstream, gone, None)
+            .await
+        {
             Ok(a) => a,
             Err(Refusal::BadArguments(message)) => Answer {
                 result: refused_meta(error_result(message)),
@@ -221,7 +224,11 @@ impl Gate {
         meta: Map<String, Value>,
         upstream: &U,
         gone: &CancellationToken,
+        superseded: Option<IdempotencyKey>,
     ) -> Result<Answer, Refusal> {
+        // Kept for the one new try after a supersession (`supersede_failed`).
+        let again = (guard.supersede_failed && superseded.is_none())
+            .then(|| (arguments.clone(), meta.clone()));
         // The `_meta` entries this guard freezes, as this call sent them.
         let to_freeze: Map<String, Value> = guard
             .freeze_meta
@@ -327,9 +334,41 @@ impl Gate {
         let frozen = frozen_arguments(guard, recorded.candidate.as_deref(), &arguments);
         let differences = differences(guard, &arguments, &frozen);
         let (meta, diverged_meta) = meta_to_send(guard, recorded.candidate.as_deref(), meta);
+        if let Some((arguments, meta)) = again {
+            if recorded.diverged || !diverged_meta.is_empty() {
+                let why = if differences.is_empty() {
+                    format!("the _meta entries {} changed", diverged_meta.join(", "))
+                } else {
+                    differences
+                        .iter()
+                        .map(|(arg, now, first)| {
+                            format!("{arg} {} (was {})", plain(now), plain(first))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
+                if let Some(old) = self
+                    .supersede_if_failed(guard, &recorded, &payload, &why)
+                    .await?
+                {
+                    // Recorded again: the intent now freezes this call's
+                    // candidate under a key of its own.
+                    return Box::pin(self.try_call(
+                        guard,
+                        arguments,
+                        meta,
+                        upstream,
+                        gone,
+                        Some(old),
+                    ))
+                    .await;
+                }
+            }
+        }
         let call = Call {
             guard,
             rules_version: recorded.rules_version,
+            payload: recorded.payload.clone(),
             key: recorded.key.clone(),
             reference: recorded.reference.clone(),
             frozen,
@@ -341,8 +380,64 @@ impl Gate {
             meta,
             diverged_meta,
             looked_up: AtomicBool::new(false),
+            superseded,
         };
         self.claim_and_run(&call, upstream, gone).await
+    }
+
+    /// `supersede_failed`: a call that diverges from an intent whose action
+    /// failed (nothing executed: the provider refused it, or its
+    /// authorization expired) supersedes it with this call's candidate. The
+    /// store seals the failed action and files the old version, audited;
+    /// anything but a failure (started, uncertain, completed) is left as it
+    /// is. The superseded key, when it was done.
+    async fn supersede_if_failed(
+        &self,
+        guard: &Guard,
+        recorded: &idem_store::RecordedIntent,
+        candidate: &Payload<'_>,
+        why: &str,
+    ) -> Result<Option<IdempotencyKey>, Refusal> {
+        let state = match self
+            .store
+            .session()
+            .await
+            .map_err(Refusal::Store)?
+            .action(&self.tenant, &recorded.key)
+            .await
+        {
+            Ok(a) => a.state,
+            Err(idem_store::Error::NotFound) => return Ok(None),
+            Err(e) => return Err(Refusal::Store(e)),
+        };
+        if state != idem_store::ActionState::Failed {
+            return Ok(None);
+        }
+        let actor = format!(
+            "the MCP gateway's guard of {} (line {})",
+            guard.tool, guard.line
+        );
+        let reason = format!("a later call diverged from the failed intent: {why}");
+        match self
+            .store
+            .supersede_intent(
+                &self.tenant,
+                guard.action.as_str(),
+                &recorded.reference,
+                Some(candidate),
+                &actor,
+                &reason,
+            )
+            .await
+        {
+            Ok(done) => {
+                tracing::warn!(tool = %guard.tool, old = %done.previous_key, new = %done.intent.key, "a failed intent was superseded by a divergent call (supersede_failed)");
+                Ok(Some(done.previous_key))
+            }
+            // Claimed meanwhile, or settled: the call goes on as it is.
+            Err(idem_store::Error::NotSupersedable(_)) => Ok(None),
+            Err(e) => Err(Refusal::Store(e)),
+        }
     }
 
     async fn claim_and_run<U: CallUpstream>(
@@ -635,12 +730,13 @@ impl Gate {
         Ok(answer)
     }
 
-    /// Whether the frozen arguments, the ones that would be sent, derive to
-    /// the intent's key: the gateway executes only what the key covers.
+    /// Whether the frozen arguments, the ones that would be sent, normalize
+    /// to the intent's frozen fields (what its key was derived from): the
+    /// gateway executes only what the key covers.
     fn covered(&self, call: &Call<'_>) -> Result<(), String> {
         let guard = call.guard;
-        match self.key_with(call, None)? {
-            k if k == call.key => Ok(()),
+        match self.normalized_with(call, None)? {
+            n if n == call.payload => Ok(()),
             _ => Err(format!(
                 "the frozen arguments of {} do not derive to its key {} (they were not written by this gateway)",
                 guard.tool, call.key
@@ -648,14 +744,14 @@ impl Gate {
         }
     }
 
-    /// The key the frozen arguments and `_meta` derive to, with one field's
-    /// value replaced when `instead` says so (a provider's record checked
-    /// against the intent: the same normalization decides).
-    fn key_with(
+    /// The fields the frozen arguments and `_meta` normalize to, with one
+    /// field's value replaced when `instead` says so (a provider's record
+    /// checked against the intent: the same normalization decides).
+    fn normalized_with(
         &self,
         call: &Call<'_>,
         instead: Option<(&str, &Value)>,
-    ) -> Result<IdempotencyKey, String> {
+    ) -> Result<idem_core::NormalizedPayload, String> {
         let guard = call.guard;
         let mut fields = Map::new();
         for (field, arg) in &guard.fields {
@@ -673,18 +769,13 @@ impl Gate {
         let text = Value::Object(fields).to_string();
         let payload = Payload::from_json(&text).map_err(|e| e.to_string())?;
         self.store
-            .key_of(
-                &self.tenant,
-                guard.action.as_str(),
-                &payload,
-                call.rules_version,
-            )
+            .normalized_of(guard.action.as_str(), &payload, call.rules_version)
             .map_err(|e| format!("the frozen arguments of {} cannot be read: {e}", guard.tool))
     }
 
     /// Whether a provider's record that says executed is this action's:
     /// each `matches` field's value in it, put in place of the frozen one,
-    /// derives to the same key. A record of another intent (another
+    /// normalizes to the same fields (so derives to the same key). A record of another intent (another
     /// tenant's charge with the same reference, another amount) is never
     /// settled as this one.
     fn is_ours(
@@ -700,8 +791,8 @@ impl Gate {
                 )));
             };
             let same = self
-                .key_with(call, Some((field, theirs)))
-                .is_ok_and(|k| k == call.key);
+                .normalized_with(call, Some((field, theirs)))
+                .is_ok_and(|n| n == call.payload);
             if !same {
                 let ours = call
                     .guard
@@ -1082,6 +1173,8 @@ struct Call<'a> {
     guard: &'a Guard,
     /// The rules the intent's key was derived with.
     rules_version: idem_core::RulesVersion,
+    /// The frozen fields its key was derived from.
+    payload: idem_core::NormalizedPayload,
     key: IdempotencyKey,
     reference: String,
     /// The arguments as the first call sent them.
@@ -1097,6 +1190,8 @@ struct Call<'a> {
     /// Whether this call has asked the upstream already (`lookup`): it
     /// asks at most once.
     looked_up: AtomicBool,
+    /// The key of the failed intent this call superseded, if it did.
+    superseded: Option<IdempotencyKey>,
 }
 
 enum Refusal {
@@ -1141,6 +1236,9 @@ fn with_meta(
         // Who said no: idem (nothing, or nothing known, ran) or the
         // upstream (its own error), without parsing a sentence.
         idem["source"] = json!(source);
+    }
+    if let Some(old) = &call.superseded {
+        idem["superseded"] = json!(old.as_str());
     }
     meta_idem(result, idem, call)
 }

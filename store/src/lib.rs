@@ -164,6 +164,11 @@ pub enum Error {
     /// The store is shutting down.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// An intent whose action is not failed cannot be superseded: started
+    /// without a known outcome, uncertain or completed, the effect may have
+    /// run (or did), and a new key would run it again.
+    #[error("the intent's action is {0}: only an action that failed (nothing executed) can be superseded")]
+    NotSupersedable(String),
     /// This database was set up with another HMAC secret: this instance
     /// would derive other keys for the same intents.
     #[error("this database was set up with another HMAC secret")]
@@ -179,6 +184,7 @@ impl Error {
                 | Error::LeaseLost { .. }
                 | Error::ClaimContended
                 | Error::ConcurrentCorrection
+                | Error::NotSupersedable(_)
                 | Error::HttpKeyNotHeld
                 | Error::TenantExists(_)
                 | Error::ScenarioIdTaken(_)
@@ -711,6 +717,50 @@ impl Store {
         Session::open(self, true).await
     }
 
+    /// Supersedes an intent whose action failed (nothing executed): a
+    /// wrong first attempt (a total the merchant refused, an authorization
+    /// that expired) is otherwise frozen for good. In one transaction the
+    /// failed action is sealed (never claimed again), the current version
+    /// is filed in the history with `reason` and `actor` (who, when, why,
+    /// the old values), and the intent gets the new candidate (or, with
+    /// none, keeps its payload and releases its candidate, so the next
+    /// delivery's is frozen) under a key of its own: derived with the new
+    /// revision (`"s"` in the canonical form), so neither the failed action
+    /// nor the provider's record of the old key is reused. Refused
+    /// ([`Error::NotSupersedable`]) for an action started, uncertain or
+    /// completed, or an intent with no action yet.
+    pub async fn supersede_intent(
+        &self,
+        tenant: &TenantId,
+        action: &str,
+        reference: &str,
+        candidate: Option<&Payload<'_>>,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Superseded, Error> {
+        for (what, text, max) in [("actor", actor, 200usize), ("reason", reason, 1000)] {
+            if text.trim().is_empty() || text.chars().count() > max || text.contains('\0') {
+                return Err(Error::Invalid(format!(
+                    "{what}: say who and why in 1 to {max} characters (no NUL)"
+                )));
+            }
+        }
+        let mut tx = self.transaction().await?;
+        match tx
+            .supersede_in(tenant, action, reference, candidate, actor, reason)
+            .await
+        {
+            Ok(done) => {
+                tx.commit().await?;
+                Ok(done)
+            }
+            Err(e) => {
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Records a delivery of an intent (see [`Session::record_intent`]),
     /// through the intent writer: concurrent calls are coalesced.
     ///
@@ -860,6 +910,30 @@ impl Store {
         Ok(deriver
             .derive_key(&self.inner.catalog, tenant, action, payload, Some(version))?
             .0)
+    }
+
+    /// The fields `payload` normalizes to for `action` under rules
+    /// `version`: what a caller compares with a frozen intent's payload
+    /// (which holds for a superseding intent too, whose key is its own).
+    /// Writes nothing, needs no secret.
+    pub fn normalized_of(
+        &self,
+        action: &str,
+        payload: &Payload<'_>,
+        version: idem_core::RulesVersion,
+    ) -> Result<idem_core::NormalizedPayload, Error> {
+        let spec = self.inner.catalog.action(action)?;
+        Ok(idem_core::derive::normalize_payload(
+            spec, version, payload,
+        )?)
+    }
+
+    pub(crate) fn deriver(&self) -> Result<&KeyDeriver, Error> {
+        self.inner.deriver.as_deref().ok_or_else(|| {
+            Error::Invalid(
+                "this store was opened without a key secret; it cannot derive keys".into(),
+            )
+        })
     }
 
     pub(crate) fn derive(

@@ -181,6 +181,34 @@ pub struct Corrected {
     pub changed: bool,
 }
 
+/// The outcome of [`supersede_intent`](crate::Store::supersede_intent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Superseded {
+    /// The intent as it now stands: its own key, its revision one more.
+    pub intent: Intent,
+    /// The key of the failed action it superseded (sealed for good).
+    pub previous_key: IdempotencyKey,
+    /// Whether the candidate was released: none is kept, and the next
+    /// delivery's is frozen (a payment signed anew).
+    pub released: bool,
+}
+
+/// A version filed by a correction or a supersession, found by the key it
+/// had: where that key's intent went.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Filed {
+    /// The intent reference.
+    pub reference: String,
+    /// Its action type.
+    pub action: String,
+    /// The revision that had this key.
+    pub revision: i32,
+    /// When it was replaced.
+    pub replaced_ms: Millis,
+    /// Why, and by whom (`superseded by <who>: <why>`).
+    pub reason: String,
+}
+
 /// The attempt a takeover replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreviousAttempt {

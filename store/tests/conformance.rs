@@ -65,6 +65,7 @@ idem_testkit::both!(
     the_key_is_the_core_derivation,
     divergent_redelivery_never_overwrites,
     correction_replaces_and_keeps_history,
+    a_failed_intent_is_superseded_under_a_key_of_its_own_and_nothing_else_is,
     tenants_never_see_each_other,
     action_lifecycle_completed_verbatim,
     final_and_retryable_failures,
@@ -886,6 +887,187 @@ async fn correction_replaces_and_keeps_history(h: &H) {
             .await,
         Err(Error::NotFound)
     ));
+}
+
+/// A wrong first attempt (refused by the provider, nothing executed) is
+/// superseded: the failed action sealed, the version filed with who and
+/// why, the intent under a key of its own; never an action that may have
+/// run or did.
+async fn a_failed_intent_is_superseded_under_a_key_of_its_own_and_nothing_else_is(h: &H) {
+    let pix_action = ActionType::try_from("pix.cobranca").unwrap();
+    let lease = Duration::from_secs(30);
+    let first = record(h, &h.tenant, &pix("SUP-1", "180.00")).await;
+    // Not started: nothing failed, nothing to supersede.
+    let refused = h
+        .store
+        .supersede_intent(&h.tenant, "pix.cobranca", "SUP-1", None, "ops", "why")
+        .await;
+    assert!(
+        matches!(&refused, Err(Error::NotSupersedable(s)) if s == "not started"),
+        "{refused:?}"
+    );
+    let Begin::Claimed { token, .. } = h
+        .store
+        .begin_action(&h.tenant, &pix_action, &first.key, lease)
+        .await
+        .unwrap()
+    else {
+        panic!("not claimed")
+    };
+    // Started (the effect may be running), then uncertain: refused.
+    for state in ["started", "uncertain"] {
+        if state == "uncertain" {
+            let mut s = h.store.session().await.unwrap();
+            s.mark_uncertain(&h.tenant, &first.key, token, "lost")
+                .await
+                .unwrap();
+        }
+        let r = h
+            .store
+            .supersede_intent(&h.tenant, "pix.cobranca", "SUP-1", None, "ops", "why")
+            .await;
+        assert!(
+            matches!(&r, Err(Error::NotSupersedable(s)) if s == state),
+            "{state}: {r:?}"
+        );
+    }
+    let Begin::Uncertain { token, .. } = h
+        .store
+        .begin_action(&h.tenant, &pix_action, &first.key, lease)
+        .await
+        .unwrap()
+    else {
+        panic!("not uncertain")
+    };
+    let mut s = h.store.session().await.unwrap();
+    s.reconcile(
+        &h.tenant,
+        &first.key,
+        token,
+        &Outcome::Failed {
+            error: "amount refused".into(),
+            retryable: true,
+        },
+    )
+    .await
+    .unwrap();
+    drop(s);
+    h.clock.advance(Duration::from_secs(5));
+    let fixed = pix("SUP-1", "190.00");
+    let done = h
+        .store
+        .supersede_intent(
+            &h.tenant,
+            "pix.cobranca",
+            "SUP-1",
+            Some(&Payload::from_json(&fixed).unwrap()),
+            "ops@acme",
+            "the merchant refused the total",
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.previous_key, first.key);
+    assert!(!done.released);
+    assert_eq!(done.intent.revision, 2);
+    assert_eq!(done.intent.payload.get("valor"), Some("19000"));
+    let plain = key(h, &fixed);
+    assert_ne!(done.intent.key, first.key);
+    assert_ne!(
+        done.intent.key, plain,
+        "its own key, not the plain derivation of the new values"
+    );
+    // The failed action is sealed: no claim takes it over again.
+    assert!(matches!(
+        h.store
+            .begin_action(&h.tenant, &pix_action, &first.key, lease)
+            .await
+            .unwrap(),
+        Begin::Failed { .. }
+    ));
+    // A redelivery gets the new key; the new action runs.
+    let again = record(h, &h.tenant, &fixed).await;
+    assert_eq!(again.key, done.intent.key);
+    assert!(!again.diverged);
+    let Begin::Claimed { token, .. } = h
+        .store
+        .begin_action(&h.tenant, &pix_action, &again.key, lease)
+        .await
+        .unwrap()
+    else {
+        panic!("the superseding intent's action does not run")
+    };
+    let mut s = h.store.session().await.unwrap();
+    let hist = s
+        .intent_history(&h.tenant, "pix.cobranca", "SUP-1")
+        .await
+        .unwrap();
+    assert_eq!(hist.len(), 1);
+    assert_eq!((hist[0].revision, &hist[0].key), (1, &first.key));
+    assert_eq!(hist[0].payload.get("valor"), Some("18000"));
+    assert_eq!(
+        hist[0].reason,
+        "superseded by ops@acme: the merchant refused the total"
+    );
+    assert_eq!(hist[0].replaced_ms, T0 + 5_000);
+    let filed = s.filed_by_key(&h.tenant, &first.key).await.unwrap();
+    assert_eq!(
+        (filed[0].reference.as_str(), filed[0].revision),
+        ("SUP-1", 1)
+    );
+    // Completed: refused.
+    s.complete(&h.tenant, &again.key, token, "{}")
+        .await
+        .unwrap();
+    drop(s);
+    let r = h
+        .store
+        .supersede_intent(&h.tenant, "pix.cobranca", "SUP-1", None, "ops", "why")
+        .await;
+    assert!(
+        matches!(&r, Err(Error::NotSupersedable(s)) if s == "completed"),
+        "{r:?}"
+    );
+
+    // Released (no candidate given): the payload stays, the key is new,
+    // and the next delivery's candidate is frozen (a payment signed anew).
+    let other = record(h, &h.tenant, &pix("SUP-2", "50.00")).await;
+    let Begin::Claimed { token, .. } = h
+        .store
+        .begin_action(&h.tenant, &pix_action, &other.key, lease)
+        .await
+        .unwrap()
+    else {
+        panic!("not claimed")
+    };
+    let mut s = h.store.session().await.unwrap();
+    s.fail(&h.tenant, &other.key, token, "authorization expired", false)
+        .await
+        .unwrap();
+    drop(s);
+    let released = h
+        .store
+        .supersede_intent(&h.tenant, "pix.cobranca", "SUP-2", None, "ops", "expired")
+        .await
+        .unwrap();
+    assert!(released.released && released.intent.candidate.is_none());
+    assert_ne!(released.intent.key, other.key);
+    let signed_anew = pix("SUP-2", "50").replace("irrelevant", "signed anew");
+    let next = record(h, &h.tenant, &signed_anew).await;
+    assert_eq!(next.key, released.intent.key);
+    assert!(next.candidate.as_deref().unwrap().contains("signed anew"));
+    let later = record(h, &h.tenant, &pix("SUP-2", "50.00")).await;
+    assert!(
+        later.candidate.as_deref().unwrap().contains("signed anew"),
+        "first write wins again"
+    );
+    // Bounded who and why; another reference in the candidate is refused.
+    for (actor, why) in [("", "x"), ("ops", ""), ("ops", &"x".repeat(1001))] {
+        let r = h
+            .store
+            .supersede_intent(&h.tenant, "pix.cobranca", "SUP-2", None, actor, why)
+            .await;
+        assert!(matches!(r, Err(Error::Invalid(_))), "{r:?}");
+    }
 }
 
 async fn tenants_never_see_each_other(h: &H) {

@@ -162,6 +162,18 @@ queries! {
         }
 
         #[allow(clippy::too_many_arguments)] // one bind per column
+        fn seal_failed_action(c, tenant: &str, key: &str, now: Millis) -> R<Option<String>> {
+            sqlx::query::<Db>(q::SEAL_FAILED_ACTION)
+                .bind(tenant)
+                .bind(key)
+                .bind(now)
+                .fetch_all(&mut *c)
+                .await
+                .map(first_opt)?
+                .map(|r| r.try_get("action"))
+                .transpose()
+        }
+
         fn fail_action(c, tenant: &str, key: &str, token: i64, error: &str, retryable: bool, now: Millis, reconciled: bool) -> R<Option<String>> {
             sqlx::query::<Db>(q::FAIL_ACTION)
                 .bind(tenant)

@@ -30,6 +30,16 @@ pub(crate) struct HistoryRow {
     pub reason: String,
 }
 
+/// A filed version found by its key.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct FiledRow {
+    pub reference: String,
+    pub action: String,
+    pub revision: i32,
+    pub replaced_ms: i64,
+    pub reason: String,
+}
+
 /// An intent found by its key.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct KeyedIntentRow {
@@ -101,6 +111,26 @@ queries! {
                 .execute(&mut *c)
                 .await
                 .map(|r| r.rows_affected())
+        }
+
+        fn archive_superseded(c, tenant: &str, reference: &str, action: &str, now: Millis, reason: &str) -> R<u64> {
+            sqlx::query::<Db>(q::ARCHIVE_SUPERSEDED)
+                .bind(tenant)
+                .bind(reference)
+                .bind(action)
+                .bind(now)
+                .bind(reason)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        fn history_by_key(c, tenant: &str, key: &str) -> R<Vec<FiledRow>> {
+            sqlx::query_as::<Db, FiledRow>(q::HISTORY_BY_KEY)
+                .bind(tenant)
+                .bind(key)
+                .fetch_all(&mut *c)
+                .await
         }
 
         fn replace_intent(c, w: &IntentWrite<'_>, now: Millis) -> R<Option<IntentRow>> {

@@ -101,6 +101,92 @@ impl Session {
         })
     }
 
+    /// See [`Store::supersede_intent`](crate::Store::supersede_intent): the
+    /// statements, inside its transaction.
+    pub(crate) async fn supersede_in(
+        &mut self,
+        tenant: &TenantId,
+        action: &str,
+        reference: &str,
+        candidate: Option<&Payload<'_>>,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Superseded, Error> {
+        let current = self.intent(tenant, action, reference).await?;
+        let now = self.now();
+        let sealed = on!(self.seal_failed_action(tenant.as_str(), current.key.as_str(), now))?;
+        if sealed.is_none() {
+            let state = match self.action(tenant, &current.key).await {
+                Ok(a) => a.state.as_str().to_owned(),
+                Err(Error::NotFound) => "not started".to_owned(),
+                Err(e) => return Err(e),
+            };
+            return Err(Error::NotSupersedable(state));
+        }
+        let generation = idem_core::Generation::try_from(i64::from(current.revision) + 1)
+            .map_err(|e| Error::Corrupt(e.to_string()))?;
+        let (rules_version, payload, source) = match candidate {
+            Some(p) => {
+                let c = self.store.derive(tenant, action, p)?;
+                if c.reference != reference {
+                    return Err(Error::Invalid(format!(
+                        "the candidate's reference is {:?}; a supersession keeps the intent's own, {reference:?}",
+                        c.reference
+                    )));
+                }
+                (c.rules_version, c.payload, c.source)
+            }
+            None => (current.rules_version, current.payload.clone(), None),
+        };
+        let key = self.store.deriver()?.key_superseding(
+            tenant,
+            action,
+            rules_version,
+            &payload,
+            generation,
+        );
+        let json = payload.to_json();
+        let write = IntentWrite {
+            tenant: tenant.as_str(),
+            reference,
+            action,
+            rules_version: i32::try_from(rules_version.number()).unwrap_or(i32::MAX),
+            key: key.as_str(),
+            payload: &json,
+            candidate: source.as_deref(),
+        };
+        let filed = format!("superseded by {}: {}", actor.trim(), reason.trim());
+        on!(self.archive_superseded(tenant.as_str(), reference, action, now, &filed))
+            .map_err(conflict_on_unique)?;
+        let row = on!(self.replace_intent(&write, now))?.ok_or(Error::NotFound)?;
+        self.note(tenant, action, |c| c.counts.corrections += 1);
+        Ok(Superseded {
+            intent: row.try_into()?,
+            previous_key: current.key,
+            released: source.is_none(),
+        })
+    }
+
+    /// Where the intent that had `key` went: the versions filed with that
+    /// key (a superseded or corrected intent's), newest first.
+    pub async fn filed_by_key(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+    ) -> Result<Vec<Filed>, Error> {
+        let rows = on!(self.history_by_key(tenant.as_str(), key.as_str()))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Filed {
+                reference: r.reference,
+                action: r.action,
+                revision: r.revision,
+                replaced_ms: r.replaced_ms,
+                reason: r.reason,
+            })
+            .collect())
+    }
+
     /// The versions corrections replaced, oldest first.
     pub async fn intent_history(
         &mut self,

@@ -98,6 +98,15 @@ where tenant_id = $1 and idem_key = $2 and fencing_token = $3
     and state in ('started', 'uncertain')
 returning action";
 
+    /// Seals a failed action for good before its intent is superseded: no
+    /// claim takes it over again (a claim racing it re-reads this row on
+    /// PostgreSQL, and SQLite writes one at a time). Only a failure: an
+    /// action started, uncertain or completed is never superseded.
+    pub const SEAL_FAILED_ACTION: &str = "\
+update actions set retryable = false, updated_ms = $3
+where tenant_id = $1 and idem_key = $2 and state = 'failed'
+returning action";
+
     /// Records a failure, retryable or final, under the same fencing rule.
     pub const FAIL_ACTION: &str = "\
 update actions set

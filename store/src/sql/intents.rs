@@ -21,7 +21,11 @@ on conflict (tenant_id, reference, action) do update set
     divergences = i.divergences
         + case when i.payload = excluded.payload then 0 else excluded.deliveries end,
     last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
-        then i.last_seen_ms else excluded.last_seen_ms end
+        then i.last_seen_ms else excluded.last_seen_ms end,
+    -- The first delivery that carries a candidate freezes it: kept once
+    -- written, and written by the next delivery where none is kept (an
+    -- intent recorded before idem kept them, or released by a supersession).
+    candidate = coalesce(i.candidate, excluded.candidate)
 returning rules_version, idem_key, payload, revision, deliveries, divergences,
     first_seen_ms, last_seen_ms, candidate";
 
@@ -51,6 +55,24 @@ update intents set
 where tenant_id = $1 and reference = $2 and action = $3
 returning rules_version, idem_key, payload, revision, deliveries, divergences,
     first_seen_ms, last_seen_ms, candidate";
+
+    /// A supersession files the current version whatever its payload (a
+    /// released intent keeps it, under a key of its own).
+    pub const ARCHIVE_SUPERSEDED: &str = "\
+insert into intent_history
+    (tenant_id, reference, action, revision, rules_version, idem_key, payload,
+     replaced_ms, reason)
+select tenant_id, reference, action, revision, rules_version, idem_key, payload, $4, $5
+from intents
+where tenant_id = $1 and reference = $2 and action = $3";
+
+    /// The filed versions an action key was derived for (a superseded
+    /// intent's old key), newest first.
+    pub const HISTORY_BY_KEY: &str = "\
+select reference, action, revision, replaced_ms, reason
+from intent_history
+where tenant_id = $1 and idem_key = $2
+order by revision desc";
 
     /// The versions corrections replaced, oldest first.
     pub const INTENT_HISTORY: &str = "\
@@ -91,7 +113,11 @@ on conflict (tenant_id, reference, action) do update set
     divergences = i.divergences
         + case when i.payload = excluded.payload then 0 else excluded.deliveries end,
     last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
-        then i.last_seen_ms else excluded.last_seen_ms end
+        then i.last_seen_ms else excluded.last_seen_ms end,
+    -- The first delivery that carries a candidate freezes it: kept once
+    -- written, and written by the next delivery where none is kept (an
+    -- intent recorded before idem kept them, or released by a supersession).
+    candidate = coalesce(i.candidate, excluded.candidate)
 returning reference, action, rules_version, idem_key, payload, revision, deliveries,
     divergences, first_seen_ms, last_seen_ms, candidate";
 
@@ -120,7 +146,8 @@ w as (
         divergences = i.divergences
             + case when i.payload = excluded.payload then 0 else excluded.deliveries end,
         last_seen_ms = case when i.last_seen_ms > excluded.last_seen_ms
-            then i.last_seen_ms else excluded.last_seen_ms end
+            then i.last_seen_ms else excluded.last_seen_ms end,
+        candidate = coalesce(i.candidate, excluded.candidate)
     returning reference, action, rules_version, idem_key, payload, revision, deliveries,
         divergences, first_seen_ms, last_seen_ms, candidate),
 d as (
