@@ -64,6 +64,7 @@ impl IdemTools {
             "get_intent" => self.get_intent(tenant, args).await,
             "get_action" => self.get_action(tenant, args).await,
             "reconcile_action" => self.reconcile(tenant, args).await,
+            "supersede_intent" => self.supersede(tenant, args).await,
             other => Err(Bad(format!("no tool {other:?}"))),
         }
     }
@@ -182,6 +183,87 @@ impl IdemTools {
             format!(
                 "Action {key}: {state}, {attempts} attempts{}.",
                 if reconciled { ", reconciled" } else { "" }
+            ),
+        ))
+    }
+
+    async fn supersede(
+        &self,
+        tenant: &TenantId,
+        args: &Map<String, Value>,
+    ) -> Result<CallToolResult, Bad> {
+        let action = action_arg(args)?;
+        let reference = string(args, "reference", 1, 255)?;
+        let reason = string(args, "reason", 1, 1000)?;
+        let text = match args.get("candidate") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(c)) => {
+                if let Some(m) = c.keys().find(|k| k.starts_with("_idem")) {
+                    return Err(Bad(format!(
+                        "argument `candidate`: member `{m}`: names starting with `_idem` are idem's own"
+                    )));
+                }
+                let t = Value::Object(c.clone()).to_string();
+                if t.len() > MAX_EVIDENCE {
+                    return Err(Bad(format!(
+                        "argument `candidate`: over {MAX_EVIDENCE} bytes"
+                    )));
+                }
+                Some(t)
+            }
+            Some(_) => return Err(Bad(
+                "argument `candidate`: an object, or leave it out to release the frozen candidate"
+                    .into(),
+            )),
+        };
+        let candidate = text
+            .as_deref()
+            .map(idem_core::Payload::from_json)
+            .transpose()
+            .map_err(|e| Bad(format!("argument `candidate`: {e}")))?;
+        let actor = format!(
+            "an agent through idem's MCP server (tenant {})",
+            tenant.as_str()
+        );
+        let done = match self
+            .store
+            .supersede_intent(tenant, action.as_str(), &reference, candidate.as_ref(), &actor, &reason)
+            .await
+        {
+            Ok(d) => d,
+            Err(idem_store::Error::NotFound) => {
+                return Err(Bad(format!(
+                    "argument `reference`: no intent {reference:?} of action {action} for this tenant"
+                )))
+            }
+            Err(idem_store::Error::NotSupersedable(state)) => {
+                return Err(Bad(format!(
+                    "the intent's action is {state}: only an action that failed (nothing executed) can be superseded; an uncertain one is settled with reconcile_action first. Nothing was changed"
+                )))
+            }
+            Err(idem_store::Error::Invalid(m)) => {
+                return Err(Bad(format!("argument `candidate`: {m}")))
+            }
+            Err(e) => return Err(store_bad(e)),
+        };
+        let (old, new, released) = (
+            done.previous_key.clone(),
+            done.intent.key.clone(),
+            done.released,
+        );
+        let view = IntentView::of(action, reference.clone(), done.intent).map_err(|e| {
+            tracing::error!(error = %e, "a stored intent cannot be sent");
+            Bad("the intent could not be read; the server's log says why".into())
+        })?;
+        Ok(structured(
+            serde_json::to_value(&view).unwrap_or(Value::Null),
+            format!(
+                "Intent {reference} superseded: the failed action {old} is sealed; the intent now has key {new}{}.",
+                if released {
+                    ", and the next delivery's candidate is frozen"
+                } else {
+                    ""
+                }
             ),
         ))
     }
@@ -313,7 +395,7 @@ impl ServerHandler for IdemTools {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("idem", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "idem: what duplicate model and payment calls cost (estimate_duplicate_cost), and the tenant's intents and actions as they stand (live_summary, list_uncertain_actions, get_intent, get_action, reconcile_action).",
+                "idem: what duplicate model and payment calls cost (estimate_duplicate_cost), and the tenant's intents and actions as they stand (live_summary, list_uncertain_actions, get_intent, get_action, reconcile_action, supersede_intent).",
             )
     }
 
@@ -672,5 +754,18 @@ fn tool_list() -> Vec<Tool> {
             "error": {"type": "string", "description": "the provider's error (outcome failed): the action fails for good"},
             "retryable": {"type": "boolean", "enum": [false], "description": "false or absent: reconcile_action cannot re-open an action"},
         }), &["key", "outcome"]), false),
+        {
+            let mut t = tool("supersede_intent", "A way out of a wrong first attempt, never out of a charge: an intent whose action failed (nothing executed: the provider refused it, or its authorization expired) gets the corrected candidate, or releases its own for the next delivery, under a key of its own; the failed action is sealed and the old version kept with the reason. Refused for an action started, uncertain or completed.", schema(json!({
+                "action": {"type": "string", "description": "e.g. pix.cobranca"},
+                "reference": {"type": "string"},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "why, for the audit"},
+                "candidate": {"type": "object", "description": "the corrected candidate, with the intent's own reference; leave it out to release the frozen one (the next delivery's is frozen)"},
+            }), &["action", "reference", "reason"]), false);
+            if let Some(a) = t.annotations.as_mut() {
+                // A second call finds the new action, not a failed one.
+                a.idempotent_hint = Some(false);
+            }
+            t
+        },
     ]
 }

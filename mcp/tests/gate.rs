@@ -127,6 +127,7 @@ idem_testkit::both!(
     a_refused_connection_is_not_sent_and_its_retry_runs_at_once,
     a_resend_answered_with_an_error_is_never_the_reconciled_result,
     a_looked_up_record_of_another_intent_is_never_settled_as_this_one,
+    a_divergent_call_supersedes_a_failed_intent_only_where_the_guard_opts_in,
 );
 
 const ON: std::sync::atomic::Ordering = std::sync::atomic::Ordering::Relaxed;
@@ -608,4 +609,102 @@ async fn arguments_recorded_outside_the_gateway_are_never_executed(h: &H) {
         upstream.calls.lock().unwrap().is_empty(),
         "the planted arguments were executed"
     );
+}
+
+/// A first call the provider refused (a wrong total): without the opt-in,
+/// every corrected retry meets the frozen wrong intent; with
+/// `supersede_failed = true`, the corrected call supersedes it and runs
+/// once, under a key of its own, and a call matching the old values is then
+/// the divergent one.
+async fn a_divergent_call_supersedes_a_failed_intent_only_where_the_guard_opts_in(h: &H) {
+    // (`errors = "final"` records the provider's error as the outcome, to
+    // replay: a known outcome, never superseded.)
+    for (opt_in, errors) in [(false, "retryable"), (true, "retryable")] {
+        let text = GUARD.replace(
+            "key_argument",
+            &format!("errors = \"{errors}\"\nsupersede_failed = {opt_in}\nkey_argument"),
+        );
+        let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
+        let guard = file.guard("create_pix_charge").unwrap();
+        let tenant = TenantId::try_from(format!("sup-{opt_in}-{errors}").as_str()).unwrap();
+        let gate = Gate::new(h.store.clone(), tenant.clone());
+        let upstream = Fake::default();
+        upstream.err.store(true, ON);
+        let wrong = gate
+            .call(
+                guard,
+                args("180.00", "a@example.com"),
+                Map::new(),
+                &upstream,
+            )
+            .await;
+        assert_eq!(wrong.result.is_error, Some(true));
+        let old_key = idem_of(&wrong.result)["key"].clone();
+        upstream.err.store(false, ON);
+        let fixed = gate
+            .call(
+                guard,
+                args("190.00", "a@example.com"),
+                Map::new(),
+                &upstream,
+            )
+            .await;
+        let idem = idem_of(&fixed.result);
+        let sent: Vec<String> = upstream
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c["amount"].as_str().unwrap().to_owned())
+            .collect();
+        if !opt_in {
+            // The frozen wrong intent runs again, and is refused again.
+            assert!(fixed.diverged);
+            assert_eq!(sent, ["180.00", "180.00"], "{errors}");
+            continue;
+        }
+        assert_eq!(
+            fixed.outcome,
+            CallOutcome::Executed,
+            "{errors}: {:?}",
+            fixed.result
+        );
+        assert_eq!(idem["superseded"], old_key, "{idem}");
+        assert_ne!(idem["key"], old_key);
+        assert_eq!(
+            idem["diverged"], false,
+            "the new values are the intent's now"
+        );
+        assert_eq!(sent, ["180.00", "190.00"], "{errors}");
+        let key_sent = upstream.calls.lock().unwrap()[1]["idempotency_key"].clone();
+        assert_eq!(key_sent, idem["key"], "the provider sees the new key");
+        // The old values again: the completed new intent answers, diverged.
+        let old = gate
+            .call(
+                guard,
+                args("180.00", "a@example.com"),
+                Map::new(),
+                &upstream,
+            )
+            .await;
+        assert_eq!(old.outcome, CallOutcome::Replayed);
+        assert!(old.diverged);
+        assert_eq!(upstream.calls.lock().unwrap().len(), 2);
+        let history = h
+            .store
+            .session()
+            .await
+            .unwrap()
+            .intent_history(&tenant, "pix.cobranca", "FAT-1")
+            .await
+            .unwrap();
+        assert!(
+            history[0].reason.contains("guard of create_pix_charge"),
+            "{history:?}"
+        );
+        assert!(
+            history[0].reason.contains("amount 190.00 (was 180.00)"),
+            "{history:?}"
+        );
+    }
 }

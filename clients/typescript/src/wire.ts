@@ -218,6 +218,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/intents/{action}/{reference}/supersede": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Supersedes an intent whose action failed (nothing executed): the failed
+         *     action is sealed for good, the version it replaces is filed with who
+         *     (this tenant's token), when and why (`GET /live/actions/{key}` shows
+         *     it), and the intent runs again under a key of its own. Refused (409)
+         *     for an action started, uncertain, completed, or not started: a new key
+         *     for an effect that may have run would run it twice.
+         */
+        post: operations["supersede_intent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/keys": {
         parameters: {
             query?: never;
@@ -782,6 +806,35 @@ export interface components {
         SettledResponse: {
             /** @description `completed`, `failed` or `released`. */
             status: string;
+        };
+        /**
+         * @description `POST /v1/intents/{action}/{reference}/supersede` body.
+         * @example {
+         *       "candidate": {
+         *         "chave_pix_destino": "fulano@example.com",
+         *         "cliente_id": "c-1",
+         *         "referencia_intencao": "FAT-1",
+         *         "valor": "190.00"
+         *       },
+         *       "reason": "the merchant refused the total: the cart had 3 items"
+         *     }
+         */
+        SupersedeRequest: {
+            /** @description Why, for the audit (1 to 1000 characters). */
+            reason: string;
+            /**
+             * @description The corrected candidate, with the intent's own reference. Absent:
+             *     the frozen fields stay and the frozen candidate is released, so the
+             *     next delivery's is frozen (a payment authorization signed anew).
+             */
+            candidate?: Record<string, unknown> | null;
+        };
+        /** @description The intent after a supersession. */
+        SupersedeResponse: components["schemas"]["IntentView"] & {
+            /** @description The key of the failed action it superseded (sealed for good). */
+            superseded_key: string;
+            /** @description Whether the candidate was released for the next delivery. */
+            released: boolean;
         };
         /** @description `POST /v1/actions/{key}/uncertain` body. */
         UncertainRequest: {
@@ -2266,6 +2319,134 @@ export interface operations {
                 };
             };
             /** @description Unknown action */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description More than 64 headers or 32 KiB of them */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description The store is unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+        };
+    };
+    supersede_intent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Action type from the catalog, e.g. pix.cobranca */
+                action: string;
+                /** @description The intent reference */
+                reference: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SupersedeRequest"];
+            };
+        };
+        responses: {
+            /** @description Superseded: the intent under its new key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SupersedeResponse"];
+                };
+            };
+            /** @description Malformed: a header, path or query parameter (two Authorization headers, for one), or JSON syntax */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description No such intent for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description The route does not take this method (`Allow` lists those it takes) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description Its action did not fail: started, uncertain, completed or not started */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description The body is over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description The body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description The request names a host this server does not answer for: an open monitor (loopback, no admin token) answers localhost and loopback addresses only, plus `--allowed-host` names */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDoc"];
+                };
+            };
+            /** @description Unknown action, a reason missing or too long, a candidate invalid or of another reference */
             422: {
                 headers: {
                     [name: string]: unknown;

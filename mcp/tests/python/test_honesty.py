@@ -292,3 +292,100 @@ async def test_the_monitor_shows_the_frozen_payment_the_alarm_and_counts_that_ag
         assert tool["unrecorded"] == 2 and tool["uncertain"] == 1 and tool["calls"] == 4, tool
         live = (await h.get(served.url + "/live?lang=en-US")).text  # type: ignore[attr-defined]
         assert "Alarm:" in live and "get_report" in live, live[-3000:]
+
+
+# ---- a way out of a wrong first attempt ------------------------------------------------------------------------
+
+def wrong_total(session: str, model_key: str) -> dict[str, object]:
+    from test_protocols import complete_args
+
+    args = complete_args(session, model_key)
+    args["payload"]["totals"][0]["amount"] = 17000  # type: ignore[index]
+    return args
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+async def test_acp_a_total_the_merchant_refused_is_superseded_by_the_corrected_call(env: Env, opt_in: bool) -> None:
+    from test_protocols import acp_guard, acp_state, complete_args, open_session
+
+    extra = {"on_uncertain": 'on_uncertain = "lookup"\nsupersede_failed = true'} if opt_in else {}
+    async with env.agent(acp_guard(env, **extra)) as agent:
+        session = await open_session(agent)
+        wrong = await agent.call_tool("complete_checkout_session", wrong_total(session, "m-1"))
+        assert wrong.is_error and wrong.meta["idem"]["source"] == "upstream", text_of(wrong)
+        fixed = await agent.call_tool("complete_checkout_session", complete_args(session, "m-2"))
+        again = await agent.call_tool("complete_checkout_session", complete_args(session, "m-3"))
+    orders = acp_state(env)["orders"]
+    if not opt_in:
+        # Frozen for good: every corrected retry resends the wrong total.
+        assert fixed.is_error and fixed.meta["idem"]["diverged"] is True, fixed.meta
+        assert orders == []
+        return
+    assert not fixed.is_error, text_of(fixed)
+    idem = fixed.meta["idem"]
+    assert idem["superseded"] == wrong.meta["idem"]["key"] and idem["key"] != idem["superseded"], idem
+    assert again.meta["idem"]["replayed"] is True and again.meta["idem"]["key"] == idem["key"]
+    assert len(orders) == 1 and orders[0]["amount"] == 18000 and orders[0]["idempotency_key"] == idem["key"], orders
+
+
+def expiring(required: dict[str, object], seconds: int) -> dict[str, object]:
+    out = json.loads(json.dumps(required))
+    out["accepts"][0]["maxTimeoutSeconds"] = seconds  # type: ignore[index]
+    return out
+
+
+async def test_x402_an_expired_authorization_is_released_through_v1_and_paid_once(env: Env) -> None:
+    import httpx2
+    from conftest import Served
+
+    # `idem serve` knows the built-in actions and x402.pay.
+    both = env.tmp / "catalog.toml"
+    root = Path(__file__).resolve().parents[3]
+    both.write_text((root / "core" / "default-catalog.toml").read_text() + "\n"
+                    + (EXAMPLES / "x402" / "catalog.toml").read_text())
+    served = Served(env, ["--catalog", str(both)])
+    env.tenant = served.tenant
+    async with env.agent(x402_guard(env)) as agent:
+        required = await requirements(agent)
+        stale = sign(expiring(required, 1))
+        time.sleep(2.2)  # a facilitator outage: the authorization expires
+        expired = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=stale)
+        assert expired.is_error and expired.meta["idem"]["source"] == "upstream", text_of(expired)
+        # Without a way out the resource is unpurchasable: the frozen
+        # expired authorization is what every retry sends.
+        retried = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert retried.is_error and retried.meta["idem"]["diverged_meta"] == ["x402/payment"], retried.meta
+        assert ledger(env) == []
+        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:  # type: ignore[attr-defined]
+            url = f"{served.url}/v1/intents/x402.pay/fx%2F2026-12/supersede"  # type: ignore[attr-defined]
+            r = await h.post(url, json={"reason": "the authorization expired during a facilitator outage"})
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["released"] is True and body["superseded_key"] == expired.meta["idem"]["key"], body
+            # Twice: the new action has not failed.
+            twice = await h.post(url, json={"reason": "again"})
+            assert twice.status_code == 409 and "not started" in twice.json()["detail"], twice.text
+        paid = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert not paid.is_error, text_of(paid)
+        assert paid.meta["idem"]["key"] == body["key"]
+        resigned = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert resigned.meta["idem"]["replayed"] is True
+    assert len(ledger(env)) == 1, ledger(env)
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:
+        page = (await h.get(f"{served.url}/live/actions/{expired.meta['idem']['key']}?lang=en-US")).text
+        assert 'id="action-superseded"' in page and "facilitator outage" in page and body["key"] in page, page[-2000:]
+    served.stop()
+
+
+async def test_x402_an_expired_authorization_is_superseded_by_a_call_signed_anew_where_the_guard_opts_in(env: Env) -> None:
+    guard = x402_guard(env, on_uncertain='on_uncertain = "resend"\nsupersede_failed = true')
+    async with env.agent(guard) as agent:
+        required = await requirements(agent)
+        stale = sign(expiring(required, 1))
+        time.sleep(2.2)
+        expired = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=stale)
+        assert expired.is_error, text_of(expired)
+        paid = await agent.call_tool("get_report", {"report": "fx/2026-12"}, meta=sign(required))
+        assert not paid.is_error, text_of(paid)
+        assert paid.meta["idem"]["superseded"] == expired.meta["idem"]["key"], paid.meta
+    assert len(ledger(env)) == 1, ledger(env)

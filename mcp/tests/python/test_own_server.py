@@ -38,13 +38,14 @@ async def test_tools_list_annotations_and_the_reference_estimate(env: Env) -> No
         async with ClientSession(r, w) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
+            writes = {"reconcile_action", "supersede_intent"}
             assert set(tools) == {"estimate_duplicate_cost", "live_summary", "list_uncertain_actions",
-                                  "get_intent", "get_action", "reconcile_action"}
+                                  "get_intent", "get_action", *writes}
             for name, t in tools.items():
                 assert t.annotations is not None
-                assert t.annotations.read_only_hint is (name != "reconcile_action"), name
-                # The one that writes settles a charge's state: hosts ask first.
-                assert t.annotations.destructive_hint is (name == "reconcile_action"), name
+                assert t.annotations.read_only_hint is (name not in writes), name
+                # The ones that write settle a charge's state: hosts ask first.
+                assert t.annotations.destructive_hint is (name in writes), name
             est = await s.call_tool("estimate_duplicate_cost", REFERENCE)
             assert not est.is_error
             assert "R$ 148,50" in text_of(est)

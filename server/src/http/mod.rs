@@ -100,6 +100,10 @@ pub fn router(state: AppState) -> Router {
                     "/live/actions/{key}/reconcile",
                     post(live::action::reconcile),
                 )
+                .route(
+                    "/live/actions/{key}/supersede",
+                    post(live::action::supersede),
+                )
                 .route("/live/uncertain.csv", get(live::action::uncertain_csv))
                 .route("/live/uncertain.json", get(live::action::uncertain_json))
                 .layer(map_response(no_store)),

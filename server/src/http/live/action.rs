@@ -35,6 +35,9 @@ struct Found {
     attempts: Vec<ReplacedAttempt>,
     /// `(reference, action type, intent)`, while retention keeps it.
     intent: Option<(String, String, Intent)>,
+    /// The versions filed with this key (a superseded intent's), newest
+    /// first, each with the key its intent has now.
+    filed: Vec<(idem_store::Filed, Option<IdempotencyKey>)>,
 }
 
 /// Looks `key` up in the tenants the viewer may see (the asked one, or
@@ -57,11 +60,21 @@ async fn find(
             Ok(action) => {
                 let attempts = s.replaced_attempts(&t, key).await?;
                 let intent = s.intent_by_key(&t, key).await?;
+                let mut filed = Vec::new();
+                for f in s.filed_by_key(&t, key).await? {
+                    let now = match s.intent(&t, &f.action, &f.reference).await {
+                        Ok(i) => Some(i.key),
+                        Err(idem_store::Error::NotFound) => None,
+                        Err(e) => return Err(e.into()),
+                    };
+                    filed.push((f, now));
+                }
                 return Ok(Some(Found {
                     tenant: t,
                     action,
                     attempts,
                     intent,
+                    filed,
                 }));
             }
             Err(idem_store::Error::NotFound) => {}
@@ -242,6 +255,10 @@ fn notice_html(notice: Option<&str>, l: Locale) -> Markup {
     let (ok, text) = match notice {
         None => return html! {},
         Some("reconciled") => (true, tr(l, "Resultado registrado: a ação está reconciliada.", "Outcome recorded: the action is reconciled.")),
+        Some("superseded") => (true, tr(l, "Intenção substituída: a ação que falhou está selada, e a intenção roda com uma chave nova (veja abaixo).", "Intent superseded: the failed action is sealed, and the intent runs under a new key (see below).")),
+        Some("reason") => (false, tr(l, "Nada foi substituído: diga por quê (de 1 a 1000 caracteres).", "Nothing was superseded: say why (1 to 1000 characters).")),
+        Some("candidate") => (false, tr(l, "Nada foi substituído: o candidato corrigido precisa ser um objeto JSON válido, com a referência da própria intenção, e sem membros que começam com _idem.", "Nothing was superseded: the corrected candidate must be a valid JSON object, with the intent's own reference, and no member starting with _idem.")),
+        Some("not_failed") => (false, tr(l, "Nada foi substituído: a ação não está mais em falha (outra tentativa a assumiu ou resolveu).", "Nothing was superseded: the action is no longer failed (another attempt took it over or settled it).")),
         Some("stale") => (false, tr(l, "Nada foi registrado: outra tentativa assumiu ou resolveu a ação depois que esta página abriu. Veja o estado abaixo.", "Nothing was recorded: another attempt took over or settled the action after this page opened. See its state below.")),
         Some("response") => (false, tr(l, "Nada foi registrado: «concluída» precisa da resposta do provedor em JSON válido (até 32 KiB e 64 níveis de aninhamento).", "Nothing was recorded: «completed» needs the provider's response as valid JSON (up to 32 KiB and 64 levels of nesting).")),
         Some("retryable") => (false, tr(l, "Nada foi registrado: «pode ser repetida» aceita só true ou false.", "Nothing was recorded: «may be retried» takes only true or false.")),
@@ -353,6 +370,25 @@ fn detail_html(
         @if unknown {
             (reconcile_form(key, f.tenant.as_str(), a.token, tokens, &hint(f, key, l), l))
         }
+        @if !f.filed.is_empty() {
+            section id="action-superseded" {
+                h2 { (tr(l, "Substituída", "Superseded")) }
+                @for (filed, now) in &f.filed {
+                    p {
+                        (tr(l, "A revisão", "Revision")) " " (filed.revision) " "
+                        (tr(l, "desta intenção tinha esta chave; substituída em", "of this intent had this key; replaced at")) " "
+                        (moment(filed.replaced_ms)) ": " (reveal_bidi(&filed.reason)) ". "
+                        @if let Some(k) = now {
+                            (tr(l, "A intenção agora tem a chave", "The intent now has the key")) " "
+                            a href={ "/live/actions/" (k.as_str()) "?" (scope) } rel="external" { code { (k.as_str()) } } "."
+                        }
+                    }
+                }
+            }
+        }
+        @if a.state == ActionState::Failed && f.intent.as_ref().is_some_and(|(_, _, i)| i.key == *key) {
+            (supersede_form(key, f.tenant.as_str(), tokens, l))
+        }
         script src="/live.js" defer {}
     }
     .into_string()
@@ -448,6 +484,142 @@ fn reconcile_form(
                 button type="submit" { (tr(l, "Registrar", "Record")) }
             }
         }
+    }
+}
+
+/// A way out of a wrong first attempt: the intent of a failed action (the
+/// provider refused it, nothing executed) gets a corrected candidate, or
+/// releases its own for the next delivery, under a key of its own.
+fn supersede_form(key: &IdempotencyKey, tenant: &str, tokens: &FormTokens, l: Locale) -> Markup {
+    html! {
+        section id="supersede" class="reconcile" {
+            h2 { (tr(l, "Substituir a intenção", "Supersede the intent")) }
+            p class="note" { (tr(l,
+                "A ação falhou: nada foi executado. Se o primeiro pedido estava errado (um total que o provedor recusou, uma autorização que expirou), a intenção pode rodar de novo com uma chave nova: esta ação fica selada, e a versão antiga fica no histórico com o motivo. Sem candidato, a próxima entrega congela o seu (um pagamento assinado de novo).",
+                "The action failed: nothing executed. If the first request was wrong (a total the provider refused, an authorization that expired), the intent can run again under a new key: this action is sealed, and the old version stays in the history with the reason. With no candidate, the next delivery's is frozen (a payment signed anew).")) }
+            form method="post" action={ "/live/actions/" (key.as_str()) "/supersede" } id="supersede-form" {
+                @if let Some(c) = &tokens.session { input type="hidden" name="csrf" value=(c); }
+                input type="hidden" name=(app::FORM_FIELD) value=(tokens.visit);
+                input type="hidden" name="tenant" value=(tenant);
+                input type="hidden" name="lang" value=(l.tag());
+                label for="supersede-reason" { (tr(l, "Por quê (fica no histórico)", "Why (kept in the history)")) }
+                input id="supersede-reason" name="reason" type="text" required maxlength="1000";
+                label for="supersede-candidate" { (tr(l, "Candidato corrigido (JSON), ou vazio para liberar", "Corrected candidate (JSON), or empty to release")) }
+                textarea id="supersede-candidate" name="candidate" rows="4" {}
+                button type="submit" { (tr(l, "Substituir", "Supersede")) }
+            }
+        }
+    }
+}
+
+/// The supersede form's fields.
+#[derive(Debug, serde::Deserialize)]
+pub struct SupersedeForm {
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+    /// The corrected candidate (JSON), or empty.
+    #[serde(default)]
+    pub candidate: String,
+    /// The tenant the page showed.
+    #[serde(default)]
+    pub tenant: String,
+    /// The page's language.
+    #[serde(default)]
+    pub lang: String,
+    /// The login session's form token.
+    #[serde(default)]
+    pub csrf: Option<String>,
+    /// The visit's form token.
+    #[serde(default)]
+    pub form_token: Option<String>,
+}
+
+/// `POST /live/actions/{key}/supersede`: the page's form; the store's
+/// `supersede_intent`, as `/v1` and idem's MCP server call it, with the
+/// viewer as who. Back to the old key's page, which says what happened and
+/// links the new one.
+pub async fn supersede(
+    State(state): State<LiveState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Form(form): Form<SupersedeForm>,
+) -> Result<Response, ApiError> {
+    if !crate::http::guard::same_origin(&headers)
+        || !super::csrf_ok(&headers, form.csrf.as_deref())
+        || !crate::http::guard::form_token_ok(&headers, form.form_token.as_deref())
+    {
+        return Err(crate::http::guard::cross_site("supersede"));
+    }
+    let v = authorized(&state, &headers).await?;
+    let key = IdempotencyKey::try_from(raw.as_str())
+        .map_err(|_| ApiError::not_found("no action has this key"))?;
+    let l = Locale::from_tag(&form.lang).unwrap_or_default();
+    let tenant = (!form.tenant.is_empty()).then_some(form.tenant.as_str());
+    let Some(found) = find(&state, &v, tenant, &key).await? else {
+        return Err(ApiError::not_found("no action you may see has this key"));
+    };
+    let back = |what: &str| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("tenant", found.tenant.as_str());
+        q.append_pair("lang", l.tag());
+        q.append_pair(
+            if what == "superseded" {
+                "done"
+            } else {
+                "error"
+            },
+            what,
+        );
+        Redirect::to(&format!("/live/actions/{}?{}", key.as_str(), q.finish())).into_response()
+    };
+    let Some((reference, action, intent)) = &found.intent else {
+        return Ok(back("not_failed"));
+    };
+    if intent.key != key {
+        return Ok(back("not_failed"));
+    }
+    let reason = form.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 1000 {
+        return Ok(back("reason"));
+    }
+    let text = form.candidate.trim();
+    let candidate = if text.is_empty() {
+        None
+    } else {
+        let ok = text.len() <= state.api.max_outcome_bytes
+            && idem_core::json::check_depth(text.as_bytes(), idem_core::json::MAX_DEPTH).is_ok()
+            && serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+                .is_ok_and(|m| !m.keys().any(|k| k.starts_with("_idem")));
+        match idem_core::Payload::from_json(text) {
+            Ok(p) if ok => Some(p),
+            _ => return Ok(back("candidate")),
+        }
+    };
+    let who = match &v {
+        Viewer::Admin => "the admin (/live)".to_owned(),
+        Viewer::Tenant(t) => format!("tenant {} (/live)", t.as_str()),
+    };
+    match state
+        .api
+        .store
+        .supersede_intent(
+            &found.tenant,
+            action,
+            reference,
+            candidate.as_ref(),
+            &who,
+            reason,
+        )
+        .await
+    {
+        Ok(done) => {
+            tracing::info!(tenant = %found.tenant, old = %done.previous_key, new = %done.intent.key, "intent superseded from the live monitor");
+            Ok(back("superseded"))
+        }
+        Err(idem_store::Error::NotSupersedable(_)) => Ok(back("not_failed")),
+        Err(idem_store::Error::Invalid(_)) => Ok(back("candidate")),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -1,5 +1,7 @@
 //! `POST /v1/intents` (record a delivery; the first one freezes the
-//! payload) and `GET /v1/intents/{action}/{reference}` (read it back).
+//! payload), `GET /v1/intents/{action}/{reference}` (read it back) and
+//! `POST /v1/intents/{action}/{reference}/supersede` (a way out of a wrong
+//! first attempt that failed, never out of a charge).
 
 use super::actions::{claim_action, BeginResponse, Claim, ClaimOptions};
 use super::keys::payload;
@@ -179,4 +181,96 @@ pub async fn get_intent(
         Err(e) => return Err(e.into()),
     };
     Ok(Json(IntentView::of(action, reference, intent)?))
+}
+
+/// `POST /v1/intents/{action}/{reference}/supersede` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"reason": "the merchant refused the total: the cart had 3 items", "candidate": {"cliente_id": "c-1", "valor": "190.00", "chave_pix_destino": "fulano@example.com", "referencia_intencao": "FAT-1"}}))]
+pub struct SupersedeRequest {
+    /// Why, for the audit (1 to 1000 characters).
+    pub reason: String,
+    /// The corrected candidate, with the intent's own reference. Absent:
+    /// the frozen fields stay and the frozen candidate is released, so the
+    /// next delivery's is frozen (a payment authorization signed anew).
+    #[schema(value_type = Option<Object>)]
+    pub candidate: Option<Box<RawValue>>,
+}
+
+/// The intent after a supersession.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SupersedeResponse {
+    /// The intent as it now stands: its own key, its revision one more.
+    #[serde(flatten)]
+    pub intent: IntentView,
+    /// The key of the failed action it superseded (sealed for good).
+    pub superseded_key: String,
+    /// Whether the candidate was released for the next delivery.
+    pub released: bool,
+}
+
+/// Supersedes an intent whose action failed (nothing executed): the failed
+/// action is sealed for good, the version it replaces is filed with who
+/// (this tenant's token), when and why (`GET /live/actions/{key}` shows
+/// it), and the intent runs again under a key of its own. Refused (409)
+/// for an action started, uncertain, completed, or not started: a new key
+/// for an effect that may have run would run it twice.
+#[utoipa::path(post, path = "/v1/intents/{action}/{reference}/supersede", tag = "intents",
+    request_body = SupersedeRequest,
+    params(
+        ("action" = String, Path, description = "Action type from the catalog, e.g. pix.cobranca"),
+        ("reference" = String, Path, description = "The intent reference"),
+    ),
+    responses(
+        (status = 200, description = "Superseded: the intent under its new key", body = SupersedeResponse),
+        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such intent for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Its action did not fail: started, uncertain, completed or not started", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, a reason missing or too long, a candidate invalid or of another reference", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub async fn supersede_intent(
+    State(state): State<ApiState>,
+    Tenant(tenant): Tenant,
+    ApiPath((action, reference)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<SupersedeRequest>,
+) -> Result<Json<SupersedeResponse>, ApiError> {
+    let action =
+        ActionType::try_from(action).map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    if let Err(e) = state.catalog.action(action.as_str()) {
+        return Err(ApiError::unprocessable(e.to_string()));
+    }
+    if let Some(c) = &req.candidate {
+        refuse_reserved_members(c)?;
+    }
+    let candidate = req.candidate.as_deref().map(payload).transpose()?;
+    let actor = format!("tenant {} (/v1)", tenant.as_str());
+    let done = match state
+        .store
+        .supersede_intent(
+            &tenant,
+            action.as_str(),
+            &reference,
+            candidate.as_ref(),
+            &actor,
+            &req.reason,
+        )
+        .await
+    {
+        Ok(d) => d,
+        Err(idem_store::Error::NotFound) => {
+            return Err(ApiError::not_found(format!(
+                "no intent `{reference}` of action `{action}` for this tenant"
+            )))
+        }
+        Err(idem_store::Error::Invalid(m)) if m.starts_with("reason") => {
+            return Err(ApiError::unprocessable(m.replacen("reason", "`reason`", 1)))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Json(SupersedeResponse {
+        superseded_key: done.previous_key.to_string(),
+        released: done.released,
+        intent: IntentView::of(action, reference, done.intent)?,
+    }))
 }

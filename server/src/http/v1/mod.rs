@@ -23,6 +23,10 @@ pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
         .route("/v1/keys", post(keys::derive_key))
         .route("/v1/intents", post(intents::record_intent))
         .route("/v1/intents/{action}/{reference}", get(intents::get_intent))
+        .route(
+            "/v1/intents/{action}/{reference}/supersede",
+            post(intents::supersede_intent),
+        )
         .route("/v1/actions/{key}", get(actions::get_action))
         .route("/v1/actions/{key}/begin", post(actions::begin_action))
         .route("/v1/actions/{key}/complete", post(actions::complete_action))
