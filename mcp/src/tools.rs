@@ -241,6 +241,9 @@ impl IdemTools {
                     "the intent's action is {state}: only an action that failed (nothing executed) can be superseded; an uncertain one is settled with reconcile_action first. Nothing was changed"
                 )))
             }
+            Err(idem_store::Error::Invalid(m)) if m.contains("without a key secret") => {
+                return Err(Bad("supersede_intent derives the intent's new key, and this server was started without the key secret (`idem mcp serve` derives none): use idem serve's /mcp, POST /v1/intents/{action}/{reference}/supersede, or the action's page on /live. Nothing was changed".into()))
+            }
             Err(idem_store::Error::Invalid(m)) => {
                 return Err(Bad(format!("argument `candidate`: {m}")))
             }

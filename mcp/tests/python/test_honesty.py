@@ -389,3 +389,34 @@ async def test_x402_an_expired_authorization_is_superseded_by_a_call_signed_anew
         assert not paid.is_error, text_of(paid)
         assert paid.meta["idem"]["superseded"] == expired.meta["idem"]["key"], paid.meta
     assert len(ledger(env)) == 1, ledger(env)
+
+
+async def test_supersede_intent_through_idem_s_own_mcp_server(env: Env, served: object) -> None:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    payload = {"cliente_id": "c-1", "valor": "170.00", "chave_pix_destino": "fulano@example.com",
+               "referencia_intencao": "MCP-SUP"}
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {served.token}"}) as h:  # type: ignore[attr-defined]
+        base = served.url  # type: ignore[attr-defined]
+        rec = (await h.post(base + "/v1/intents", json={"action": "pix.cobranca", "payload": payload,
+                                                        "claim": {"lease_ms": 30000}})).json()
+        async with streamable_http_client(base + "/mcp", http_client=h) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                args = {"action": "pix.cobranca", "reference": "MCP-SUP", "reason": "the bank refused the amount"}
+                running = await s.call_tool("supersede_intent", args)
+                assert running.is_error and "started" in text_of(running), text_of(running)
+                failed = await h.post(f"{base}/v1/actions/{rec['key']}/fail",
+                                      json={"token": rec["claim"]["token"], "error": "refused", "retryable": False})
+                assert failed.status_code == 200, failed.text
+                bad = await s.call_tool("supersede_intent", {**args, "candidate": [1]})
+                assert bad.is_error and "argument `candidate`" in text_of(bad), text_of(bad)
+                done = await s.call_tool("supersede_intent", {**args, "candidate": {**payload, "valor": "180.00"}})
+                assert not done.is_error, text_of(done)
+                view = done.structured_content
+                assert view is not None and view["revision"] == 2 and view["key"] != rec["key"], view
+                assert view["payload"]["valor"] == "18000"
+                again = await s.call_tool("supersede_intent", args)
+                assert again.is_error and "not started" in text_of(again), text_of(again)

@@ -95,6 +95,7 @@ idem_testkit::both!(
     tokens_decide_what_the_monitor_shows,
     the_work_queue_shows_the_intent_and_reconciles_from_the_page,
     the_work_queue_keeps_to_the_monitors_access_rules,
+    a_failed_intent_is_superseded_from_its_page_and_through_v1_never_a_running_one,
 );
 
 /// Intents, redeliveries, a divergence and an expired lease, read back
@@ -652,6 +653,129 @@ async fn uncertain_charge(a: &Instance, token: &str, reference: &str, valor: &st
         .unwrap();
     assert!(res.status().is_success(), "{}", res.status());
     key
+}
+
+/// A way out of a wrong first attempt: a failed action's page offers to
+/// supersede its intent (refusing bad input with why), the new key runs,
+/// the old page says where the intent went; `/v1`'s route refuses an
+/// action that is running.
+async fn a_failed_intent_is_superseded_from_its_page_and_through_v1_never_a_running_one(db: &Db) {
+    let a = instance(db, open()).await;
+    let token = tenant(&a.store, "acme").await;
+    let key = uncertain_charge(&a, &token, "SUP-9", "170.00").await;
+    let supersede_v1 = |reference: &'static str, body: Value| {
+        let url = format!("{}/v1/intents/pix.cobranca/{reference}/supersede", a.base);
+        let token = token.clone();
+        async move {
+            http()
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // Running (its claim's lease has not run out): refused, nothing changed.
+    let res = supersede_v1("SUP-9", json!({"reason": "wrong total"})).await;
+    assert_eq!(res.status().as_u16(), 409);
+    assert!(res.json::<Value>().await.unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .contains("started"));
+    let res = supersede_v1("SUP-404", json!({"reason": "x"})).await;
+    assert_eq!(res.status().as_u16(), 404);
+    let res = supersede_v1("SUP-9", json!({"reason": "x", "extra": 1})).await;
+    assert_eq!(res.status().as_u16(), 422);
+    // The provider refuses the total: failed, nothing executed.
+    let res = http()
+        .post(format!("{}/v1/actions/{key}/fail", a.base))
+        .bearer_auth(&token)
+        .json(&json!({ "token": 1, "error": "the total is not the items'", "retryable": false }))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let url = format!("{}/live/actions/{key}?lang=en-US", a.base);
+    let page = common::page(&url).await;
+    assert!(page.contains("id=\"supersede-form\""), "{page}");
+    let post = |form: Vec<(&'static str, String)>| {
+        let url = format!("{}/live/actions/{key}/supersede", a.base);
+        async move { no_redirects().post(url).form(&form).send().await.unwrap() }
+    };
+    let form = |reason: &str, candidate: &str| {
+        vec![
+            ("reason", reason.to_owned()),
+            ("candidate", candidate.to_owned()),
+            ("tenant", "acme".to_owned()),
+            ("lang", "en-US".to_owned()),
+        ]
+    };
+    let location = |res: &reqwest::Response| res.headers()["location"].to_str().unwrap().to_owned();
+    let fixed = r#"{"cliente_id": "cli-7", "valor": "180.00", "chave_pix_destino": "+55 11 98888-7777", "referencia_intencao": "SUP-9"}"#;
+    for (reason, candidate, says) in [
+        ("", fixed, "&error=reason"),
+        ("wrong total", "{not json", "&error=candidate"),
+        (
+            "wrong total",
+            &fixed.replace("SUP-9", "SUP-10"),
+            "&error=candidate",
+        ),
+        (
+            "wrong total",
+            &fixed.replace("cliente_id", "_idem_x"),
+            "&error=candidate",
+        ),
+    ] {
+        let res = post(form(reason, candidate)).await;
+        assert!(location(&res).ends_with(says), "{says}: {}", location(&res));
+    }
+    let res = post(form("the merchant refused the total", fixed)).await;
+    assert!(
+        location(&res).ends_with("&done=superseded"),
+        "{}",
+        location(&res)
+    );
+    let intent: Value = common::get_json(
+        http()
+            .get(format!("{}/v1/intents/pix.cobranca/SUP-9", a.base))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(intent["revision"], 2, "{intent}");
+    assert_eq!(intent["payload"]["valor"], "18000");
+    let new_key = intent["key"].as_str().unwrap().to_owned();
+    assert_ne!(new_key, key);
+    let page = common::page(&format!("{}{}", a.base, location(&res))).await;
+    assert!(page.contains("Intent superseded"), "{page}");
+    assert!(
+        page.contains("id=\"action-superseded\"") && page.contains(&new_key),
+        "{page}"
+    );
+    assert!(
+        page.contains("superseded by the admin (/live): the merchant refused the total"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("id=\"supersede-form\""),
+        "superseded: no form"
+    );
+    // The new key's action runs.
+    let res = http()
+        .post(format!("{}/v1/actions/{new_key}/begin", a.base))
+        .bearer_auth(&token)
+        .json(&json!({ "action": "pix.cobranca" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201, "{}", res.text().await.unwrap());
+    // The old key's page again: nothing more to supersede there.
+    let res = post(form("again", "")).await;
+    assert!(
+        location(&res).ends_with("&error=not_failed"),
+        "{}",
+        location(&res)
+    );
 }
 
 fn no_redirects() -> reqwest::Client {
