@@ -784,7 +784,30 @@ impl Gate {
         lookup: &crate::guard_file::Lookup,
         found: &Value,
     ) -> Result<(), Looked> {
-        for (field, pointer) in &lookup.matches {
+        // Besides `matches`: a record that names the value it was looked up
+        // by (a lookup argument `id` taken from a field's argument, and an
+        // `id` in the record) must hold the frozen one.
+        let implied: Vec<(String, String)> = lookup
+            .arguments
+            .iter()
+            .filter_map(|(name, source)| match source {
+                LookupArgument::Frozen(path) => call
+                    .guard
+                    .fields
+                    .iter()
+                    .find(|(_, arg)| arg == path)
+                    .map(|(field, _)| (field.clone(), name.clone())),
+                LookupArgument::Key => None,
+            })
+            .filter(|(field, name)| {
+                !lookup.matches.iter().any(|(f, _)| f == field) && found.get(name).is_some()
+            })
+            .map(|(field, name)| {
+                let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+                (field, pointer)
+            })
+            .collect();
+        for (field, pointer) in lookup.matches.iter().chain(&implied) {
             let Some(theirs) = found.pointer(pointer) else {
                 return Err(Looked::Unknown(format!(
                     "it says executed, but its result has nothing at {pointer} to check idem's field `{field}` against"

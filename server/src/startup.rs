@@ -65,24 +65,28 @@ impl Application {
         let mut mcp_gateways = Vec::with_capacity(config.mcp_gateways.len());
         for (name, path) in &config.mcp_gateways {
             let file = idem_mcp::GuardFile::load(path, &catalog)
-                .map_err(|e| anyhow::anyhow!("--mcp-gateway {name}: {e}"))?;
+                .map_err(|e| Misconfigured(format!("--mcp-gateway {name}: {e}")))?;
             // A mount shares one upstream and its credentials: it serves the
             // tenants it names, each of which must exist.
             let Some(tenants) = &file.tenants else {
-                anyhow::bail!(
+                return Err(Misconfigured(format!(
                     "--mcp-gateway {name}: {}:1: a mounted gateway names the tenants it serves: add `tenants = [\"<tenant>\"]` at the top of the file",
                     file.path
-                );
+                ))
+                .into());
             };
             for t in tenants {
                 match store.tenant_info(t).await {
                     Ok(_) => {}
-                    Err(idem_store::Error::NotFound) => anyhow::bail!(
-                        "--mcp-gateway {name}: {}:{}: there is no tenant {:?} in this database; `idem tenant create` adds one",
-                        file.path,
-                        file.tenants_line,
-                        t.as_str()
-                    ),
+                    Err(idem_store::Error::NotFound) => {
+                        return Err(Misconfigured(format!(
+                            "--mcp-gateway {name}: {}:{}: there is no tenant {:?} in this database; `idem tenant create` adds one",
+                            file.path,
+                            file.tenants_line,
+                            t.as_str()
+                        ))
+                        .into())
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -93,7 +97,7 @@ impl Application {
                 None,
             )
             .await
-            .map_err(|e| anyhow::anyhow!("--mcp-gateway {name}: {e}"))?;
+            .map_err(|e| Misconfigured(format!("--mcp-gateway {name}: {e}")))?;
             tracing::info!(gateway = %name, "MCP gateway mounted at /mcp/gateways/{name}");
             mcp_gateways.push((name.clone(), gateway));
         }
@@ -434,3 +438,16 @@ pub async fn open_keyed_store(k: KeyedStore<'_>) -> anyhow::Result<(Store, Arc<K
     }
     Ok((store, deriver))
 }
+
+/// A configuration `idem serve` cannot start with (a guard file's mistake,
+/// named with its line): the command exits 2, as for a malformed option.
+#[derive(Debug)]
+pub struct Misconfigured(pub String);
+
+impl std::fmt::Display for Misconfigured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Misconfigured {}

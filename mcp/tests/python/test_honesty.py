@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import uuid
 import subprocess
 import sys
 import time
@@ -420,3 +421,137 @@ async def test_supersede_intent_through_idem_s_own_mcp_server(env: Env, served: 
                 assert view["payload"]["valor"] == "18000"
                 again = await s.call_tool("supersede_intent", args)
                 assert again.is_error and "not started" in text_of(again), text_of(again)
+
+
+# ---- the guard-file mistakes a reader of the book makes ----------------------------------------------------------
+
+# (example, what the mistake is, old text, new text, the line it is on (a
+# needle of the mutated file), what the refusal says). Every one is refused
+# when the gateway starts, with exit 2, the file, the line and the fix.
+MISTAKES: list[tuple[str, str, str, str, str, str]] = [
+    ("x402", "a / inside the entry's name not written ~1", "meta:/x402~1payment/payload/authorization/from",
+     "meta:/x402/payment/payload/authorization/from", "payer = ", '"meta:/x402~1payment/payload/authorization/from"'),
+    ("x402", "every pointer unescaped, and freeze_meta = [\"x402\"] as the old advice said", "x402~1payment",
+     "x402/payment", "amount = ", "~1"),
+    ("x402", "freeze_meta left out", 'freeze_meta = ["x402/payment"]\n', "", "amount = ", "freeze_meta does not name"),
+    ("x402", "meta: without its pointer's /", '"meta:/x402~1payment/accepted/asset"', '"meta:x402~1payment/accepted/asset"',
+     "asset = ", "after `meta:` comes a JSON Pointer"),
+    ("x402", "~ not followed by 0 or 1", "x402~1payment/accepted/payTo", "x402~2payment/accepted/payTo", "pay_to = ",
+     "is not a JSON Pointer"),
+    ("x402", "a field name the action lacks", "payer = ", "payr = ", "payr = ", 'has no field "payr"'),
+    ("x402", "a field left out", 'payer = "meta:/x402~1payment/payload/authorization/from"\n', "", "[guard.fields]",
+     'no argument maps to field "payer"'),
+    ("x402", "a tool argument the tool does not declare", 'resource = "report"', 'resource = "reprt"', "resource = ",
+     'declares no argument "reprt"'),
+    ("x402", "a tool the upstream lacks", 'tool = "get_report"', 'tool = "get_reprt"', "tool = ", 'no tool "get_reprt"'),
+    ("x402", "an action the catalog lacks", 'action = "x402.pay"', 'action = "x402.payy"', "action = ",
+     'unknown action "x402.payy"'),
+    ("x402", "an on_uncertain that is none", 'on_uncertain = "resend"', 'on_uncertain = "retry"', "on_uncertain = ",
+     "not a guard file"),
+    ("x402", "a lease of zero", 'on_uncertain = "resend"', 'on_uncertain = "resend"\nlease_ms = 0', "lease_ms = ",
+     "lease_ms must be"),
+    ("x402", "a lease written as text", 'on_uncertain = "resend"', 'on_uncertain = "resend"\nlease_ms = "15000"',
+     "lease_ms = ", "not a guard file"),
+    ("x402", "the key argument read from _meta", 'on_uncertain = "resend"',
+     'on_uncertain = "resend"\nkey_argument = "meta:/x402~1payment/payload/authorization/nonce"', "key_argument = ",
+     "only a [guard.fields] value"),
+    ("x402", "freezing the agent's progress token", 'freeze_meta = ["x402/payment"]',
+     'freeze_meta = ["x402/payment", "progressToken"]', "freeze_meta = ", "not an entry a call forwards"),
+    ("x402", "freezing an entry twice", 'freeze_meta = ["x402/payment"]', 'freeze_meta = ["x402/payment", "x402/payment"]',
+     "freeze_meta = ", "twice"),
+    ("x402", "[guard.fields] misspelt", "[guard.fields]", "[guard.feilds]", "[guard.feilds]", "not a guard file"),
+    ("x402", "[[guard]] misspelt", "[[guard]]", "[[guards]]", "[[guards]]", "not a guard file"),
+    ("x402", "[upstream] command misspelt", "command = [", "commmand = [", "commmand = ", "not a guard file"),
+    ("acp", "the key argument's name misspelt", 'key_argument = "/meta/idempotency_key"',
+     'key_argument = "/meta/idempotencykey"', "key_argument = ", "/meta/idempotencykey"),
+    ("acp", "an array's index left out", 'amount = "/payload/totals/0/amount"', 'amount = "/payload/totals/amount"',
+     "amount = ", "/payload/totals/amount"),
+    ("acp", "a pointer without its leading /", 'checkout_session_id = "/payload/checkout_session_id"',
+     'checkout_session_id = "payload/checkout_session_id"', "checkout_session_id = ",
+     'declares no argument "payload/checkout_session_id"'),
+    ("acp", "the key argument over a field's argument", 'key_argument = "/meta/idempotency_key"',
+     'key_argument = "/payload/checkout_session_id"', "key_argument = ", "overwrites it with the key"),
+    ("acp", "a lookup tool the merchant lacks", 'tool = "get_checkout_session"', 'tool = "get_checkout"', "[guard.lookup]",
+     'no tool "get_checkout"'),
+    ("acp", "the guarded tool as its own lookup", 'tool = "get_checkout_session"',
+     'tool = "complete_checkout_session"', "[guard.lookup]", "a lookup must read, never act"),
+    ("acp", "a lookup argument the lookup tool does not take", "arguments = { id = ", "arguments = { session_id = ",
+     "[guard.lookup]", 'declares no argument "session_id"'),
+    ("acp", "an executed pointer the result never has", 'executed = { pointer = "/status"',
+     'executed = { pointer = "/state"', "[guard.lookup]", "/state (executed.pointer)"),
+    ("acp", "a result pointer the result never has (the book's old /order)", "matches = {",
+     'result = "/order"\nmatches = {', "[guard.lookup]", "/order (result)"),
+    ("acp", "a matches pointer the result never has", 'amount = "/totals/0/amount" }', 'amount = "/total" }',
+     "[guard.lookup]", "/total (matches.amount)"),
+    ("acp", "one value meaning executed and not executed", '"canceled"]', '"canceled", "completed"]', "[guard.lookup]",
+     "in both"),
+    ("acp", "a lookup table with on_uncertain = refuse", 'on_uncertain = "lookup"', 'on_uncertain = "refuse"',
+     "[guard.lookup]", "only with on_uncertain"),
+    ("acp", "on_uncertain = lookup with no table", "[guard.lookup]", "[guard.lookup_]", "[guard.lookup_]",
+     "not a guard file"),
+    ("acp", "a lookup by reference for two tenants on one upstream", "[upstream]", 'tenants = ["alpha", "beta"]\n[upstream]',
+     "[guard.lookup]", "$key"),
+]
+
+
+@pytest.mark.parametrize("example", ["x402", "acp"])
+def test_each_likely_guard_file_mistake_is_refused_at_start_naming_its_line(env: Env, example: str) -> None:
+    from test_gateway import refused_at_start
+    from test_protocols import acp_guard
+
+    shipped = (x402_guard(env) if example == "x402" else acp_guard(env)).read_text()
+    env.catalog = EXAMPLES / example / "catalog.toml"
+    cases = []
+    for ex, what, old, new, needle, says in MISTAKES:
+        if ex != example:
+            continue
+        assert old in shipped, (what, old)
+        text = shipped.replace(old, new, -1 if what.startswith("every") else 1)
+        if what.startswith("every"):
+            text = text.replace('freeze_meta = ["x402/payment"]', 'freeze_meta = ["x402"]')
+        line = next(i for i, l in enumerate(text.splitlines(), 1) if l.startswith(needle) or l == needle)
+        cases.append((text, f":{line}:", says))
+    refused_at_start(env, cases)
+
+
+def test_a_misspelt_meta_pointer_is_shown_by_check_before_money_moves(env: Env) -> None:
+    """A pointer into _meta has no schema to be checked against at start:
+    a call missing it is refused with nothing recorded, and `--check`
+    with a sample call shows it beforehand."""
+    guard = x402_guard(env)
+    guard.write_text(guard.read_text().replace("accepted/amount", "accepted/amout"))
+    env.catalog = EXAMPLES / "x402" / "catalog.toml"
+    sample = env.tmp / "sample.json"
+    sample.write_text(json.dumps({"tool": "get_report", "arguments": {"report": "fx/2026-12"}, "_meta": {
+        "x402/payment": {"accepted": {"amount": "10000", "asset": "0xAB", "payTo": "0xCD"},
+                         "payload": {"authorization": {"from": "0xEF"}}}}}))
+    done = subprocess.run([IDEM, "mcp", "gateway", "--guard", str(guard), "--catalog", str(env.catalog), "--check",
+                           "--sample", str(sample)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
+    line = line_of(guard, "amount = ")
+    assert done.returncode == 0 and "REFUSED, nothing recorded: missing _meta entry" in done.stdout, done.stdout
+    assert f"line {line}" in done.stdout, done.stdout
+
+
+def test_a_mount_for_two_tenants_starts_only_with_lookups_by_key(env: Env) -> None:
+    """One upstream, one set of credentials, two tenants: a record found by
+    reference could be the other tenant's charge."""
+    from test_gateway import LOOKUP_GUARD
+
+    a, b = ("pair" + uuid.uuid4().hex[:6] for _ in range(2))
+    for t in (a, b):
+        env.idem("tenant", "create", t)
+    by_reference = env.guard_file(extra=LOOKUP_GUARD, top=f'tenants = ["{a}", "{b}"]')
+    lookup_line = by_reference.read_text().splitlines().index("[guard.lookup]") + 1
+    done = subprocess.run([IDEM, "serve", "--addr", "127.0.0.1:0", "--mcp-gateway", f"pay={by_reference}",
+                           *env.db_args()], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"{by_reference}:{lookup_line}:" in done.stderr and "$key" in done.stderr, done.stderr[-2000:]
+    by_key = env.guard_file(extra=LOOKUP_GUARD.replace('arguments = { id = "/payload/checkout_session_id" }',
+                                                       'arguments = { id = "/payload/checkout_session_id", key = "$key" }'),
+                            top=f'tenants = ["{a}", "{b}"]')
+    check = subprocess.run([IDEM, "mcp", "gateway", "--guard", str(by_key), "--check"], capture_output=True,
+                           text=True, timeout=60, env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
+    # pay_server's get_checkout takes no `key`: refused, naming the argument.
+    assert check.returncode == 2 and 'declares no argument "key"' in check.stderr, check.stderr

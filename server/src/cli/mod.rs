@@ -99,7 +99,7 @@ fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> Exit
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.is::<Usage>() {
+            if e.is::<Usage>() || e.is::<crate::startup::Misconfigured>() {
                 ExitCode::from(2)
             } else {
                 ExitCode::FAILURE

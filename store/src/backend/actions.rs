@@ -161,7 +161,6 @@ queries! {
                 .transpose()
         }
 
-        #[allow(clippy::too_many_arguments)] // one bind per column
         fn seal_failed_action(c, tenant: &str, key: &str, now: Millis) -> R<Option<String>> {
             sqlx::query::<Db>(q::SEAL_FAILED_ACTION)
                 .bind(tenant)
@@ -174,6 +173,7 @@ queries! {
                 .transpose()
         }
 
+        #[allow(clippy::too_many_arguments)] // one bind per column
         fn fail_action(c, tenant: &str, key: &str, token: i64, error: &str, retryable: bool, now: Millis, reconciled: bool) -> R<Option<String>> {
             sqlx::query::<Db>(q::FAIL_ACTION)
                 .bind(tenant)
