@@ -66,6 +66,14 @@ pub fn format_money(d: Decimal, locale: Locale, currency: Currency) -> String {
     with_symbol(format_decimal(d, locale, minor, minor), locale, currency)
 }
 
+/// An amount of money in whole units of its currency ("R$ 5.000",
+/// "¥5,000,000", "BHD 10,000"), rounded half away from zero: a chart's
+/// axis when no tick needs the minor unit. The same writer as
+/// [`format_money`], with no decimals, whatever the currency's minor unit.
+pub fn format_money_whole(d: Decimal, locale: Locale, currency: Currency) -> String {
+    with_symbol(format_decimal(d, locale, 0, 0), locale, currency)
+}
+
 /// A unit cost (one model call): the minor unit always shown, finer
 /// digits kept up to four places, since a call costs fractions of a cent
 /// (R$ 0,165 stays R$ 0,165).

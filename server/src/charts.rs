@@ -279,23 +279,29 @@ impl Ranged for Ticked {
 /// An amount on an axis in the page's notation: whole units when every
 /// tick of the axis is whole ("R$ 2.000", shorter, so five fit side by
 /// side), else to the cent.
-fn money_tick(v: f64, cents: bool, l: Locale, c: Currency) -> String {
-    let d = Decimal::from_f64_retain(v).unwrap_or_default().round_dp(2);
-    let shown = format_money(d, l, c);
-    if cents {
-        shown
+fn money_tick(v: f64, minor: bool, l: Locale, c: Currency) -> String {
+    let d = Decimal::from_f64_retain(v)
+        .unwrap_or_default()
+        .round_dp(c.minor_units());
+    // One writer for every amount: the currency's own minor unit when a
+    // tick needs it, else whole units (never a label cut by bytes: a yen
+    // or dinar label is not "…,00").
+    if minor {
+        format_money(d, l, c)
     } else {
-        // format_money always writes the cents: drop the mark and ",00".
-        let keep = shown.len().saturating_sub(3);
-        shown.get(..keep).unwrap_or(&shown).to_owned()
+        idem_core::locale::format_money_whole(d, l, c)
     }
 }
 
-/// Whether an axis's ticks need cents to be told apart.
-fn needs_cents(ticks: &[f64]) -> bool {
-    ticks
-        .iter()
-        .any(|t| ((t * 100.0).round() / 100.0).fract() != 0.0)
+/// Whether an axis's ticks need the currency's minor unit to be told apart.
+fn needs_minor(ticks: &[f64], c: Currency) -> bool {
+    ticks.iter().any(|t| {
+        Decimal::from_f64_retain(*t)
+            .unwrap_or_default()
+            .round_dp(c.minor_units())
+            .fract()
+            != Decimal::ZERO
+    })
 }
 
 fn pct_tick(v: f64, l: Locale) -> String {
@@ -413,7 +419,7 @@ impl Draw for Loss {
         let here = f(self.here);
         let top = self.curve.iter().map(|p| p.1).fold(here, f64::max);
         let (ymax, ticks) = round_axis(top, 5, 0.01);
-        let cents = needs_cents(&ticks);
+        let cents = needs_minor(&ticks, c);
         let mut chart = ChartBuilder::on(area)
             .caption(&self.figure.title, font(k, 18.0, INK))
             .margin(px(k, 10.0))
@@ -504,7 +510,7 @@ impl Frame<'_> {
     ) -> Result<BarChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
         let (l, c) = (self.l, self.c);
         let n = self.labels.len().max(1);
-        let cents = needs_cents(&x_ticks);
+        let cents = needs_minor(&x_ticks, c);
         // A label's tick at the middle of its row.
         let centers = (0..n).map(|r| r as f64 + 0.5).collect();
         let mut chart = ChartBuilder::on(area)
@@ -870,6 +876,50 @@ impl Draw for Lines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An axis label is written by the same writer as every other amount,
+    /// in the currency's own digits: never cut by bytes (a yen axis read
+    /// `¥5,000,` for ¥5,000,000; a dinar one `BHD 10,000.`).
+    #[test]
+    fn money_ticks_keep_every_currency_s_digits() {
+        let cur = |code: &str| Currency::from_code(code).unwrap();
+        let cases = [
+            // (value, currency, locale, whole units, with the minor unit)
+            (5_000_000.0, "JPY", Locale::EnUs, "¥5,000,000", "¥5,000,000"),
+            (
+                5_000_000.0,
+                "JPY",
+                Locale::PtBr,
+                "JP¥ 5.000.000",
+                "JP¥ 5.000.000",
+            ),
+            (2_500_000.0, "KRW", Locale::EnUs, "₩2,500,000", "₩2,500,000"),
+            (6000.0, "BRL", Locale::PtBr, "R$ 6.000", "R$ 6.000,00"),
+            (6000.0, "USD", Locale::EnUs, "$6,000", "$6,000.00"),
+            (
+                10_000.0,
+                "BHD",
+                Locale::EnUs,
+                "BHD 10,000",
+                "BHD 10,000.000",
+            ),
+            (0.125, "BHD", Locale::PtBr, "BHD 0", "BHD 0,125"),
+            (12.5, "CLF", Locale::EnUs, "CLF 13", "CLF 12.5000"),
+        ];
+        for (v, code, l, whole, minor) in cases {
+            let c = cur(code);
+            assert_eq!(money_tick(v, false, l, c), whole, "{code} {l:?}");
+            assert_eq!(money_tick(v, true, l, c), minor, "{code} {l:?}");
+        }
+        // Whether an axis needs the minor unit, in the currency's digits.
+        assert!(!needs_minor(&[0.0, 2000.0, 4000.0], cur("JPY")));
+        assert!(needs_minor(&[0.0, 0.125, 0.25], cur("BHD")));
+        assert!(
+            !needs_minor(&[0.0, 0.5, 1.0], cur("JPY")),
+            "no yen has a fraction to show"
+        );
+        assert!(needs_minor(&[0.0, 0.5, 1.0], cur("BRL")));
+    }
 
     #[test]
     fn axes_end_on_the_first_round_tick_above_the_data() {

@@ -116,6 +116,12 @@ async def complete_typed_checkout(meta: CheckoutMeta, payload: CheckoutPayload) 
     return Order(**await complete_checkout(meta, payload))
 
 
+@app.tool(description="Read an order by the idempotency key it was placed with (a lookup by idem's key). Reads, never acts.")
+def get_order_by_key(key: str) -> dict:
+    order = _locked(lambda s: s["by_key"].get(key))
+    return {"status": "completed", "order": order} if order else {"status": "none"}
+
+
 @app.tool(description="Read a checkout session (ACP's get_checkout_session): its status, and its order once completed. Reads, never acts.")
 def get_checkout(id: str) -> dict:
     order = _locked(lambda s: s.get("orders", {}).get(id))

@@ -555,3 +555,52 @@ def test_a_mount_for_two_tenants_starts_only_with_lookups_by_key(env: Env) -> No
                            text=True, timeout=60, env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
     # pay_server's get_checkout takes no `key`: refused, naming the argument.
     assert check.returncode == 2 and 'declares no argument "key"' in check.stderr, check.stderr
+
+
+async def test_two_tenants_on_one_mount_looking_up_by_key_never_cross(env: Env) -> None:
+    """Alpha's order exists for checkout cs_T; beta's call for the same
+    checkout never reaches the merchant (lost). Looked up by beta's key,
+    nothing is found: beta is never settled with alpha's order, and never
+    sees it."""
+    import re
+
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from test_gateway import LOOKUP_GUARD, checkout_args
+
+    tenants = {}
+    for name in ("alpha" + uuid.uuid4().hex[:6], "beta" + uuid.uuid4().hex[:6]):
+        tenants[name] = env.idem("tenant", "create", name).stdout.strip()
+    alpha, beta = tenants
+    by_key = LOOKUP_GUARD.replace('tool = "get_checkout"', 'tool = "get_order_by_key"').replace(
+        'arguments = { id = "/payload/checkout_session_id" }', 'arguments = { key = "$key" }').replace(
+        'in = ["ready_for_payment", "canceled"]', 'in = ["none"]')
+    guard = env.guard_file(extra=by_key, top=f'tenants = ["{alpha}", "{beta}"]')
+    log = env.tmp / "serve-two.log"
+    proc = subprocess.Popen([IDEM, "serve", "--addr", "127.0.0.1:0", "--mcp-gateway", f"pay={guard}", *env.db_args()],
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT, env={**os.environ, **env.env()})
+    env.processes.append(proc)  # type: ignore[arg-type]
+    wait_for(lambda: re.search(r"listening on (http://[0-9.:]+)", log.read_text()) is not None or proc.poll() is not None)
+    found = re.search(r"listening on (http://[0-9.:]+)", log.read_text())
+    assert found, log.read_text()[-2000:]
+    url = found.group(1) + "/mcp/gateways/pay"
+
+    async def call(tenant: str, model_key: str) -> object:
+        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {tenants[tenant]}"}) as h:
+            async with streamable_http_client(url, http_client=h) as (r, w):
+                async with ClientSession(r, w) as s:
+                    await s.initialize()
+                    return await s.call_tool("complete_checkout", checkout_args("cs_T", model_key))
+
+    first = await call(alpha, "m-a")
+    assert not first.is_error, text_of(first)  # type: ignore[attr-defined]
+    alpha_order = json.loads(text_of(first))["order_id"]
+    (env.tmp / "stall").write_text("")  # beta's request never reaches the merchant
+    lost = await call(beta, "m-b")
+    idem = lost.meta["idem"]  # type: ignore[attr-defined]
+    assert lost.is_error and idem["lookup"] in ("not_executed", "unknown"), (idem, text_of(lost))  # type: ignore[attr-defined]
+    assert alpha_order not in json.dumps(lost.model_dump(mode="json")), "beta was shown alpha's order"  # type: ignore[attr-defined]
+    assert idem["key"] != first.meta["idem"]["key"]  # type: ignore[attr-defined]
+    assert [e["order_id"] for e in env.executions()] == [alpha_order]

@@ -810,8 +810,12 @@ fn export_body(
                 .await;
         }
     });
+    // Fused: a compression layer polls once more after the end (gzip and
+    // br writing their trailer), and an unfused unfold panics there.
     let chunks =
-        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+        futures_util::StreamExt::fuse(futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|c| (c, rx))
+        }));
     Ok(axum::body::Body::from_stream(chunks))
 }
 

@@ -155,5 +155,6 @@ pub async fn events(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    // Fused, as every streamed body: a layer may poll past the end.
+    Ok(Sse::new(futures_util::StreamExt::fuse(stream)).keep_alive(KeepAlive::default()))
 }
