@@ -545,38 +545,23 @@ pub async fn supersede(
     Path(raw): Path<String>,
     Form(form): Form<SupersedeForm>,
 ) -> Result<Response, ApiError> {
-    if !crate::http::guard::same_origin(&headers)
-        || !super::csrf_ok(&headers, form.csrf.as_deref())
-        || !crate::http::guard::form_token_ok(&headers, form.form_token.as_deref())
-    {
-        return Err(crate::http::guard::cross_site("supersede"));
-    }
-    let v = authorized(&state, &headers).await?;
-    let key = IdempotencyKey::try_from(raw.as_str())
-        .map_err(|_| ApiError::not_found("no action has this key"))?;
-    let l = Locale::from_tag(&form.lang).unwrap_or_default();
-    let tenant = (!form.tenant.is_empty()).then_some(form.tenant.as_str());
-    let Some(found) = find(&state, &v, tenant, &key).await? else {
-        return Err(ApiError::not_found("no action you may see has this key"));
-    };
-    let back = |what: &str| {
-        let mut q = form_urlencoded::Serializer::new(String::new());
-        q.append_pair("tenant", found.tenant.as_str());
-        q.append_pair("lang", l.tag());
-        q.append_pair(
-            if what == "superseded" {
-                "done"
-            } else {
-                "error"
-            },
-            what,
-        );
-        Redirect::to(&format!("/live/actions/{}?{}", key.as_str(), q.finish())).into_response()
-    };
+    let p = posted(
+        &state,
+        &headers,
+        &raw,
+        &form.csrf,
+        &form.form_token,
+        &form.tenant,
+        &form.lang,
+        "supersede",
+    )
+    .await?;
+    let (found, v) = (&p.found, &p.viewer);
+    let back = |what: &str| p.back("superseded", what);
     let Some((reference, action, intent)) = &found.intent else {
         return Ok(back("not_failed"));
     };
-    if intent.key != key {
+    if intent.key != p.key {
         return Ok(back("not_failed"));
     }
     let reason = form.reason.trim();
@@ -620,6 +605,68 @@ pub async fn supersede(
         Err(idem_store::Error::NotSupersedable(_)) => Ok(back("not_failed")),
         Err(idem_store::Error::Invalid(_)) => Ok(back("candidate")),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// What both forms of an action's page start from, once the post passed
+/// the cross-site checks and the monitor's access: the action as the viewer
+/// may see it, the page's language, and the way back to its page.
+struct Posted {
+    found: Found,
+    key: IdempotencyKey,
+    l: Locale,
+    viewer: Viewer,
+}
+
+/// The checks every form post of an action's page passes first: the
+/// same origin, the form tokens, the viewer's access, the key, the action.
+#[allow(clippy::too_many_arguments)] // the form's own fields, by name
+async fn posted(
+    state: &LiveState,
+    headers: &HeaderMap,
+    raw: &str,
+    csrf: &Option<String>,
+    form_token: &Option<String>,
+    tenant: &str,
+    lang: &str,
+    what: &'static str,
+) -> Result<Posted, ApiError> {
+    if !crate::http::guard::same_origin(headers)
+        || !super::csrf_ok(headers, csrf.as_deref())
+        || !crate::http::guard::form_token_ok(headers, form_token.as_deref())
+    {
+        return Err(crate::http::guard::cross_site(what));
+    }
+    let viewer = authorized(state, headers).await?;
+    let key =
+        IdempotencyKey::try_from(raw).map_err(|_| ApiError::not_found("no action has this key"))?;
+    let l = Locale::from_tag(lang).unwrap_or_default();
+    let tenant = (!tenant.is_empty()).then_some(tenant);
+    let Some(found) = find(state, &viewer, tenant, &key).await? else {
+        return Err(ApiError::not_found("no action you may see has this key"));
+    };
+    Ok(Posted {
+        found,
+        key,
+        l,
+        viewer,
+    })
+}
+
+impl Posted {
+    /// 303 to the action's page, saying `what`: `done=what` when it is
+    /// `done`, else `error=what`.
+    fn back(&self, done: &str, what: &str) -> Response {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("tenant", self.found.tenant.as_str());
+        q.append_pair("lang", self.l.tag());
+        q.append_pair(if what == done { "done" } else { "error" }, what);
+        Redirect::to(&format!(
+            "/live/actions/{}?{}",
+            self.key.as_str(),
+            q.finish()
+        ))
+        .into_response()
     }
 }
 
@@ -671,34 +718,19 @@ pub async fn reconcile(
     Path(raw): Path<String>,
     Form(form): Form<ReconcileForm>,
 ) -> Result<Response, ApiError> {
-    if !crate::http::guard::same_origin(&headers)
-        || !super::csrf_ok(&headers, form.csrf.as_deref())
-        || !crate::http::guard::form_token_ok(&headers, form.form_token.as_deref())
-    {
-        return Err(crate::http::guard::cross_site("reconcile"));
-    }
-    let v = authorized(&state, &headers).await?;
-    let key = IdempotencyKey::try_from(raw.as_str())
-        .map_err(|_| ApiError::not_found("no action has this key"))?;
-    let l = Locale::from_tag(&form.lang).unwrap_or_default();
-    let tenant = (!form.tenant.is_empty()).then_some(form.tenant.as_str());
-    let Some(found) = find(&state, &v, tenant, &key).await? else {
-        return Err(ApiError::not_found("no action you may see has this key"));
-    };
-    let back = |what: &str| {
-        let mut q = form_urlencoded::Serializer::new(String::new());
-        q.append_pair("tenant", found.tenant.as_str());
-        q.append_pair("lang", l.tag());
-        q.append_pair(
-            if what == "reconciled" {
-                "done"
-            } else {
-                "error"
-            },
-            what,
-        );
-        Redirect::to(&format!("/live/actions/{}?{}", key.as_str(), q.finish())).into_response()
-    };
+    let p = posted(
+        &state,
+        &headers,
+        &raw,
+        &form.csrf,
+        &form.form_token,
+        &form.tenant,
+        &form.lang,
+        "reconcile",
+    )
+    .await?;
+    let (found, key) = (&p.found, &p.key);
+    let back = |what: &str| p.back("reconciled", what);
     let outcome = match form.outcome.as_str() {
         "completed" => {
             let r = form.response.trim();
@@ -731,7 +763,7 @@ pub async fn reconcile(
         _ => return Ok(back("outcome")),
     };
     let mut s = state.api.store.session().await?;
-    match s.reconcile(&found.tenant, &key, form.token, &outcome).await {
+    match s.reconcile(&found.tenant, key, form.token, &outcome).await {
         Ok(()) => {
             tracing::info!(tenant = %found.tenant, "action reconciled from the live monitor");
             Ok(back("reconciled"))
