@@ -85,7 +85,10 @@ async def main() -> None:
             path.write_text(guard_text(state, **kw))
             return StdioServerParameters(command=IDEM, args=[
                 "mcp", "gateway", "--guard", str(path), "--catalog", str(ACP / "catalog.toml"),
-                "--tenant", "bench", "--data-dir", str(data)], env={**env, "IDEM_LOG": "warn"})
+                "--tenant", "bench", "--data-dir", str(data)], env={**env, "IDEM_LOG": "warn",
+                # As root idem runs a command upstream as `nobody` unless
+                # named: the stand-in lives in this checkout, so root, named.
+                **({"IDEM_UPSTREAM_USER": "root"} if os.geteuid() == 0 else {})})
 
         direct = StdioServerParameters(command=sys.executable, args=[str(ACP / "merchant.py")], env=env)
         guarded = gateway("guarded", on_uncertain="lookup", lease_ms=15000, delay_ms=0)

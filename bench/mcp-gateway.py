@@ -59,7 +59,10 @@ referencia_intencao = "invoice_ref"
 """)
         direct = StdioServerParameters(command=sys.executable, args=[str(PAY)], env=env)
         gateway = StdioServerParameters(command=IDEM, args=["mcp", "gateway", "--guard", str(guard), "--tenant", "bench",
-                                                            "--data-dir", str(data)], env={**env, "IDEM_LOG": "warn"})
+                                                            "--data-dir", str(data)], env={**env, "IDEM_LOG": "warn",
+                # As root idem runs a command upstream as `nobody` unless
+                # named: the stand-in lives in this checkout, so root, named.
+                **({"IDEM_UPSTREAM_USER": "root"} if os.geteuid() == 0 else {})})
         with open(Path(tmp) / "stderr.log", "w") as log:
             async with stdio_client(direct, errlog=log) as (r1, w1), stdio_client(gateway, errlog=log) as (r2, w2):
                 async with ClientSession(r1, w1) as up, ClientSession(r2, w2) as gw:

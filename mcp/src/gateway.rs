@@ -293,12 +293,18 @@ impl Connected {
                     }
                 }
                 cmd.envs(&file.upstream_env);
-                as_user(&mut cmd, program, file.upstream_user.as_deref())?;
-                let transport = rmcp::transport::TokioChildProcess::new(cmd)
-                    .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?;
-                ().serve(transport)
-                    .await
-                    .map_err(|e| StartError::Upstream(format!("{program}: {e}")))?
+                let defaulted = as_user(&mut cmd, program, file.upstream_user.as_deref())?;
+                let hint = |e: &dyn std::fmt::Display| {
+                    match &defaulted {
+                    Some(who) => StartError::Upstream(format!(
+                        "{program}: {e} (it ran as `{who}`: idem runs as root, and runs a command upstream as `{who}` unless [upstream] user, --upstream-user or IDEM_UPSTREAM_USER names the account it may run as)"
+                    )),
+                    None => StartError::Upstream(format!("{program}: {e}")),
+                }
+                };
+                let transport =
+                    rmcp::transport::TokioChildProcess::new(cmd).map_err(|e| hint(&e))?;
+                ().serve(transport).await.map_err(|e| hint(&e))?
             }
             Upstream::Url { url, headers } => {
                 // Already installed by another client in this process: fine.
@@ -328,34 +334,46 @@ impl Connected {
     }
 }
 
+/// The account a command upstream runs as when idem runs as root and no
+/// account is named: never root's privileges by default.
+pub const ROOT_UPSTREAM_DEFAULT: &str = "nobody";
+
 /// Runs the upstream as `user` (its uid, gid and home; std drops the
 /// supplementary groups when idem is root). With no user named, a root
-/// idem says at start that the upstream shares its privileges.
+/// idem runs it as [`ROOT_UPSTREAM_DEFAULT`], and says which (the account
+/// defaulted to, for the start's error); any other idem runs it as itself.
 fn as_user(
     cmd: &mut tokio::process::Command,
     program: &str,
     user: Option<&str>,
-) -> Result<(), StartError> {
-    let Some(name) = user else {
-        if nix::unistd::geteuid().is_root() {
-            tracing::warn!(
-                upstream = program,
-                "the upstream runs as root, as idem does: it can read idem's data directory (hmac.key, idem.db). \
-                 Name another account in [upstream] user"
-            );
-        }
-        return Ok(());
+) -> Result<Option<String>, StartError> {
+    let root = nix::unistd::geteuid().is_root();
+    let (name, defaulted) = match user {
+        Some(n) => (n, false),
+        None if root => (ROOT_UPSTREAM_DEFAULT, true),
+        None => return Ok(None),
     };
     let found = nix::unistd::User::from_name(name)
         .map_err(|e| StartError::Upstream(format!("[upstream] user {name:?}: {e}")))?;
     let Some(u) = found else {
         return Err(StartError::Upstream(format!(
-            "[upstream] user {name:?}: no such user on this machine"
+            "[upstream] user {name:?}: no such user on this machine{}",
+            if defaulted {
+                " (idem runs as root, and runs a command upstream as this account unless [upstream] user, --upstream-user or IDEM_UPSTREAM_USER names another)"
+            } else {
+                ""
+            }
         )));
     };
+    if u.uid.is_root() {
+        tracing::warn!(
+            upstream = program,
+            "the upstream runs as root, as named: it can read idem's data directory (hmac.key, idem.db)"
+        );
+    }
     cmd.uid(u.uid.as_raw()).gid(u.gid.as_raw());
     cmd.env("HOME", &u.dir);
-    Ok(())
+    Ok(defaulted.then(|| name.to_owned()))
 }
 
 /// Keeps this process's memory and `/proc/<pid>/environ` (the admin token,

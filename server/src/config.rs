@@ -66,6 +66,9 @@ pub struct Config {
     /// MCP gateways to mount at `/mcp/gateways/{name}`: a name and its guard
     /// file (`--mcp-gateway NAME=FILE`).
     pub mcp_gateways: Vec<(String, PathBuf)>,
+    /// The account a mounted gateway's command upstream runs as when its
+    /// guard file names none (`--upstream-user`).
+    pub upstream_user: Option<String>,
     /// The store's clock (leases, retention, statistics): the system's, or
     /// a manual one that tests move instead of sleeping. No command-line
     /// option sets it.
@@ -105,6 +108,7 @@ impl Config {
             fixture_ttl_ms: None,
             relay: Some(RelayConfig::default()),
             mcp_gateways: Vec::new(),
+            upstream_user: None,
             clock: Arc::new(SystemClock),
         }
     }

@@ -64,8 +64,11 @@ impl Application {
         }
         let mut mcp_gateways = Vec::with_capacity(config.mcp_gateways.len());
         for (name, path) in &config.mcp_gateways {
-            let file = idem_mcp::GuardFile::load(path, &catalog)
+            let mut file = idem_mcp::GuardFile::load(path, &catalog)
                 .map_err(|e| Misconfigured(format!("--mcp-gateway {name}: {e}")))?;
+            if file.upstream_user.is_none() {
+                file.upstream_user = config.upstream_user.clone();
+            }
             // A mount shares one upstream and its credentials: it serves the
             // tenants it names, each of which must exist.
             let Some(tenants) = &file.tenants else {

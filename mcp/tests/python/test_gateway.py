@@ -39,6 +39,7 @@ class Env:
         self.ledger = tmp / "ledger.json"
         # A catalog file for guards whose actions are not built in.
         self.catalog: Path | None = None
+        self.upstream_user: str | None = "root" if os.geteuid() == 0 else None
         self.tenant = "mcp" + uuid.uuid4().hex[:10]
         self.idem("tenant", "create", self.tenant)
 
@@ -49,7 +50,12 @@ class Env:
         return args
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {"PAY_LEDGER": str(self.ledger), "IDEMPOTENCY_HMAC_KEY": SECRET, "PATH": os.environ.get("PATH", ""), **extra}
+        # As root, idem runs a command upstream as `nobody` unless told
+        # otherwise; these upstreams run from this venv (under root's home)
+        # and write into this test's folder, so they run as root, named.
+        user = {"IDEM_UPSTREAM_USER": self.upstream_user} if self.upstream_user else {}
+        return {"PAY_LEDGER": str(self.ledger), "IDEMPOTENCY_HMAC_KEY": SECRET, "PATH": os.environ.get("PATH", ""),
+                **user, **extra}
 
     def idem(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([IDEM, *args, *self.db_args()], capture_output=True, text=True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import socket
 import uuid
 import subprocess
@@ -198,6 +199,20 @@ async def test_an_upstream_run_as_another_user_cannot_read_idem_s_data(env: Env)
     assert out["uid"] != 0, out
     assert all(v.startswith("denied") or v == "missing" for v in out["reach"].values()), out["reach"]
     assert any(k.endswith("/environ") and v.startswith("denied") for k, v in out["reach"].items()), out["reach"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the default account applies to a root idem")
+async def test_a_root_idem_runs_an_upstream_as_nobody_unless_told(env: Env) -> None:
+    env.upstream_user = None  # nothing named: the default applies
+    async with env.agent(snoop_guard(env, None)) as agent:
+        out = json.loads(text_of(await agent.call_tool("snoop", {"paths": [*data_paths(env), "/proc/PARENT/environ"]})))
+    assert out["uid"] == pwd.getpwnam("nobody").pw_uid, out
+    assert all(v.startswith("denied") or v == "missing" for v in out["reach"].values()), out["reach"]
+    # An upstream nobody cannot run: refused at start, saying why and how.
+    done = subprocess.run([IDEM, *env.gateway_args(env.guard_file())], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env.env()}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "it ran as `nobody`" in done.stderr and "IDEM_UPSTREAM_USER" in done.stderr, \
+        done.stderr[-2000:]
 
 
 def test_an_unknown_upstream_user_is_refused_at_start(env: Env) -> None:

@@ -136,6 +136,10 @@ pub struct McpGatewayArgs {
     /// file's [upstream].
     #[arg(long, value_name = "URL")]
     pub upstream_url: Option<String>,
+    /// The account a command upstream runs as when its guard file names
+    /// none ([upstream] user). Unset, a root idem runs it as `nobody`.
+    #[arg(long, env = "IDEM_UPSTREAM_USER", value_name = "USER")]
+    pub upstream_user: Option<String>,
     /// Where the intent store is.
     #[command(flatten)]
     pub db: DbArgs,
@@ -551,6 +555,16 @@ pub struct ServeArgs {
     /// letters, digits or dashes.
     #[arg(long = "mcp-gateway", value_name = "NAME=FILE", value_parser = parse_gateway)]
     pub mcp_gateways: Vec<(String, PathBuf)>,
+    /// The account a mounted gateway's command upstream runs as when its
+    /// guard file names none ([upstream] user). Unset, a root idem runs it
+    /// as `nobody`.
+    #[arg(
+        long,
+        env = "IDEM_UPSTREAM_USER",
+        value_name = "USER",
+        requires = "mcp_gateways"
+    )]
+    pub upstream_user: Option<String>,
     /// The relay's pacing.
     #[command(flatten)]
     pub relay: RelayArgs,
@@ -623,6 +637,7 @@ impl ServeArgs {
                 Some(relay)
             },
             mcp_gateways: self.mcp_gateways,
+            upstream_user: self.upstream_user,
             clock: std::sync::Arc::new(idem_store::SystemClock),
         })
     }

@@ -13,7 +13,10 @@ use std::sync::Arc;
 
 pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
     let catalog = Arc::new(args.catalog.load()?);
-    let file = GuardFile::load(&args.guard, &catalog).map_err(|e| Usage(e.to_string()))?;
+    let mut file = GuardFile::load(&args.guard, &catalog).map_err(|e| Usage(e.to_string()))?;
+    if file.upstream_user.is_none() {
+        file.upstream_user = args.upstream_user.clone();
+    }
     let upstream = match (&args.upstream_command, &args.upstream_url) {
         (Some(cmd), _) => {
             let argv: Vec<String> = cmd.split_whitespace().map(str::to_owned).collect();
