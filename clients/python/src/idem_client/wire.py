@@ -163,6 +163,23 @@ class IntentResponse(_IntentResponse, total=False):
     claim: BeginResponse | None
 
 
+class _SupersedeRequest(TypedDict):
+    reason: str
+
+
+class SupersedeRequest(_SupersedeRequest, total=False):
+    candidate: Dict[str, JSONValue] | None
+
+
+class _SupersedeResponse(_IntentView):
+    superseded_key: str
+    released: bool
+
+
+class SupersedeResponse(_SupersedeResponse, total=False):
+    frozen: Dict[str, JSONValue] | None
+
+
 class ClaimRequest(TypedDict, total=False):
     lease_ms: int | None
 
@@ -232,6 +249,8 @@ SCHEMAS: Dict[str, type] = {
     "RenewResponse": RenewResponse,
     "IntentView": IntentView,
     "IntentResponse": IntentResponse,
+    "SupersedeRequest": SupersedeRequest,
+    "SupersedeResponse": SupersedeResponse,
     "PreviousAttemptDoc": PreviousAttemptDoc,
     "BeginResponse/claimed": BeginClaimed,
     "BeginResponse/completed": BeginCompleted,
