@@ -117,6 +117,7 @@ impl Application {
             ),
             max_outcome_bytes: config.max_outcome_bytes,
             mcp_gateways,
+            attempts: Default::default(),
         });
         // The access rule follows the configured address (an unspecified
         // 0.0.0.0 is not loopback even when the port is picked later).

@@ -152,15 +152,25 @@ impl Store {
         // every other writer of this process: an autocommit statement
         // would wait in SQLite's busy handler instead, where writers that
         // hand the lock to each other can starve it.
+        //
+        // The row is this instance's own, so no instance's probe waits on
+        // another's; the two no-row updates take the locks every write of
+        // an intent or an action takes, so a table locked against writes
+        // (`LOCK TABLE`, a migration) is seen as what it is.
+        let chore = format!("readiness:{}", self.inner.instance);
+        let bound = within.as_millis().max(1).to_string();
         let probe = async {
             let now = self.now_ms();
             let mut tx = self.transaction().await?;
-            on!(tx.take_chore_lease(
-                crate::tenants::ADMIN_SCOPE,
-                "readiness",
-                &self.inner.instance,
-                now,
-                now
+            on!(tx.bound_probe(&bound))?;
+            on!(tx.touch_readiness(crate::tenants::ADMIN_SCOPE, &chore, now))?;
+            on!(tx.probe_table(
+                crate::sql::admin::PROBE_INTENTS,
+                crate::tenants::ADMIN_SCOPE
+            ))?;
+            on!(tx.probe_table(
+                crate::sql::admin::PROBE_ACTIONS,
+                crate::tenants::ADMIN_SCOPE
             ))?;
             tx.commit().await
         };
@@ -170,8 +180,10 @@ impl Store {
                 tracing::warn!(error = ?e, "readiness: the store could not write");
                 Err(why_unwritable(&e).to_owned())
             }
+            // On SQLite the likeliest cause is another writer holding the
+            // file's lock (the probe waits in its busy handler).
             Err(_) => Err(format!(
-                "a write did not finish within {} s",
+                "a write did not finish within {} s (a table or the database is locked by another writer, or the store is too slow to write now)",
                 within.as_secs_f32()
             )),
         }
@@ -216,6 +228,9 @@ impl Store {
             report.unresolved_kept +=
                 on!(s.count_unresolved_past(tenant.as_str(), now - r.action_ms))?;
         }
+        // Readiness rows of instances that stopped probing a day ago.
+        report.batches += 1;
+        on!(s.purge_readiness(crate::tenants::ADMIN_SCOPE, now - 86_400_000))?;
         // Ended sessions are of no use to anyone: gone at once. Few rows per
         // scope (a login each), so one statement per scope.
         for scope in on!(s.tenants_in(crate::sql::admin::SESSION_TENANTS))? {
@@ -336,9 +351,12 @@ fn why_unwritable(e: &Error) -> &'static str {
         _ => None,
     };
     let code = db.and_then(|d| d.code()).map(|c| c.into_owned());
+    // SQLite's codes are numbers, and so are many of PostgreSQL's
+    // SQLSTATEs (57014, 53100): ask the error which database said it.
+    let sqlite = db.is_some_and(|d| d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some());
     match code.as_deref() {
         // SQLite's primary result codes (extended ones share the low byte).
-        Some(c) if c.parse::<i32>().is_ok() => match c.parse::<i32>().unwrap_or(0) & 0xff {
+        Some(c) if sqlite => match c.parse::<i32>().unwrap_or(0) & 0xff {
             5 | 6 => "the database is locked: another writer holds it",
             8 => "the database is read-only",
             13 => "the disk is full",
@@ -347,6 +365,8 @@ fn why_unwritable(e: &Error) -> &'static str {
         },
         Some("25006") => "the database is read-only (a standby, or in recovery)",
         Some("53100") => "the disk is full",
+        Some("55P03") => "a table is locked against writes (LOCK TABLE, a migration)",
+        Some("57014") => "a write did not finish in time",
         Some(c) if c.starts_with("08") || c.starts_with("57") => "the database is unreachable",
         Some(_) => "the database refused a write",
         None => match e {

@@ -436,6 +436,18 @@ async fn a_claim_asked_again_by_its_attempt_gets_the_same_token(h: &H) {
         h.store.begin_action(t, &a, &k(41), lease).await.unwrap(),
         Begin::InFlight { .. }
     ));
+    // A renewal proves the holder has its token: the id is spent, and
+    // whoever asks with it now is another holder.
+    let mut s = h.store.session().await.unwrap();
+    s.renew(t, &k(41), 1, lease).await.unwrap();
+    drop(s);
+    assert!(matches!(
+        h.store
+            .begin_attempt(t, &a, &k(41), lease, Some("w-1"))
+            .await
+            .unwrap(),
+        Begin::InFlight { .. }
+    ));
     // Another tenant's attempt of the same name holds nothing here.
     let other = h.tenant("outra-loja");
     assert!(matches!(
@@ -1399,10 +1411,47 @@ async fn every_replaced_attempt_is_kept_and_the_intent_found_by_key(h: &H) {
         seen,
         [
             (1, 1, "failed", Some("provider timeout")),
+            // The failure before it is attempt 1's, never read as 2's.
             (2, 2, "expired", None)
         ]
     );
     assert_eq!(replaced[1].lease_until_ms, Some(T0 + 11_000));
+    // A new attempt starts with no error of its own.
+    assert_eq!(s.action(&h.tenant, &key).await.unwrap().error, None);
+    // Attempt 3 is marked uncertain with what its worker saw; attempt 4
+    // takes over and is marked with another reason: the first evidence
+    // stays in the history beside the later one.
+    s.mark_uncertain(
+        &h.tenant,
+        &key,
+        3,
+        "the provider acted; its answer was 2000000 bytes",
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        s.begin_action(&h.tenant, &pix_action(), &key, lease)
+            .await
+            .unwrap(),
+        Begin::Uncertain { token: 4, .. }
+    ));
+    s.mark_uncertain(
+        &h.tenant,
+        &key,
+        4,
+        "uncertain: the client has no reconcile function",
+    )
+    .await
+    .unwrap();
+    let replaced = s.replaced_attempts(&h.tenant, &key).await.unwrap();
+    assert_eq!(
+        replaced[2].error.as_deref(),
+        Some("the provider acted; its answer was 2000000 bytes")
+    );
+    assert_eq!(
+        s.action(&h.tenant, &key).await.unwrap().error.as_deref(),
+        Some("uncertain: the client has no reconcile function")
+    );
     // Another tenant sees none of it.
     let other = h.tenant("someone-else");
     assert!(s.replaced_attempts(&other, &key).await.unwrap().is_empty());
@@ -1415,13 +1464,13 @@ async fn every_replaced_attempt_is_kept_and_the_intent_found_by_key(h: &H) {
     assert_eq!(intent.payload, recorded.payload);
     assert!(s.intent_by_key(&h.tenant, &k(99)).await.unwrap().is_none());
     // Settled, then past retention: the attempts go with the action.
-    s.complete(&h.tenant, &key, 3, "{}").await.unwrap();
+    s.complete(&h.tenant, &key, 4, "{}").await.unwrap();
     drop(s);
     h.clock.advance(Duration::from_secs(8 * 86_400));
     let report = h.store.purge(100).await.unwrap();
     assert_eq!(
         (report.actions, report.action_attempts),
-        (1, 2),
+        (1, 3),
         "{report:?}"
     );
     let mut s = h.store.session().await.unwrap();

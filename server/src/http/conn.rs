@@ -49,10 +49,15 @@ pub struct ConnLimits {
     /// Connections served at once; further ones wait in the kernel's
     /// accept queue until one closes.
     pub max_connections: usize,
-    /// Connections one client address may hold at once (0: a quarter of
-    /// `max_connections`); one past it is closed as soon as it is accepted,
-    /// so one address cannot take every slot. Behind a proxy every client
-    /// shares the proxy's address: set it to `max_connections` there.
+    /// Connections one client address may hold at once, and requests it
+    /// may have in flight at once (HTTP/2 streams count like connections:
+    /// one connection's 64 streams are no way around it). 0: a quarter of
+    /// `max_connections` for remote addresses, and no share for loopback
+    /// ones, where every local process has the same address and a share
+    /// would let one of them lock out every other. One connection past it
+    /// is closed as soon as it is accepted; one request past it is
+    /// answered 429. Behind a proxy every client shares the proxy's
+    /// address: set it to `max_connections` there.
     pub max_per_address: usize,
     /// How long one request may take, from its headers to its response's
     /// head, before the client gets 503 with the outcome unknown: the
@@ -70,13 +75,20 @@ pub struct ConnLimits {
 }
 
 impl ConnLimits {
-    /// The connections one address may hold: `max_per_address`, or a
-    /// quarter of the connections when it is 0; at least one.
+    /// The connections (and requests in flight) one address may hold:
+    /// `max_per_address`, or a quarter of the connections when it is 0;
+    /// at least one.
     pub fn per_address(&self) -> usize {
         match self.max_per_address {
             0 => (self.max_connections / 4).max(1),
             n => n,
         }
+    }
+
+    /// [`Self::per_address`] for `ip`: none for a loopback address unless
+    /// the operator set `max_per_address`.
+    pub fn share_of(&self, ip: std::net::IpAddr) -> Option<usize> {
+        (self.max_per_address != 0 || !is_loopback(ip)).then(|| self.per_address())
     }
 
     /// The feed streams allowed at once: `max_feeds`, at most a quarter of
@@ -126,7 +138,8 @@ pub async fn serve(
         .max_header_list_size(64 * 1024);
     let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let by_address = PerAddress::new(limits.per_address());
+    let by_address = PerAddress::default();
+    let requests_by_address = PerAddress::default();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -150,7 +163,8 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some(held) = by_address.take(remote.ip()) else {
+        let share = limits.share_of(remote.ip());
+        let Some(held) = by_address.take(remote.ip(), share) else {
             tracing::debug!(%remote, "closing a connection: its address holds its share of the connections already");
             continue;
         };
@@ -159,14 +173,26 @@ pub async fn serve(
         let requests = Requests::new();
         let router = router.clone();
         let counted = requests.clone();
-        let service =
-            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        let in_flight = requests_by_address.clone();
+        let service = hyper::service::service_fn(
+            move |mut req: hyper::Request<hyper::body::Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(remote));
                 let running = counted.start();
                 let requests = counted.clone();
-                let res = router.clone().oneshot(req.map(axum::body::Body::new));
+                // Requests in flight count against the address like
+                // connections: an HTTP/2 connection's streams included.
+                let slot = in_flight.take(remote.ip(), share);
+                let res = slot
+                    .is_some()
+                    .then(|| router.clone().oneshot(req.map(axum::body::Body::new)));
                 async move {
-                    let res = res.await?;
+                    let res = match res {
+                        Some(res) => res.await?,
+                        None => {
+                            tracing::debug!(%remote, "refusing a request: its address has its share of requests in flight");
+                            too_many_in_flight(share.unwrap_or(0))
+                        }
+                    };
                     // The request counts until its response's last byte
                     // (or until hyper drops the body: a reset stream).
                     Ok::<_, std::convert::Infallible>(res.map(|b| {
@@ -175,10 +201,12 @@ pub async fn serve(
                             waiting: requests.body_mark(),
                             since: requests.ended.clone(),
                             _running: running,
+                            _slot: slot,
                         })
                     }))
                 }
-            });
+            },
+        );
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
         let conn = graceful.watch(conn.into_owned());
         tokio::spawn(async move {
@@ -240,32 +268,26 @@ async fn watchdog(requests: &Requests, bytes: &Activity, limits: ConnLimits) -> 
     }
 }
 
-/// How many connections each client address holds, against a cap.
-#[derive(Clone)]
+/// How many connections (or requests) each client address holds.
+#[derive(Clone, Default)]
 struct PerAddress {
-    cap: usize,
     held: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
 }
 
-/// One connection's place in its address's count, given back on drop.
+/// One connection's (or request's) place in its address's count, given
+/// back on drop.
 struct AddressSlot {
     of: PerAddress,
     ip: std::net::IpAddr,
 }
 
 impl PerAddress {
-    fn new(cap: usize) -> Self {
-        Self {
-            cap: cap.max(1),
-            held: Arc::default(),
-        }
-    }
-
-    /// A place for one more connection from `ip`, unless it holds its cap.
-    fn take(&self, ip: std::net::IpAddr) -> Option<AddressSlot> {
+    /// A place for one more from `ip`, unless it holds `cap` already
+    /// (`None`: no cap, counted all the same).
+    fn take(&self, ip: std::net::IpAddr, cap: Option<usize>) -> Option<AddressSlot> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let n = held.entry(ip).or_insert(0);
-        if *n >= self.cap {
+        if cap.is_some_and(|cap| *n >= cap.max(1)) {
             return None;
         }
         *n += 1;
@@ -377,6 +399,8 @@ struct Counted {
     waiting: Arc<AtomicU64>,
     since: Activity,
     _running: Running,
+    /// The request's place in its address's share, when it has one.
+    _slot: Option<AddressSlot>,
 }
 
 impl hyper::body::Body for Counted {
@@ -503,6 +527,40 @@ impl AsyncWrite for Watched {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
+}
+
+/// A loopback address, IPv4-mapped IPv6 included.
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        v4 => v4.is_loopback(),
+    }
+}
+
+/// 429 for a request past its address's share of requests in flight: the
+/// problem document `error` writes for a rate limit, written here because
+/// this leaf answers before any route (and so below `error`).
+fn too_many_in_flight(share: usize) -> axum::response::Response {
+    let body = serde_json::json!({
+        "type": "urn:idem:problem:rate-limited",
+        "title": "Too many requests",
+        "status": 429,
+        "detail": format!("this address has {share} requests in flight, its share of the server (--max-connections-per-address); retry after Retry-After seconds"),
+    });
+    let mut res = axum::response::Response::new(axum::body::Body::from(body.to_string()));
+    *res.status_mut() = axum::http::StatusCode::TOO_MANY_REQUESTS;
+    let h = res.headers_mut();
+    h.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/problem+json"),
+    );
+    h.insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    res
 }
 
 /// The client's address, where the connection loop recorded it (tests that

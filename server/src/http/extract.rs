@@ -51,6 +51,11 @@ async fn tenant_of(store: &Store, headers: &axum::http::HeaderMap) -> Result<Ten
 pub async fn authenticate(State(store): State<Store>, mut req: Request, next: Next) -> Response {
     match tenant_of(&store, req.headers()).await {
         Ok(t) => {
+            // Its write turn is the tenant's from now on (taken once the
+            // body has arrived).
+            if let Some(ticket) = req.extensions().get::<super::turns::Ticket>() {
+                ticket.for_tenant(t.0.as_str());
+            }
             // The bare id too, for handlers outside this crate (the MCP
             // transport hands request extensions to idem-mcp's tools).
             req.extensions_mut().insert(t.0.clone());

@@ -33,19 +33,13 @@ pub struct HostRule {
     /// How long a request may take before it is answered 503 with its
     /// outcome unknown (`--request-timeout`; `None`: no bound).
     pub deadline: Option<std::time::Duration>,
-    /// Writes running to their end at once ([`run_to_end`]), shared by
-    /// every request: a write whose client went away still holds its
-    /// permit until it ends, so clients that time out and retry cannot
-    /// pile up work faster than the store does it.
-    pub writes: Arc<tokio::sync::Semaphore>,
+    /// Writes running to their end at once ([`run_to_end`]), shared
+    /// fairly by tenants and anonymous visitors ([`super::turns`]): a write
+    /// whose client went away still holds its turn until it ends, so
+    /// clients that time out and retry cannot pile up work faster than
+    /// the store does it.
+    pub turns: Arc<super::turns::Turns>,
 }
-
-/// Writes that run at once, every client together (see
-/// [`HostRule::writes`]): well above what the store's pool runs at once
-/// (8 SQLite, 32 PostgreSQL connections by default), so it never slows a
-/// store that keeps up, and low enough that a backlog of abandoned writes
-/// drains within a second or so.
-pub const WRITES_AT_ONCE: usize = 256;
 
 impl Default for HostRule {
     fn default() -> Self {
@@ -67,7 +61,7 @@ impl HostRule {
             allowed,
             open_monitor: open,
             deadline: None,
-            writes: Arc::new(tokio::sync::Semaphore::new(WRITES_AT_ONCE)),
+            turns: super::turns::Turns::new(super::turns::TURNS),
         }
     }
 
@@ -500,18 +494,19 @@ pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next:
         }
     });
     let res = match rule.deadline {
-        None => run_to_end(&rule.writes, next, req).await,
-        Some(limit) => match tokio::time::timeout(limit, run_to_end(&rule.writes, next, req)).await
-        {
-            Ok(res) => res,
-            Err(_) => {
-                tracing::error!(
-                    limit_ms = limit.as_millis() as u64,
-                    "request timed out (--request-timeout); its outcome is unknown"
-                );
-                super::error::ApiError::timed_out(limit).into_response()
+        None => run_to_end(&rule.turns, next, req).await,
+        Some(limit) => {
+            match tokio::time::timeout(limit, run_to_end(&rule.turns, next, req)).await {
+                Ok(res) => res,
+                Err(_) => {
+                    tracing::error!(
+                        limit_ms = limit.as_millis() as u64,
+                        "request timed out (--request-timeout); its outcome is unknown"
+                    );
+                    super::error::ApiError::timed_out(limit).into_response()
+                }
             }
-        },
+        }
     };
     let res = if api { problem_document(res) } else { res };
     with_headers(res, page)
@@ -524,27 +519,31 @@ pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next:
 /// commits or rolls back) instead of being cut at whichever await it had
 /// reached. Reads are cut where they are, which costs nothing.
 ///
-/// The task starts once it has one of the `writes` permits and keeps it to
-/// its end; a request still waiting for one has begun nothing, and is cut
-/// there like a read.
-async fn run_to_end(writes: &Arc<tokio::sync::Semaphore>, next: Next, req: Request) -> Response {
+/// The task writes only once it holds its turn ([`super::turns`]): taken
+/// when its body has arrived, after its token was checked, and kept to
+/// the task's end. Until then it has begun nothing, and it stops when its
+/// client leaves.
+async fn run_to_end(turns: &Arc<super::turns::Turns>, next: Next, req: Request) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
-    let Ok(permit) = writes.clone().acquire_owned().await else {
-        return super::error::ApiError::internal().into_response();
-    };
     // Cancelled when this future is dropped before the task has answered
     // (the client left, or the time-out): a handler that only waits can
     // stop waiting, while one that writes runs on.
     let gone = tokio_util::sync::CancellationToken::new();
-    let mut req = req;
-    req.extensions_mut()
+    let address = super::conn::client_addr(req.extensions());
+    let ticket = super::turns::Ticket::new(turns.clone(), address, gone.clone());
+    let (mut parts, body) = req.into_parts();
+    parts
+        .extensions
         .insert(idem_mcp::guarded::ClientGone(gone.clone()));
+    parts.extensions.insert(ticket.clone());
+    let body = axum::body::Body::new(super::turns::TurnBody::new(body, ticket.clone()));
+    let req = Request::from_parts(parts, body);
     let gone_on_drop = gone.drop_guard();
     let running = async move {
         let res = next.run(req).await;
-        drop(permit);
+        ticket.release();
         res
     };
     let answered = tokio::spawn(running).await;

@@ -88,6 +88,19 @@ pub struct Metrics {
     pub mcp_lookups: Family<LookupLabels, Counter>,
     /// Age of the oldest webhook message still waiting (pending or retrying).
     pub oldest_webhook: Gauge,
+    /// Whether this instance's store could write at its last readiness
+    /// probe (1) or not (0).
+    pub store_writable: Gauge,
+    /// Whether each mounted MCP gateway's upstream answers (1) or is
+    /// being started again (0).
+    pub mcp_upstream_up: Family<GatewayLabels, Gauge>,
+}
+
+/// Labels naming a mounted MCP gateway.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GatewayLabels {
+    /// The mount's name (`--mcp-gateway NAME=FILE`).
+    pub gateway: String,
 }
 
 /// Labels naming an unsettled action state.
@@ -219,6 +232,18 @@ impl Metrics {
             "Lookups the MCP gateway made to settle an unknown outcome (on_uncertain = \"lookup\"; every tenant and gateway, read from the database), by lookup tool and verdict: executed, not_executed, unknown",
             mcp_lookups.clone(),
         );
+        let store_writable = Gauge::default();
+        registry.register(
+            "store_writable",
+            "Whether this instance's store could write at its last readiness probe (1) or not (0); the reason is in the log",
+            store_writable.clone(),
+        );
+        let mcp_upstream_up = Family::<GatewayLabels, Gauge>::default();
+        registry.register(
+            "mcp_upstream_up",
+            "Whether each mounted MCP gateway's upstream answers (1) or is being started again (0); /readyz/mcp says the same",
+            mcp_upstream_up.clone(),
+        );
         let chores = Family::<ChoreLabels, Counter>::default();
         registry.register(
             "chore_runs",
@@ -257,7 +282,18 @@ impl Metrics {
             chores,
             mcp_calls,
             mcp_lookups,
+            store_writable,
+            mcp_upstream_up,
         }
+    }
+
+    /// Sets one mounted gateway's upstream gauge.
+    pub fn set_mcp_upstream(&self, gateway: &str, up: bool) {
+        self.mcp_upstream_up
+            .get_or_create(&GatewayLabels {
+                gateway: gateway.to_owned(),
+            })
+            .set(i64::from(up));
     }
 
     /// Counts one periodic chore run's outcome.

@@ -2,7 +2,7 @@
 //! [`AppState`] (tests call it directly), [`serve`] runs them.
 //!
 //! Layers, lowest first: `state`, `error`, `extract`, `sheet`,
-//! `guard`, `page`, `calculator`, `compare`, `conn`, `assets` and `metrics`
+//! `guard`, `page`, `calculator`, `compare`, `conn`, `turns`, `attempts`, `assets` and `metrics`
 //! are leaves that import no area; the areas (`v1`, `demo`, `idempotency`, `openapi`, `dashboard`,
 //! `charts`, `live`, `prices`) import only leaves (and the area they wear:
 //! `demo` wears `idempotency`, the calculator page the `live` panel); this
@@ -13,6 +13,7 @@
 //! [`page::render`]. Nothing else decides which page a path is.
 
 pub mod assets;
+pub mod attempts;
 pub mod calculator;
 pub mod charts;
 pub mod compare;
@@ -32,6 +33,7 @@ pub mod page;
 pub mod prices;
 pub mod sheet;
 pub mod state;
+pub mod turns;
 pub mod v1;
 
 use app::shell;
@@ -69,9 +71,10 @@ pub fn router(state: AppState) -> Router {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/readyz/mcp", get(mcp_health))
         .route(
             "/metrics",
-            get(serve_metrics).route_layer(from_fn_with_state(
+            get(metrics_with_probes).route_layer(from_fn_with_state(
                 state.live.access.clone(),
                 metrics_access,
             )),
@@ -177,26 +180,95 @@ async fn metrics_access(
     next.run(req).await
 }
 
-/// Ready when the store can write now ([`idem_store::Store::writable`])
-/// and every mounted MCP gateway's upstream answers: 503 with the reason
-/// otherwise. Answers within [`READY_WITHIN`].
-async fn readyz(State(api): State<ApiState>) -> (StatusCode, String) {
-    if let Some((name, _)) = api.mcp_gateways.iter().find(|(_, g)| !g.upstream_up()) {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: the upstream of MCP gateway `{name}` is down (it is being started again)"),
-        );
+/// `/metrics`, with the probes' gauges brought up to date first: the
+/// store's writability (the readiness probe's answer, shared with
+/// `/readyz` within a second) and each mounted gateway's upstream.
+async fn metrics_with_probes(State(api): State<ApiState>) -> axum::response::Response {
+    let writable = api.store.writable(READY_WITHIN).await;
+    api.metrics.store_writable.set(i64::from(writable.is_ok()));
+    for (name, gateway) in &api.mcp_gateways {
+        api.metrics.set_mcp_upstream(name, gateway.upstream_up());
     }
-    match api.store.writable(READY_WITHIN).await {
-        Ok(()) => (StatusCode::OK, "ready".into()),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}")),
+    serve_metrics(State(api.metrics.clone()), State(api.store.clone())).await
+}
+
+/// Whether a probe's caller may read why: the admin token, or a loopback
+/// visitor of an open monitor (who sees every tenant there already). Any
+/// other caller gets `ready` or `not ready`, nothing of the deployment.
+fn may_read_reasons(access: &state::LiveAccess, headers: &axum::http::HeaderMap) -> bool {
+    match &access.admin {
+        Some(admin) => extract::bearer(headers).is_ok_and(|t| admin.matches(t)),
+        None => access.open_to(headers),
     }
 }
 
-/// How long the readiness probe's write may take: within SQLite's busy
-/// timeout plus a margin, well inside the 10 s an orchestrator's probe
-/// commonly allows.
-const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(7);
+/// Ready when *this instance's* store can write now
+/// ([`idem_store::Store::writable`]): 503 otherwise. Nothing else decides
+/// it: a mounted MCP gateway whose upstream is down is one tenant's
+/// trouble, reported by `/readyz/mcp` and `/metrics`, and never pulls the
+/// instance from a load balancer for every tenant. The reason goes to the
+/// log and `/metrics` (`idem_store_writable`), and to a caller holding the
+/// admin token; anyone else reads `ready` or `not ready`. Answers within
+/// [`READY_WITHIN`].
+async fn readyz(
+    State(api): State<ApiState>,
+    State(live): State<state::LiveState>,
+    headers: axum::http::HeaderMap,
+) -> (StatusCode, String) {
+    let answer = api.store.writable(READY_WITHIN).await;
+    api.metrics.store_writable.set(i64::from(answer.is_ok()));
+    match answer {
+        Ok(()) => (StatusCode::OK, "ready".into()),
+        Err(why) if may_read_reasons(&live.access, &headers) => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}"))
+        }
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "not ready".into()),
+    }
+}
+
+/// The mounted MCP gateways' upstreams: 200 `up` when every one answers
+/// (or none is mounted), 503 `down` while one is being started again. The
+/// gateways' names go only to the admin (as [`readyz`]'s reasons); the
+/// gauge `idem_mcp_upstream_up{gateway}` carries them to `/metrics`.
+async fn mcp_health(
+    State(api): State<ApiState>,
+    State(live): State<state::LiveState>,
+    headers: axum::http::HeaderMap,
+) -> (StatusCode, String) {
+    let down: Vec<&str> = api
+        .mcp_gateways
+        .iter()
+        .filter(|(name, g)| {
+            let up = g.upstream_up();
+            api.metrics.set_mcp_upstream(name, up);
+            !up
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if down.is_empty() {
+        return (StatusCode::OK, "up".into());
+    }
+    if may_read_reasons(&live.access, &headers) {
+        let names = down
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "down: the upstream of MCP gateway {names} is down (it is being started again)"
+            ),
+        );
+    }
+    (StatusCode::SERVICE_UNAVAILABLE, "down".into())
+}
+
+/// How long the readiness probe's write may take: well under the 5 to 10
+/// s interval load balancers and orchestrators probe at, so a write that
+/// hangs (a table lock, a full disk, a replica in recovery) is seen as
+/// not ready within one probe, and a probe never overlaps the next.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Serves `router` on `listener` within `limits` until Ctrl-C or SIGTERM.
 pub async fn serve(

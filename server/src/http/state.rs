@@ -65,6 +65,8 @@ pub struct ApiParts {
     pub max_outcome_bytes: usize,
     /// The MCP gateways mounted at `/mcp/gateways/{name}`, upstreams started.
     pub mcp_gateways: Vec<(String, idem_mcp::Gateway)>,
+    /// The claims' attempt ids in use on this instance.
+    pub attempts: Arc<super::attempts::Attempts>,
 }
 
 impl ApiState {

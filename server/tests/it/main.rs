@@ -16,6 +16,7 @@ mod assets;
 mod audit;
 mod broker;
 mod cli;
+mod fairness;
 mod http;
 mod live;
 mod probe;

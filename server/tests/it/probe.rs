@@ -113,32 +113,78 @@ async fn outcomes_up_to_the_limit_are_kept_and_past_it_the_action_is_uncertain(d
     let again: Value = record_and_claim(&c, &s.base, &token, "c-1", "BIG-OVER").await;
     assert_eq!(again["claim"]["status"], "uncertain", "{again}");
 
-    // Far over: the body is not read to its end, the token is unknown, and
-    // the worker marks it itself; `uncertain` takes an error of any size.
+    // Far over, the token after the outcome (serde_json writes members in
+    // order: `response` before `token`): read on to the token without
+    // keeping the body, marked uncertain before the 413.
     let res = record_and_claim(&c, &s.base, &token, "c-1", "BIG-FAR").await;
     let key = res["key"].as_str().unwrap();
     let far = json!({"receipt": "r".repeat(limit + 128 * 1024)});
-    let refused = complete(key, &res["claim"], &far).send().await.unwrap();
-    assert_eq!(refused.status(), 413);
-    let problem: Value = refused.json().await.unwrap();
-    assert_eq!(problem["type"], "urn:idem:problem:outcome-too-large");
-    assert_eq!(problem["marked_uncertain"], false);
-    let marked = c
-        .post(s.url(&format!("/v1/actions/{key}/uncertain")))
+    let body = json!({"token": res["claim"]["token"], "response": far}).to_string();
+    assert!(
+        body.find("\"token\"").unwrap() > limit,
+        "the token is at the end"
+    );
+    let refused = c
+        .post(s.url(&format!("/v1/actions/{key}/complete")))
         .bearer_auth(&token)
-        .json(&json!({"token": res["claim"]["token"], "error": "e".repeat(limit + 1000)}))
+        .header("content-type", "application/json")
+        .body(body.clone())
         .send()
         .await
         .unwrap();
-    assert_eq!(marked.status(), 200, "{}", marked.text().await.unwrap());
-    let action: Value = marked.json().await.unwrap();
-    assert_eq!(action["state"], "uncertain");
-    let error = action["error"].as_str().unwrap();
+    assert_eq!(refused.status(), 413);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:idem:problem:outcome-too-large");
+    assert_eq!(problem["marked_uncertain"], true, "{problem}");
+    assert_eq!(problem["size"], body.len());
+    let action = get_action(&c, &s.base, &token, key).await;
+    assert_eq!(action["state"], "uncertain", "{action}");
     assert!(
-        error.len() <= limit && error.ends_with("bytes in all)"),
-        "{}",
-        error.len()
+        action["error"].as_str().unwrap().contains("it acted"),
+        "{action}"
     );
+
+    // A body with no top-level token cannot be marked: it says so.
+    let res = record_and_claim(&c, &s.base, &token, "c-1", "BIG-NOTOKEN").await;
+    let key = res["key"].as_str().unwrap();
+    let refused = c
+        .post(s.url(&format!("/v1/actions/{key}/complete")))
+        .bearer_auth(&token)
+        .json(&json!({"response": {"token": res["claim"]["token"], "receipt": "r".repeat(limit + 128 * 1024)}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 413);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["marked_uncertain"], false, "{problem}");
+    assert_eq!(
+        get_action(&c, &s.base, &token, key).await["state"],
+        "started"
+    );
+
+    // `uncertain` takes an error of any size, kept cut and saying how long
+    // it was: over the limit, and far over it.
+    for (n, size) in [(0, limit + 1000), (1, limit + 256 * 1024)] {
+        let res = record_and_claim(&c, &s.base, &token, "c-1", &format!("BIG-ERR-{n}")).await;
+        let key = res["key"].as_str().unwrap();
+        let marked = c
+            .post(s.url(&format!("/v1/actions/{key}/uncertain")))
+            .bearer_auth(&token)
+            .json(&json!({"token": res["claim"]["token"], "error": "e".repeat(size)}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(marked.status(), 200, "{}", marked.text().await.unwrap());
+        let action: Value = marked.json().await.unwrap();
+        assert_eq!(action["state"], "uncertain");
+        let error = action["error"].as_str().unwrap();
+        assert!(
+            error.len() <= limit && error.ends_with(&format!("(cut: {size} bytes in all)")),
+            "{}: {}",
+            error.len(),
+            &error[error.len().saturating_sub(60)..]
+        );
+    }
 }
 
 fn intent(n: usize) -> Value {

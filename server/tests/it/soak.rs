@@ -7,7 +7,9 @@
 //! claim, begin, complete, renew, uncertain, fail, the event claim and its
 //! completion, the Idempotency-Key layer's demo charge) with a time-out
 //! drawn from 1 ms to 1 s (log-uniform, so half are under 32 ms), and
-//! `curl` processes are SIGKILLed mid-request. Then plain writes must
+//! `curl` processes are SIGKILLed mid-request, while another tenant
+//! stalls tokenless uploads, floods HTTP/2 streams and drops claims that
+//! wait. Then plain writes must
 //! answer 2xx within 2 s each, `/readyz` 200, and every action and event
 //! claim a state its machine allows.
 
@@ -171,9 +173,67 @@ async fn clients_that_give_up_anywhere_never_wedge_the_store(db: &Db) {
             killed
         })
     };
+    // Meanwhile another tenant takes every way there was to take the
+    // server from everyone: stalled uploads with no token, HTTP/2 streams
+    // by the dozen, and claims that wait (`wait_ms`) and are dropped.
+    let noisy = tenant(&s.store, "noisy").await;
+    let attacker = {
+        let (base, noisy) = (s.base.clone(), noisy.clone());
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let addr = base.trim_start_matches("http://").to_owned();
+            let mut stalled = Vec::new();
+            for i in 0..64 {
+                let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+                let head = format!(
+                    "POST /s HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\nname=stalled-{i}&"
+                );
+                sock.write_all(head.as_bytes()).await.unwrap();
+                stalled.push(sock);
+            }
+            let h2 = reqwest::Client::builder()
+                .http2_prior_knowledge()
+                .build()
+                .unwrap();
+            let body = json!({"action": "pix.cobranca", "payload": intent("NOISY-HELD"),
+                              "claim": {"lease_ms": 60000}});
+            let held: Value = h2
+                .post(format!("{base}/v1/intents"))
+                .bearer_auth(&noisy)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let key = held["key"].as_str().unwrap_or_default().to_owned();
+            let mut rng = Rng(0xFEED_F00D);
+            let mut dropped = 0u64;
+            while Instant::now() < stop {
+                let waits: Vec<_> = (0..48)
+                    .map(|_| {
+                        let req = h2
+                            .post(format!("{base}/v1/actions/{key}/begin"))
+                            .bearer_auth(&noisy)
+                            .json(&json!({"action": "pix.cobranca", "wait_ms": 20000}))
+                            .timeout(rng.cut());
+                        tokio::spawn(async move { req.send().await.is_err() })
+                    })
+                    .collect();
+                for w in waits {
+                    dropped += u64::from(w.await.unwrap_or(false));
+                }
+            }
+            drop(stalled);
+            dropped
+        })
+    };
     for c in clients {
         c.await.unwrap();
     }
+    let dropped = attacker.await.unwrap();
+    assert!(dropped > 100, "only {dropped} waits were dropped");
     let killed = killer.await.unwrap();
     assert!(killed > 10, "only {killed} clients were killed");
     // What the clients left running ends within a second or so.
@@ -203,6 +263,8 @@ async fn clients_that_give_up_anywhere_never_wedge_the_store(db: &Db) {
     }
     let ready = c.get(s.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 200, "{}", ready.text().await.unwrap());
+    // Nothing the clients or the attacker left holds a write turn.
+    assert_eq!(s.state.hosts.turns.in_use(), 0, "write turns still held");
     // Every row is in a state its machine has.
     let bad_actions = s
         .texts(

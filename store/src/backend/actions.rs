@@ -15,7 +15,7 @@ pub(crate) struct BeginRow {
     pub prev_token: Option<i64>,
     pub prev_started_ms: Option<i64>,
     pub prev_lease_until_ms: Option<i64>,
-    pub error: Option<String>,
+    pub prev_error: Option<String>,
 }
 
 /// An action as stored.

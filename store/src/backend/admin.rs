@@ -219,6 +219,42 @@ queries! {
                 .map(|r| r.rows_affected())
         }
 
+        fn touch_readiness(c, tenant: &str, chore: &str, now: Millis) -> R<u64> {
+            sqlx::query::<Db>(q::TOUCH_READINESS)
+                .bind(tenant)
+                .bind(chore)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        /// One of the probe's no-row touches (`sql` is a `PROBE_*` statement).
+        fn probe_table(c, sql: &'static str, tenant: &str) -> R<u64> {
+            sqlx::query::<Db>(sql)
+                .bind(tenant)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
+        fn bound_probe(c, ms: &str) -> R<()> {
+            sqlx::query::<Db>(q::PROBE_BOUND)
+                .bind(ms)
+                .execute(&mut *c)
+                .await
+                .map(|_| ())
+        }
+
+        fn purge_readiness(c, tenant: &str, before: Millis) -> R<u64> {
+            sqlx::query::<Db>(q::PURGE_READINESS)
+                .bind(tenant)
+                .bind(before)
+                .execute(&mut *c)
+                .await
+                .map(|r| r.rows_affected())
+        }
+
         fn take_chore_lease(c, tenant: &str, chore: &str, holder: &str, now: Millis, until: Millis) -> R<Option<i64>> {
             sqlx::query_scalar::<Db, i64>(q::TAKE_CHORE_LEASE)
                 .bind(tenant)

@@ -200,11 +200,10 @@ impl Session {
             started_ms: row.prev_started_ms.unwrap_or_default(),
             lease_until_ms: row.prev_lease_until_ms,
             ended,
-            error: if ended == "failed" {
-                row.error.as_deref()
-            } else {
-                None
-            },
+            // What the attempt ended with, whatever the state: a failure's
+            // text, or the reason it was marked uncertain (the first
+            // evidence, kept beside later attempts' reasons).
+            error: row.prev_error.as_deref(),
             now,
         };
         on!(self.insert_action_attempt(&w))?;

@@ -500,7 +500,7 @@ fn claimed(row: BeginRow) -> Result<Begin, Error> {
             lease_until_ms,
             // Only a retry after a retryable failure carries one.
             previous_error: if row.prev_state.as_deref() == Some("failed") {
-                row.error
+                row.prev_error
             } else {
                 None
             },

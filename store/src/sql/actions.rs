@@ -20,6 +20,12 @@ on conflict (tenant_id, idem_key) do update set
     prev_token = a.fencing_token,
     prev_started_ms = a.started_ms,
     prev_lease_until_ms = a.lease_until_ms,
+    -- What the replaced attempt ended with (a failure's text, the reason
+    -- it was marked uncertain) moves to `prev_error` and the history: the
+    -- new attempt starts with no error, so none is ever read as another
+    -- attempt's.
+    prev_error = a.error,
+    error = null,
     -- A known failure is safe to retry; an expired lease is not known to
     -- have failed, so the new holder inherits an uncertain action.
     state = case when a.state = 'failed' then 'started' else 'uncertain' end,
@@ -34,22 +40,25 @@ where ((a.state in ('started', 'uncertain') and coalesce(a.lease_until_ms, 0) <=
   -- A key names one action: a claim naming another never takes it over.
   and a.action = excluded.action
 returning state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
-    prev_started_ms, prev_lease_until_ms, error";
+    prev_started_ms, prev_lease_until_ms, prev_error";
 
     /// The claim an attempt holds, asked again by the same attempt (its
     /// first answer was lost): the same token, while its lease runs.
     pub const SELECT_HELD_CLAIM: &str = "\
 select state, fencing_token, attempts, lease_until_ms, prev_state, prev_token,
-    prev_started_ms, prev_lease_until_ms, error
+    prev_started_ms, prev_lease_until_ms, prev_error
 from actions
 where tenant_id = $1 and idem_key = $2 and attempt_id = $3
     and state in ('started', 'uncertain') and lease_until_ms > $4";
 
     /// Extends a held claim's lease. Only the current token, only while its
     /// lease still runs: a lease that ran out may have been swept or taken
-    /// over, and the holder must learn it lost the claim.
+    /// over, and the holder must learn it lost the claim. A renewal proves
+    /// the holder has its token, so it spends the claim's attempt id: from
+    /// then on nobody else asking with the id is handed the token (a
+    /// lost answer's recovery is over by then).
     pub const RENEW_ACTION: &str = "\
-update actions set lease_until_ms = $4, updated_ms = $5
+update actions set lease_until_ms = $4, updated_ms = $5, attempt_id = null
 where tenant_id = $1 and idem_key = $2 and fencing_token = $3
     and state in ('started', 'uncertain') and lease_until_ms > $5
 returning lease_until_ms";

@@ -212,6 +212,32 @@ on conflict (tenant_id, chore) do update set
 where c.holder = excluded.holder or c.until_ms <= $4
 returning fence";
 
+    /// The readiness probe's own row, one per instance (chore
+    /// `readiness:<instance>`), so no instance's probe waits on another's.
+    pub const TOUCH_READINESS: &str = "\
+insert into chore_leases as c (tenant_id, chore, holder, fence, until_ms)
+values ($1, $2, $2, 1, $3)
+on conflict (tenant_id, chore) do update set until_ms = excluded.until_ms";
+
+    /// The probe's touch of the intents table: an update that matches no
+    /// row (the reserved scope has no intents) but takes the same table
+    /// lock every write of an intent takes, so a lock held on the table
+    /// (`LOCK TABLE`, a migration) makes the probe wait like the writes.
+    pub const PROBE_INTENTS: &str = "\
+update intents set last_seen_ms = last_seen_ms
+where tenant_id = $1 and reference = ''";
+
+    /// As [`PROBE_INTENTS`], for the actions table.
+    pub const PROBE_ACTIONS: &str = "\
+update actions set updated_ms = updated_ms
+where tenant_id = $1 and idem_key = ''";
+
+    /// Removes the readiness rows of instances whose probe has not run
+    /// since the cutoff (instances that stopped).
+    pub const PURGE_READINESS: &str = "\
+delete from chore_leases
+where tenant_id = $1 and chore like 'readiness:%' and until_ms < $2";
+
     /// Records a deployment-wide check value under the reserved tenant; the
     /// first writer wins, later ones read what it wrote.
     pub const INSERT_DEPLOYMENT_CHECK: &str = "\
@@ -284,10 +310,27 @@ pub const TENANTS_IN_TABLES: [&str; 8] = [
 /// dialect needs one.
 pub mod pg {
     pub use super::*;
+    statements! {
+        HERE;
+
+        /// Bounds the readiness probe's transaction on the server's side
+        /// too (`$1` in ms, as text): a probe that waits on a table lock
+        /// gives up there, rather than holding a pooled connection after
+        /// the probe answered.
+        pub const PROBE_BOUND: &str = "\
+    select set_config('lock_timeout', $1, true), set_config('statement_timeout', $1, true)";
+    }
 }
 
 /// What SQLite runs: the statements above, and its own text where its
 /// dialect needs one.
 pub mod sqlite {
     pub use super::*;
+    statements! {
+        HERE;
+
+        /// SQLite has no server to bound: the write gate's wait and the
+        /// caller's time-out bound the probe.
+        pub const PROBE_BOUND: &str = "select $1";
+    }
 }

@@ -75,6 +75,8 @@ pub fn admin_statements() -> impl Iterator<Item = &'static str> {
     [
         stats::ADMIN_TOTALS,
         admin::LIST_TENANTS,
+        admin::pg::PROBE_BOUND,
+        admin::sqlite::PROBE_BOUND,
         admin::TENANT_LIST,
         admin::SESSION_TENANTS,
         admin::ADMIN_UNRESOLVED,
@@ -116,6 +118,8 @@ pub fn all() -> impl Iterator<Item = (String, &'static str)> {
         .chain(listed("live::", live::HERE))
         .chain(listed("admin::", admin::HERE))
         .chain(listed("admin::", admin::ADMIN))
+        .chain(listed("admin::pg::", admin::pg::HERE))
+        .chain(listed("admin::sqlite::", admin::sqlite::HERE))
         .chain(listed("dashboard::", dashboard::HERE))
         .chain(listed("mcp::", mcp::HERE))
         .chain(listed("mcp::", mcp::ADMIN))

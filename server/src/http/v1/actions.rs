@@ -4,6 +4,7 @@
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{ApiJson, ApiPath, Tenant};
 use crate::http::state::ApiState;
+use crate::http::turns::Waiter;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -70,6 +71,13 @@ pub(crate) struct Claim {
     lease: Duration,
     attempt_id: Option<String>,
     wait: Duration,
+}
+
+impl Claim {
+    /// The attempt id the claim names, if any.
+    pub(crate) fn attempt_id(&self) -> Option<&str> {
+        self.attempt_id.as_deref()
+    }
 }
 
 impl TryFrom<ClaimOptions> for Claim {
@@ -189,6 +197,7 @@ const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is un
 pub async fn begin_action(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
+    waiter: Waiter,
     ApiPath(raw): ApiPath<String>,
     ApiJson(req): ApiJson<BeginRequest>,
 ) -> Result<Response, ApiError> {
@@ -203,11 +212,20 @@ pub async fn begin_action(
         attempt_id: req.attempt_id,
         wait_ms: req.wait_ms,
     })?;
-    let (status, answer) = claim_action(&state, &tenant, &action, &key, &claim).await?;
+    // Held to the end of this request (see `crate::http::attempts`).
+    let attempt = state
+        .attempts
+        .seat(tenant.as_str(), claim.attempt_id.as_deref());
+    let (status, answer, in_use) =
+        claim_action(&state, &tenant, &action, &key, &claim, &attempt, &waiter).await?;
     if let BeginResponse::InFlight { lease_until_ms, .. } = answer {
         return Err(ApiError::lease_held(
             Problem::ActionInFlight,
-            "do not act: another holder's lease is running; call begin again after Retry-After seconds",
+            if in_use {
+                ATTEMPT_IN_USE
+            } else {
+                "do not act: another holder's lease is running; call begin again after Retry-After seconds"
+            },
             lease_until_ms,
             state.store.now_ms(),
         ));
@@ -221,16 +239,42 @@ pub async fn begin_action(
     Ok(res)
 }
 
+/// What `begin` says to a request whose `attempt_id` another request is
+/// using now (see [`crate::http::attempts`]).
+pub(crate) const ATTEMPT_IN_USE: &str = "do not act: another request with this attempt_id is running now. An attempt_id names one attempt of one worker: never a message id two workers share. If this is a retry of a lost answer, call begin again after Retry-After seconds";
+
 /// Claims `key` as `claim` says, waiting up to its `wait` while another
 /// holder's lease runs, and says what happened with the status `begin`
-/// answers it with (in flight: 409).
+/// answers it with (in flight: 409), and whether it was in flight because
+/// another request used its attempt id. A wait holds no write turn, and
+/// ends when the client leaves (nothing was claimed: the answer goes
+/// nowhere).
 pub(crate) async fn claim_action(
     state: &ApiState,
     tenant: &idem_core::TenantId,
     action: &ActionType,
     key: &IdempotencyKey,
     claim: &Claim,
-) -> Result<(StatusCode, BeginResponse), ApiError> {
+    attempt: &Result<Option<crate::http::attempts::Seat>, crate::http::attempts::InUse>,
+    waiter: &Waiter,
+) -> Result<(StatusCode, BeginResponse, bool), ApiError> {
+    if attempt.is_err() {
+        // Another request with this attempt id is in the server now: this
+        // one is another holder until it has ended (see
+        // `crate::http::attempts`). Not waited on: asked about again soon.
+        tracing::info!(
+            "a claim named an attempt_id another request is using now; answered in flight"
+        );
+        let lease_until_ms = state.store.now_ms() + 250;
+        return Ok((
+            StatusCode::CONFLICT,
+            BeginResponse::InFlight {
+                lease_until_ms,
+                retry_after_ms: 250,
+            },
+            true,
+        ));
+    }
     let until = tokio::time::Instant::now() + claim.wait;
     // Short first pauses: most holders finish within a provider's answer.
     let mut pause = Duration::from_millis(10);
@@ -258,10 +302,13 @@ pub(crate) async fn claim_action(
             .unwrap_or(0)
             .max(1);
         let nap = pause.min(until - now).min(Duration::from_millis(to_lease));
-        tokio::time::sleep(nap).await;
+        if waiter.nap(nap).await.is_err() {
+            tracing::debug!("a claim's client left while it waited; it claimed nothing");
+            return Err(ApiError::unavailable());
+        }
         pause = (pause * 2).min(Duration::from_millis(200));
     };
-    Ok(match begin {
+    let answer = match begin {
         Begin::Claimed {
             token,
             attempt,
@@ -321,7 +368,8 @@ pub(crate) async fn claim_action(
                 retry_after_ms: lease_until_ms.saturating_sub(state.store.now_ms()).max(0),
             },
         ),
-    })
+    };
+    Ok((answer.0, answer.1, false))
 }
 
 async fn read_action(
@@ -448,11 +496,26 @@ fn cut_to(text: &str, limit: usize) -> std::borrow::Cow<'_, str> {
     format!("{}… (cut: {} bytes in all)", &text[..end], text.len()).into()
 }
 
-/// The body of `complete`, `fail`, `reconcile` and `uncertain`: JSON like [`ApiJson`],
-/// read up to the outcome limit (`--max-outcome-bytes`) plus
+/// The body of `complete`, `fail`, `reconcile` and `uncertain`: JSON like
+/// [`ApiJson`], read up to the outcome limit (`--max-outcome-bytes`) plus
 /// [`ENVELOPE`] for the members around the outcome. A body past that is
-/// `413 outcome-too-large` without being read further.
-pub struct OutcomeJson<T>(pub T);
+/// [`Oversize`]: read on without keeping it, for its `token` (wherever it
+/// is) and the start of its `error`, so the handler can mark the action
+/// uncertain before it answers 413.
+pub struct OutcomeJson<T>(pub Result<T, Oversize>);
+
+/// What is known of a body too large to keep.
+#[derive(Debug)]
+pub struct Oversize {
+    /// Bytes read (the whole body's size when `whole`).
+    pub size: usize,
+    /// Whether the body was read to its end.
+    pub whole: bool,
+    /// Its top-level `token`, when it has one.
+    pub token: Option<i64>,
+    /// The start of its `error` member, decoded, and the member's length.
+    pub error: Option<(String, usize)>,
+}
 
 /// Room for the members around an outcome (token, outcome, retryable).
 const ENVELOPE: usize = 64 * 1024;
@@ -461,23 +524,109 @@ impl<T: serde::de::DeserializeOwned> axum::extract::FromRequest<ApiState> for Ou
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &ApiState) -> Result<Self, ApiError> {
+        use futures_util::StreamExt;
         crate::http::extract::json_only(req.headers())?;
         let limit = state.max_outcome_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit.saturating_add(ENVELOPE))
-            .await
-            .map_err(|e| {
-                let too_large = std::error::Error::source(&e)
-                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-                if too_large {
-                    ApiError::outcome_too_large(None, limit, false)
-                } else {
-                    ApiError::body(
+        let cap = limit.saturating_add(ENVELOPE);
+        let ticket = req
+            .extensions()
+            .get::<crate::http::turns::Ticket>()
+            .cloned();
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        // Sized once when the length is declared: a kept outcome costs
+        // its size, not a doubling vector's slack.
+        let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(cap));
+        let mut scan: Option<super::oversize::Scan> = None;
+        let mut stream = req.into_body().into_data_stream();
+        let mut whole = true;
+        while let Some(chunk) = stream.next().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                // Past the cap with a token read: the provider acted and
+                // its worker said so; a body cut short changes nothing.
+                Err(_) if scan.as_ref().is_some_and(|s| s.token.is_some()) => {
+                    whole = false;
+                    break;
+                }
+                Err(e) => {
+                    return Err(ApiError::body(
                         axum::http::StatusCode::BAD_REQUEST,
                         format!("the body could not be read: {e}"),
-                    )
+                    ))
                 }
-            })?;
-        crate::http::extract::parse_json(&bytes).map(OutcomeJson)
+            };
+            match scan.as_mut() {
+                None if buf.len() + chunk.len() <= cap => buf.extend_from_slice(&chunk),
+                None => {
+                    let mut s = super::oversize::Scan::new(limit);
+                    s.feed(&buf);
+                    s.feed(&chunk);
+                    buf = Vec::new();
+                    scan = Some(s);
+                }
+                Some(s) => s.feed(&chunk),
+            }
+            if scan.as_ref().is_some_and(super::oversize::Scan::has_enough) {
+                whole = false;
+                break;
+            }
+        }
+        let Some(s) = scan else {
+            return crate::http::extract::parse_json(&buf).map(|v| OutcomeJson(Ok(v)));
+        };
+        // Read to its end, the body took its turn; stopped early, it
+        // takes it here, before the handler writes.
+        if let Some(t) = ticket {
+            t.take().await.map_err(|_| ApiError::unavailable())?;
+        }
+        let error = s.error_start().map(|e| (e, s.error_len));
+        Ok(OutcomeJson(Err(Oversize {
+            size: s.size,
+            whole,
+            token: s.token,
+            error,
+        })))
+    }
+}
+
+/// The answer to a body too large to keep: the action marked uncertain
+/// first when its token was read (`mark`: not for a reconcile, whose claim
+/// is uncertain already), then 413 saying so.
+async fn too_large(
+    state: &ApiState,
+    tenant: &idem_core::TenantId,
+    key: &IdempotencyKey,
+    big: Oversize,
+    mark: bool,
+) -> ApiError {
+    let limit = state.max_outcome_bytes;
+    let size = big.whole.then_some(big.size);
+    let (Some(token), true) = (big.token, mark) else {
+        return ApiError::outcome_too_large(size, limit, false);
+    };
+    let size_said = if big.whole {
+        format!("{} bytes", big.size)
+    } else {
+        format!("over {} bytes", big.size)
+    };
+    let why = format!(
+        "the provider's outcome was {size_said}, over the {limit}-byte limit (--max-outcome-bytes): it acted, but its answer could not be kept"
+    );
+    let marked = async {
+        let mut s = state.store.session().await?;
+        s.mark_uncertain(tenant, key, token, &why).await
+    }
+    .await;
+    match marked {
+        Ok(()) => {
+            state.metrics.uncertain.inc();
+            ApiError::outcome_too_large(size, limit, true)
+        }
+        Err(e) => finish_error(key, e),
     }
 }
 
@@ -560,6 +709,10 @@ pub async fn complete_action(
     OutcomeJson(req): OutcomeJson<CompleteRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
+    let req = match req {
+        Ok(r) => r,
+        Err(big) => return Err(too_large(&state, &tenant, &key, big, true).await),
+    };
     let outcome = Outcome::Completed(req.response.get().to_owned());
     finish(&state, &tenant, &key, req.token, outcome, false).await
 }
@@ -583,6 +736,10 @@ pub async fn fail_action(
     OutcomeJson(req): OutcomeJson<FailRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
+    let req = match req {
+        Ok(r) => r,
+        Err(big) => return Err(too_large(&state, &tenant, &key, big, true).await),
+    };
     let outcome = Outcome::Failed {
         error: req.error,
         retryable: req.retryable,
@@ -610,6 +767,10 @@ pub async fn reconcile_action(
     OutcomeJson(req): OutcomeJson<ReconcileRequest>,
 ) -> Result<Json<ActionResponse>, ApiError> {
     let key = key(&raw)?;
+    let req = match req {
+        Ok(r) => r,
+        Err(big) => return Err(too_large(&state, &tenant, &key, big, false).await),
+    };
     let token = req.token;
     let outcome = req.outcome()?;
     finish(&state, &tenant, &key, token, outcome, true).await
@@ -700,10 +861,37 @@ pub async fn mark_uncertain(
     let key = key(&raw)?;
     // Never refused for its size: the effect may have happened, and the
     // action must become uncertain whatever the error says. A text over
-    // the limit is kept cut, saying so.
-    let error = cut_to(&req.error, state.max_outcome_bytes);
+    // the limit is kept cut, saying so; a body too large to keep gives its
+    // token and its error's start.
+    let (token, error) = match req {
+        Ok(req) => (
+            req.token,
+            cut_to(&req.error, state.max_outcome_bytes).into_owned(),
+        ),
+        Err(big) => {
+            let Some(token) = big.token else {
+                return Err(ApiError::outcome_too_large(
+                    big.whole.then_some(big.size),
+                    state.max_outcome_bytes,
+                    false,
+                ));
+            };
+            let error = match big.error {
+                Some((mut start, len)) => {
+                    let mut end = state.max_outcome_bytes.saturating_sub(64).min(start.len());
+                    while !start.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    start.truncate(end);
+                    format!("{start}… (cut: {len} bytes in all)")
+                }
+                None => format!("(an error over {} bytes, not kept)", big.size),
+            };
+            (token, error)
+        }
+    };
     let mut s = state.store.session().await?;
-    s.mark_uncertain(&tenant, &key, req.token, &error)
+    s.mark_uncertain(&tenant, &key, token, &error)
         .await
         .map_err(|e| finish_error(&key, e))?;
     state.metrics.uncertain.inc();

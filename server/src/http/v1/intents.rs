@@ -95,12 +95,20 @@ fn refuse_reserved_members(raw: &serde_json::value::RawValue) -> Result<(), ApiE
 pub async fn record_intent(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
+    waiter: crate::http::turns::Waiter,
     ApiJson(req): ApiJson<RecordRequest>,
-) -> Result<(StatusCode, Json<IntentResponse>), ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
     // Checked before anything is written: a bad claim records nothing.
     let claim = req.claim.map(Claim::try_from).transpose()?;
     refuse_reserved_members(&req.payload)?;
     let payload = payload(&req.payload)?;
+    // Taken before the record and held to the end of this request, so two
+    // requests with one attempt id are never in the server together (see
+    // `crate::http::attempts`).
+    let attempt = state
+        .attempts
+        .seat(tenant.as_str(), claim.as_ref().and_then(Claim::attempt_id));
     let r = state
         .store
         .record_intent(&tenant, req.action.as_str(), &payload)
@@ -122,9 +130,17 @@ pub async fn record_intent(
     let (intent, reference, inserted, diverged, candidate_key) = r.into_parts();
     let claim = match claim {
         Some(c) => Some(
-            claim_action(&state, &tenant, &req.action, &intent.key, &c)
-                .await?
-                .1,
+            claim_action(
+                &state,
+                &tenant,
+                &req.action,
+                &intent.key,
+                &c,
+                &attempt,
+                &waiter,
+            )
+            .await?
+            .1,
         ),
         None => None,
     };
@@ -137,7 +153,8 @@ pub async fn record_intent(
             candidate_key: candidate_key.to_string(),
             claim,
         }),
-    ))
+    )
+        .into_response())
 }
 
 /// Reads a recorded intent without counting a delivery. A redelivered

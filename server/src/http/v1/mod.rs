@@ -5,6 +5,7 @@ pub mod actions;
 pub mod events;
 pub mod intents;
 pub mod keys;
+pub mod oversize;
 pub mod stats;
 
 use super::extract::authenticate;
