@@ -182,17 +182,13 @@ pub async fn serve(
                 // Requests in flight count against the address like
                 // connections: an HTTP/2 connection's streams included.
                 let slot = in_flight.take(remote.ip(), share);
-                let res = slot
-                    .is_some()
-                    .then(|| router.clone().oneshot(req.map(axum::body::Body::new)));
+                if slot.is_none() {
+                    tracing::debug!(%remote, "refusing a request: its address has its share of requests in flight");
+                    req.extensions_mut().insert(OverShare(share.unwrap_or(0)));
+                }
+                let res = router.clone().oneshot(req.map(axum::body::Body::new));
                 async move {
-                    let res = match res {
-                        Some(res) => res.await?,
-                        None => {
-                            tracing::debug!(%remote, "refusing a request: its address has its share of requests in flight");
-                            too_many_in_flight(share.unwrap_or(0))
-                        }
-                    };
+                    let res = res.await?;
                     // The request counts until its response's last byte
                     // (or until hyper drops the body: a reset stream).
                     Ok::<_, std::convert::Infallible>(res.map(|b| {
@@ -539,29 +535,11 @@ fn is_loopback(ip: std::net::IpAddr) -> bool {
     }
 }
 
-/// 429 for a request past its address's share of requests in flight: the
-/// problem document `error` writes for a rate limit, written here because
-/// this leaf answers before any route (and so below `error`).
-fn too_many_in_flight(share: usize) -> axum::response::Response {
-    let body = serde_json::json!({
-        "type": "urn:idem:problem:rate-limited",
-        "title": "Too many requests",
-        "status": 429,
-        "detail": format!("this address has {share} requests in flight, its share of the server (--max-connections-per-address); retry after Retry-After seconds"),
-    });
-    let mut res = axum::response::Response::new(axum::body::Body::from(body.to_string()));
-    *res.status_mut() = axum::http::StatusCode::TOO_MANY_REQUESTS;
-    let h = res.headers_mut();
-    h.insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/problem+json"),
-    );
-    h.insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from_static("1"),
-    );
-    res
-}
+/// Marks a request that came past its address's share of requests in
+/// flight: the trust boundary answers it 429 before any route runs (the
+/// answer is a problem document, which this leaf does not write).
+#[derive(Debug, Clone, Copy)]
+pub struct OverShare(pub usize);
 
 /// The client's address, where the connection loop recorded it (tests that
 /// call the router directly have none).

@@ -473,6 +473,13 @@ pub async fn boundary(State(rule): State<Arc<HostRule>>, mut req: Request, next:
     if let Some(refused) = refusal(&rule, &req) {
         return with_headers(refused.into_response(), None);
     }
+    if let Some(super::conn::OverShare(share)) = req.extensions().get::<super::conn::OverShare>() {
+        let refused = ApiError::too_many(format!(
+            "this address has {share} requests in flight, its share of the server (--max-connections-per-address); retry after Retry-After seconds"
+        ))
+        .retry_after(1);
+        return with_headers(refused.into_response(), None);
+    }
     let path = req.uri().path();
     let api = path == "/v1" || path.starts_with("/v1/");
     let page = (!api && matches!(*req.method(), Method::GET | Method::HEAD)).then(|| {
