@@ -158,6 +158,13 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
     {
         return Err(fail("only digits, `.` and `,` are allowed"));
     }
+    // Half-typed (`48,`, `48.`): the decimals the mark announces are
+    // missing, and reading it as 48 would be a guess.
+    if let Some(mark) = body.chars().last().filter(|c| matches!(c, '.' | ',')) {
+        return Err(fail(&format!(
+            "it ends in `{mark}`: type the digits after it, or leave the mark out"
+        )));
+    }
     let (dec, grp) = locale.separators();
     let has_dec = body.contains(dec);
     let has_grp = body.contains(grp);
@@ -252,6 +259,49 @@ pub fn parse_decimal_flag(input: &str, locale: Option<Locale>) -> Result<Decimal
         }
     }
     parse_decimal_any(input)
+}
+
+/// The one reader of a typed number, for every surface (the calculator's
+/// fields, the command line's flags, idem's MCP tools): as `locale` reads
+/// it, or, with no locale, as [`parse_decimal_flag`] does (a form the two
+/// locales read differently is refused with both readings).
+///
+/// `money`, the field's currency when it is an amount, adds the rule
+/// three-decimal currencies need (BHD, KWD, OMR, JOD, TND, …): one mark
+/// followed by exactly three digits (`37.125`) is a whole amount in one
+/// notation and dinars and fils in the other, and in those currencies both
+/// are everyday amounts, so where the locale reads the mark as grouping the
+/// form is refused with both readings ([`Error::AmbiguousNumber`]) rather
+/// than read a thousand times off. The same text with the locale's decimal
+/// mark (`37,125` in pt-BR) is read as typed.
+pub fn read_number(
+    input: &str,
+    locale: Option<Locale>,
+    money: Option<Currency>,
+) -> Result<Decimal, Error> {
+    let Some(l) = locale else {
+        return parse_decimal_flag(input, None);
+    };
+    if money.is_some_and(|c| c.minor_units() == 3) {
+        let body: String = input
+            .chars()
+            .filter(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ','))
+            .collect();
+        let (_, grp) = l.separators();
+        let marks: Vec<char> = body.chars().filter(|ch| matches!(ch, '.' | ',')).collect();
+        if marks == [grp] && valid_grouping(&body, grp) {
+            let reading = |l: Locale| match parse_decimal(&body, l) {
+                Ok(d) => d.normalize().to_string(),
+                Err(_) => "no number".to_owned(),
+            };
+            return Err(Error::AmbiguousNumber {
+                input: input.trim().to_owned(),
+                pt_br: reading(Locale::PtBr),
+                en_us: reading(Locale::EnUs),
+            });
+        }
+    }
+    parse_decimal(input, l)
 }
 
 #[cfg(test)]
@@ -376,6 +426,60 @@ mod tests {
             );
         }
         assert!(parse_decimal("1.23.4", pt).is_err());
+    }
+
+    #[test]
+    fn a_half_typed_number_is_refused_on_every_reading() {
+        for text in ["48,", "48.", "1.234,", "-3.", "R$ 48,"] {
+            for l in [Locale::PtBr, Locale::EnUs] {
+                let e = parse_decimal(text, l).unwrap_err().to_string();
+                assert!(e.contains("ends in"), "{text} {l:?}: {e}");
+            }
+            assert!(parse_decimal_flag(text, None).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn three_decimal_amounts_in_the_other_notation_are_refused_not_misread() {
+        let bhd = Currency::from_code("BHD").unwrap();
+        let brl = Currency::BRL;
+        let pt = Some(Locale::PtBr);
+        let en = Some(Locale::EnUs);
+        // The locale's own decimal mark: read as typed.
+        assert_eq!(read_number("37,125", pt, Some(bhd)).unwrap(), d("37.125"));
+        assert_eq!(read_number("37.125", en, Some(bhd)).unwrap(), d("37.125"));
+        assert_eq!(read_number("BD 1.250", en, Some(bhd)).unwrap(), d("1.25"));
+        // Unambiguous grouping: read.
+        assert_eq!(
+            read_number("1.234,500", pt, Some(bhd)).unwrap(),
+            d("1234.5")
+        );
+        assert_eq!(
+            read_number("1.234.567", pt, Some(bhd)).unwrap(),
+            d("1234567")
+        );
+        assert_eq!(read_number("37125", pt, Some(bhd)).unwrap(), d("37125"));
+        // The mark the locale groups with, three digits after it: refused
+        // with both readings, on both pages.
+        for (text, l) in [("37.125", pt), ("37,125", en), ("BD 37.125", pt)] {
+            match read_number(text, l, Some(bhd)).unwrap_err() {
+                Error::AmbiguousNumber { pt_br, en_us, .. } => {
+                    let mut both = [pt_br, en_us];
+                    both.sort();
+                    assert_eq!(both, ["37.125", "37125"], "{text}");
+                }
+                e => panic!("{text}: {e}"),
+            }
+        }
+        // Two-decimal money and counts keep the locale's reading.
+        assert_eq!(read_number("1.200", pt, Some(brl)).unwrap(), d("1200"));
+        assert_eq!(read_number("30.000", pt, None).unwrap(), d("30000"));
+        // No locale: the flag rule, money or not.
+        assert!(read_number("37.125", None, Some(bhd)).is_err());
+        assert_eq!(
+            read_number("37.1250", None, Some(bhd)).unwrap(),
+            d("37.125")
+        );
     }
 
     #[test]

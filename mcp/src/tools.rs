@@ -5,7 +5,10 @@
 //! names the argument, never a protocol error.
 
 use idem_core::cost::{self, CostInputs, PriceUnit, RiskInputs};
-use idem_core::locale::{format_money, format_pct, parse_decimal_flag, Currency, Locale};
+use idem_core::locale::{
+    currency_in_text, format_money, format_pct, read_marking, read_number, Currency, Locale,
+    Marking,
+};
 use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
 use idem_core::{ActionType, IdempotencyKey, TenantId};
 use idem_store::{ActionState, Outcome, Store};
@@ -504,26 +507,86 @@ fn key_arg(args: &Map<String, Value>) -> Result<IdempotencyKey, Bad> {
         .map_err(|_| Bad("argument `key`: 64 lowercase hexadecimal characters".into()))
 }
 
-/// A number argument: a JSON number or a decimal string (`"0,015"` or
-/// `"0.015"`); an ambiguous one (`"1,200"`) is refused naming both readings.
-fn number(args: &Map<String, Value>, name: &str) -> Result<Option<Decimal>, Bad> {
+/// How the estimate's string numbers are read: in `locale` when the call
+/// names one, and each amount with its currency's rule (see
+/// [`idem_core::locale::read_number`]).
+struct Reading {
+    locale: Option<Locale>,
+    price: Currency,
+    revenue: Currency,
+}
+
+impl Reading {
+    /// The currency of the amount argument `name`, if it is one.
+    fn money(&self, name: &str) -> Option<Currency> {
+        match name {
+            "price_in" | "price_out" | "price_cached" => Some(self.price),
+            "ticket" | "avg_charge" | "ops_cost" => Some(self.revenue),
+            _ => None,
+        }
+    }
+}
+
+/// A number argument: a JSON number, read as exactly the number it is; or
+/// a decimal string (`"0,015"`, `"0.015"`), read by the one reader every
+/// surface uses, in the call's `locale` when it names one (without one, a
+/// string two locales read differently, `"1,200"`, is refused naming both
+/// readings).
+fn number(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Option<Decimal>, Bad> {
     let text = match args.get(name) {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Number(n)) => {
+            let t = n.to_string();
+            return <Decimal as std::str::FromStr>::from_str(&t)
+                .or_else(|_| Decimal::from_scientific(&t))
+                .map(Some)
+                .map_err(|_| Bad(format!("argument `{name}`: {t} is out of range")));
+        }
         Some(_) => {
             return Err(Bad(format!(
                 "argument `{name}`: a number, or a decimal written as a string"
             )))
         }
     };
-    parse_decimal_flag(&text, None)
+    // A currency typed with the number: the argument's own is dropped, any
+    // other refused (never a dollar figure read as dinars).
+    let text = match r.money(name) {
+        Some(c) => match read_marking(&text, c) {
+            Marking::None(t) => t.to_owned(),
+            Marking::Matches(n) => n,
+            Marking::Other(m) => {
+                return Err(Bad(format!(
+                    "argument `{name}`: `{m}` is not the currency of `{name}`, which is in {} ({}); give the number alone or in {}",
+                    c.name(Locale::EnUs),
+                    c.code(),
+                    c.code()
+                )))
+            }
+        },
+        None if currency_in_text(&text).is_some() => {
+            return Err(Bad(format!(
+                "argument `{name}`: `{text}` carries a currency symbol, but `{name}` is not an amount of money: give the number alone"
+            )))
+        }
+        None => text,
+    };
+    read_number(&text, r.locale, r.money(name))
         .map(Some)
-        .map_err(|e| Bad(format!("argument `{name}`: {e}")))
+        .map_err(|e| match e {
+            idem_core::Error::AmbiguousNumber { .. } => Bad(format!(
+                "argument `{name}`: {e}: give it as a JSON number, or as a string in the call's `locale` with that locale's decimal mark ({})",
+                match r.money(name).filter(|c| c.minor_units() == 3) {
+                    Some(c) => format!("in {}, three decimals: pt-BR `37,125`, en-US `37.125`", c.code()),
+                    None => "pt-BR `1,5`, en-US `1.5`".to_owned(),
+                }
+            )),
+            e => Bad(format!("argument `{name}`: {e}")),
+        })
 }
 
-fn required(args: &Map<String, Value>, name: &str) -> Result<Decimal, Bad> {
-    number(args, name)?.ok_or_else(|| Bad(format!("argument `{name}` is required")))
+fn required(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Decimal, Bad> {
+    number(args, name, r)?.ok_or_else(|| Bad(format!("argument `{name}` is required")))
 }
 
 fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
@@ -579,6 +642,18 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
         )));
     }
     let zero = Decimal::ZERO;
+    let locale = match args.get("locale") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(tag)) => Some(
+            Locale::from_tag(tag).ok_or_else(|| Bad("argument `locale`: pt-BR or en-US".into()))?,
+        ),
+        Some(_) => return Err(Bad("argument `locale`: pt-BR or en-US".into())),
+    };
+    let r = Reading {
+        locale,
+        price: currency(args, "price_currency")?,
+        revenue: currency(args, "revenue_currency")?,
+    };
     let risk_parts = ["money_share", "avg_charge", "ops_cost", "claim_rate"];
     let given: Vec<&str> = risk_parts
         .iter()
@@ -588,10 +663,10 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
     let risk = match given.len() {
         0 => None,
         4 => Some(RiskInputs {
-            money_share_pct: required(args, "money_share")?,
-            avg_charge: required(args, "avg_charge")?,
-            ops_cost: required(args, "ops_cost")?,
-            claim_rate_pct: required(args, "claim_rate")?,
+            money_share_pct: required(args, "money_share", &r)?,
+            avg_charge: required(args, "avg_charge", &r)?,
+            ops_cost: required(args, "ops_cost", &r)?,
+            claim_rate_pct: required(args, "claim_rate", &r)?,
         }),
         _ => {
             let missing: Vec<&str> = risk_parts
@@ -611,22 +686,22 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
     };
     let mut s = Scenario {
         inputs: CostInputs {
-            conversations: required(args, "conversations")?,
-            tokens_in: required(args, "tokens_in")?,
-            tokens_out: required(args, "tokens_out")?,
-            price_in: required(args, "price_in")?,
-            price_out: required(args, "price_out")?,
+            conversations: required(args, "conversations", &r)?,
+            tokens_in: required(args, "tokens_in", &r)?,
+            tokens_out: required(args, "tokens_out", &r)?,
+            price_in: required(args, "price_in", &r)?,
+            price_out: required(args, "price_out", &r)?,
             price_unit,
-            ticket: required(args, "ticket")?,
-            duplicate_rate_pct: required(args, "duplicate_rate")?,
+            ticket: required(args, "ticket", &r)?,
+            duplicate_rate_pct: required(args, "duplicate_rate", &r)?,
             risk,
-            price_currency: currency(args, "price_currency")?,
-            revenue_currency: currency(args, "revenue_currency")?,
-            fx: number(args, "fx")?,
-            cached_share_pct: number(args, "cached_share")?.unwrap_or(zero),
-            price_cached: number(args, "price_cached")?.unwrap_or(zero),
-            calls_per_conversation: number(args, "calls")?.unwrap_or(Decimal::ONE),
-            dup_cache_share_pct: number(args, "dup_cache_share")?.unwrap_or(zero),
+            price_currency: r.price,
+            revenue_currency: r.revenue,
+            fx: number(args, "fx", &r)?,
+            cached_share_pct: number(args, "cached_share", &r)?.unwrap_or(zero),
+            price_cached: number(args, "price_cached", &r)?.unwrap_or(zero),
+            calls_per_conversation: number(args, "calls", &r)?.unwrap_or(Decimal::ONE),
+            dup_cache_share_pct: number(args, "dup_cache_share", &r)?.unwrap_or(zero),
         },
         ..Scenario::default()
     };
@@ -660,12 +735,7 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
     o.break_even()
         .map_err(|e| Bad(format!("argument `{}`", e).replace('-', "_")))?;
     let v = idem_core::scenario::estimate_json(&s, &o);
-    let l = match args.get("locale").and_then(Value::as_str) {
-        Some(tag) => {
-            Locale::from_tag(tag).ok_or_else(|| Bad("argument `locale`: pt-BR or en-US".into()))?
-        }
-        None => Locale::PtBr,
-    };
+    let l = r.locale.unwrap_or(Locale::PtBr);
     let c = s.inputs.revenue_currency;
     let share = o
         .waste_share_of_revenue_pct

@@ -5,7 +5,10 @@ use crate::i18n::{date_problem_text, number_hint, problem_text, wrong_currency_t
 use crate::SavedView;
 use idem_core::cost::PriceUnit;
 use idem_core::date::{format_date, read_typed_date};
-use idem_core::locale::{format_decimal, parse_decimal, read_marking, Currency, Locale, Marking};
+use idem_core::locale::{
+    format_decimal, format_money, parse_decimal, read_marking, read_number, Currency, Locale,
+    Marking,
+};
 use idem_core::scenario::{
     is_iso_date, is_model_id, parse_canonical, read_date, read_dropped_rate, Choices, Field, Kind,
     Problem, Scenario,
@@ -260,9 +263,18 @@ impl Form {
             }
             Marking::Other(_) => return Err(number_hint(l).to_owned()),
         };
-        let read = parse_decimal(&number, l)
-            .map_err(|_| number_hint(l).to_owned())
-            .and_then(|v| f.check_typed(v).map_err(problem));
+        // The one reader every surface uses: an amount in a three-decimal
+        // currency typed in the other notation (`37.125` dinars on the
+        // Portuguese page) is refused with both readings, never read a
+        // thousand times off.
+        let money = (f.kind() == Kind::Money).then_some(expected);
+        let read = match read_number(&number, Some(l), money) {
+            Err(idem_core::Error::AmbiguousNumber { .. }) => {
+                return Err(ambiguous_amount(&number, expected, l));
+            }
+            r => r.map_err(|e| half_typed(&e, l).unwrap_or_else(|| number_hint(l).to_owned())),
+        }
+        .and_then(|v| f.check_typed(v).map_err(problem));
         // Refused here but a valid number in the other language's notation
         // ("12.500" conversations on the English page): say how to write
         // it on this page, rather than a rule the person did not break.
@@ -566,6 +578,63 @@ fn other_notation_hint(f: Field, text: &str, l: Locale) -> Option<String> {
             crate::i18n::tr(l, "nesta página, escreva", "on this page, write"),
             crate::i18n::tr(l, "ou", "or"),
         )
+    })
+}
+
+/// What to say of an amount a three-decimal currency makes ambiguous
+/// (`37.125` on the Portuguese page): both readings, each written as this
+/// page writes it, and how to type the one meant.
+fn ambiguous_amount(text: &str, c: Currency, l: Locale) -> String {
+    let body: String = text
+        .chars()
+        .filter(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ','))
+        .collect();
+    let mut readings: Vec<rust_decimal::Decimal> = [Locale::PtBr, Locale::EnUs]
+        .into_iter()
+        .filter_map(|r| parse_decimal(&body, r).ok())
+        .collect();
+    readings.sort();
+    let [small, big] = readings.as_slice() else {
+        return number_hint(l).to_owned();
+    };
+    let digits = c.minor_units();
+    let typed = |d: &rust_decimal::Decimal| format_decimal(*d, l, digits, digits);
+    let shown = |d: &rust_decimal::Decimal| format_money(*d, l, c);
+    match l {
+        Locale::PtBr => format!(
+            "`{}` pode ser {} ou {}: escreva {} para {}, ou {} para {}",
+            text.trim(),
+            shown(small),
+            shown(big),
+            typed(small),
+            shown(small),
+            typed(big),
+            shown(big)
+        ),
+        Locale::EnUs => format!(
+            "`{}` could be {} or {}: write {} for {}, or {} for {}",
+            text.trim(),
+            shown(small),
+            shown(big),
+            typed(small),
+            shown(small),
+            typed(big),
+            shown(big)
+        ),
+    }
+}
+
+/// A half-typed number's own message (`48,`), in the page's language.
+fn half_typed(e: &idem_core::Error, l: Locale) -> Option<String> {
+    let idem_core::Error::Number { input, hint } = e else {
+        return None;
+    };
+    let input = input.trim();
+    hint.contains("ends in").then(|| match l {
+        Locale::PtBr => {
+            format!("`{input}` termina num separador: digite as casas depois dele, ou apague-o")
+        }
+        Locale::EnUs => format!("`{input}` ends in a mark: type the digits after it, or delete it"),
     })
 }
 

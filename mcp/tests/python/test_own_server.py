@@ -111,3 +111,37 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
         # The provider's JSON came back as the tool's structured result.
         assert replay.structured_content == {"charge_id": receipt["charge_id"]}, replay
     assert len(env.executions()) == 1
+
+
+# The corpus of number mistakes every surface runs (the page and the CLI in
+# server/tests/it/mistakes.rs): here through the official SDK.
+CORPUS = json.loads((pathlib.Path(__file__).resolve().parents[3] / "testkit" / "corpus" / "numbers.json").read_text())
+
+
+async def test_every_number_mistake_in_the_estimate(env: Env) -> None:
+    ctx = CORPUS["contexts"]["bhd"]["mcp"]
+    ran = 0
+    async with await own(env) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            for row in CORPUS["rows"]:
+                if "mcp" not in row.get("surfaces", ["mcp"]):
+                    continue
+                field = CORPUS["fields"][row["field"]]
+                args = dict(ctx)
+                args[field["mcp"]] = row["json"] if "json" in row else row["text"]
+                if row["locale"]:
+                    args["locale"] = row["locale"]
+                what = f"{row['class']} {args[field['mcp']]!r} {row['locale']}"
+                res = await s.call_tool("estimate_duplicate_cost", args)
+                if row["verdict"] == "refused":
+                    assert res.is_error, f"{what}: a figure for a refused number: {res.structured_content}"
+                    assert row["says"]["mcp"] in text_of(res), f"{what}: {text_of(res)}"
+                    assert f"`{field['mcp']}`" in text_of(res), f"{what}: {text_of(res)}"
+                else:
+                    assert not res.is_error, f"{what}: {text_of(res)}"
+                    link = res.structured_content["link"]
+                    want = f"{field['link']}={row['read_as']}"
+                    assert want in link.replace("?", "&").split("&"), f"{what}: {link}"
+                ran += 1
+    assert ran >= 20, ran

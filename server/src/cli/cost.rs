@@ -3,7 +3,7 @@
 use idem_core::cost::{self, CostInputs, CostOutputs, PriceUnit};
 use idem_core::date::{format_date_words, read_typed_date, DateProblem};
 use idem_core::locale::{
-    currency_in_text, format_decimal, parse_decimal_flag, read_marking, Currency, Locale, Marking,
+    currency_in_text, format_decimal, read_marking, read_number, Currency, Locale, Marking,
 };
 use idem_core::scenario::{Field, Kind, Problem, Scenario};
 use rust_decimal::Decimal;
@@ -141,10 +141,24 @@ fn num(
         }
     };
     let text = number.as_str();
-    parse_decimal_flag(text.trim(), locale).map_err(|e| match e {
-        idem_core::Error::AmbiguousNumber { .. } => {
+    read_number(text.trim(), locale, money).map_err(|e| match e {
+        idem_core::Error::AmbiguousNumber { .. } if locale.is_none() => {
             format!("--{flag}: {e}: say which with --locale pt-BR or --locale en")
         }
+        // With a locale, only a three-decimal currency's amount is
+        // ambiguous: its grouping mark is the other locale's decimal mark.
+        idem_core::Error::AmbiguousNumber { .. } => format!(
+            "--{flag}: {e}: in {} write the fils with this locale's decimal mark ({}), or group the thousands with three decimals after ({})",
+            money.map_or("this currency", |c| c.code()),
+            match locale {
+                Some(Locale::EnUs) => "37.125",
+                _ => "37,125",
+            },
+            match locale {
+                Some(Locale::EnUs) => "37,125.000",
+                _ => "37.125,000",
+            },
+        ),
         e => format!("--{flag}: {e}"),
     })
 }

@@ -19,6 +19,7 @@ mod cli;
 mod fairness;
 mod http;
 mod live;
+mod mistakes;
 mod probe;
 mod security;
 mod simulate;
