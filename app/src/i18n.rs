@@ -276,6 +276,13 @@ pub fn query_error_text(e: &idem_core::scenario::QueryError, l: Locale) -> Strin
             ),
             Locale::EnUs => e.to_string(),
         },
+        QueryError::Duplicate(k) => match l {
+            Locale::PtBr => format!(
+                "«{}» aparece mais de uma vez no link: deixe uma só",
+                clip(k)
+            ),
+            Locale::EnUs => e.to_string(),
+        },
     }
 }
 

@@ -167,10 +167,44 @@ impl Form {
         }
         let price_code =
             get("pc").or_else(|| get("cur").filter(|_| get("v").is_some_and(|v| v == "1")));
-        for (code, signal, bad) in [
-            (price_code, form.price_currency, form.bad_price_currency),
-            (get("rc"), form.revenue_currency, form.bad_revenue_currency),
+        // A key the link carries twice (`rc=BHD…&rc=USD`) is never read as
+        // its last value: the notice above the form says why, and what the
+        // key decides waits (a currency's figures, a field's value).
+        let all = |key: &str| -> Vec<&String> {
+            pairs
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, v)| v)
+                .collect()
+        };
+        let twice = |key: &str| {
+            let values = all(key);
+            (values.len() > 1).then(|| {
+                values
+                    .iter()
+                    .map(|v| v.chars().take(16).collect::<String>())
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            })
+        };
+        for (key, code, signal, bad) in [
+            (
+                "pc",
+                price_code,
+                form.price_currency,
+                form.bad_price_currency,
+            ),
+            (
+                "rc",
+                get("rc"),
+                form.revenue_currency,
+                form.bad_revenue_currency,
+            ),
         ] {
+            if let Some(both) = twice(key) {
+                bad.set(both);
+                continue;
+            }
             match code.map(|c| (c, Currency::from_code(c))) {
                 Some((_, Some(c))) => signal.set(c),
                 Some((code, None)) => bad.set(code.chars().take(16).collect()),
@@ -192,6 +226,10 @@ impl Form {
             form.revenue_currency.get_untracked(),
         );
         for f in Field::ALL {
+            if let Some(both) = twice(f.key()) {
+                form.text(f).set(both);
+                continue;
+            }
             if let Some(v) = get(f.key()) {
                 let text = match parse_canonical(v) {
                     Some(d) if !typed => display_text(f, d, l, currency_in(f, pc, rc)),

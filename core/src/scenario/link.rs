@@ -237,11 +237,37 @@ impl Scenario {
         parse: impl Fn(&str) -> Result<Decimal, Problem>,
     ) -> Result<Scenario, QueryError> {
         let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        // A key twice is two values for one thing (`&rc=USD` pasted after
+        // `rc=BHD` would turn dinar amounts into dollars): refused, as the
+        // API refuses a JSON member twice, never read as the last one.
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            if is_link_key(k)
+                && !matches!(*k, "lang" | "t")
+                && pairs[..i].iter().any(|(j, _)| j == k)
+            {
+                return Err(QueryError::Duplicate((*k).to_owned()));
+            }
+        }
+        // No `v` reads as version 1, as links before versions did; but a
+        // link carrying keys only version 2 has lost its `v=2` on the way
+        // (cut by hand, a chat client's preview): read as what it is, never
+        // as a version 1 link in reais.
+        let v2_only = |k: &str| {
+            matches!(k, "pc" | "rc" | "pd" | "m" | "md")
+                || (Field::from_key(k).is_some() && !v1::KEYS.iter().any(|(key, _)| *key == k))
+        };
         let version = pairs
             .iter()
             .rev()
             .find(|(k, _)| *k == "v")
-            .map_or("1", |(_, v)| *v);
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| {
+                if pairs.iter().any(|(k, _)| v2_only(k)) {
+                    VERSION
+                } else {
+                    "1"
+                }
+            });
         match version {
             "1" => v1::read(&pairs, parse),
             VERSION => Self::read_v2(&pairs, parse),
@@ -409,7 +435,7 @@ pub(crate) mod v1 {
     use super::*;
 
     /// v1's fields, in its order, by the keys it used.
-    const KEYS: [(&str, Field); 11] = [
+    pub(super) const KEYS: [(&str, Field); 11] = [
         ("c", Field::Conversations),
         ("ti", Field::TokensIn),
         ("to", Field::TokensOut),
@@ -540,6 +566,9 @@ pub enum QueryError {
     /// Some fields were refused.
     #[error("{0}")]
     Fields(Problems),
+    /// A key appears more than once.
+    #[error("`{0}` appears more than once in the link: say it once")]
+    Duplicate(String),
 }
 
 /// Reads the canonical notation: an optional `-`, digits, an optional `.`

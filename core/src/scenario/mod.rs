@@ -75,6 +75,42 @@ mod tests {
     }
 
     #[test]
+    fn a_key_twice_is_refused_never_read_as_its_last_value() {
+        for link in [
+            "v=2&tk=37.125&rc=BHD&pc=BHD&rc=USD",
+            "v=2&tk=1&tk=2",
+            "v=2&v=2",
+            "c=100&c=200",
+        ] {
+            let e = q(link).unwrap_err();
+            assert!(matches!(e, QueryError::Duplicate(_)), "{link}: {e}");
+            assert!(e.to_string().contains("more than once"), "{link}");
+        }
+        // The page's own keys may repeat without changing a figure.
+        assert!(q("v=2&lang=pt-BR&lang=en-US").is_ok());
+    }
+
+    #[test]
+    fn a_link_that_lost_its_version_is_read_as_the_version_its_keys_are() {
+        // Version 2's keys without `v=2`: read as version 2, in its
+        // currencies, never as a version 1 link in reais.
+        let s = q("tk=37.125&pc=USD&rc=BHD&px=0.376&pi=3&po=15&u=1m").unwrap();
+        assert_eq!(
+            s.inputs.revenue_currency,
+            Currency::from_code("BHD").unwrap()
+        );
+        assert_eq!(s.inputs.ticket, d("37.125"));
+        assert_eq!(
+            s,
+            q("v=2&tk=37.125&pc=USD&rc=BHD&px=0.376&pi=3&po=15&u=1m").unwrap()
+        );
+        assert_eq!(q("cs=40").unwrap(), q("v=2&cs=40").unwrap());
+        // Keys both versions have: version 1, as links before versions.
+        assert_eq!(q("tk=2&d=1").unwrap(), q("v=1&tk=2&d=1").unwrap());
+        assert_eq!(q("cur=USD&tk=2").unwrap(), q("v=1&cur=USD&tk=2").unwrap());
+    }
+
+    #[test]
     fn changed_values_are_written_canonically_and_read_back() {
         let mut s = Scenario::default();
         s.inputs.duplicate_rate_pct = d("0.50");

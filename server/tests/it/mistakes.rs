@@ -143,3 +143,46 @@ async fn every_number_mistake_on_the_page_and_the_command_line() {
     }
     assert!(page_rows >= 18 && cli_rows >= 20, "{page_rows} {cli_rows}");
 }
+
+/// Links edited by hand: a key twice is refused with a notice (422) and
+/// no figure that key decides, never read as its last value (`&rc=USD`
+/// turning dinar amounts into dollars); a link that lost its `v=2` is read
+/// as version 2 by its keys, never as a version 1 link in reais.
+#[tokio::test]
+async fn a_hand_edited_link_is_read_as_meant_or_refused_with_a_notice() {
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
+    let values = |html: &str| -> Vec<String> {
+        html.split("class=\"value\">")
+            .skip(1)
+            .map(|v| v.split('<').next().unwrap_or("").to_owned())
+            .collect()
+    };
+    let res = reqwest::get(format!(
+        "{base}/?v=2&pi=3&po=15&u=1m&pc=USD&rc=BHD&px=0.376&tk=37.125&rc=USD&lang=en-US"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 422);
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains("`rc` appears more than once in the link"),
+        "no notice"
+    );
+    let shown = values(&html);
+    assert!(
+        shown.iter().all(|v| !v.contains('$') && !v.contains("BHD")),
+        "a money figure in a currency the link named twice: {shown:?}"
+    );
+    // The same link without `v=2`: dinars, as its keys say.
+    let html = common::page(&format!(
+        "{base}/?pi=3&po=15&u=1m&pc=USD&rc=BHD&px=0.376&tk=37.125&lang=en-US"
+    ))
+    .await;
+    let shown = values(&html);
+    assert!(
+        shown.iter().any(|v| v == "BHD 1,113,750.000"),
+        "the revenue in dinars: {shown:?}"
+    );
+    assert!(!shown.iter().any(|v| v.contains("R$")), "{shown:?}");
+}
