@@ -92,11 +92,12 @@ key = held_key("h2")
 url = f"http://127.0.0.1:{port}/v1/actions/{key}/begin"
 procs = []
 for c in range(4):
-    args = ["curl", "-s", "-o", "/dev/null", "--http2-prior-knowledge", "--parallel", "--parallel-max", "64",
-            "--interface", f"127.0.0.{10 + c}"]
+    # curl's options are global: one body and its headers, 64 addresses.
+    args = ["curl", "-s", "--no-progress-meter", "--http2-prior-knowledge", "--parallel", "--parallel-max", "64",
+            "--interface", f"127.0.0.{10 + c}", "-X", "POST", "-H", f"authorization: Bearer {noisy}",
+            "-H", "content-type: application/json", "--data", '{"action":"pix.cobranca","wait_ms":20000}']
     for _ in range(64):
-        args += ["-X", "POST", "-H", f"authorization: Bearer {noisy}", "-H", "content-type: application/json",
-                 "--data", '{"action":"pix.cobranca","wait_ms":20000}', url]
+        args += ["-o", "/dev/null", url]
     procs.append(subprocess.Popen(args))
 time.sleep(1)
 measure("h2-streams")
