@@ -70,17 +70,24 @@ pub enum Rule {
     MoneyCents,
     /// A Pix destination: v1 strips punctuation, v2 writes the canonical form.
     PixKey,
+    /// Money as an integer count of its currency's smallest unit (0, 2, 3 or
+    /// 4 decimals, by ISO 4217): the currency is the action's `currency`, or
+    /// the one its `currency_field` names in the payload. Refuses a digit
+    /// below the unit and negatives, so 12.345 and 12.346 dinars are two
+    /// keys, never one.
+    MoneyMinor,
 }
 
 impl Rule {
     /// Every rule's name as written in a catalog file.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "raw_text",
         "trim",
         "trim_lower",
         "digits",
         "money_cents",
         "pix_key",
+        "money_minor",
     ];
 
     fn from_name(s: &str) -> Option<Self> {
@@ -91,6 +98,7 @@ impl Rule {
             "digits" => Rule::Digits,
             "money_cents" => Rule::MoneyCents,
             "pix_key" => Rule::PixKey,
+            "money_minor" => Rule::MoneyMinor,
             _ => return None,
         })
     }
@@ -120,6 +128,13 @@ pub struct ActionSpec {
     /// beside an uncertain action so whoever reconciles it knows whom to
     /// ask about. It never changes a key.
     pub customer: Option<String>,
+    /// The currency of the action's `money_minor` fields, when the catalog
+    /// fixes one.
+    pub currency: Option<crate::currency::Currency>,
+    /// The payload field that names the currency of the `money_minor`
+    /// fields (an ISO 4217 code), when the payload says it; one of the
+    /// key's fields, so an amount in another currency is another key.
+    pub currency_field: Option<String>,
     /// The fields, sorted by name (the canonical JSON's order).
     fields: Vec<FieldSpec>,
 }
@@ -160,6 +175,8 @@ struct RawAction {
     reference: Option<String>,
     pix_type_field: Option<String>,
     customer: Option<String>,
+    currency: Option<String>,
+    currency_field: Option<String>,
     #[serde(default)]
     fields: Vec<RawField>,
 }
@@ -242,6 +259,36 @@ impl Catalog {
                     )));
                 }
             }
+            let minor = fields.iter().any(|f| f.rule == Rule::MoneyMinor);
+            let currency = match (&a.currency, &a.currency_field, minor) {
+                (None, None, false) => None,
+                (_, _, false) => {
+                    return Err(Error::Catalog(format!(
+                        "action `{name}`: `currency` and `currency_field` are read only by the rule `money_minor`, which no field of the action names"
+                    )))
+                }
+                (None, None, true) | (Some(_), Some(_), true) => {
+                    return Err(Error::Catalog(format!(
+                        "action `{name}`: a `money_minor` field needs the currency: give `currency = \"BHD\"` (one currency for every key) or `currency_field = \"currency\"` (the payload names it), one of the two"
+                    )))
+                }
+                (Some(code), None, true) => Some(
+                    crate::currency::Currency::from_code(code).ok_or_else(|| {
+                        Error::Catalog(format!(
+                            "action `{name}`: `currency`: {}",
+                            crate::currency::not_a_currency(code)
+                        ))
+                    })?,
+                ),
+                (None, Some(field), true) => {
+                    if !fields.iter().any(|f| *f.name == **field) {
+                        return Err(Error::Catalog(format!(
+                            "action `{name}`: the currency field `{field}` must be one of its fields (an amount in another currency is another key)"
+                        )));
+                    }
+                    None
+                }
+            };
             actions.insert(
                 name,
                 ActionSpec {
@@ -250,6 +297,8 @@ impl Catalog {
                     reference,
                     pix_type_field: a.pix_type_field,
                     customer: a.customer,
+                    currency,
+                    currency_field: a.currency_field,
                     fields,
                 },
             );

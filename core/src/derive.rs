@@ -609,6 +609,86 @@ mod tests {
     }
 
     #[test]
+    fn money_minor_keys_every_digit_of_the_currency_and_refuses_below_it() {
+        let c = Catalog::from_toml(
+            r#"
+[actions."dinar.charge"]
+currency = "BHD"
+fields = [{ name = "amount", rule = "money_minor" }, { name = "referencia_intencao", rule = "trim" }]
+[actions."any.charge"]
+currency_field = "currency"
+fields = [
+  { name = "amount", rule = "money_minor" },
+  { name = "currency", rule = "trim" },
+  { name = "referencia_intencao", rule = "trim" },
+]
+"#,
+        )
+        .unwrap();
+        let t = TenantId::try_from("t").unwrap();
+        let key = |action: &str, json: &str| {
+            let p = Payload::from_json(json).unwrap();
+            deriver().derive(&c, &t, action, &p, None)
+        };
+        let dinars = |amount: &str| {
+            key(
+                "dinar.charge",
+                &format!(r#"{{"amount":{amount},"referencia_intencao":"r"}}"#),
+            )
+        };
+        // 12.345 and 12.346 dinars: two keys; the same amount spelled
+        // three ways: one.
+        let a = dinars("\"12.345\"").unwrap();
+        assert_ne!(a.key, dinars("\"12.346\"").unwrap().key);
+        assert_eq!(a.key, dinars("12.345").unwrap().key);
+        assert_eq!(a.key, dinars("\"12.3450\"").unwrap().key);
+        assert_eq!(a.normalized.get("amount"), Some("12345"));
+        // Below the fils: refused, naming the currency, never rounded.
+        let e = dinars("\"12.3456\"").unwrap_err().to_string();
+        assert!(e.contains("BHD") && e.contains("3 decimals"), "{e}");
+        assert!(dinars("\"-1\"").is_err());
+        // The currency from the payload: yen have no decimals, the UF four.
+        let any = |amount: &str, cur: &str| {
+            key(
+                "any.charge",
+                &format!(r#"{{"amount":"{amount}","currency":"{cur}","referencia_intencao":"r"}}"#),
+            )
+        };
+        assert_eq!(
+            any("1500", "JPY").unwrap().normalized.get("amount"),
+            Some("1500")
+        );
+        assert!(any("1500.5", "JPY").is_err());
+        assert_eq!(
+            any("1.2345", "CLF").unwrap().normalized.get("amount"),
+            Some("12345")
+        );
+        assert_ne!(
+            any("12.34", "USD").unwrap().key,
+            any("12.34", "EUR").unwrap().key
+        );
+        let withdrawn = any("1", "SLL").unwrap_err().to_string();
+        assert!(withdrawn.contains("SLE"), "{withdrawn}");
+        // A money_minor field needs its currency, from one place.
+        for bad in [
+            r#"[actions."a.b"]
+fields = [{ name = "amount", rule = "money_minor" }, { name = "referencia_intencao", rule = "trim" }]"#,
+            r#"[actions."a.b"]
+currency = "BHD"
+currency_field = "c"
+fields = [{ name = "amount", rule = "money_minor" }, { name = "c", rule = "trim" }, { name = "referencia_intencao", rule = "trim" }]"#,
+            r#"[actions."a.b"]
+currency_field = "c"
+fields = [{ name = "amount", rule = "money_minor" }, { name = "referencia_intencao", rule = "trim" }]"#,
+            r#"[actions."a.b"]
+currency = "HRK"
+fields = [{ name = "amount", rule = "money_minor" }, { name = "referencia_intencao", rule = "trim" }]"#,
+        ] {
+            assert!(Catalog::from_toml(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn derive_key_agrees_with_derive() {
         let c = Catalog::builtin();
         let t = TenantId::try_from("t").unwrap();

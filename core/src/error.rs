@@ -50,6 +50,17 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// The currency field of an action's `money_minor` amounts names no
+    /// current currency.
+    #[error("action `{action}`: field `{field}`: {reason}")]
+    BadCurrency {
+        /// Action type.
+        action: String,
+        /// The currency field.
+        field: String,
+        /// Why it was refused (a withdrawn code names its successor).
+        reason: String,
+    },
     /// JSON that nests deeper than [`crate::json::MAX_DEPTH`].
     #[error("{0}")]
     TooDeep(crate::json::TooDeep),
@@ -111,6 +122,13 @@ pub enum AmountError {
     BelowCent,
     /// More cents than fit in a signed 64-bit integer.
     TooLarge,
+    /// A non-zero digit below the currency's smallest unit (`money_minor`).
+    BelowMinorUnit {
+        /// The currency's code.
+        currency: String,
+        /// How many decimals its smallest unit has.
+        digits: u32,
+    },
 }
 
 impl fmt::Display for AmountError {
@@ -122,6 +140,10 @@ impl fmt::Display for AmountError {
                 f.write_str("it has a non-zero digit below the cent (idem never rounds money)")
             }
             AmountError::TooLarge => f.write_str("it is too large"),
+            AmountError::BelowMinorUnit { currency, digits } => write!(
+                f,
+                "it has a non-zero digit below {currency}'s smallest unit ({digits} decimals; idem never rounds money)"
+            ),
         }
     }
 }

@@ -30,6 +30,15 @@ impl fmt::Display for Cents {
 }
 
 fn parse_cents(text: &str) -> Result<i64, AmountError> {
+    parse_minor(text, 2)
+}
+
+/// An amount in a currency's smallest unit (`digits` decimals: 0 for the
+/// yen, 2 for the real, 3 for the dinar, 4 for the UF), read from a JSON
+/// number's or a decimal string's text: `12.345` with 3 digits is 12345.
+/// A non-zero digit below the unit is refused ([`AmountError::BelowCent`]),
+/// never rounded.
+pub fn parse_minor(text: &str, digits: u32) -> Result<i64, AmountError> {
     let bad = || AmountError::NotANumber(text.to_owned());
     let s = text.trim();
     let (negative, s) = match s.as_bytes().first() {
@@ -84,7 +93,7 @@ fn parse_cents(text: &str) -> Result<i64, AmountError> {
     if negative {
         return Err(AmountError::Negative);
     }
-    let shift = 2 + exp - frac_part.len() as i64;
+    let shift = i64::from(digits) + exp - frac_part.len() as i64;
     // Digits kept before the point moves past them; the rest must be zeros.
     let kept = if shift >= 0 {
         significant

@@ -98,6 +98,36 @@ pub fn apply<'a>(
                     reason,
                 })
         }
+        Rule::MoneyMinor => {
+            let t = match &value {
+                FieldValue::Str(s) => s.as_ref(),
+                FieldValue::Num(n) => n,
+                other => {
+                    return Err(Error::FieldType {
+                        action: spec.action.to_string(),
+                        field: field.name.to_string(),
+                        expected: "an amount (a JSON number or a decimal string)",
+                        got: other.type_name(),
+                    })
+                }
+            };
+            let currency = amount_currency(spec, payload)?;
+            crate::money::parse_minor(t, currency.minor_units())
+                .map(|n| Cow::Owned(n.to_string()))
+                .map_err(|reason| Error::BadAmount {
+                    action: spec.action.to_string(),
+                    field: field.name.to_string(),
+                    reason: match reason {
+                        crate::error::AmountError::BelowCent => {
+                            crate::error::AmountError::BelowMinorUnit {
+                                currency: currency.code().to_owned(),
+                                digits: currency.minor_units(),
+                            }
+                        }
+                        other => other,
+                    },
+                })
+        }
         Rule::PixKey => {
             let s = text(spec, field, value)?;
             match version {
@@ -114,6 +144,35 @@ pub fn apply<'a>(
                 }
             }
         }
+    }
+}
+
+/// The currency of an action's `money_minor` fields: the catalog's, or the
+/// one the payload's currency field names.
+fn amount_currency(
+    spec: &ActionSpec,
+    payload: &Payload<'_>,
+) -> Result<crate::currency::Currency, Error> {
+    if let Some(c) = spec.currency {
+        return Ok(c);
+    }
+    let field = spec.currency_field.as_deref().unwrap_or("currency");
+    let bad = |got: &'static str| Error::FieldType {
+        action: spec.action.to_string(),
+        field: field.to_owned(),
+        expected: "an ISO 4217 currency code (BHD, BRL, JPY, …)",
+        got,
+    };
+    match payload.get(field) {
+        Some(FieldValue::Str(s)) => {
+            crate::currency::Currency::from_code(py_strip(&s)).ok_or_else(|| Error::BadCurrency {
+                action: spec.action.to_string(),
+                field: field.to_owned(),
+                reason: crate::currency::not_a_currency(py_strip(&s)),
+            })
+        }
+        None | Some(FieldValue::Null) => Err(bad("nothing")),
+        Some(other) => Err(bad(other.type_name())),
     }
 }
 
