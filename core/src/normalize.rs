@@ -78,18 +78,7 @@ pub fn apply<'a>(
         Rule::Digits => text(spec, field, value)
             .map(|s| Cow::Owned(s.chars().filter(char::is_ascii_digit).collect())),
         Rule::MoneyCents => {
-            let t = match &value {
-                FieldValue::Str(s) => s.as_ref(),
-                FieldValue::Num(n) => n,
-                other => {
-                    return Err(Error::FieldType {
-                        action: spec.action.to_string(),
-                        field: field.name.to_string(),
-                        expected: "an amount (a JSON number or a decimal string)",
-                        got: other.type_name(),
-                    })
-                }
-            };
+            let t = amount_text(spec, field, &value)?;
             Cents::parse(t)
                 .map(|c| Cow::Owned(c.to_string()))
                 .map_err(|reason| Error::BadAmount {
@@ -99,18 +88,7 @@ pub fn apply<'a>(
                 })
         }
         Rule::MoneyMinor => {
-            let t = match &value {
-                FieldValue::Str(s) => s.as_ref(),
-                FieldValue::Num(n) => n,
-                other => {
-                    return Err(Error::FieldType {
-                        action: spec.action.to_string(),
-                        field: field.name.to_string(),
-                        expected: "an amount (a JSON number or a decimal string)",
-                        got: other.type_name(),
-                    })
-                }
-            };
+            let t = amount_text(spec, field, &value)?;
             let currency = amount_currency(spec, payload)?;
             crate::money::parse_minor(t, currency.minor_units())
                 .map(|n| Cow::Owned(n.to_string()))
@@ -144,6 +122,25 @@ pub fn apply<'a>(
                 }
             }
         }
+    }
+}
+
+/// An amount's text: a JSON number's, or a string's (read by the money
+/// rules, which refuse anything else).
+fn amount_text<'v>(
+    spec: &ActionSpec,
+    field: &FieldSpec,
+    value: &'v FieldValue<'_>,
+) -> Result<&'v str, Error> {
+    match value {
+        FieldValue::Str(s) => Ok(s.as_ref()),
+        FieldValue::Num(n) => Ok(n),
+        other => Err(Error::FieldType {
+            action: spec.action.to_string(),
+            field: field.name.to_string(),
+            expected: "an amount (a JSON number or a decimal string)",
+            got: other.type_name(),
+        }),
     }
 }
 

@@ -638,28 +638,20 @@ fn ambiguous_amount(text: &str, c: Currency, l: Locale) -> String {
     let digits = c.minor_units();
     let typed = |d: &rust_decimal::Decimal| format_decimal(*d, l, digits, digits);
     let shown = |d: &rust_decimal::Decimal| format_money(*d, l, c);
-    match l {
-        Locale::PtBr => format!(
-            "`{}` pode ser {} ou {}: escreva {} para {}, ou {} para {}",
-            text.trim(),
-            shown(small),
-            shown(big),
-            typed(small),
-            shown(small),
-            typed(big),
-            shown(big)
-        ),
-        Locale::EnUs => format!(
-            "`{}` could be {} or {}: write {} for {}, or {} for {}",
-            text.trim(),
-            shown(small),
-            shown(big),
-            typed(small),
-            shown(small),
-            typed(big),
-            shown(big)
-        ),
-    }
+    let (could, or, write, for_) = match l {
+        Locale::PtBr => ("pode ser", "ou", "escreva", "para"),
+        Locale::EnUs => ("could be", "or", "write", "for"),
+    };
+    format!(
+        "`{}` {could} {} {or} {}: {write} {} {for_} {}, {or} {} {for_} {}",
+        text.trim(),
+        shown(small),
+        shown(big),
+        typed(small),
+        shown(small),
+        typed(big),
+        shown(big)
+    )
 }
 
 /// A half-typed number's own message (`48,`), in the page's language.

@@ -31,6 +31,25 @@ fn intent(reference: &str) -> Value {
         "referencia_intencao": reference}})
 }
 
+/// The key of an action `token`'s tenant claims for a minute: what other
+/// claims then wait on.
+async fn held_action(s: &Srv, token: &str, reference: &str) -> String {
+    let mut body = intent(reference);
+    body["claim"] = json!({"lease_ms": 60_000});
+    let held: Value = reqwest::Client::new()
+        .post(s.url("/v1/intents"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(held["claim"]["status"], "claimed", "{held}");
+    held["key"].as_str().unwrap().to_owned()
+}
+
 /// Another tenant's plain write: its latency, after asserting it wrote.
 async fn plain_write(s: &Srv, token: &str, reference: &str) -> Duration {
     let started = Instant::now();
@@ -102,20 +121,7 @@ async fn waiters_hold_no_turn_and_stop_when_their_client_leaves(db: &Db) {
     let noisy = tenant(&s.store, "noisy").await;
     let other = tenant(&s.store, "other").await;
     let c = reqwest::Client::new();
-    let mut body = intent("HELD");
-    body["claim"] = json!({"lease_ms": 60_000});
-    let held: Value = c
-        .post(s.url("/v1/intents"))
-        .bearer_auth(&noisy)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(held["claim"]["status"], "claimed", "{held}");
-    let key = held["key"].as_str().unwrap().to_owned();
+    let key = held_action(&s, &noisy, "HELD").await;
     let wait = |cut: Duration| {
         let (url, noisy, c) = (
             s.url(&format!("/v1/actions/{key}/begin")),
@@ -283,20 +289,7 @@ async fn http2_streams_count_toward_an_address_share() {
         .http2_prior_knowledge()
         .build()
         .unwrap();
-    let c = reqwest::Client::new();
-    let mut body = intent("H2-HELD");
-    body["claim"] = json!({"lease_ms": 60_000});
-    let held: Value = c
-        .post(s.url("/v1/intents"))
-        .bearer_auth(&token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let key = held["key"].as_str().unwrap().to_owned();
+    let key = held_action(&s, &token, "H2-HELD").await;
     let streams: Vec<_> = (0..32)
         .map(|_| {
             let (h2, url, token) = (
