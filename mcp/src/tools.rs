@@ -6,8 +6,8 @@
 
 use idem_core::cost::{self, CostInputs, PriceUnit, RiskInputs};
 use idem_core::locale::{
-    currency_in_text, format_money, format_pct, read_marking, read_number, Currency, Locale,
-    Marking,
+    currency_in_text, format_count, format_money, format_pct, read_marking, read_number, Currency,
+    Locale, Marking,
 };
 use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
 use idem_core::{ActionType, IdempotencyKey, TenantId};
@@ -741,11 +741,23 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
         .waste_share_of_revenue_pct
         .map(|p| format!(" ({} of revenue)", format_pct(p, l)))
         .unwrap_or_default();
+    // A count is written as the page writes it: whole, in the locale's
+    // grouping, with the exact expected value beside it when that has
+    // decimals (12,500 × 2.5% = 312.5).
+    let n = o.duplicated_conversations;
+    let conversations = if n.fract().is_zero() {
+        format_count(n, l)
+    } else {
+        format!(
+            "{} (expected value {})",
+            format_count(n, l),
+            idem_core::locale::format_decimal(n, l, 0, n.normalize().scale())
+        )
+    };
     let text = format!(
-        "{} wasted a month on duplicated calls{share}, {} a year; {} duplicated conversations. The scenario: /?{}",
+        "{} wasted a month on duplicated calls{share}, {} a year; {conversations} duplicated conversations. The scenario: /?{}",
         format_money(o.monthly_token_waste, l, c),
         format_money(o.annual_token_waste, l, c),
-        o.duplicated_conversations,
         s.to_query()
     );
     Ok(structured(v, text))

@@ -145,3 +145,16 @@ async def test_every_number_mistake_in_the_estimate(env: Env) -> None:
                     assert want in link.replace("?", "&").split("&"), f"{what}: {link}"
                 ran += 1
     assert ran >= 20, ran
+
+
+async def test_the_estimates_sentence_writes_its_numbers_as_the_page_does(env: Env) -> None:
+    async with await own(env) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            pt = await s.call_tool("estimate_duplicate_cost", {**REFERENCE, "conversations": 123456})
+            assert "3.704 (expected value 3.703,68) duplicated conversations" in text_of(pt), text_of(pt)
+            en = await s.call_tool("estimate_duplicate_cost", {**REFERENCE, "conversations": 123456, "locale": "en-US",
+                                                               "price_in": "0.015", "price_out": "0.075", "ticket": "1.20"})
+            assert "3,704 (expected value 3,703.68) duplicated conversations" in text_of(en), text_of(en)
+            whole = await s.call_tool("estimate_duplicate_cost", REFERENCE)
+            assert "; 900 duplicated conversations" in text_of(whole), text_of(whole)
