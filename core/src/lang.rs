@@ -32,7 +32,8 @@ impl Locale {
         }
     }
 
-    pub(crate) fn separators(self) -> (char, char) {
+    /// The decimal mark and the thousands separator, in that order.
+    pub fn separators(self) -> (char, char) {
         match self {
             Locale::PtBr => (',', '.'),
             Locale::EnUs => ('.', ','),

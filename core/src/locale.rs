@@ -282,17 +282,23 @@ pub fn read_number(
     let Some(l) = locale else {
         return parse_decimal_flag(input, None);
     };
+    read_in(input, l, money)
+}
+
+/// [`read_number`] with a locale: what the calculator page links (the
+/// browser's build carries no reader it does not use).
+pub fn read_in(input: &str, l: Locale, money: Option<Currency>) -> Result<Decimal, Error> {
     if money.is_some_and(|c| c.minor_units() == 3) {
         let body: String = input
             .chars()
             .filter(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ','))
             .collect();
         let (_, grp) = l.separators();
-        let marks: Vec<char> = body.chars().filter(|ch| matches!(ch, '.' | ',')).collect();
-        if marks == [grp] && valid_grouping(&body, grp) {
+        let one_mark = body.matches(['.', ',']).count() == 1 && body.contains(grp);
+        if one_mark && valid_grouping(&body, grp) {
             let reading = |l: Locale| match parse_decimal(&body, l) {
                 Ok(d) => d.normalize().to_string(),
-                Err(_) => "no number".to_owned(),
+                Err(_) => String::new(),
             };
             return Err(Error::AmbiguousNumber {
                 input: input.trim().to_owned(),

@@ -6,8 +6,7 @@ use crate::SavedView;
 use idem_core::cost::PriceUnit;
 use idem_core::date::{format_date, read_typed_date};
 use idem_core::locale::{
-    format_decimal, format_money, parse_decimal, read_marking, read_number, Currency, Locale,
-    Marking,
+    format_decimal, parse_decimal, read_in, read_marking, Currency, Locale, Marking,
 };
 use idem_core::scenario::{
     is_iso_date, is_model_id, parse_canonical, read_date, read_dropped_rate, Choices, Field, Kind,
@@ -306,7 +305,7 @@ impl Form {
         // Portuguese page) is refused with both readings, never read a
         // thousand times off.
         let money = (f.kind() == Kind::Money).then_some(expected);
-        let read = match read_number(&number, Some(l), money) {
+        let read = match read_in(&number, l, money) {
             Err(idem_core::Error::AmbiguousNumber { .. }) => {
                 return Err(ambiguous_amount(&number, expected, l));
             }
@@ -620,38 +619,29 @@ fn other_notation_hint(f: Field, text: &str, l: Locale) -> Option<String> {
 }
 
 /// What to say of an amount a three-decimal currency makes ambiguous
-/// (`37.125` on the Portuguese page): both readings, each written as this
-/// page writes it, and how to type the one meant.
+/// (`37.125` on the Portuguese page): both readings, written as this page
+/// writes them, so the person types the one meant. Built from the text
+/// itself (the mark the page groups with, read as its decimal mark; or
+/// three decimals added), which keeps the browser's build small.
 fn ambiguous_amount(text: &str, c: Currency, l: Locale) -> String {
     let body: String = text
         .chars()
         .filter(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ','))
         .collect();
-    let mut readings: Vec<rust_decimal::Decimal> = [Locale::PtBr, Locale::EnUs]
-        .into_iter()
-        .filter_map(|r| parse_decimal(&body, r).ok())
-        .collect();
-    readings.sort();
-    let [small, big] = readings.as_slice() else {
-        return number_hint(l).to_owned();
-    };
-    let digits = c.minor_units();
-    let typed = |d: &rust_decimal::Decimal| format_decimal(*d, l, digits, digits);
-    let shown = |d: &rust_decimal::Decimal| format_money(*d, l, c);
-    let (could, or, write, for_) = match l {
-        Locale::PtBr => ("pode ser", "ou", "escreva", "para"),
-        Locale::EnUs => ("could be", "or", "write", "for"),
-    };
-    format!(
-        "`{}` {could} {} {or} {}: {write} {} {for_} {}, {or} {} {for_} {}",
-        text.trim(),
-        shown(small),
-        shown(big),
-        typed(small),
-        shown(small),
-        typed(big),
-        shown(big)
-    )
+    let (dec, grp) = l.separators();
+    let small = body.replace(grp, &dec.to_string());
+    let big = format!("{body}{dec}000");
+    let code = c.code();
+    match l {
+        Locale::PtBr => format!(
+            "`{}` pode ser {code} {small} ou {code} {big}: escreva o que quer dizer como está aqui",
+            text.trim()
+        ),
+        Locale::EnUs => format!(
+            "`{}` could be {code} {small} or {code} {big}: write the one you mean as shown here",
+            text.trim()
+        ),
+    }
 }
 
 /// A half-typed number's own message (`48,`), in the page's language.
