@@ -1173,7 +1173,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDoc"];
                 };
             };
-            /** @description `outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`), or, when the body was too large to read its token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input */
+            /** @description `outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`; the token is read wherever it is in the body, whatever its size), or, when the body had no top-level token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input */
             413: {
                 headers: {
                     [name: string]: unknown;

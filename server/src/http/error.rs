@@ -201,7 +201,7 @@ impl ApiError {
         let then = if marked {
             "the action is now uncertain (the provider acted, but its answer could not be kept): settle it on /live or with reconcile; do not treat this as bad input"
         } else {
-            "the action was not marked (its token could not be read): mark it uncertain with POST /v1/actions/{key}/uncertain; do not treat this as bad input"
+            "the action was not marked (the body has no top-level token): mark it uncertain with POST /v1/actions/{key}/uncertain; do not treat this as bad input"
         };
         Self::of(Problem::OutcomeTooLarge)
             .detail(format!(

@@ -699,7 +699,7 @@ async fn finish(
         (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
         (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "`outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`), or, when the body was too large to read its token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`; the token is read wherever it is in the body, whatever its size), or, when the body had no top-level token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn complete_action(
