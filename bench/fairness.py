@@ -74,16 +74,21 @@ measure("slow-uploads")
 for s in socks: s.close()
 time.sleep(1)
 
+def waits(key, n, timeout, first_addr):
+    """n claims of the noisy tenant waiting on `key` (wait_ms 20000), each
+    given up after `timeout` s, from four loopback addresses; started."""
+    def wait(src):
+        try:
+            post(f"/v1/actions/{key}/begin", {"action": "pix.cobranca", "wait_ms": 20000}, noisy, timeout=timeout, source=src)
+        except Exception:
+            pass
+    ts = [threading.Thread(target=wait, args=(f"127.0.0.{first_addr + i % 4}",), daemon=True) for i in range(n)]
+    [t.start() for t in ts]
+    return ts
+
 # 256 claims waiting on one held action, one tenant.
-key = held_key("wait")
-stop = threading.Event()
-def waiter(src):
-    try:
-        post(f"/v1/actions/{key}/begin", {"action": "pix.cobranca", "wait_ms": 20000}, noisy, timeout=25, source=src)
-    except Exception:
-        pass
-ts = [threading.Thread(target=waiter, args=(f"127.0.0.{6 + i % 4}",), daemon=True) for i in range(256)]
-[t.start() for t in ts]; time.sleep(0.5)
+ts = waits(held_key("wait"), 256, 25, 6)
+time.sleep(0.5)
 measure("waiters")
 [t.join() for t in ts]
 
@@ -105,13 +110,6 @@ for p in procs: p.kill(); p.wait()
 time.sleep(1)
 
 # 300 waits whose clients leave after 100 ms; measured one second later.
-key = held_key("dropped")
-def dropped(src):
-    try:
-        post(f"/v1/actions/{key}/begin", {"action": "pix.cobranca", "wait_ms": 20000}, noisy, timeout=0.1, source=src)
-    except Exception:
-        pass
-ts = [threading.Thread(target=dropped, args=(f"127.0.0.{14 + i % 4}",), daemon=True) for i in range(300)]
-[t.start() for t in ts]; [t.join() for t in ts]
+[t.join() for t in waits(held_key("dropped"), 300, 0.1, 14)]
 time.sleep(1)
 measure("dropped-waits")

@@ -50,6 +50,15 @@ async fn held_action(s: &Srv, token: &str, reference: &str) -> String {
     held["key"].as_str().unwrap().to_owned()
 }
 
+/// The slowest of ten plain writes in a row, each asserted to write.
+async fn worst_of_ten(s: &Srv, token: &str, prefix: &str) -> Duration {
+    let mut worst = Duration::ZERO;
+    for i in 0..10 {
+        worst = worst.max(plain_write(s, token, &format!("{prefix}-{i}")).await);
+    }
+    worst
+}
+
 /// Another tenant's plain write: its latency, after asserting it wrote.
 async fn plain_write(s: &Srv, token: &str, reference: &str) -> Duration {
     let started = Instant::now();
@@ -99,10 +108,7 @@ async fn slow_tokenless_uploads_take_no_write_turn(db: &Db) {
         held.push(sock);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut worst = Duration::ZERO;
-    for i in 0..10 {
-        worst = worst.max(plain_write(&s, &other, &format!("FAIR-UP-{i}")).await);
-    }
+    let worst = worst_of_ten(&s, &other, "FAIR-UP").await;
     assert!(
         worst < Duration::from_secs(1),
         "another tenant's write took {worst:?} behind stalled uploads"
@@ -141,10 +147,7 @@ async fn waiters_hold_no_turn_and_stop_when_their_client_leaves(db: &Db) {
     // 300 waits that stay: another tenant is not kept waiting by them.
     let staying: Vec<_> = (0..300).map(|_| wait(Duration::from_secs(25))).collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut worst = Duration::ZERO;
-    for i in 0..10 {
-        worst = worst.max(plain_write(&s, &other, &format!("FAIR-WAIT-{i}")).await);
-    }
+    let worst = worst_of_ten(&s, &other, "FAIR-WAIT").await;
     assert!(
         worst < Duration::from_secs(1),
         "another tenant's write took {worst:?} while 300 claims waited"

@@ -216,8 +216,16 @@ pub async fn begin_action(
     let attempt = state
         .attempts
         .seat(tenant.as_str(), claim.attempt_id.as_deref());
-    let (status, answer, in_use) =
-        claim_action(&state, &tenant, &action, &key, &claim, &attempt, &waiter).await?;
+    let (status, answer, in_use) = claim_action(
+        &state,
+        &tenant,
+        &action,
+        &key,
+        &claim,
+        attempt.is_err(),
+        &waiter,
+    )
+    .await?;
     if let BeginResponse::InFlight { lease_until_ms, .. } = answer {
         return Err(ApiError::lease_held(
             Problem::ActionInFlight,
@@ -255,10 +263,10 @@ pub(crate) async fn claim_action(
     action: &ActionType,
     key: &IdempotencyKey,
     claim: &Claim,
-    attempt: &Result<Option<crate::http::attempts::Seat>, crate::http::attempts::InUse>,
+    attempt_in_use: bool,
     waiter: &Waiter,
 ) -> Result<(StatusCode, BeginResponse, bool), ApiError> {
-    if attempt.is_err() {
+    if attempt_in_use {
         // Another request with this attempt id is in the server now: this
         // one is another holder until it has ended (see
         // `crate::http::attempts`). Not waited on: asked about again soon.

@@ -136,7 +136,7 @@ pub async fn record_intent(
                 &req.action,
                 &intent.key,
                 &c,
-                &attempt,
+                attempt.is_err(),
                 &waiter,
             )
             .await?
