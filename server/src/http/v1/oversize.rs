@@ -263,6 +263,28 @@ mod tests {
     }
 
     #[test]
+    fn hostile_bodies_are_read_in_one_pass_and_give_nothing() {
+        // Nesting two million deep (no recursion here), NUL bytes, a
+        // string that never closes, unbalanced closers: no token, no panic.
+        let deep = "[".repeat(2_000_000);
+        let nul = format!("{{\"x\": \"{}\", \"tok\u{0}en\": 7}}", "\u{0}".repeat(1000));
+        let open = format!("{{\"error\": \"{}", "e".repeat(100_000));
+        let closers = "]]]]}}}}".repeat(1000);
+        for body in [deep.as_str(), nul.as_str(), open.as_str(), closers.as_str()] {
+            let s = scan(body, 64, 4096);
+            assert_eq!(s.token, None);
+            assert_eq!(s.size, body.len());
+        }
+        // A token inside a nested object at any depth is never the body's.
+        let nested = format!(
+            "{{\"a\": {}{{\"token\": 9}}{}}}",
+            "[".repeat(1000),
+            "]".repeat(1000)
+        );
+        assert_eq!(scan(&nested, 0, 7).token, None);
+    }
+
+    #[test]
     fn the_error_is_kept_cut_and_decoded() {
         let body = r#"{"token": 3, "error": "caf\u00e9 \"quoted\" \\ end", "retryable": false}"#;
         let s = scan(body, 1_000, 5);
