@@ -22,6 +22,12 @@ pub struct Prefs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestLocale(pub Locale);
 
+/// The latest calendar day anywhere on Earth when the server rendered the
+/// page (`YYYY-MM-DD`): a rate's date may not pass it. The browser reads
+/// the same day back from `<html data-today>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Today(pub String);
+
 /// The name of the cookie that keeps the locale choice.
 pub const LOCALE_COOKIE: &str = "idem_lang";
 
@@ -307,6 +313,17 @@ pub fn currency_refusal(code: &str, l: Locale) -> String {
             w.successor,
             idem_core::date::format_date(w.since, l)
         ),
+        (None, Locale::PtBr) if idem_core::currency::fund(code).is_some() => format!(
+            "«{}» é um código de fundo ou de liquidação, não uma moeda em que se paga: {}",
+            clip(code),
+            idem_core::currency::fund(code)
+                .and_then(|f| f.paid_in)
+                .map(|c| format!("use {c}"))
+                .unwrap_or_else(|| "escolha a moeda do contrato".to_owned())
+        ),
+        (None, Locale::EnUs) if idem_core::currency::fund(code).is_some() => {
+            idem_core::currency::not_a_currency(code).replace('`', "")
+        }
         (None, Locale::PtBr) => format!("«{}» não é um código de moeda ISO 4217", clip(code)),
         (None, Locale::EnUs) => format!("“{}” is not an ISO 4217 currency code", clip(code)),
     }
@@ -353,7 +370,7 @@ pub fn wrong_currency_text(typed: &str, expected: Currency, l: Locale) -> String
 /// What is wrong with a typed date, in the reader's language, naming both
 /// readings when there are two.
 pub fn date_problem_text(p: &idem_core::date::DateProblem, l: Locale) -> String {
-    use idem_core::date::{format_date_words, DateProblem};
+    use idem_core::date::{format_date, format_date_words, DateProblem};
     match p {
         DateProblem::Ambiguous(a, b) => match l {
             Locale::PtBr => format!(
@@ -379,6 +396,15 @@ pub fn date_problem_text(p: &idem_core::date::DateProblem, l: Locale) -> String 
             "not a date: write it as 4 Dec 2026 or 2026-12-04",
         )
         .to_owned(),
+        DateProblem::AfterToday(latest) => format!(
+            "{} {}",
+            tr(
+                l,
+                "data futura: um câmbio é cotado até hoje,",
+                "a future date: a rate is quoted on or before today,"
+            ),
+            format_date(latest, l)
+        ),
     }
 }
 

@@ -124,6 +124,29 @@ fn PageData(data: PageScenarios) -> impl IntoView {
     }
 }
 
+/// The latest day a rate may be dated (`i18n::Today`): the server's, read
+/// back from `<html data-today>` in the browser; empty when unknown (no
+/// date is then refused for being in the future).
+pub fn latest_today() -> String {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<i18n::Today>()
+            .map(|t| t.0)
+            .unwrap_or_default()
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        document()
+            .document_element()
+            .and_then(|e| e.get_attribute("data-today"))
+            .unwrap_or_default()
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    {
+        String::new()
+    }
+}
+
 /// The locale this page starts in: the server's choice for the request,
 /// which the browser reads back from `<html lang>` so hydration renders the
 /// same text.
@@ -151,9 +174,10 @@ fn initial_locale() -> Locale {
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let lang = initial_locale().tag();
+    let today = latest_today();
     view! {
         <!DOCTYPE html>
-        <html lang=lang>
+        <html lang=lang data-today=today>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>

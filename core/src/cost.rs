@@ -50,12 +50,24 @@ impl PriceUnit {
 impl std::str::FromStr for PriceUnit {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "1k" | "k" | "1000" => Ok(PriceUnit::PerThousand),
-            "1m" | "m" | "1000000" => Ok(PriceUnit::PerMillion),
+        // How price lists write the unit: "per 1M tokens", "/1M", "$/MTok",
+        // "1,000,000"; the words and marks around the size say nothing.
+        let letters: String = s
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        match letters.as_str() {
+            "1k" | "k" | "1000" | "per1k" | "per1000" | "1ktokens" | "per1ktokens"
+            | "per1000tokens" | "1000tokens" | "ktok" | "1ktok" => Ok(PriceUnit::PerThousand),
+            "1m" | "m" | "1000000" | "per1m" | "per1000000" | "1mtokens" | "per1mtokens"
+            | "per1000000tokens" | "1000000tokens" | "mtok" | "1mtok" => Ok(PriceUnit::PerMillion),
             _ => Err(Error::CostInput {
                 field: "price-unit",
-                reason: format!("`{s}` is not 1k or 1m"),
+                reason: format!(
+                    "`{}` is not 1k or 1m (per 1k or per 1M tokens)",
+                    s.chars().take(16).collect::<String>()
+                ),
             }),
         }
     }

@@ -15,6 +15,36 @@ pub enum DateProblem {
     NoSuchDay,
     /// Not a date in any form this page reads.
     Unreadable,
+    /// A day that has not begun anywhere yet (the latest day on Earth is
+    /// given): a rate cannot have been quoted on it.
+    AfterToday(String),
+}
+
+/// The latest calendar day anywhere on Earth at `unix_secs` (UTC+14, the
+/// Line Islands), `YYYY-MM-DD`: a date after it has begun nowhere, while a
+/// person a day ahead of the server's clock may rightly type tomorrow.
+pub fn latest_today(unix_secs: i64) -> String {
+    // Howard Hinnant's days-to-civil, on the proleptic Gregorian calendar.
+    let z = (unix_secs + 14 * 3600).div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Refuses an ISO date after `latest` (from [`latest_today`]): the dates
+/// compare as text.
+pub fn not_after(iso: &str, latest: &str) -> Result<(), DateProblem> {
+    if !latest.is_empty() && iso > latest {
+        Err(DateProblem::AfterToday(latest.to_owned()))
+    } else {
+        Ok(())
+    }
 }
 
 const MONTHS: [[&str; 4]; 12] = [
@@ -266,6 +296,31 @@ mod tests {
             for l in [PT, EN] {
                 assert_eq!(read_typed_date(&format_date(iso, l), l).as_deref(), Ok(iso));
             }
+        }
+    }
+
+    #[test]
+    fn a_day_that_has_begun_nowhere_is_after_today() {
+        // 2026-12-06 10:00 UTC: already 2026-12-07 at UTC+14.
+        let t = 1_796_551_200;
+        assert_eq!(latest_today(t), "2026-12-07");
+        // 09:59 UTC: still the 6th at UTC+14.
+        assert_eq!(latest_today(t - 60), "2026-12-06");
+        assert_eq!(latest_today(0), "1970-01-01");
+        assert_eq!(latest_today(951_782_400), "2000-02-29");
+        assert_eq!(not_after("2026-12-07", "2026-12-07"), Ok(()));
+        assert_eq!(
+            not_after("2026-12-08", "2026-12-07"),
+            Err(DateProblem::AfterToday("2026-12-07".into()))
+        );
+        assert_eq!(not_after("2999-01-01", ""), Ok(()));
+    }
+
+    #[test]
+    fn the_reference_rates_date_is_written_as_every_date() {
+        use crate::scenario::{reference_date, reference_date_shown};
+        for l in [Locale::PtBr, Locale::EnUs] {
+            assert_eq!(format_date(reference_date(), l), reference_date_shown(l));
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::Error;
 use rust_decimal::{Decimal, RoundingStrategy};
-use std::str::FromStr;
 
 pub use crate::currency::{read_marking, Currency, Marking};
 pub use crate::lang::Locale;
@@ -138,7 +137,12 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
             format!(": {hint}")
         },
     };
-    let mut s: String = input.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut s = negatives(
+        &input
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>(),
+    );
     s = s.replace('%', "");
     if let Some(c) = currency_in_text(&s) {
         if let Marking::Matches(number) = read_marking(&s, c) {
@@ -209,7 +213,7 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
         if int.is_empty() { "0" } else { &int },
         if frac.is_empty() { "0" } else { &frac }
     );
-    Decimal::from_str(&text).map_err(|_| fail("it has too many digits"))
+    Decimal::from_str_exact(&text).map_err(|_| fail("it has too many digits"))
 }
 
 /// Reads a number written with either convention, for command-line flags:
@@ -242,7 +246,8 @@ pub fn parse_decimal_flag(input: &str, locale: Option<Locale>) -> Result<Decimal
     if let Some(l) = locale {
         return parse_decimal(input, l);
     }
-    let body = input.trim().trim_start_matches('-');
+    let signed = negatives(input.trim());
+    let body = signed.trim_start_matches('-');
     let marks: Vec<char> = body.chars().filter(|c| matches!(c, '.' | ',')).collect();
     let one_kind = marks.first().filter(|m| marks.iter().all(|c| c == *m));
     if let Some(&mark) = one_kind {
@@ -259,6 +264,36 @@ pub fn parse_decimal_flag(input: &str, locale: Option<Locale>) -> Result<Decimal
         }
     }
     parse_decimal_any(input)
+}
+
+/// A count written in thousands (`25k`, `25 mil`): its digits, so a
+/// refusal can say what to type (`25000`). Never read as the number: `k`
+/// is also a currency's sign (the kyat's, the kina's).
+pub fn thousands_shorthand(text: &str) -> Option<String> {
+    let t = text.trim();
+    let digits = t
+        .strip_suffix(['k', 'K'])
+        .or_else(|| t.strip_suffix("mil"))?
+        .trim_end();
+    (!digits.is_empty() && digits.len() <= 12 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| format!("{digits}000"))
+}
+
+/// A number as other scripts and typesetting write it: the minus sign
+/// (U+2212) and accounting parentheses `(37.125)` read as `-`, so the field
+/// says it cannot be negative instead of calling the marks a currency;
+/// Arabic-Indic digits (`٣٧`, `۳۷`), which a pasted Gulf invoice carries,
+/// read as the digits they are.
+fn negatives(s: &str) -> String {
+    let s: String = s.chars().map(crate::currency::ascii_digit).collect();
+    match s.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        Some(inner) => {
+            let mut negative = String::from("-");
+            negative.push_str(inner.trim());
+            negative
+        }
+        None => s,
+    }
 }
 
 /// The one reader of a typed number, for every surface (the calculator's
@@ -288,14 +323,25 @@ pub fn read_number(
 /// [`read_number`] with a locale: what the calculator page links (the
 /// browser's build carries no reader it does not use).
 pub fn read_in(input: &str, l: Locale, money: Option<Currency>) -> Result<Decimal, Error> {
-    if money.is_some_and(|c| c.minor_units() == 3) {
+    // One mark followed by exactly three digits reads as thousands in one
+    // notation and as decimals in the other. For most currencies the
+    // locale decides; where one reading is the currency's own shape it is
+    // refused instead: in a three-decimal currency the grouping mark
+    // (`37.125` dinars on the Portuguese page), in one without decimals the
+    // decimal mark (`1,200` yen on the Portuguese page, 1.2 yen here).
+    let (dec, grp) = l.separators();
+    let suspect = match money.map(Currency::minor_units) {
+        Some(3) => Some(grp),
+        Some(0) => Some(dec),
+        _ => None,
+    };
+    if let Some(mark) = suspect {
         let body: String = input
             .chars()
             .filter(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ','))
             .collect();
-        let (_, grp) = l.separators();
-        let one_mark = body.matches(['.', ',']).count() == 1 && body.contains(grp);
-        if one_mark && valid_grouping(&body, grp) {
+        let one_mark = body.matches(['.', ',']).count() == 1 && body.contains(mark);
+        if one_mark && valid_grouping(&body, mark) {
             let reading = |l: Locale| match parse_decimal(&body, l) {
                 Ok(d) => d.normalize().to_string(),
                 Err(_) => String::new(),
@@ -313,6 +359,7 @@ pub fn read_in(input: &str, l: Locale, money: Option<Currency>) -> Result<Decima
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::str::FromStr;
 
     #[test]
     fn a_flag_number_two_locales_read_apart_needs_a_locale() {

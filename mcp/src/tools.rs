@@ -564,6 +564,12 @@ fn number(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Option<D
                 )))
             }
         },
+        None if idem_core::locale::thousands_shorthand(&text).is_some() => {
+            return Err(Bad(format!(
+                "argument `{name}`: `{text}` is not a number: write it in digits ({})",
+                idem_core::locale::thousands_shorthand(&text).unwrap_or_default()
+            )))
+        }
         None if currency_in_text(&text).is_some() => {
             return Err(Bad(format!(
                 "argument `{name}`: `{text}` carries a currency symbol, but `{name}` is not an amount of money: give the number alone"
@@ -576,9 +582,10 @@ fn number(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Option<D
         .map_err(|e| match e {
             idem_core::Error::AmbiguousNumber { .. } => Bad(format!(
                 "argument `{name}`: {e}: give it as a JSON number, or as a string in the call's `locale` with that locale's decimal mark ({})",
-                match r.money(name).filter(|c| c.minor_units() == 3) {
-                    Some(c) => format!("in {}, three decimals: pt-BR `37,125`, en-US `37.125`", c.code()),
-                    None => "pt-BR `1,5`, en-US `1.5`".to_owned(),
+                match r.money(name).map(|c| (c, c.minor_units())) {
+                    Some((c, 3)) => format!("in {}, three decimals: pt-BR `37,125`, en-US `37.125`", c.code()),
+                    Some((c, 0)) => format!("{} has no decimals: `1200`, or grouped pt-BR `1.200`, en-US `1,200`", c.code()),
+                    _ => "pt-BR `1,5`, en-US `1.5`".to_owned(),
                 }
             )),
             e => Bad(format!("argument `{name}`: {e}")),
@@ -593,8 +600,11 @@ fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(Currency::BRL),
         Some(Value::String(s)) => Currency::from_code(s).ok_or_else(|| {
-            Bad(match idem_core::currency::withdrawn(s) {
-                Some(_) => format!(
+            let refused = idem_core::currency::withdrawn(s)
+                .map(|_| ())
+                .or(idem_core::currency::fund(s).map(|_| ()));
+            Bad(match refused {
+                Some(()) => format!(
                     "argument `{name}`: {}",
                     idem_core::currency::not_a_currency(s)
                 ),
@@ -607,6 +617,17 @@ fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
         Some(_) => Err(Bad(format!(
             "argument `{name}`: a currency code such as BRL"
         ))),
+    }
+}
+
+/// A refused input of the cost model, naming the tool's argument
+/// (`duplicate_rate`, not the flag's `duplicate-rate`) and only it.
+fn cost_refusal(e: idem_core::Error) -> Bad {
+    match e {
+        idem_core::Error::CostInput { field, reason } => {
+            Bad(format!("argument `{}`: {reason}", field.replace('-', "_")))
+        }
+        e => Bad(e.to_string()),
     }
 }
 
@@ -717,6 +738,14 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
             Some(d) if is_iso_date(d) => s.fx_date = Some(d.to_owned()),
             _ => return Err(Bad("argument `fx_date`: a date written YYYY-MM-DD".into())),
         }
+        let latest = idem_core::date::latest_today(chrono::Utc::now().timestamp());
+        if let Some(d) = s.fx_date.as_deref() {
+            if idem_core::date::not_after(d, &latest).is_err() {
+                return Err(Bad(format!(
+                    "argument `fx_date`: {d} is after today ({latest} at the latest anywhere): a rate is quoted on the day it is given or before"
+                )));
+            }
+        }
     }
     for f in Field::ALL {
         if let Some(v) = f.get(&s) {
@@ -730,10 +759,8 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
             }
         }
     }
-    let o =
-        cost::compute(&s.inputs).map_err(|e| Bad(format!("argument `{}`", e).replace('-', "_")))?;
-    o.break_even()
-        .map_err(|e| Bad(format!("argument `{}`", e).replace('-', "_")))?;
+    let o = cost::compute(&s.inputs).map_err(cost_refusal)?;
+    o.break_even().map_err(cost_refusal)?;
     let v = idem_core::scenario::estimate_json(&s, &o);
     let l = r.locale.unwrap_or(Locale::PtBr);
     let c = s.inputs.revenue_currency;
@@ -754,8 +781,27 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
             idem_core::locale::format_decimal(n, l, 0, n.normalize().scale())
         )
     };
+    // The doubt first: a model reading the sentence must not pass on a
+    // figure a thousand times off without it.
+    let rate = idem_core::scenario::rate_inverted(&s)
+        .then(|| idem_core::scenario::rate_warning_text(&s, l));
+    let warning: String = idem_core::scenario::unit_warning(&s, &o)
+        .map(|w| idem_core::scenario::unit_warning_text(w, &s, &o, l))
+        .into_iter()
+        .chain(rate)
+        .map(|w| {
+            format!(
+                "{} {w} ",
+                if l == Locale::PtBr {
+                    "Aviso:"
+                } else {
+                    "Warning:"
+                }
+            )
+        })
+        .collect();
     let text = format!(
-        "{} wasted a month on duplicated calls{share}, {} a year; {conversations} duplicated conversations. The scenario: /?{}",
+        "{warning}{} wasted a month on duplicated calls{share}, {} a year; {conversations} duplicated conversations. The scenario: /?{}",
         format_money(o.monthly_token_waste, l, c),
         format_money(o.annual_token_waste, l, c),
         s.to_query()

@@ -643,7 +643,11 @@ impl Draw for Tornado {
             .map(|s| s.1.max(s.2))
             .fold(self.base, f64::max);
         let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
-        let (lo, hi) = (lo - span * 0.05, hi + span * 0.05);
+        // A loss is never negative: the margin below the bars stops at
+        // zero, so no tick reads a negative amount (a scenario with no
+        // duplicates once showed "R$ -0,05").
+        let floor = if lo >= 0.0 { 0.0 } else { f64::NEG_INFINITY };
+        let (lo, hi) = ((lo - span * 0.05).max(floor), hi + span * 0.05);
         let row = |i: usize| n - 1 - i;
         let labels: Vec<&str> = self.swings.iter().map(|s| s.0.as_str()).collect();
         let frame = Frame {

@@ -24,3 +24,4 @@ pub mod secret;
 pub mod startup;
 pub mod targets;
 pub mod telemetry;
+pub mod today;

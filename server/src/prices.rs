@@ -168,21 +168,37 @@ mod tests {
     }
 
     #[test]
-    fn the_unit_warning_knows_the_tables_largest_price() {
-        // The calculator warns of a USD price per 1k above any the table
-        // has (per 1M here): an update of the table that moves the largest
-        // price moves that bound too.
-        let largest = table()
-            .models
-            .iter()
-            .flat_map(|m| [Some(m.input), m.cached, Some(m.output)])
-            .flatten()
-            .max()
-            .unwrap_or_default();
+    fn the_unit_warning_knows_the_tables_bounds() {
+        // The calculator warns of a price, in dollars per 1M, above or
+        // below any of its kind the table has: an update of the table that
+        // moves a bound moves the warning's too.
+        let t = table();
+        let bounds = |prices: Vec<Decimal>| {
+            let lo = prices
+                .iter()
+                .copied()
+                .filter(|p| *p > Decimal::ZERO)
+                .min()
+                .unwrap_or_default();
+            (lo, prices.into_iter().max().unwrap_or_default())
+        };
+        let input = bounds(
+            t.models
+                .iter()
+                .flat_map(|m| [Some(m.input), m.cached])
+                .flatten()
+                .collect(),
+        );
+        let output = bounds(t.models.iter().map(|m| m.output).collect());
+        assert_eq!(input.1, idem_core::scenario::TABLE_INPUT.1, "largest input");
+        assert_eq!(output, idem_core::scenario::TABLE_OUTPUT, "output");
+        // The smallest input is the smallest uncached one: a cache price
+        // far below it is normal and only checked against the largest.
+        let uncached = bounds(t.models.iter().map(|m| m.input).collect());
         assert_eq!(
-            largest / Decimal::from(1000),
-            idem_core::scenario::LARGEST_USD_PER_1K,
-            "the largest price per 1M is {largest}"
+            uncached.0,
+            idem_core::scenario::TABLE_INPUT.0,
+            "smallest input"
         );
     }
 

@@ -85,6 +85,9 @@ pub struct Form {
     pub bad_price_currency: RwSignal<String>,
     /// The same for the revenue currency (`rc`).
     pub bad_revenue_currency: RwSignal<String>,
+    /// The latest day a rate may be dated (`crate::latest_today`), empty
+    /// when unknown.
+    pub today: RwSignal<String>,
 }
 
 /// An exchange rate dropped because the currencies it was quoted for
@@ -126,6 +129,7 @@ impl Form {
             fx_dropped: RwSignal::new(None),
             bad_price_currency: RwSignal::new(String::new()),
             bad_revenue_currency: RwSignal::new(String::new()),
+            today: RwSignal::new(crate::latest_today()),
         }
     }
 
@@ -295,7 +299,12 @@ impl Form {
             Marking::None(t) => t.to_owned(),
             Marking::Matches(t) if f.kind() == Kind::Money => t,
             Marking::Matches(_) => return Err(problem(Problem::WrongCurrency)),
-            Marking::Other(m) if f.kind() == Kind::Money || looks_like_currency(&m) => {
+            // A count's letters are never a currency (`25k` is thousands,
+            // not kyats): it is told how to write a number.
+            Marking::Other(m)
+                if f.kind() == Kind::Money
+                    || (f.kind() != Kind::Count && looks_like_currency(&m)) =>
+            {
                 return Err(wrong_currency_text(&m, expected, l));
             }
             Marking::Other(_) => return Err(number_hint(l).to_owned()),
@@ -306,8 +315,8 @@ impl Form {
         // thousand times off.
         let money = (f.kind() == Kind::Money).then_some(expected);
         let read = match read_in(&number, l, money) {
-            Err(idem_core::Error::AmbiguousNumber { .. }) => {
-                return Err(ambiguous_amount(&number, expected, l));
+            Err(idem_core::Error::AmbiguousNumber { pt_br, en_us, .. }) => {
+                return Err(ambiguous_amount(&number, &pt_br, &en_us, expected, l));
             }
             r => r.map_err(|e| half_typed(&e, l).unwrap_or_else(|| number_hint(l).to_owned())),
         }
@@ -354,7 +363,15 @@ impl Form {
 
     /// The rate's date as an ISO date, if one is typed and reads as one day.
     pub fn fx_date_iso(&self, l: Locale) -> Option<String> {
-        read_typed_date(&self.fx_date.get(), l).ok()
+        self.read_date(l).ok()
+    }
+
+    /// The rate's date as typed, read in `l`: a day after today is refused
+    /// like one that names no day.
+    fn read_date(&self, l: Locale) -> Result<String, idem_core::date::DateProblem> {
+        let iso = read_typed_date(&self.fx_date.get(), l)?;
+        idem_core::date::not_after(&iso, &self.today.get())?;
+        Ok(iso)
     }
 
     fn with_meta(&self, mut s: Scenario, l: Locale) -> Scenario {
@@ -384,9 +401,7 @@ impl Form {
         if date.trim().is_empty() {
             return None;
         }
-        read_typed_date(&date, l)
-            .err()
-            .map(|p| date_problem_text(&p, l))
+        self.read_date(l).err().map(|p| date_problem_text(&p, l))
     }
 
     /// Sets the price currency (`price`) or the revenue currency. A typed
@@ -511,10 +526,16 @@ impl Form {
     }
 
     /// Switches the price unit, converting the prices so the scenario stays
-    /// the same (R$ 0,015 per 1k is R$ 15,00 per 1M).
-    pub fn set_unit(&self, unit: PriceUnit, l: Locale) {
+    /// the same (R$ 0,015 per 1k is R$ 15,00 per 1M), or, with `relabel`,
+    /// keeping the typed numbers under the new unit (the fix for prices
+    /// typed per the other unit).
+    pub fn set_unit(&self, unit: PriceUnit, relabel: bool, l: Locale) {
         let old = self.unit.get_untracked();
         if old == unit {
+            return;
+        }
+        if relabel {
+            self.unit.set(unit);
             return;
         }
         for f in Field::PRICES {
@@ -623,22 +644,29 @@ fn other_notation_hint(f: Field, text: &str, l: Locale) -> Option<String> {
 /// writes them, so the person types the one meant. Built from the text
 /// itself (the mark the page groups with, read as its decimal mark; or
 /// three decimals added), which keeps the browser's build small.
-fn ambiguous_amount(text: &str, c: Currency, l: Locale) -> String {
-    let body: String = text
-        .chars()
-        .filter(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ','))
-        .collect();
-    let (dec, grp) = l.separators();
-    let small = body.replace(grp, &dec.to_string());
-    let big = format!("{body}{dec}000");
-    let code = c.code();
+fn ambiguous_amount(text: &str, pt_br: &str, en_us: &str, c: Currency, l: Locale) -> String {
+    // Each reading with the currency's decimals, so the two differ on the
+    // page (BHD 37,125 or BHD 37.125,000; JPY 1,2 or JPY 1.200), the
+    // smaller first.
+    let (x, y) = (
+        idem_core::scenario::parse_canonical(pt_br).unwrap_or_default(),
+        idem_core::scenario::parse_canonical(en_us).unwrap_or_default(),
+    );
+    let shown = |d| {
+        format!(
+            "{} {}",
+            c.code(),
+            idem_core::locale::format_decimal(d, l, c.minor_units().min(3), 28)
+        )
+    };
+    let (a, b) = (shown(x.min(y)), shown(x.max(y)));
     match l {
         Locale::PtBr => format!(
-            "`{}` pode ser {code} {small} ou {code} {big}: escreva o que quer dizer como está aqui",
+            "`{}` pode ser {a} ou {b}: escreva o que quer dizer como está aqui",
             text.trim()
         ),
         Locale::EnUs => format!(
-            "`{}` could be {code} {small} or {code} {big}: write the one you mean as shown here",
+            "`{}` could be {a} or {b}: write the one you mean as shown here",
             text.trim()
         ),
     }

@@ -7,7 +7,7 @@ use idem_core::locale::{
     format_count, format_decimal, format_money, format_pct, format_price, format_unit_cost,
     Currency, Locale,
 };
-use idem_core::scenario::{Scenario, UnitWarning, LARGEST_USD_PER_1K};
+use idem_core::scenario::Scenario;
 use rust_decimal::Decimal;
 
 /// One output: its key (for tests and CSV), label, value and formula.
@@ -403,53 +403,4 @@ pub fn rows(s: &Scenario, o: &CostOutputs, l: Locale) -> Vec<Row> {
         ]);
     }
     rows
-}
-
-/// What the page and `idem cost` say when the prices look quoted per the
-/// other unit (`idem_core::scenario::unit_warning`): the unit they are
-/// entered in, why they look wrong, and which unit to check. It never
-/// blocks a figure.
-pub fn unit_warning_text(w: UnitWarning, s: &Scenario, o: &CostOutputs, l: Locale) -> String {
-    let i = &s.inputs;
-    let (unit, other) = match i.price_unit {
-        PriceUnit::PerThousand => (
-            tr(l, "por 1k tokens", "per 1k tokens"),
-            tr(l, "por 1M tokens", "per 1M tokens"),
-        ),
-        PriceUnit::PerMillion => (
-            tr(l, "por 1M tokens", "per 1M tokens"),
-            tr(l, "por 1k tokens", "per 1k tokens"),
-        ),
-    };
-    let check = match (w, i.price_unit) {
-        (UnitWarning::CallAboveTicket, PriceUnit::PerMillion) => {
-            tr(l, "confira os preços", "check the prices").to_owned()
-        }
-        _ => format!(
-            "{} {other}",
-            tr(l, "confira se não são", "check whether they are")
-        ),
-    };
-    match w {
-        UnitWarning::AboveTable => format!(
-            "{} {unit}, {} {} {unit} {}: {check}.",
-            tr(l, "Os preços estão", "Prices are entered"),
-            tr(l, "mas um preço acima de", "but a price above"),
-            format_price(LARGEST_USD_PER_1K, l, Currency::USD),
-            tr(
-                l,
-                "é maior que qualquer um da tabela de preços dos modelos",
-                "is higher than any in the model price table"
-            ),
-        ),
-        UnitWarning::CallAboveTicket => format!(
-            "{} {unit}, {} {}, {} {} {}: {check}.",
-            tr(l, "Os preços estão", "Prices are entered"),
-            tr(l, "e uma chamada custa", "and one call costs"),
-            format_unit_cost(o.cost_per_call, l, i.revenue_currency),
-            tr(l, "mais do que os", "more than the"),
-            format_price(i.ticket, l, i.revenue_currency),
-            tr(l, "que uma conversa traz", "a conversation brings"),
-        ),
-    }
 }

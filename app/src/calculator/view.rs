@@ -218,12 +218,13 @@ pub fn Calculator(
     let rate_echo = move || {
         let l = locale.get();
         let rate = form.read(Field::Fx, l).ok().flatten()?;
-        Some(rate_sentence(
-            form.price_currency.get(),
-            form.revenue_currency.get(),
-            rate,
-            form.fx_date_iso(l).as_deref(),
-            l,
+        let (pc, rc) = (form.price_currency.get(), form.revenue_currency.get());
+        // Both ways round: a rate typed the wrong way round reads wrong
+        // in one of them (BD 1 = US$ 0,376).
+        Some(format!(
+            "{} · {}",
+            rate_sentence(pc, rc, rate, form.fx_date_iso(l).as_deref(), l),
+            rate_inverse(pc, rc, rate, l)?
         ))
     };
     // Why the rate field is empty after a change of currency.
@@ -267,6 +268,53 @@ pub fn Calculator(
             }
             idem_core::scenario::unit_warning(s, o)
         })
+    };
+    // A rate typed the wrong way round, against the reference rates: said
+    // beside it, never blocking.
+    let rate_inverted = move || {
+        lenient.with(|(s, _, blocked)| {
+            !blocked.contains(&Field::Fx) && idem_core::scenario::rate_inverted(s)
+        })
+    };
+    // What the price table's warning suggests: the other unit when it
+    // would explain the prices, else to check them.
+    let unit_hint = move || {
+        let per_thousand = form.unit.get() == PriceUnit::PerThousand;
+        match unit_warning()? {
+            UnitWarning::AboveTable if per_thousand => Some(UnitHint::PerMillion),
+            UnitWarning::BelowTable if !per_thousand => Some(UnitHint::PerThousand),
+            UnitWarning::AboveTable | UnitWarning::BelowTable => Some(UnitHint::Prices),
+            UnitWarning::CallAboveTicket => None,
+        }
+    };
+    // One paragraph says it, whichever the warning: fixed sentences (the
+    // CLI's line gives the numbers, and the wasm carries no formatting for
+    // it).
+    let unit_text = move || {
+        let l = locale.get();
+        match (unit_hint(), unit_warning()) {
+            (Some(UnitHint::PerMillion), _) => tr(
+                l,
+                "Confira a unidade: estes preços parecem ser por 1M tokens (um passa do maior da tabela de preços dos modelos). Trocar a unidade mantém os números.",
+                "Check the unit: these look like prices per 1M tokens (one is above the model price table's largest). Switching the unit keeps the numbers.",
+            ),
+            (Some(UnitHint::PerThousand), _) => tr(
+                l,
+                "Confira a unidade: estes preços parecem ser por 1k tokens (um fica abaixo do menor da tabela de preços dos modelos). Trocar a unidade mantém os números.",
+                "Check the unit: these look like prices per 1k tokens (one is below the model price table's smallest). Switching the unit keeps the numbers.",
+            ),
+            (Some(UnitHint::Prices), _) => tr(
+                l,
+                "Confira os preços: um fica fora da tabela de preços dos modelos.",
+                "Check the prices: one is outside the model price table.",
+            ),
+            (None, Some(_)) => tr(
+                l,
+                "Confira os preços e a unidade: uma chamada custa mais do que uma conversa traz de receita.",
+                "Check the prices and their unit: one call costs more than a conversation brings in.",
+            ),
+            (None, None) => "",
+        }
     };
     let price_suffix =
         Signal::derive(move || format!("{} {}", sym(form.price_currency.get()), unit_label()));
@@ -397,7 +445,15 @@ pub fn Calculator(
                     <select id="in-u" name="u"
                         on:change=move |ev| {
                             let unit = if event_target_value(&ev) == "1m" { PriceUnit::PerMillion } else { PriceUnit::PerThousand };
-                            form.set_unit(unit, locale.get_untracked());
+                            // Right after a warning that the prices look
+                            // quoted per the other unit, the switch is the
+                            // fix: the typed numbers are relabelled, never
+                            // converted (converting keeps the figures off).
+                            let relabel = matches!(
+                                unit_hint(),
+                                Some(UnitHint::PerMillion | UnitHint::PerThousand)
+                            );
+                            form.set_unit(unit, relabel, locale.get_untracked());
                         }>
                         <option value="1k" selected=move || form.unit.get() == PriceUnit::PerThousand><T pt="por 1k tokens" en="per 1k tokens"/></option>
                         <option value="1m" selected=move || form.unit.get() == PriceUnit::PerMillion><T pt="por 1M tokens" en="per 1M tokens"/></option>
@@ -408,14 +464,7 @@ pub fn Calculator(
                 <NumberField form field=Field::PriceOut suffix=price_suffix hint=Signal::derive(price_equivalent(Field::PriceOut))/>
                 <p class="hint" id="model-note">{model_note}</p>
                 <p class="field-error" id="model-check" inner_html=markup.model.clone()></p>
-                <p class="field-warning" id="unit-warning" role="status" hidden=move || unit_warning() != Some(UnitWarning::AboveTable)>
-                    <T pt="Confira a unidade: um preço acima de US$ 0,60 por 1k tokens é maior que qualquer um da tabela de preços dos modelos; estes preços parecem ser por 1M tokens."
-                       en="Check the unit: a price above $0.60 per 1k tokens is higher than any in the model price table; these prices look like prices per 1M tokens."/>
-                </p>
-                <p class="field-warning" id="unit-warning-ticket" role="status" hidden=move || unit_warning() != Some(UnitWarning::CallAboveTicket)>
-                    <T pt="Confira os preços e a unidade: uma chamada custa mais do que uma conversa traz de receita."
-                       en="Check the prices and their unit: one call costs more than a conversation brings in."/>
-                </p>
+                <p class="field-warning" id="unit-warning" role="status" hidden=move || unit_warning().is_none()>{unit_text}</p>
 
                 <p><a id="model-picker" rel="external" href=picker_href><T pt="Preencher com os preços de um modelo…" en="Fill in a model's prices…"/></a></p>
             </fieldset>
@@ -441,6 +490,10 @@ pub fn Calculator(
                         <p class="hint" id="hint-pd">{move || t("dd/mm/aaaa, como 04/12/2026", "as in 4 Dec 2026 or 2026-12-04")}</p>
                         <p class="field-error" id="err-pd" hidden=move || form.date_problem(locale.get()).is_none()>{move || form.date_problem(locale.get())}</p>
                         <p class="hint" id="fx-echo" hidden=move || rate_echo().is_none()>{rate_echo}</p>
+                        <p class="field-warning" id="fx-inverted" role="status" hidden=move || !rate_inverted()>
+                            <T pt="Confira o sentido do câmbio: pelas taxas de referência do BCE, ele parece invertido (compare os dois sentidos acima)."
+                               en="Check the rate's direction: against the ECB's reference rates it looks the wrong way round (compare both directions above)."/>
+                        </p>
                     </div>
                 </Show>
             </fieldset>
@@ -742,6 +795,57 @@ pub(crate) fn rate_sentence(
     )
 }
 
+/// What the page suggests when the prices fall outside the price table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum UnitHint {
+    /// The prices look quoted per 1M: switch the unit to it.
+    PerMillion,
+    /// The prices look quoted per 1k.
+    PerThousand,
+    /// No unit explains them: check the prices.
+    Prices,
+}
+
+/// "R$ 1 = £ 0,136054": the rate the other way round, to six places
+/// under one (0,006173 yen's worth of euro), else to the currency's
+/// minor unit and at least two.
+pub fn rate_inverse(
+    from: Currency,
+    to: Currency,
+    rate: rust_decimal::Decimal,
+    l: Locale,
+) -> Option<String> {
+    let inverse = rust_decimal::Decimal::ONE.checked_div(rate)?;
+    let minor = from.minor_units();
+    let places = if inverse < rust_decimal::Decimal::ONE {
+        6
+    } else {
+        minor.max(2)
+    };
+    Some(one_is(to, from, inverse, places, l))
+}
+
+/// "£ 1 = R$ 7,35": one unit of `from` in `to`, to the latter's minor unit
+/// and at most `places`.
+fn one_is(
+    from: Currency,
+    to: Currency,
+    value: rust_decimal::Decimal,
+    places: u32,
+    l: Locale,
+) -> String {
+    let minor = to.minor_units();
+    format!(
+        "{} = {}",
+        idem_core::locale::with_symbol("1".to_owned(), l, from),
+        idem_core::locale::with_symbol(
+            idem_core::locale::format_decimal(value, l, minor, places.max(minor)),
+            l,
+            to
+        ),
+    )
+}
+
 /// "£ 1 = R$ 7,35 em 04/12/2026": the rate with its date, as the page, the
 /// printout and the CLI write it.
 pub fn rate_value(
@@ -759,9 +863,5 @@ pub fn rate_value(
         ),
         None => tr(l, "(sem data)", "(undated)").to_owned(),
     };
-    format!(
-        "{} = {} {when}",
-        idem_core::locale::with_symbol("1".to_owned(), l, from),
-        format_price(rate, l, to),
-    )
+    format!("{} {when}", one_is(from, to, rate, 10, l))
 }

@@ -232,9 +232,9 @@ const WITHDRAWN: [Withdrawn; 8] = [
 
 /// How invoices and contracts write some currencies where CLDR's symbols
 /// (for the two locales idem speaks) do not: the Gulf dinars' and rials'
-/// local abbreviations, and the yen's kanji and full-width sign, which a
-/// pasted Japanese invoice carries.
-const LOCAL_SPELLINGS: [(&str, &str); 8] = [
+/// local abbreviations, the yen's kanji and full-width sign, which a
+/// pasted Japanese invoice carries, and Chile's UF.
+const LOCAL_SPELLINGS: [(&str, &str); 9] = [
     ("BHD", "BD"),
     ("KWD", "KD"),
     ("OMR", "RO"),
@@ -243,7 +243,61 @@ const LOCAL_SPELLINGS: [(&str, &str); 8] = [
     ("JPY", "円"),
     ("JPY", "\u{ffe5}"),
     ("CNY", "元"),
+    // Chile's contracts write the Unidad de Fomento as UF.
+    ("CLF", "UF"),
 ];
+
+/// A code ISO lists with minor units that is a fund or a settlement code,
+/// not money a contract is paid in: `CHW` (WIR franc) for `CHF`, `USN`
+/// (next-day dollars) for `USD`. `scripts/currency-table` leaves them out
+/// of the table (its FUNDS), so no reader takes them; this list says why. The indexed units of account contracts
+/// are written in (`CLF`, `COU`, `MXV`, `UYI`, `UYW`) are not here: they
+/// are computed with their own digits (CLF 4, UYI 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fund {
+    /// The fund's code (`CHW`).
+    pub code: &'static str,
+    /// What it is, in English.
+    pub what: &'static str,
+    /// The currency a price in it is paid in, if any (`CHF`).
+    pub paid_in: Option<&'static str>,
+}
+
+const FUNDS: [Fund; 5] = [
+    Fund {
+        code: "BOV",
+        what: "a Bolivian fund code (Mvdol)",
+        paid_in: Some("BOB"),
+    },
+    Fund {
+        code: "CHE",
+        what: "a complementary currency's code (WIR euro)",
+        paid_in: Some("EUR"),
+    },
+    Fund {
+        code: "CHW",
+        what: "a complementary currency's code (WIR franc)",
+        paid_in: Some("CHF"),
+    },
+    Fund {
+        code: "USN",
+        what: "a settlement code (next-day US dollars)",
+        paid_in: Some("USD"),
+    },
+    Fund {
+        code: "XAD",
+        what: "the Arab Monetary Fund's unit of account",
+        paid_in: None,
+    },
+];
+
+/// The fund behind `code` (any case), if it is one.
+pub fn fund(code: &str) -> Option<Fund> {
+    let code = code.trim();
+    FUNDS
+        .into_iter()
+        .find(|f| f.code.eq_ignore_ascii_case(code))
+}
 
 /// The withdrawal of `code` (any case), if ISO has withdrawn it.
 pub fn withdrawn(code: &str) -> Option<Withdrawn> {
@@ -262,7 +316,27 @@ pub fn not_a_currency(code: &str) -> String {
             "`{}` is a withdrawn currency: {} replaced it on {}",
             w.code, w.successor, w.since
         ),
-        None => format!("`{shown}` is not an ISO 4217 currency code"),
+        None => match fund(code) {
+            Some(Fund {
+                code,
+                what,
+                paid_in: Some(c),
+            }) => format!("`{code}` is {what}, not a currency prices are paid in: use {c}"),
+            Some(Fund { code, what, .. }) => {
+                format!("`{code}` is {what}, not a currency prices are paid in")
+            }
+            None => format!("`{shown}` is not an ISO 4217 currency code"),
+        },
+    }
+}
+
+/// `c` as ASCII when it is a minus sign or an Arabic-Indic digit.
+pub(crate) fn ascii_digit(c: char) -> char {
+    match u32::from(c) {
+        0x2212 => '-',
+        d @ 0x0660..=0x0669 => char::from(b'0' + (d - 0x0660) as u8),
+        d @ 0x06F0..=0x06F9 => char::from(b'0' + (d - 0x06F0) as u8),
+        _ => c,
     }
 }
 
@@ -284,7 +358,18 @@ pub enum Marking<'a> {
 /// (`£2,40` → `£`; `US$ 3` → `US$`; `3 JPY` → `JPY`). The marking matches
 /// `expected` when it is one of its spellings, case-insensitively.
 pub fn read_marking(text: &str, expected: Currency) -> Marking<'_> {
-    let is_number = |c: char| c.is_ascii_digit() || matches!(c, '.' | ',' | '-' | '+' | '%');
+    // The minus sign and accounting parentheses are a negative number's,
+    // never a currency's.
+    let is_number = |c: char| {
+        let c = ascii_digit(c);
+        // The Arabic decimal and thousands separators are a number's too:
+        // refused as such (which one a locale means is not guessed).
+        c.is_ascii_digit()
+            || matches!(
+                c,
+                '.' | ',' | '-' | '+' | '%' | '(' | ')' | '\u{66b}' | '\u{66c}'
+            )
+    };
     let marking: String = text
         .chars()
         .filter(|c| !is_number(*c) && !c.is_whitespace())
@@ -319,7 +404,11 @@ mod tests {
                 continue;
             };
             let Some(ours) = Currency::table().find(|o| o.code() == c.code()) else {
-                assert!(c.exponent().is_none(), "{} has minor units", c.code());
+                assert!(
+                    c.exponent().is_none() || fund(c.code()).is_some(),
+                    "{} has minor units",
+                    c.code()
+                );
                 continue;
             };
             known += 1;
@@ -393,6 +482,34 @@ mod tests {
         );
         let refused = serde_json::from_str::<Currency>(r#""CUC""#).unwrap_err();
         assert!(refused.to_string().contains("CUP replaced it"), "{refused}");
+    }
+
+    #[test]
+    fn funds_are_refused_and_units_of_account_computed_with_their_digits() {
+        for f in FUNDS {
+            // ISO gives each minor units; the table leaves them out.
+            let iso = iso_currency::Currency::from_code(f.code).and_then(|c| c.exponent());
+            assert!(iso.is_some(), "{}", f.code);
+            assert!(Currency::table().all(|c| c.code() != f.code), "{}", f.code);
+            assert_eq!(Currency::from_code(f.code), None);
+            assert!(Currency::all().all(|c| c.code() != f.code));
+            if let Some(c) = f.paid_in {
+                assert!(Currency::from_code(c).is_some(), "{c}");
+            }
+        }
+        assert_eq!(
+            not_a_currency("chw"),
+            "`CHW` is a complementary currency's code (WIR franc), not a currency prices are paid in: use CHF"
+        );
+        assert!(not_a_currency("XAD").ends_with("not a currency prices are paid in"));
+        // Indexed units contracts are written in keep their own digits.
+        for (code, digits) in [("CLF", 4), ("UYW", 4), ("UYI", 0), ("COU", 2), ("MXV", 2)] {
+            assert_eq!(
+                Currency::from_code(code).map(Currency::minor_units),
+                Some(digits),
+                "{code}"
+            );
+        }
     }
 
     #[test]

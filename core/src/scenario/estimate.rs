@@ -33,6 +33,18 @@ pub fn estimate_json(s: &Scenario, o: &CostOutputs) -> serde_json::Value {
             );
         }
         obj.insert("link".into(), format!("/?{}", s.to_query()).into());
+        // Why the prices look quoted per the other unit, if they do: the
+        // figures stand as typed, and a reader of the JSON sees the doubt.
+        obj.insert(
+            "unit_warning".into(),
+            super::unit_warning(s, o).map(|w| w.code()).into(),
+        );
+        // A rate that looks the wrong way round against the reference
+        // rates (`inverted`), else null.
+        obj.insert(
+            "rate_warning".into(),
+            super::rate_inverted(s).then_some("inverted").into(),
+        );
         if let Some(m) = &s.model {
             obj.insert("model".into(), m.as_str().into());
         }

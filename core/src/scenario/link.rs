@@ -582,7 +582,7 @@ pub fn parse_canonical(s: &str) -> Option<Decimal> {
     if !ok {
         return None;
     }
-    Decimal::from_str(s).ok()
+    Decimal::from_str_exact(s).ok()
 }
 
 /// Writes the canonical notation: no trailing zeros, no exponent.

@@ -30,7 +30,10 @@ pub use analysis::*;
 pub use estimate::*;
 pub use fields::*;
 pub use link::*;
-pub use plausible::{unit_warning, UnitWarning, LARGEST_USD_PER_1K};
+pub use plausible::{
+    rate_inverted, rate_warning_text, reference_date, reference_date_shown, unit_warning,
+    unit_warning_text, UnitWarning, TABLE_INPUT, TABLE_OUTPUT,
+};
 
 /// The query format's version this build writes, as `v=2`.
 pub const VERSION: &str = "2";

@@ -118,8 +118,16 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
 CORPUS = json.loads((pathlib.Path(__file__).resolve().parents[3] / "testkit" / "corpus" / "numbers.json").read_text())
 
 
+def carries(link: str, key: str, row: dict[str, Any]) -> bool:
+    """Whether a scenario link carries what the row reads (`read_as`, or no
+    such key when it is null)."""
+    pairs = link.replace("?", "&").split("&")
+    if row.get("read_as") is None:
+        return not any(p.startswith(f"{key}=") for p in pairs)
+    return f"{key}={row['read_as']}" in pairs
+
+
 async def test_every_number_mistake_in_the_estimate(env: Env) -> None:
-    ctx = CORPUS["contexts"]["bhd"]["mcp"]
     ran = 0
     async with await own(env) as (r, w):
         async with ClientSession(r, w) as s:
@@ -128,7 +136,7 @@ async def test_every_number_mistake_in_the_estimate(env: Env) -> None:
                 if "mcp" not in row.get("surfaces", ["mcp"]):
                     continue
                 field = CORPUS["fields"][row["field"]]
-                args = dict(ctx)
+                args = dict(CORPUS["contexts"][row.get("context", "bhd")]["mcp"])
                 args[field["mcp"]] = row["json"] if "json" in row else row["text"]
                 if row["locale"]:
                     args["locale"] = row["locale"]
@@ -140,11 +148,53 @@ async def test_every_number_mistake_in_the_estimate(env: Env) -> None:
                     assert f"`{field['mcp']}`" in text_of(res), f"{what}: {text_of(res)}"
                 else:
                     assert not res.is_error, f"{what}: {text_of(res)}"
-                    link = res.structured_content["link"]
-                    want = f"{field['link']}={row['read_as']}"
-                    assert want in link.replace("?", "&").split("&"), f"{what}: {link}"
+                    got = res.structured_content
+                    warnings = {got.get("unit_warning"), got.get("rate_warning")} - {None}
+                    if row["verdict"] == "warned":
+                        assert row["warns"]["mcp"] in warnings, f"{what}: {got}"
+                        assert ("Warning:" in text_of(res)) or ("Aviso:" in text_of(res)), f"{what}: {text_of(res)}"
+                    else:
+                        assert not warnings, f"{what}: read, yet {warnings}"
+                    if row["verdict"] == "read" or row.get("read_as") is not None:
+                        assert carries(got["link"], field["link"], row), f"{what}: {got['link']}"
                 ran += 1
-    assert ran >= 20, ran
+    assert ran >= 80, ran
+
+
+# The hand-computed contracts (testkit/fixtures/contracts.json): the link's
+# keys as the estimate's arguments, every value a string read in en-US (the
+# link's notation), every figure compared exactly.
+CONTRACTS = json.loads((pathlib.Path(__file__).resolve().parents[3] / "testkit" / "fixtures" / "contracts.json").read_text())
+ARGUMENT = {"c": "conversations", "ti": "tokens_in", "to": "tokens_out", "pi": "price_in", "po": "price_out",
+            "pca": "price_cached", "u": "price_unit", "pc": "price_currency", "rc": "revenue_currency", "px": "fx",
+            "pd": "fx_date", "cs": "cached_share", "cl": "calls", "dcs": "dup_cache_share", "tk": "ticket",
+            "d": "duplicate_rate", "ms": "money_share", "ac": "avg_charge", "oc": "ops_cost", "cr": "claim_rate"}
+
+
+async def test_every_hand_computed_contract_in_the_estimate(env: Env) -> None:
+    from decimal import Decimal
+    ran = 0
+    async with await own(env) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            for c in CONTRACTS["contracts"]:
+                pairs = dict(kv.split("=", 1) for kv in c["link"].split("&"))
+                args = {ARGUMENT[k]: v for k, v in pairs.items() if k != "v"}
+                args["locale"] = "en-US"
+                res = await s.call_tool("estimate_duplicate_cost", args)
+                assert not res.is_error, f"{c['name']}: {text_of(res)}"
+                got = res.structured_content
+                for key, want in c["exact"].items():
+                    if want is None:
+                        assert got.get(key) is None, f"{c['name']}: {key} {got.get(key)}"
+                        continue
+                    assert round(Decimal(got[key]), 10) == round(Decimal(want), 10), f"{c['name']}: {key} {got[key]} != {want}"
+                assert got["currency"] == c["currency"], c["name"]
+                # Every contract's prices sit in the table and its rate the
+                # right way round: nothing to warn of.
+                assert got["unit_warning"] is None and got["rate_warning"] is None, f"{c['name']}: {text_of(res)}"
+                ran += 1
+    assert ran == len(CONTRACTS["contracts"]) and ran >= 20, ran
 
 
 async def test_the_estimates_sentence_writes_its_numbers_as_the_page_does(env: Env) -> None:

@@ -124,6 +124,12 @@ fn num(
         None => text,
     };
     let number = match money.map(|c| (c, read_marking(text, c))) {
+        None if idem_core::locale::thousands_shorthand(text).is_some() => {
+            return Err(format!(
+                "--{flag}: `{text}` is not a number: write it in digits ({})",
+                idem_core::locale::thousands_shorthand(text).unwrap_or_default()
+            ));
+        }
         None if currency_in_text(text).is_some() => {
             return Err(format!(
                 "--{flag}: `{text}` carries a currency symbol, but --{flag} is not an amount of money: give the number alone"
@@ -145,8 +151,19 @@ fn num(
         idem_core::Error::AmbiguousNumber { .. } if locale.is_none() => {
             format!("--{flag}: {e}: say which with --locale pt-BR or --locale en")
         }
-        // With a locale, only a three-decimal currency's amount is
-        // ambiguous: its grouping mark is the other locale's decimal mark.
+        // With a locale, only an amount in a currency of three decimals or
+        // none is ambiguous: one of its readings is the currency's shape.
+        idem_core::Error::AmbiguousNumber { .. } if money.is_some_and(|c| c.minor_units() == 0) => {
+            format!(
+                "--{flag}: {e}: {} has no decimals: write the whole amount with no mark ({}) or with this locale's thousands mark ({})",
+                money.map_or("this currency", |c| c.code()),
+                "1200",
+                match locale {
+                    Some(Locale::EnUs) => "1,200",
+                    _ => "1.200",
+                },
+            )
+        }
         idem_core::Error::AmbiguousNumber { .. } => format!(
             "--{flag}: {e}: in {} write the fils with this locale's decimal mark ({}), or group the thousands with three decimals after ({})",
             money.map_or("this currency", |c| c.code()),
@@ -164,8 +181,11 @@ fn num(
 }
 
 fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
-    Currency::from_code(text).ok_or_else(|| match idem_core::currency::withdrawn(text) {
-        Some(_) => format!("--{flag}: {}", idem_core::currency::not_a_currency(text)),
+    let refused = idem_core::currency::withdrawn(text)
+        .map(|_| ())
+        .or(idem_core::currency::fund(text).map(|_| ()));
+    Currency::from_code(text).ok_or_else(|| match refused {
+        Some(()) => format!("--{flag}: {}", idem_core::currency::not_a_currency(text)),
         None => format!(
             "--{flag}: `{}` is not an ISO 4217 currency code (BRL, USD, EUR, GBP, JPY…)",
             text.chars().take(16).collect::<String>()
@@ -301,9 +321,12 @@ fn inputs(a: &CostArgs) -> Result<(Scenario, Option<String>), String> {
                 format_date_words(&y, Locale::EnUs)
             ),
             DateProblem::NoSuchDay => format!("--fx-date: `{d}` is no such day"),
-            DateProblem::Unreadable => {
+            DateProblem::Unreadable | DateProblem::AfterToday(_) => {
                 format!("--fx-date: `{d}` is not a date: write the day as YYYY-MM-DD (year, month, day)")
             }
+        })?;
+        idem_core::date::not_after(&read, &crate::today::latest_today()).map_err(|_| {
+            format!("--fx-date: `{d}` is after today: a rate is quoted on the day it is given or before")
         })?;
         s.fx_date = Some(read);
     }
@@ -385,7 +408,8 @@ fn table(s: &Scenario, o: &CostOutputs, l: Locale) -> String {
 /// The line `idem cost` writes on stderr when the prices look quoted per
 /// the other unit (the figures stand; exit 0).
 fn unit_warning(s: &Scenario, o: &CostOutputs, l: Locale) -> Option<String> {
-    idem_core::scenario::unit_warning(s, o).map(|w| app::calculator::unit_warning_text(w, s, o, l))
+    idem_core::scenario::unit_warning(s, o)
+        .map(|w| idem_core::scenario::unit_warning_text(w, s, o, l))
 }
 
 /// Runs the command: exit 0, or 2 with a message naming the bad input.
@@ -399,7 +423,9 @@ pub fn run(a: &CostArgs) -> ExitCode {
     match result {
         Ok((s, o, note)) => {
             let l = a.locale.unwrap_or(Locale::PtBr);
-            if let Some(w) = unit_warning(&s, &o, l) {
+            let rate = idem_core::scenario::rate_inverted(&s)
+                .then(|| idem_core::scenario::rate_warning_text(&s, l));
+            for w in unit_warning(&s, &o, l).into_iter().chain(rate) {
                 eprintln!(
                     "{} {w}",
                     if l == Locale::PtBr {

@@ -5,7 +5,7 @@
 //! page's (`.bi [lang]`), so switching the language in place needs no copy
 //! of the text in the wasm.
 
-use app::calculator::{ServerMarkup, TYPED_KEY};
+use app::calculator::ServerMarkup;
 use app::i18n::{field_label, tr};
 use idem_core::cost::CostOutputs;
 use idem_core::locale::Locale;
@@ -54,10 +54,11 @@ pub fn bilingual(pt: &str, en: &str) -> Markup {
 fn notices(initial: &[(String, String)]) -> Markup {
     let pairs = || initial.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     let read = Scenario::from_query(pairs());
-    let typed = initial.iter().any(|(k, _)| k == TYPED_KEY);
-    // Refused fields, and a rate's date, are said under the field.
-    let why = match (&read, typed) {
-        (Err(e), false) if !matches!(e, QueryError::Fields(_) | QueryError::Date(_)) => {
+    // Refused fields, and a rate's date, are said under the field; the
+    // rest (a currency, unit or version the link cannot take) here, typed
+    // or not: a form edited by hand can carry them too.
+    let why = match &read {
+        Err(e) if !matches!(e, QueryError::Fields(_) | QueryError::Date(_)) => {
             let why = |l| {
                 format!(
                     "{}: {}",

@@ -269,13 +269,20 @@ impl<S: Send + Sync> FromRequestParts<S> for ScenarioQuery {
             .find(|(k, _)| k == "lang")
             .and_then(|(_, v)| Locale::from_tag(v))
             .unwrap_or_default();
-        // A date only labels the rate: one that names no day blocks no
-        // figure and no export (the rate goes out undated).
+        // A date only labels the rate: one that names no day, or one that
+        // has not begun anywhere yet, blocks no figure and no export (the
+        // rate goes out undated).
         let read = idem_core::scenario::Scenario::from_query_for_figures(
             pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         );
         match read {
-            Ok(scenario) => Ok(ScenarioQuery { scenario, locale }),
+            Ok(mut scenario) => {
+                let latest = crate::today::latest_today();
+                scenario.fx_date = scenario
+                    .fx_date
+                    .filter(|d| idem_core::date::not_after(d, &latest).is_ok());
+                Ok(ScenarioQuery { scenario, locale })
+            }
             Err(e) => Err(super::error::plain_text(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
                 app::i18n::query_error_text(&e, locale),

@@ -119,6 +119,7 @@ pub fn request_context() -> impl Fn() + Clone + Send + Sync + 'static {
         }
         let (locale, asked) = request_locale(&parts);
         provide_context(RequestLocale(locale));
+        provide_context(app::i18n::Today(crate::today::latest_today()));
         provide_context(PageAddress {
             path: parts.uri.path().to_owned(),
             search: parts

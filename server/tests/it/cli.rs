@@ -1511,7 +1511,7 @@ fn cost_under_a_finance_leads_mistakes() {
     let warning = stderr(&o);
     assert!(
         warning.starts_with(
-            "warning: Prices are entered per 1k tokens, but a price above $0.60 per 1k tokens"
+            "warning: Prices are entered per 1k tokens, but in US dollars per 1M tokens a price is above every one in the model price table (input up to $150.00, output up to $600.00)"
         ) && warning.contains("check whether they are per 1M tokens"),
         "{warning}"
     );
