@@ -237,8 +237,8 @@ pub fn problem_text(p: Problem, l: Locale) -> &'static str {
         ),
         Problem::WrongCurrency => tr(
             l,
-            "o símbolo digitado não é o da moeda deste bloco: troque a moeda do bloco ou apague o símbolo",
-            "the symbol typed is not this block's currency: change the block's currency or remove the symbol",
+            "este campo não é um valor em dinheiro: apague o símbolo de moeda e digite só o número",
+            "this field is not an amount of money: remove the currency sign and type the number alone",
         ),
     }
 }

@@ -145,13 +145,18 @@ impl ActionSpec {
         &self.fields
     }
 
-    /// The first amount field (rule `money_cents`), if any: what an
-    /// uncertain action of this type may have charged.
+    /// The first amount field (rule `money_cents` or `money_minor`), if
+    /// any: what an uncertain action of this type may have charged.
     pub fn amount_field(&self) -> Option<&str> {
+        self.amount_spec().map(|f| &*f.name)
+    }
+
+    /// The first amount field's spec (its rule says how its normalized
+    /// value reads: cents, or the minor unit of the action's currency).
+    pub fn amount_spec(&self) -> Option<&FieldSpec> {
         self.fields
             .iter()
-            .find(|f| f.rule == Rule::MoneyCents)
-            .map(|f| &*f.name)
+            .find(|f| matches!(f.rule, Rule::MoneyCents | Rule::MoneyMinor))
     }
 }
 

@@ -515,16 +515,42 @@ test('money reopens to its currency\'s minor unit from a link and from a saved s
   }
 });
 
-test('prices per 1M typed under per 1k are warned of beside them, and nothing is blocked', async () => {
+test('prices per 1M typed under per 1k are warned of beside them, and the switch right after relabels them', async () => {
   const { context, page, errors } = await openAt(browser, '/?v=2&pc=USD&pi=2.5&po=10&rc=INR&px=84.37&tk=95&lang=en-US', { width: 1366, height: 900 });
   await hydrated(page);
   assert.ok(await page.locator('#unit-warning').isVisible());
   assert.match(await page.locator('#unit-warning').innerText(), /look like prices per 1M tokens/);
   assert.notEqual(await text(page, 'monthly_token_waste'), '—', 'the figures stand');
+  // The fix the warning suggests: the typed numbers are kept, now per 1M.
   await page.selectOption('#in-u', '1m');
-  await page.fill('#in-pi', '2.5');
-  await page.fill('#in-po', '10');
   await page.waitForSelector('#unit-warning', { state: 'hidden' });
+  assert.equal(await page.inputValue('#in-pi'), '2.5');
+  assert.equal(await page.inputValue('#in-po'), '10');
+  assert.equal(await text(page, 'cost_per_call'), '₹2.1936', 'the prices per 1M at ₹84.37');
+  // Without a warning, a switch converts (the scenario stays the same).
+  await page.selectOption('#in-u', '1k');
+  assert.equal(await page.inputValue('#in-pi'), '0.0025');
+  // The other way: per-1k prices under per 1M, in euros against yen.
+  await page.goto(`${BASE_URL}/?v=2&pc=EUR&u=1m&pi=0.0025&po=0.01&rc=JPY&px=162.35&tk=120&lang=en-US`);
+  await hydrated(page);
+  assert.match(await page.locator('#unit-warning').innerText(), /look like prices per 1k tokens/);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a rate the wrong way round is warned of, and the rate is shown both ways', async () => {
+  const { context, page, errors } = await openAt(browser, '/?v=2&pc=EUR&pi=0.0025&po=0.01&rc=JPY&px=162.35&tk=120&lang=pt-BR', { width: 1366, height: 900 });
+  await hydrated(page);
+  assert.match(await page.locator('#fx-echo').innerText(), /€ 1 = JP¥ 162,35 .* · JP¥ 1 = € 0,00616$/);
+  assert.ok(!(await page.locator('#fx-inverted').isVisible()));
+  await page.fill('#in-px', '0,00616');
+  await page.waitForSelector('#fx-inverted', { state: 'visible' });
+  assert.match(await page.locator('#fx-inverted').innerText(), /parece invertido/);
+  assert.notEqual(await text(page, 'monthly_token_waste'), '—', 'the figures stand');
+  // A rate dated after today is refused under its date.
+  await page.fill('#in-pd', '31/12/2999');
+  await page.waitForSelector('#err-pd:not([hidden])');
+  assert.match(await page.locator('#err-pd').innerText(), /data futura/);
   assert.deepEqual(errors, []);
   await context.close();
 });

@@ -39,6 +39,44 @@ async function type(page, selector, text) {
   await page.type(selector, text);
 }
 
+/** The finance lead's three unseen contracts: dinars, yen from euros, UF. */
+const UNSEEN = ['rc=BHD', 'rc=JPY', 'rc=CLF'].map((k) => contracts.find((c) => c.link.includes(k) && c.link.includes('pd=')));
+const TABLET = { width: 820, height: 1180 };
+const RISK_KEYS = ['ms', 'ac', 'oc', 'cr'];
+/** The link with the risk block filled in (in the contract's own amounts), or emptied. */
+function withRisk(link, on) {
+  const kept = link.split('&').filter((kv) => !RISK_KEYS.includes(kv.split('=')[0]));
+  if (!on) return kept.join('&');
+  if (link.includes('ms=')) return link;
+  return [...kept, 'ms=30', 'ac=12000', 'oc=450', 'cr=2'].join('&');
+}
+
+// 36 prints: three contracts × two languages × desktop, tablet and phone ×
+// with and without the risk block, each on one A4 page.
+test('print: the three unseen contracts, in both languages, on every screen, with and without risk, are one A4 page each', async () => {
+  assert.equal(UNSEEN.filter(Boolean).length, 3);
+  let printed = 0;
+  for (const c of UNSEEN) {
+    for (const lang of LANGS) {
+      for (const [screen, viewport] of [['desktop', DESKTOP], ['tablet', TABLET], ['phone', PHONE]]) {
+        for (const risk of [true, false]) {
+          const link = withRisk(c.link, risk);
+          const { context, page, errors } = await openAt(browser, `/?${link}&lang=${lang}`, viewport);
+          await hydrated(page);
+          await page.emulateMedia({ media: 'print' });
+          const name = `${c.currency}-${lang}-${screen}-${risk ? 'risk' : 'plain'}`;
+          const pdf = await page.pdf({ format: 'A4', printBackground: true, path: `${ARTIFACTS}/unseen-${name}.pdf` });
+          assert.equal(pdfPages(pdf), 1, `${name}: one A4 page`);
+          assert.deepEqual(errors, [], name);
+          await context.close();
+          printed += 1;
+        }
+      }
+    }
+  }
+  assert.equal(printed, 36);
+});
+
 for (const lang of LANGS) {
   test(`print (${lang}): the pound contract with the risk block is one A4 page, charts included`, async () => {
     const { context, page, errors } = await openAt(browser, `/?${POUND.link}&lang=${lang}`, DESKTOP);

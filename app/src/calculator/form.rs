@@ -298,14 +298,16 @@ impl Form {
         let number = match read_marking(&text, expected) {
             Marking::None(t) => t.to_owned(),
             Marking::Matches(t) if f.kind() == Kind::Money => t,
-            Marking::Matches(_) => return Err(problem(Problem::WrongCurrency)),
-            // A count's letters are never a currency (`25k` is thousands,
-            // not kyats): it is told how to write a number.
-            Marking::Other(m)
-                if f.kind() == Kind::Money
-                    || (f.kind() != Kind::Count && looks_like_currency(&m)) =>
-            {
+            Marking::Other(m) if f.kind() == Kind::Money => {
                 return Err(wrong_currency_text(&m, expected, l));
+            }
+            // A currency sign in a share, a rate or an average: the field
+            // is no amount, so it names no currency (a percentage is never
+            // "in BHD"). A count's letters are never a currency (`25k` is
+            // thousands, not kyats): it is told how to write a number.
+            Marking::Matches(_) => return Err(problem(Problem::WrongCurrency)),
+            Marking::Other(m) if f.kind() != Kind::Count && looks_like_currency(&m) => {
+                return Err(problem(Problem::WrongCurrency));
             }
             Marking::Other(_) => return Err(number_hint(l).to_owned()),
         };
@@ -508,10 +510,14 @@ impl Form {
             self.price_currency.get_untracked(),
             self.revenue_currency.get_untracked(),
         );
+        // Only what the page reads is rewritten: a refused value (`48.240`
+        // dinars, ambiguous on the Portuguese page) stays as typed, to be
+        // refused in the new language too, never turned into a number the
+        // person did not type.
         for f in Field::ALL {
-            let t = self.text(f);
-            if let Ok(v) = parse_decimal(&t.get_untracked(), from) {
-                t.set(display_text(f, v, to, currency_in(f, pc, rc)));
+            if let Ok(Some(v)) = untrack(|| self.read(f, from)) {
+                self.text(f)
+                    .set(display_text(f, v, to, currency_in(f, pc, rc)));
             }
         }
         if let Ok(iso) = read_typed_date(&self.fx_date.get_untracked(), from) {

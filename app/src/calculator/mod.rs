@@ -160,6 +160,29 @@ mod tests {
     }
 
     #[test]
+    fn a_language_switch_rewrites_only_what_the_page_read() {
+        reactive(|| {
+            let (pt, en) = (Locale::PtBr, Locale::EnUs);
+            let form = Form::from_query(&query("v=2&t=1&pc=USD&rc=BHD&px=0,376&u=1m"), pt);
+            // Dinars in the English notation on the Portuguese page: refused.
+            form.text(Field::Ticket).set("48.240".into());
+            assert!(form.read(Field::Ticket, pt).is_err());
+            form.text(Field::Conversations).set("12.500".into());
+            form.relocalize(pt, en);
+            // Kept as typed, never rewritten from a reading the page
+            // refused: in English it is what it says, 48.24 dinars.
+            assert_eq!(form.text(Field::Ticket).get_untracked(), "48.240");
+            assert_eq!(
+                form.read(Field::Ticket, en),
+                Ok(Some(rust_decimal::Decimal::new(4824, 2)))
+            );
+            // What the page read is written the new language's way.
+            assert_eq!(form.text(Field::Conversations).get_untracked(), "12,500");
+            assert_eq!(form.text(Field::Fx).get_untracked(), "0.376");
+        });
+    }
+
+    #[test]
     fn a_number_in_the_other_pages_notation_is_refused_with_how_to_write_it_here() {
         reactive(|| {
             let en = Locale::EnUs;

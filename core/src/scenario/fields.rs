@@ -92,7 +92,8 @@ pub enum Problem {
     /// The exchange rate is missing while prices and revenue are in
     /// different currencies.
     RateRequired,
-    /// A price typed with another currency's symbol than its block's.
+    /// A currency sign typed in a field that is no amount of money (a
+    /// share, a rate, an average).
     WrongCurrency,
 }
 

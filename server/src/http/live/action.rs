@@ -15,7 +15,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use idem_core::locale::{format_decimal, Locale};
+use idem_core::locale::Locale;
 use idem_core::reveal_bidi;
 use idem_core::{IdempotencyKey, TenantId};
 use idem_store::{Action, ActionState, Intent, Outcome, ReplacedAttempt};
@@ -313,7 +313,7 @@ fn detail_html(
             Some((reference, action, i)) => {
                 dl class="facts" id="action-intent" {
                     dt { (tr(l, "Referência", "Reference")) } dd id="intent-reference" { (reveal_bidi(reference)) " " (copy_button(reference, tr(l, "Copiar a referência", "Copy the reference"), l)) }
-                    dt { (tr(l, "Valor", "Amount")) } dd id="intent-amount" { @if let Some(v) = facts.amount { (format_decimal(v, l, 2, 2)) } @else { "—" } }
+                    dt { (tr(l, "Valor", "Amount")) } dd id="intent-amount" { @if let Some(v) = facts.amount { (IntentFacts::amount_text(v, facts.currency, l)) } @else { "—" } }
                     dt { (tr(l, "Cliente", "Customer")) } dd id="intent-customer" { @if let Some(c) = &facts.customer { (reveal_bidi(c)) " " (copy_button(c, tr(l, "Copiar o cliente", "Copy the customer"), l)) } @else { "—" } }
                     dt { (tr(l, "Ação", "Action")) } dd { (action) }
                     dt { (tr(l, "Regras", "Rules")) } dd { "v" (i.rules_version) ", " (tr(l, "revisão", "revision")) " " (i.revision) }
@@ -1053,7 +1053,7 @@ fn uncertain_csv_rows(list: &[LiveUncertain], l: Locale) -> Result<Vec<u8>, csv:
         let amount = crate::http::sheet::exact_number(&amount, pt);
         let shown = u
             .amount
-            .map(|a| format_decimal(a, l, 2, 2))
+            .map(|a| IntentFacts::amount_text(a, u.currency, l))
             .unwrap_or_default();
         // Every cell through `sheet::cell`: references, customers and
         // tenant names are whatever the recording service sent.
@@ -1099,9 +1099,57 @@ mod tests {
             attempts: 2,
             reference: Some("FAT-1; \"x\"".into()),
             amount: Some(rust_decimal::Decimal::new(657_789, 2)),
+            currency: None,
             customer: Some("cli-1".into()),
             age_ms: 90_500,
         }
+    }
+
+    #[test]
+    fn an_amount_in_minor_units_keeps_its_currency_s_digits() {
+        // 12345 fils of a `money_minor` field: 12.345 dinars, never 12.35.
+        let catalog = idem_core::Catalog::from_toml(
+            r#"
+[actions."dinar.charge"]
+currency = "BHD"
+customer = "cliente"
+fields = [{ name = "amount", rule = "money_minor" }, { name = "cliente", rule = "trim" }, { name = "referencia_intencao", rule = "trim" }]
+[actions."any.charge"]
+currency_field = "currency"
+fields = [{ name = "amount", rule = "money_minor" }, { name = "currency", rule = "trim" }, { name = "referencia_intencao", rule = "trim" }]
+"#,
+        )
+        .unwrap();
+        let facts = IntentFacts::read(
+            &catalog,
+            "dinar.charge",
+            r#"{"amount":"12345","cliente":"c-1","referencia_intencao":"r"}"#,
+        );
+        assert_eq!(facts.amount, Some(rust_decimal::Decimal::new(12_345, 3)));
+        assert_eq!(facts.currency.map(|c| c.code()), Some("BHD"));
+        assert_eq!(facts.customer.as_deref(), Some("c-1"));
+        let yen = IntentFacts::read(
+            &catalog,
+            "any.charge",
+            r#"{"amount":"1500","currency":"JPY","referencia_intencao":"r"}"#,
+        );
+        assert_eq!(yen.amount, Some(rust_decimal::Decimal::new(1500, 0)));
+        let mut u = row();
+        u.amount = facts.amount;
+        u.currency = facts.currency;
+        let pt =
+            String::from_utf8(uncertain_csv_text(&[u.clone()], Locale::PtBr).unwrap()).unwrap();
+        assert!(pt.contains(";12,345;BHD 12,345;"), "{pt}");
+        let en = String::from_utf8(uncertain_csv_text(&[u], Locale::EnUs).unwrap()).unwrap();
+        assert!(en.contains(",12.345,BHD 12.345,"), "{en}");
+        assert_eq!(
+            IntentFacts::amount_text(
+                rust_decimal::Decimal::new(1500, 0),
+                yen.currency,
+                Locale::EnUs
+            ),
+            "¥1,500"
+        );
     }
 
     #[test]

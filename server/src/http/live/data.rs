@@ -2,7 +2,8 @@
 //! `/live/data.json` returns and what [`super::render`] draws.
 
 use app::i18n::tr;
-use idem_core::locale::Locale;
+use idem_core::catalog::Rule;
+use idem_core::locale::{Currency, Locale};
 use idem_core::scenario::{Field, Scenario};
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -168,9 +169,12 @@ pub struct LiveUncertain {
     /// The business reference of the intent the key was derived from
     /// (absent when no kept intent has this key).
     pub reference: Option<String>,
-    /// The amount in the intent (its action's first `money_cents` field),
-    /// as exact decimal text.
+    /// The amount in the intent (its action's first `money_cents` or
+    /// `money_minor` field), as exact decimal text.
     pub amount: Option<Decimal>,
+    /// The amount's currency, when the intent names one (`money_minor`);
+    /// null for cents.
+    pub currency: Option<Currency>,
     /// The customer in the intent (its action's `customer` field).
     pub customer: Option<String>,
     /// How long ago the attempt whose outcome is unknown started, in ms.
@@ -202,6 +206,7 @@ impl LiveUncertain {
             // direction override in what a client sent is written out.
             reference: u.reference.map(|r| idem_core::reveal_bidi(&r).into_owned()),
             amount: facts.amount,
+            currency: facts.currency,
             customer: facts
                 .customer
                 .map(|c| idem_core::reveal_bidi(&c).into_owned()),
@@ -210,13 +215,18 @@ impl LiveUncertain {
 }
 
 /// What an intent's frozen payload says to whoever reconciles its action:
-/// how much, and for whom. Read through the catalog (the amount is the
-/// action's first `money_cents` field, the customer its `customer` field);
-/// an action the catalog no longer lists says nothing.
+/// how much, in what, and for whom. Read through the catalog (the amount is
+/// the action's first `money_cents` or `money_minor` field, the customer
+/// its `customer` field); an action the catalog no longer lists says
+/// nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IntentFacts {
-    /// The amount, exact (cents / 100).
+    /// The amount, exact (cents / 100, or minor units in the currency's
+    /// digits: 12345 fils are 12.345 dinars).
     pub amount: Option<Decimal>,
+    /// The amount's currency, when a `money_minor` field names it (the
+    /// catalog's `currency` or the payload's `currency_field`).
+    pub currency: Option<Currency>,
     /// The customer.
     pub customer: Option<String>,
 }
@@ -232,14 +242,41 @@ impl IntentFacts {
         else {
             return Self::default();
         };
+        let customer = spec.customer.as_ref().and_then(|f| fields.get(f)).cloned();
+        let Some(field) = spec.amount_spec() else {
+            return IntentFacts {
+                customer,
+                ..Self::default()
+            };
+        };
+        // Normalized money is an integer count of the unit the rule names.
+        let units = fields.get(&*field.name).and_then(|c| c.parse::<i64>().ok());
+        let (amount, currency) = match field.rule {
+            Rule::MoneyMinor => {
+                let currency = spec.currency.or_else(|| {
+                    let named = spec.currency_field.as_deref().unwrap_or("currency");
+                    fields.get(named).and_then(|c| Currency::from_code(c))
+                });
+                let amount = currency
+                    .zip(units)
+                    .map(|(c, u)| Decimal::new(u, c.minor_units()));
+                (amount, currency)
+            }
+            _ => (units.map(|u| Decimal::new(u, 2)), None),
+        };
         IntentFacts {
-            // Normalized money is integer cents.
-            amount: spec
-                .amount_field()
-                .and_then(|f| fields.get(f))
-                .and_then(|c| c.parse::<i64>().ok())
-                .map(|c| Decimal::new(c, 2)),
-            customer: spec.customer.as_ref().and_then(|f| fields.get(f)).cloned(),
+            amount,
+            currency,
+            customer,
+        }
+    }
+
+    /// The amount as a person reads it: in its currency's digits with its
+    /// code when the intent names one (`BHD 12,345`), else to the cent.
+    pub fn amount_text(amount: Decimal, currency: Option<Currency>, l: Locale) -> String {
+        match currency {
+            Some(c) => idem_core::locale::format_money(amount, l, c),
+            None => idem_core::locale::format_decimal(amount, l, 2, 2),
         }
     }
 }

@@ -298,7 +298,7 @@ fn uncertain_table(d: &LiveData, l: Locale) -> Markup {
                                     " " (copy_button(&u.key, tr(l, "Copiar a chave", "Copy the key"), l))
                                 }
                                 td { @if let Some(r) = &u.reference { (r) " " (copy_button(r, tr(l, "Copiar a referência", "Copy the reference"), l)) } @else { "—" } }
-                                td class="num" { @if let Some(a) = u.amount { (format_decimal(a, l, 2, 2)) } @else { "—" } }
+                                td class="num" { @if let Some(a) = u.amount { (super::data::IntentFacts::amount_text(a, u.currency, l)) } @else { "—" } }
                                 td { @if let Some(c) = &u.customer { (c) " " (copy_button(c, tr(l, "Copiar o cliente", "Copy the customer"), l)) } @else { "—" } }
                                 td { (action_label(&u.action, l)) }
                                 td { (u.tenant) }
