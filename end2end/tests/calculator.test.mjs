@@ -522,10 +522,11 @@ test('prices per 1M typed under per 1k are warned of beside them, and the switch
   assert.match(await page.locator('#unit-warning').innerText(), /look like prices per 1M tokens/);
   assert.notEqual(await text(page, 'monthly_token_waste'), '—', 'the figures stand');
   // The fix the warning suggests: the typed numbers are kept, now per 1M.
+  const typed = [await page.inputValue('#in-pi'), await page.inputValue('#in-po')];
+  assert.deepEqual(typed, ['2.50', '10.00']);
   await page.selectOption('#in-u', '1m');
   await page.waitForSelector('#unit-warning', { state: 'hidden' });
-  assert.equal(await page.inputValue('#in-pi'), '2.5');
-  assert.equal(await page.inputValue('#in-po'), '10');
+  assert.deepEqual([await page.inputValue('#in-pi'), await page.inputValue('#in-po')], typed);
   assert.equal(await text(page, 'cost_per_call'), '₹2.1936', 'the prices per 1M at ₹84.37');
   // Without a warning, a switch converts (the scenario stays the same).
   await page.selectOption('#in-u', '1k');
