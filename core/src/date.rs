@@ -24,17 +24,22 @@ pub enum DateProblem {
 /// Line Islands), `YYYY-MM-DD`: a date after it has begun nowhere, while a
 /// person a day ahead of the server's clock may rightly type tomorrow.
 pub fn latest_today(unix_secs: i64) -> String {
-    // Howard Hinnant's days-to-civil, on the proleptic Gregorian calendar.
-    let z = (unix_secs + 14 * 3600).div_euclid(86_400) + 719_468;
+    let (y, m, d) = civil_from_days((unix_secs + 14 * 3600).div_euclid(86_400));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Year, month and day of a count of days since 1970-01-01, on the
+/// proleptic Gregorian calendar (Howard Hinnant's days-to-civil).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
     let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
+    let doe = z.rem_euclid(146_097);
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// Refuses an ISO date after `latest` (from [`latest_today`]): the dates

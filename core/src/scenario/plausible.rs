@@ -247,34 +247,39 @@ pub fn unit_warning_text(w: UnitWarning, s: &Scenario, o: &CostOutputs, l: Local
     let usd = |d: Decimal| format_price(d, l, Currency::USD);
     let per_1m = pick(l, "por 1M tokens", "per 1M tokens");
     match w {
-        UnitWarning::AboveTable => format!(
-            "{} {unit}, {} {per_1m} {} ({} {}, {} {}): {check}.",
-            pick(l, "Os preços estão", "Prices are entered"),
-            pick(l, "mas, em dólares", "but in US dollars"),
-            pick(
-                l,
-                "um preço passa de todos os da tabela de preços dos modelos",
-                "a price is above every one in the model price table"
-            ),
-            pick(l, "entrada até", "input up to"),
-            usd(TABLE_INPUT.1),
-            pick(l, "saída até", "output up to"),
-            usd(TABLE_OUTPUT.1),
-        ),
-        UnitWarning::BelowTable => format!(
-            "{} {unit}, {} {per_1m} {} ({} {}, {} {}): {check}.",
-            pick(l, "Os preços estão", "Prices are entered"),
-            pick(l, "mas, em dólares", "but in US dollars"),
-            pick(
-                l,
-                "um preço fica abaixo de todos os da tabela de preços dos modelos",
-                "a price is below every one in the model price table"
-            ),
-            pick(l, "entrada a partir de", "input from"),
-            usd(TABLE_INPUT.0),
-            pick(l, "saída a partir de", "output from"),
-            usd(TABLE_OUTPUT.0),
-        ),
+        UnitWarning::AboveTable | UnitWarning::BelowTable => {
+            let above = w == UnitWarning::AboveTable;
+            let (which, input, output, bound) = if above {
+                (
+                    pick(
+                        l,
+                        "um preço passa de todos os da tabela de preços dos modelos",
+                        "a price is above every one in the model price table",
+                    ),
+                    pick(l, "entrada até", "input up to"),
+                    pick(l, "saída até", "output up to"),
+                    (TABLE_INPUT.1, TABLE_OUTPUT.1),
+                )
+            } else {
+                (
+                    pick(
+                        l,
+                        "um preço fica abaixo de todos os da tabela de preços dos modelos",
+                        "a price is below every one in the model price table",
+                    ),
+                    pick(l, "entrada a partir de", "input from"),
+                    pick(l, "saída a partir de", "output from"),
+                    (TABLE_INPUT.0, TABLE_OUTPUT.0),
+                )
+            };
+            format!(
+                "{} {unit}, {} {per_1m} {which} ({input} {}, {output} {}): {check}.",
+                pick(l, "Os preços estão", "Prices are entered"),
+                pick(l, "mas, em dólares", "but in US dollars"),
+                usd(bound.0),
+                usd(bound.1),
+            )
+        }
         UnitWarning::CallAboveTicket => format!(
             "{} {unit}, {} {}, {} {} {}: {check}.",
             pick(l, "Os preços estão", "Prices are entered"),
