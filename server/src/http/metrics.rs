@@ -12,6 +12,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
@@ -25,6 +26,31 @@ pub struct RequestLabels {
     pub method: String,
     /// Status code.
     pub status: u16,
+}
+
+/// Labels of the request latency histogram: the route's pattern, the
+/// method and the status class (`2xx`…), so a histogram's buckets are
+/// kept per few series, never per status code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LatencyLabels {
+    /// The route's pattern, as [`RequestLabels::route`].
+    pub route: String,
+    /// HTTP method.
+    pub method: String,
+    /// `1xx` to `5xx`.
+    pub class: &'static str,
+}
+
+/// The latency buckets, in seconds: fine below a millisecond, where a
+/// guarded effect's own work lives on SQLite, and up to the 10 s a request
+/// may take before its deadline.
+pub const LATENCY_BUCKETS: [f64; 17] = [
+    0.000_1, 0.000_25, 0.000_5, 0.000_75, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1.0, 2.5, 10.0,
+];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
 }
 
 /// Labels of the chore counter.
@@ -57,6 +83,9 @@ pub struct Metrics {
     registry: Registry,
     /// Requests by route, method and status.
     pub requests: Family<RequestLabels, Counter>,
+    /// How long requests took to answer, by route, method and status
+    /// class.
+    pub request_seconds: Family<LatencyLabels, Histogram, fn() -> Histogram>,
     /// Idempotency-Key replays served.
     pub replays: Counter,
     /// 409s: a request with the same key still running.
@@ -147,6 +176,15 @@ impl Metrics {
             "http_requests",
             "HTTP requests by route, method and status",
             requests.clone(),
+        );
+        let request_seconds =
+            Family::<LatencyLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram,
+            );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from a request's arrival at the router to its response's head, by route, method and status class",
+            request_seconds.clone(),
         );
         let replays = Counter::default();
         registry.register(
@@ -267,6 +305,7 @@ impl Metrics {
         Self {
             registry,
             requests,
+            request_seconds,
             replays,
             in_progress,
             mismatches,
@@ -458,7 +497,19 @@ pub fn request_span<B>(req: &axum::http::Request<B>) -> tracing::Span {
     tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path())
 }
 
-/// Counts each request by route pattern, method and status.
+/// The class of a status (`2xx`), the latency histogram's label.
+fn status_class(status: u16) -> &'static str {
+    match status / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// Counts each request by route pattern, method and status, and times it
+/// (route, method and status class).
 pub async fn observe(
     State(metrics): State<Arc<Metrics>>,
     req: Request<Body>,
@@ -469,13 +520,23 @@ pub async fn observe(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let method = req.method().as_str().to_owned();
+    let started = std::time::Instant::now();
     let res = next.run(req).await;
+    let status = res.status().as_u16();
+    metrics
+        .request_seconds
+        .get_or_create(&LatencyLabels {
+            route: route.clone(),
+            method: method.clone(),
+            class: status_class(status),
+        })
+        .observe(started.elapsed().as_secs_f64());
     metrics
         .requests
         .get_or_create(&RequestLabels {
             route,
             method,
-            status: res.status().as_u16(),
+            status,
         })
         .inc();
     res
@@ -503,6 +564,13 @@ mod tests {
                 status: 200,
             })
             .inc();
+        m.request_seconds
+            .get_or_create(&super::LatencyLabels {
+                route: "/healthz".into(),
+                method: "GET".into(),
+                class: "2xx",
+            })
+            .observe(0.0004);
         let exposed = m.render();
         let mut queried = 0;
         let re = regex::Regex::new(r"idem_[a-z_]+").expect("regex");
@@ -510,7 +578,11 @@ mod tests {
             for target in panel["targets"].as_array().expect("targets") {
                 let expr = target["expr"].as_str().expect("expr");
                 for m in re.find_iter(expr) {
-                    let family = m.as_str().trim_end_matches("_total");
+                    // A histogram's series are its family's name and a
+                    // suffix.
+                    let family = ["_total", "_bucket", "_count", "_sum"]
+                        .iter()
+                        .fold(m.as_str(), |name, suffix| name.trim_end_matches(suffix));
                     assert!(
                         exposed.contains(&format!("# TYPE {family} ")),
                         "{} (panel {:?}) is not exposed:\n{exposed}",

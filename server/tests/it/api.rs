@@ -1351,9 +1351,25 @@ async fn metrics_openapi_and_probes(s: &Srv) {
         "idem_action_lease_takeovers_total 0",
         "idem_actions_uncertain_total 0",
         r#"idem_purged_rows_total{table="http_keys"} 0"#,
+        // Two intents posted: both in the histogram of their route, method
+        // and class, every bucket cumulative up to +Inf.
+        r#"idem_http_request_duration_seconds_count{route="/v1/intents",method="POST",class="2xx"} 2"#,
+        r#"idem_http_request_duration_seconds_bucket{le="+Inf",route="/v1/intents",method="POST",class="2xx"} 2"#,
+        r#"idem_http_request_duration_seconds_bucket{le="0.0001",route="/v1/intents",method="POST",class="2xx"}"#,
     ] {
         assert!(text.contains(want), "{want} missing from\n{text}");
     }
+    // Buckets are the route's pattern, never a key or a raw path.
+    let timed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("idem_http_request_duration_seconds_count"))
+        .collect();
+    assert!(
+        timed.iter().all(|l| {
+            l.contains("route=\"/") && !regex::Regex::new("[0-9a-f]{32}").unwrap().is_match(l)
+        }),
+        "{timed:?}"
+    );
     let doc = s.get_json(&s.url("/v1/openapi.json")).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     for path in [
