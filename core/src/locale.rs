@@ -137,7 +137,7 @@ pub fn parse_decimal(input: &str, locale: Locale) -> Result<Decimal, Error> {
             format!(": {hint}")
         },
     };
-    let mut s = negatives(
+    let mut s = plain_signs(
         &input
             .chars()
             .filter(|c| !c.is_whitespace())
@@ -246,7 +246,7 @@ pub fn parse_decimal_flag(input: &str, locale: Option<Locale>) -> Result<Decimal
     if let Some(l) = locale {
         return parse_decimal(input, l);
     }
-    let signed = negatives(input.trim());
+    let signed = plain_signs(input.trim());
     let body = signed.trim_start_matches('-');
     let marks: Vec<char> = body.chars().filter(|c| matches!(c, '.' | ',')).collect();
     let one_kind = marks.first().filter(|m| marks.iter().all(|c| c == *m));
@@ -284,7 +284,7 @@ pub fn thousands_shorthand(text: &str) -> Option<String> {
 /// says it cannot be negative instead of calling the marks a currency;
 /// Arabic-Indic digits (`٣٧`, `۳۷`), which a pasted Gulf invoice carries,
 /// read as the digits they are.
-fn negatives(s: &str) -> String {
+fn plain_signs(s: &str) -> String {
     let s: String = s.chars().map(crate::currency::ascii_digit).collect();
     match s.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
         Some(inner) => {

@@ -600,14 +600,8 @@ fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(Currency::BRL),
         Some(Value::String(s)) => Currency::from_code(s).ok_or_else(|| {
-            let refused = idem_core::currency::withdrawn(s)
-                .map(|_| ())
-                .or(idem_core::currency::fund(s).map(|_| ()));
-            Bad(match refused {
-                Some(()) => format!(
-                    "argument `{name}`: {}",
-                    idem_core::currency::not_a_currency(s)
-                ),
+            Bad(match idem_core::currency::known_refusal(s) {
+                Some(why) => format!("argument `{name}`: {why}"),
                 None => format!(
                     "argument `{name}`: `{}` is not an ISO 4217 currency code (BRL, USD, GBP, JPY…)",
                     s.chars().take(16).collect::<String>()

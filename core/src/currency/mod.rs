@@ -250,9 +250,10 @@ const LOCAL_SPELLINGS: [(&str, &str); 9] = [
 /// A code ISO lists with minor units that is a fund or a settlement code,
 /// not money a contract is paid in: `CHW` (WIR franc) for `CHF`, `USN`
 /// (next-day dollars) for `USD`. `scripts/currency-table` leaves them out
-/// of the table (its FUNDS), so no reader takes them; this list says why. The indexed units of account contracts
-/// are written in (`CLF`, `COU`, `MXV`, `UYI`, `UYW`) are not here: they
-/// are computed with their own digits (CLF 4, UYI 0).
+/// of the table (its FUNDS), so no reader takes them; this list says why.
+/// The indexed units of account contracts are written in (`CLF`, `COU`,
+/// `MXV`, `UYI`, `UYW`) are not here: they are computed with their own
+/// digits (CLF 4, UYI 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fund {
     /// The fund's code (`CHW`).
@@ -328,6 +329,13 @@ pub fn not_a_currency(code: &str) -> String {
             None => format!("`{shown}` is not an ISO 4217 currency code"),
         },
     }
+}
+
+/// Why `code` names money no contract can be priced in, when it is a code
+/// ISO knows (withdrawn, or a fund): [`not_a_currency`]'s sentence. `None`
+/// for a code ISO never had, which each surface words its own way.
+pub fn known_refusal(code: &str) -> Option<String> {
+    (withdrawn(code).is_some() || fund(code).is_some()).then(|| not_a_currency(code))
 }
 
 /// `c` as ASCII when it is a minus sign or an Arabic-Indic digit.

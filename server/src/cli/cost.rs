@@ -181,11 +181,8 @@ fn num(
 }
 
 fn currency(flag: &'static str, text: &str) -> Result<Currency, String> {
-    let refused = idem_core::currency::withdrawn(text)
-        .map(|_| ())
-        .or(idem_core::currency::fund(text).map(|_| ()));
-    Currency::from_code(text).ok_or_else(|| match refused {
-        Some(()) => format!("--{flag}: {}", idem_core::currency::not_a_currency(text)),
+    Currency::from_code(text).ok_or_else(|| match idem_core::currency::known_refusal(text) {
+        Some(why) => format!("--{flag}: {why}"),
         None => format!(
             "--{flag}: `{}` is not an ISO 4217 currency code (BRL, USD, EUR, GBP, JPY…)",
             text.chars().take(16).collect::<String>()
