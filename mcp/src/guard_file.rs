@@ -632,15 +632,10 @@ impl GuardFile {
                     ),
                 )
             })?;
-            let lease_ms = match &g.lease_ms {
-                Some(l) if !(1..=MAX_LEASE_MS).contains(l.get_ref()) => {
-                    return Err(at(
-                        l.span(),
-                        format!("lease_ms must be between 1 and {MAX_LEASE_MS}"),
-                    ))
-                }
-                Some(l) => *l.get_ref(),
-                None => DEFAULT_LEASE_MS,
+            let lease = match &g.lease_ms {
+                Some(l) => idem_wire::LeaseMs::new(*l.get_ref())
+                    .map_err(|e| at(l.span(), e.to_string()))?,
+                None => idem_wire::LeaseMs::DEFAULT,
             };
             let fields_span = g.fields.span();
             let mapped = g.fields.into_inner();
@@ -771,7 +766,7 @@ impl GuardFile {
                 tool: g.tool.into_inner(),
                 action: spec.action.clone(),
                 key_argument,
-                lease: Duration::from_millis(lease_ms),
+                lease: lease.duration(),
                 on_uncertain,
                 errors: g.errors.unwrap_or(Errors::Retryable),
                 fields,

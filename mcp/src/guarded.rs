@@ -9,7 +9,9 @@
 use crate::guard_file::{Errors, Guard, LookupArgument, OnUncertain};
 use idem_core::{IdempotencyKey, Payload, TenantId};
 use idem_store::{Begin, Outcome, Store};
+use idem_wire::meta::{IdemMeta, LookupVerdict, Source, UpstreamState};
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -574,7 +576,7 @@ impl Gate {
                     token,
                     attempt,
                     "the upstream MCP server is down (the gateway is restarting it)",
-                    "restarting",
+                    UpstreamState::Restarting,
                 )
                 .await;
         }
@@ -595,7 +597,7 @@ impl Gate {
             Ok(Ok(r)) => r,
             Ok(Err(Unanswered::NotSent(why))) => {
                 return self
-                    .not_sent(call, token, attempt, &why, "unreachable")
+                    .not_sent(call, token, attempt, &why, UpstreamState::Unreachable)
                     .await
             }
             Ok(Err(Unanswered::Lost(why))) => {
@@ -644,7 +646,7 @@ impl Gate {
             tracing::warn!(error = %e, tool = %guard.tool, "a guarded call's outcome could not be recorded");
         }
         Ok(Answer {
-            result: with_meta(result, call, false, attempt, reconcile, "upstream"),
+            result: with_meta(result, call, false, attempt, reconcile, Source::Upstream),
             outcome: if reconcile {
                 CallOutcome::Settled
             } else {
@@ -680,7 +682,7 @@ impl Gate {
             tracing::warn!(error = %e, "could not mark a refused resend uncertain; its lease will");
         }
         tracing::warn!(tool = %call.guard.tool, key = %call.key, "a resend was answered with an error; the action stays uncertain");
-        let mut out = with_meta(result, call, false, attempt, false, "upstream");
+        let mut out = with_meta(result, call, false, attempt, false, Source::Upstream);
         out.content.push(ContentBlock::text(format!(
             "idem: an earlier {} for {} may have been executed, and resending it under the same key was answered with the error above \
              (a provider that refuses a replayed payment answers so even when the first one settled). Whether it was executed is unknown: \
@@ -705,7 +707,7 @@ impl Gate {
         token: i64,
         attempt: i32,
         why: &str,
-        state: &str,
+        state: UpstreamState,
     ) -> Result<Answer, Refusal> {
         let reason = format!("not sent: {why}");
         let mut s = self.store.session().await.map_err(Refusal::Store)?;
@@ -721,12 +723,10 @@ impl Gate {
                 call.guard.tool, call.reference
             ),
         );
-        if let Some(meta) = answer.result.meta.as_mut() {
-            if let Some(idem) = meta.0.get_mut("idem").and_then(Value::as_object_mut) {
-                idem.insert("sent".into(), json!(false));
-                idem.insert("upstream".into(), json!(state));
-            }
-        }
+        update_idem(&mut answer.result, |idem| {
+            idem.sent = Some(false);
+            idem.upstream = Some(state);
+        });
         Ok(answer)
     }
 
@@ -915,9 +915,9 @@ impl Gate {
         };
         let verdict = self.ask(call, upstream, lookup).await;
         let label = match &verdict {
-            Looked::Executed(_) => "executed",
-            Looked::NotExecuted => "not_executed",
-            Looked::Unknown(_) | Looked::NotOurs { .. } => "unknown",
+            Looked::Executed(_) => LookupVerdict::Executed,
+            Looked::NotExecuted => LookupVerdict::NotExecuted,
+            Looked::Unknown(_) | Looked::NotOurs { .. } => LookupVerdict::Unknown,
         };
         let verdict_detail = match &verdict {
             Looked::NotOurs { detail, .. } => Some(detail.clone()),
@@ -928,7 +928,7 @@ impl Gate {
                 .count_mcp_call(
                     &self.tenant,
                     &lookup.tool,
-                    &format!("lookup:{label}"),
+                    &format!("lookup:{}", label.as_str()),
                     false,
                 )
                 .await
@@ -937,7 +937,7 @@ impl Gate {
             }
         }
         self.count_as(&guard.tool, "looked_up").await;
-        tracing::info!(tool = %guard.tool, lookup = %lookup.tool, verdict = label, "looked up an unknown outcome");
+        tracing::info!(tool = %guard.tool, lookup = %lookup.tool, verdict = label.as_str(), "looked up an unknown outcome");
         let answer = match verdict {
             Looked::Executed(value) => {
                 let result = as_result(&value);
@@ -954,7 +954,7 @@ impl Gate {
                     tracing::warn!(error = %e, "a looked-up outcome could not be recorded");
                 }
                 Answer {
-                    result: with_meta(result, call, false, attempt, true, "upstream"),
+                    result: with_meta(result, call, false, attempt, true, Source::Upstream),
                     outcome: CallOutcome::Settled,
                     diverged: call.diverged,
                 }
@@ -1126,7 +1126,7 @@ impl Gate {
                 )
             })
             .unwrap_or_default();
-        let mut result = with_meta(stored, call, true, attempt, reconciled, "upstream");
+        let mut result = with_meta(stored, call, true, attempt, reconciled, Source::Upstream);
         result.content.push(ContentBlock::text(format!(
             "idem: {} was already executed for {}{at}; the stored result is returned and nothing was executed or charged again.",
             call.guard.tool, call.reference
@@ -1182,13 +1182,27 @@ fn clipped(text: &str) -> String {
 }
 
 /// `answer` with `_meta.idem.lookup` saying what the lookup found.
-fn with_lookup(mut answer: Answer, verdict: &str) -> Answer {
-    if let Some(meta) = answer.result.meta.as_mut() {
-        if let Some(idem) = meta.0.get_mut("idem").and_then(Value::as_object_mut) {
-            idem.insert("lookup".into(), json!(verdict));
-        }
-    }
+fn with_lookup(mut answer: Answer, verdict: LookupVerdict) -> Answer {
+    update_idem(&mut answer.result, |idem| idem.lookup = Some(verdict));
     answer
+}
+
+/// Changes `result`'s `_meta.idem` (set by [`with_meta`]) through `f`.
+fn update_idem(result: &mut CallToolResult, f: impl FnOnce(&mut IdemMeta)) {
+    let Some(meta) = result.meta.as_mut() else {
+        return;
+    };
+    let Some(mut idem) = meta
+        .0
+        .get("idem")
+        .and_then(|v| IdemMeta::deserialize(v).ok())
+    else {
+        return;
+    };
+    f(&mut idem);
+    if let Ok(v) = serde_json::to_value(&idem) {
+        meta.0.insert("idem".into(), v);
+    }
 }
 
 /// One call's frozen view.
@@ -1226,7 +1240,14 @@ enum Refusal {
 /// nothing known, was executed), with `_meta.idem`.
 fn error_answer(call: &Call<'_>, attempt: i32, outcome: CallOutcome, message: String) -> Answer {
     Answer {
-        result: with_meta(error_result(message), call, false, attempt, false, "idem"),
+        result: with_meta(
+            error_result(message),
+            call,
+            false,
+            attempt,
+            false,
+            Source::Idem,
+        ),
         outcome,
         diverged: call.diverged,
     }
@@ -1245,25 +1266,20 @@ fn with_meta(
     replayed: bool,
     attempt: i32,
     reconciled: bool,
-    source: &str,
+    source: Source,
 ) -> CallToolResult {
-    let mut idem = json!({
-        "key": call.key.as_str(),
-        "replayed": replayed,
-        "diverged": call.diverged,
-        "attempt": attempt,
-        "reconciled": reconciled,
-        "diverged_meta": call.diverged_meta,
-    });
-    if result.is_error == Some(true) {
+    let idem = IdemMeta {
+        replayed,
+        diverged: call.diverged,
+        reconciled,
+        diverged_meta: call.diverged_meta.clone(),
         // Who said no: idem (nothing, or nothing known, ran) or the
         // upstream (its own error), without parsing a sentence.
-        idem["source"] = json!(source);
-    }
-    if let Some(old) = &call.superseded {
-        idem["superseded"] = json!(old.as_str());
-    }
-    meta_idem(result, idem, call)
+        source: (result.is_error == Some(true)).then_some(source),
+        superseded: call.superseded.as_ref().map(|k| k.as_str().to_owned()),
+        ..IdemMeta::of(call.key.as_str(), attempt)
+    };
+    meta_idem(result, &idem, call)
 }
 
 /// Whether a NUL character is anywhere in `v` (names included).
@@ -1279,15 +1295,7 @@ fn holds_nul(v: &Value) -> bool {
 /// idem's own refusal before anything was recorded, with the `_meta.idem`
 /// every guarded answer carries: no key was derived, nothing ran.
 fn refused_meta(result: CallToolResult) -> CallToolResult {
-    let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert(
-            "_meta".into(),
-            json!({"idem": {"key": null, "replayed": false, "diverged": false,
-                             "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "idem"}}),
-        );
-    }
-    serde_json::from_value(value).unwrap_or(result)
+    with_idem(result, &IdemMeta::refused())
 }
 
 /// idem's refusal of a call it cannot record (a guard that has seen an
@@ -1295,8 +1303,7 @@ fn refused_meta(result: CallToolResult) -> CallToolResult {
 pub fn refused_unrecorded(message: String) -> CallToolResponse {
     CallToolResponse::Complete(with_idem(
         error_result(message),
-        json!({"key": null, "recorded": false, "replayed": false, "diverged": false,
-               "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "idem"}),
+        &IdemMeta::unrecorded(Source::Idem),
     ))
 }
 
@@ -1306,15 +1313,12 @@ pub fn unrecorded(response: CallToolResponse) -> CallToolResponse {
     let CallToolResponse::Complete(result) = response else {
         return response;
     };
-    CallToolResponse::Complete(with_idem(
-        result,
-        json!({"key": null, "recorded": false, "replayed": false, "diverged": false,
-               "attempt": 0, "reconciled": false, "diverged_meta": [], "source": "upstream"}),
-    ))
+    CallToolResponse::Complete(with_idem(result, &IdemMeta::unrecorded(Source::Upstream)))
 }
 
 /// `result` with `_meta.idem` set to `idem`, its own `_meta` kept.
-fn with_idem(result: CallToolResult, idem: Value) -> CallToolResult {
+fn with_idem(result: CallToolResult, idem: &IdemMeta) -> CallToolResult {
+    let idem = serde_json::to_value(idem).unwrap_or_else(|_| json!({}));
     let mut value = serde_json::to_value(&result).unwrap_or_else(|_| json!({}));
     if let Some(obj) = value.as_object_mut() {
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));
@@ -1330,7 +1334,7 @@ fn with_idem(result: CallToolResult, idem: Value) -> CallToolResult {
 
 /// `result` with `_meta.idem` set to `idem` (its own `_meta` kept), and a
 /// sentence for each argument that differs from the frozen one.
-fn meta_idem(result: CallToolResult, idem: Value, call: &Call<'_>) -> CallToolResult {
+fn meta_idem(result: CallToolResult, idem: &IdemMeta, call: &Call<'_>) -> CallToolResult {
     let mut out = with_idem(result, idem);
     if !call.differences.is_empty() {
         let verb = if call.diverged {

@@ -61,8 +61,7 @@ pub fn screen(text: &[u8], len: usize, max: usize, guarded: impl Fn(&str) -> boo
                             "the call names member `{member}` twice (at {at}); which value would count depends on the parser, so idem takes neither. Nothing was recorded or executed: send each member once"
                         )}],
                         "isError": true,
-                        "_meta": {"idem": {"key": null, "replayed": false, "diverged": false,
-                                           "attempt": 0, "reconciled": false, "source": "idem"}},
+                        "_meta": {"idem": idem_wire::IdemMeta::refused()},
                     },
                 }));
             }

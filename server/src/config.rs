@@ -4,7 +4,6 @@
 
 use idem_core::{Catalog, Secret};
 use idem_store::{Clock, SystemClock};
-use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,7 +42,7 @@ pub struct Config {
     /// (0: unbounded).
     pub saves_per_day: u32,
     /// Timeouts and the bound on client connections.
-    pub limits: crate::http::conn::ConnLimits,
+    pub limits: idem_api::conn::ConnLimits,
     /// The largest provider outcome (`complete`'s response, `fail`'s
     /// error) kept byte for byte (`--max-outcome-bytes`).
     pub max_outcome_bytes: usize,
@@ -99,7 +98,7 @@ impl Config {
             cookie_secure: false,
             saves_per_address: 30,
             saves_per_day: 2_000,
-            limits: crate::http::conn::ConnLimits::default(),
+            limits: idem_api::conn::ConnLimits::default(),
             max_outcome_bytes: DEFAULT_MAX_OUTCOME_BYTES,
             catalog: Catalog::builtin(),
             secret: SecretSource::DataDir,
@@ -218,40 +217,7 @@ pub enum SecretSource {
 /// The fewest characters `idem serve` accepts in an admin token.
 pub const ADMIN_TOKEN_MIN: usize = 32;
 
-/// The admin token, compared by its SHA-256 digest and never printed.
-#[derive(Clone)]
-pub struct AdminToken([u8; 32]);
-
-impl AdminToken {
-    /// Wraps a configured token; an empty one is no token.
-    pub fn new(token: &str) -> Option<Self> {
-        let t = token.trim();
-        (!t.is_empty()).then(|| Self(Sha256::digest(t.as_bytes()).into()))
-    }
-
-    /// The token's SHA-256, lowercase hex: what an admin's monitor session
-    /// records, so a new admin token ends the old sessions.
-    pub fn digest_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-
-    /// Whether `presented` is this token.
-    pub fn matches(&self, presented: &str) -> bool {
-        let d: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        // Digests, not tokens, are compared: their timing says nothing
-        // useful about the token.
-        d.iter()
-            .zip(self.0.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-    }
-}
-
-impl std::fmt::Debug for AdminToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AdminToken(<redacted>)")
-    }
-}
+pub use idem_api::access::AdminToken;
 
 /// How the relay paces itself.
 #[derive(Debug, Clone)]

@@ -159,7 +159,7 @@ impl Relay {
             let busy = match self.round().await {
                 Ok(n) => n > 0,
                 Err(e) => {
-                    tracing::warn!(error = %crate::http::error::chain(&e), "relay round failed; retrying");
+                    tracing::warn!(error = %idem_api::error::chain(&e), "relay round failed; retrying");
                     false
                 }
             };
@@ -397,7 +397,7 @@ impl Relay {
                 "deliveries re-claimed meanwhile; these outcomes dropped"
             ),
             Err(e) => {
-                tracing::warn!(error = %crate::http::error::chain(&e), outcomes = batch.len(), "recording webhook outcomes failed; their leases will run out and they are sent again")
+                tracing::warn!(error = %idem_api::error::chain(&e), outcomes = batch.len(), "recording webhook outcomes failed; their leases will run out and they are sent again")
             }
         }
     }
@@ -500,7 +500,7 @@ fn describe(e: &reqwest::Error) -> String {
     } else {
         "request failed"
     };
-    format!("{kind}: {}", crate::http::error::chain(e))
+    format!("{kind}: {}", idem_api::error::chain(e))
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 
 use crate::config::{Config, SecretSource};
 use crate::http::assets::AssetTable;
-use crate::http::guard::HostRule;
-use crate::http::metrics::Metrics;
 use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
+use idem_api::boundary::HostRule;
+use idem_api::metrics::Metrics;
 use idem_core::KeyDeriver;
 use idem_store::{Chore, Options, Store};
 use leptos::config::LeptosOptions;
@@ -24,7 +24,7 @@ pub struct Application {
     purge_every: Duration,
     alert_every: Duration,
     relay: Option<crate::relay::Relay>,
-    limits: crate::http::conn::ConnLimits,
+    limits: idem_api::conn::ConnLimits,
 }
 
 impl Application {
@@ -50,7 +50,7 @@ impl Application {
                 "the conformance fixture is mounted (/echo, /status/{{code}}, /slow, /large, /counter, /reset) without authentication: a test tool, never for production"
             );
             if let Some(ms) = config.fixture_ttl_ms {
-                let tenant = crate::http::fixture::fixture_tenant();
+                let tenant = idem_api::fixture::fixture_tenant();
                 let mut s = store.session().await?;
                 let mut r = s.retention(&tenant).await?;
                 r.http_ms = ms;
@@ -111,10 +111,6 @@ impl Application {
             metrics: Arc::new(Metrics::new()),
             demo: config.demo,
             conformance_fixture: config.conformance_fixture,
-            saves: crate::http::guard::SaveLimits::new(
-                config.saves_per_address,
-                config.saves_per_day,
-            ),
             max_outcome_bytes: config.max_outcome_bytes,
             mcp_gateways,
             attempts: Default::default(),
@@ -144,6 +140,10 @@ impl Application {
             ),
             api,
             hosts,
+            saves: Arc::new(crate::http::forms::SaveLimits::new(
+                config.saves_per_address,
+                config.saves_per_day,
+            )),
         };
         let relay = match config.relay {
             Some(cfg) => {
@@ -320,7 +320,7 @@ async fn maintain(store: Store, metrics: Arc<Metrics>, every: Duration) {
         match store.purge(1000).await {
             Ok(report) => metrics.count_purge(&report),
             Err(e) => {
-                tracing::warn!(error = %crate::http::error::chain(&e), "periodic purge failed; it runs again next period")
+                tracing::warn!(error = %idem_api::error::chain(&e), "periodic purge failed; it runs again next period")
             }
         }
     }
@@ -336,7 +336,7 @@ async fn evaluate_alerts(store: Store, metrics: Arc<Metrics>, every: Duration) {
             continue;
         }
         if let Err(e) = crate::alerts::evaluate(&store).await {
-            tracing::warn!(error = %crate::http::error::chain(&e), "alert evaluation failed");
+            tracing::warn!(error = %idem_api::error::chain(&e), "alert evaluation failed");
         }
     }
 }
@@ -359,7 +359,7 @@ async fn leads(store: &Store, metrics: &Metrics, chore: Chore, every: Duration) 
         }
         Err(e) => {
             metrics.count_chore(chore, "failed");
-            tracing::warn!(chore = chore.as_str(), error = %crate::http::error::chain(&e), "the chore's lease could not be taken; it runs again next period");
+            tracing::warn!(chore = chore.as_str(), error = %idem_api::error::chain(&e), "the chore's lease could not be taken; it runs again next period");
             false
         }
     }

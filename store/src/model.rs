@@ -8,6 +8,10 @@
 macro_rules! stored_as_text {
     ($name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
         impl $name {
+            /// Every state, in declaration order.
+            #[allow(dead_code)] // not every stored state is listed by its users
+            pub const ALL: &'static [Self] = &[$(Self::$variant),*];
+
             /// The state as stored.
             pub fn as_str(self) -> &'static str {
                 match self {

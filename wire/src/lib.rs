@@ -6,6 +6,10 @@
 //! TypeScript client's generated types and the Python client's checked
 //! `TypedDict`s. A copy written with `json!` elsewhere would drift silently.
 
+pub mod meta;
+
+pub use meta::IdemMeta;
+
 use idem_core::{ActionType, IdempotencyKey};
 use idem_store::{Action, ActionState, Intent};
 use serde::Serialize;
@@ -19,6 +23,93 @@ pub const DEFAULT_LEASE_MS: u64 = 30_000;
 /// The longest lease a claim may ask for, in ms (an hour): the document's
 /// `maximum` for every `lease_ms`.
 pub const MAX_LEASE_MS: u64 = 3_600_000;
+
+/// A claim's lease, in ms: 1 to [`MAX_LEASE_MS`], [`DEFAULT_LEASE_MS`] when
+/// the request names none. Built once, where a request or a guard file is
+/// read ([`LeaseMs::from_request`]); its schema is every `lease_ms` of the
+/// OpenAPI document (bounds and default from the constants above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct LeaseMs(u64);
+
+/// A `lease_ms` outside 1 to [`MAX_LEASE_MS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseOutOfRange(pub u64);
+
+impl std::fmt::Display for LeaseOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "lease_ms must be between 1 and {MAX_LEASE_MS}")
+    }
+}
+
+impl std::error::Error for LeaseOutOfRange {}
+
+impl LeaseMs {
+    /// The lease a request without `lease_ms` gets.
+    pub const DEFAULT: LeaseMs = LeaseMs(DEFAULT_LEASE_MS);
+
+    /// `ms`, when it is 1 to [`MAX_LEASE_MS`].
+    pub fn new(ms: u64) -> Result<Self, LeaseOutOfRange> {
+        if (1..=MAX_LEASE_MS).contains(&ms) {
+            Ok(Self(ms))
+        } else {
+            Err(LeaseOutOfRange(ms))
+        }
+    }
+
+    /// A request's `lease_ms`: the default when absent.
+    pub fn from_request(ms: Option<u64>) -> Result<Self, LeaseOutOfRange> {
+        ms.map_or(Ok(Self::DEFAULT), Self::new)
+    }
+
+    /// In ms.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// As a duration.
+    pub fn duration(self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0)
+    }
+}
+
+impl utoipa::PartialSchema for LeaseMs {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(MAX_LEASE_MS))
+            .default(Some(DEFAULT_LEASE_MS.into()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for LeaseMs {}
+
+/// The schema of an action's `state`: the store's states, by name.
+pub struct ActionStateName;
+
+impl utoipa::PartialSchema for ActionStateName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(ActionState::ALL.iter().map(|s| s.as_str())))
+            .description(Some(
+                "`started` (claimed, outcome pending), `completed`, `failed` (retryable or final) or \
+                 `uncertain` (started, outcome unknown: never completed)",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ActionStateName {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "ActionState".into()
+    }
+}
 
 /// A stored text that should be JSON was not: the store holds only what
 /// idem wrote, so this is a defect, never a client's mistake.
@@ -113,7 +204,7 @@ pub struct ActionResponse {
     /// The action type.
     pub action: String,
     /// `started`, `completed`, `failed` or `uncertain`.
-    #[schema(value_type = String)]
+    #[schema(value_type = ActionStateName)]
     pub state: ActionState,
     /// The current fencing token.
     pub token: i64,

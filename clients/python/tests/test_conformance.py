@@ -54,6 +54,30 @@ def test_this_clients_problem_table_is_the_documents() -> None:
 
 
 OPENAPI: dict[str, Any] = json.loads((CONFORMANCE / "openapi.json").read_text(encoding="utf-8"))
+
+
+def test_each_problem_type_raises_the_class_the_documents_table_names() -> None:
+    import idem_client
+    from idem_client._errors import problem_from
+
+    table: dict[str, Any] = OPENAPI["components"]["schemas"]["ProblemDoc"]["x-idem-problems"]
+    classes: dict[str, type[idem_client.ProblemError]] = {
+        "unauthorized": idem_client.Unauthorized,
+        "tenant_disabled": idem_client.TenantDisabled,
+        "in_flight": idem_client.InFlight,
+        "stale_token": idem_client.StaleToken,
+        "unprocessable": idem_client.Unprocessable,
+        "outcome_too_large": idem_client.OutcomeTooLarge,
+        "retry": idem_client.Unavailable,
+        "defect": idem_client.ProblemError,
+    }
+    for urn, row in table.items():
+        assert row["class"] in classes, f"{urn}: class {row['class']} is none this client knows"
+        assert type(problem_from(400, {"type": urn, "title": "t"}, 0.0)) is classes[row["class"]], urn
+    # The members this client reads are the ones the document declares.
+    assert "marked_uncertain" in table["urn:idem:problem:outcome-too-large"]["members"]
+    e = problem_from(413, {"type": "urn:idem:problem:outcome-too-large", "title": "t", "marked_uncertain": True}, 0.0)
+    assert isinstance(e, idem_client.OutcomeTooLarge) and e.marked_uncertain
 #: Each expectation a step may state, and the answer members it is read from.
 EXPECTED: dict[str, list[str]] = {
     name: spec.get("x-wire", []) for name, spec in SCHEMA["$defs"]["step"]["properties"]["expect"]["properties"].items()

@@ -199,8 +199,9 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The typed error for a problem answer; a body that is not a problem
- *  document is named as such, never guessed at. */
+/** The typed error for a problem answer (`status`, its parsed body and its
+ *  `Retry-After` in ms), as the client raises it; a body that is not a
+ *  problem document is named as such, never guessed at. */
 export function problemFrom(status: number, body: unknown, retryAfterMs: number): ProblemError {
   if (!isRecord(body) || typeof body.type !== "string") {
     return new ProblemError(status, "about:blank", "Unexpected answer", `HTTP ${status} without a problem document`);

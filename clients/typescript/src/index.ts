@@ -53,6 +53,7 @@ export {
   PROBLEM_TYPES,
   ProblemError,
   ReferenceMismatch,
+  problemFrom,
   StaleToken,
   TenantDisabled,
   Unauthorized,

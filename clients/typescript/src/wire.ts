@@ -287,7 +287,7 @@ export interface components {
             /** @description The action type. */
             action: string;
             /** @description `started`, `completed`, `failed` or `uncertain`. */
-            state: string;
+            state: components["schemas"]["ActionState"];
             /**
              * Format: int64
              * @description The current fencing token.
@@ -322,6 +322,11 @@ export interface components {
             /** @description Whether the outcome was learned from the provider by reconcile. */
             reconciled: boolean;
         };
+        /**
+         * @description `started` (claimed, outcome pending), `completed`, `failed` (retryable or final) or `uncertain` (started, outcome unknown: never completed)
+         * @enum {string}
+         */
+        ActionState: "started" | "completed" | "failed" | "uncertain";
         /** @description `POST /v1/actions/{key}/begin` body. */
         BeginRequest: {
             /**
@@ -329,12 +334,8 @@ export interface components {
              * @example pix.cobranca
              */
             action: string;
-            /**
-             * Format: int64
-             * @description How long the claim holds, in ms (`default` and `maximum` in the schema).
-             * @default 30000
-             */
-            lease_ms: number | null;
+            /** @description How long the claim holds, in ms (`default` and `maximum` in the schema). */
+            lease_ms?: number | null;
             /**
              * @description The caller's name for this attempt (1 to 128 visible ASCII
              *     characters). Asking again with the same id while its claim is held
@@ -480,12 +481,8 @@ export interface components {
         };
         /** @description The claim options `begin` and `POST /v1/intents`' `claim` share. */
         ClaimOptions: {
-            /**
-             * Format: int64
-             * @description How long the claim holds, in ms (`default` and `maximum` in the schema).
-             * @default 30000
-             */
-            lease_ms: number | null;
+            /** @description How long the claim holds, in ms (`default` and `maximum` in the schema). */
+            lease_ms?: number | null;
             /** @description As `begin`'s `attempt_id`. */
             attempt_id?: string | null;
             /**
@@ -496,12 +493,8 @@ export interface components {
         };
         /** @description `POST /v1/events/{source}/{event_id}` body (optional). */
         ClaimRequest: {
-            /**
-             * Format: int64
-             * @description How long the claim holds, in ms (`default` and `maximum` in the schema).
-             * @default 30000
-             */
-            lease_ms: number | null;
+            /** @description How long the claim holds, in ms (`default` and `maximum` in the schema). */
+            lease_ms?: number | null;
         };
         /** @description `POST /v1/events/{source}/{event_id}/complete` body. */
         CompleteEventRequest: {
@@ -727,6 +720,31 @@ export interface components {
             status: number;
             /** @description What to fix. */
             detail?: string | null;
+            /**
+             * @description `outcome-too-large`: the outcome's length in bytes; `null` when the
+             *     body was over the limit and not read further.
+             */
+            size?: number | null;
+            /** @description `outcome-too-large`: the largest outcome kept (`--max-outcome-bytes`). */
+            limit?: number | null;
+            /**
+             * @description `outcome-too-large`: whether idem marked the action uncertain before
+             *     answering. When `false`, mark it yourself
+             *     (`POST /v1/actions/{key}/uncertain`): the provider may have acted.
+             */
+            marked_uncertain?: boolean | null;
+            /**
+             * Format: int64
+             * @description `action-in-flight`, `event-in-flight`: when the holder's lease ends,
+             *     ms since the epoch.
+             */
+            lease_until_ms?: number | null;
+            /** @description `too-deep`: the deepest nesting idem reads. */
+            max_depth?: number | null;
+            /** @description `duplicate-member`, `reserved-member`: the member's name. */
+            member?: string | null;
+            /** @description `duplicate-member`: where the object is (`$`, `$.payload`, `$.items[2]`). */
+            at?: string | null;
         };
         /**
          * @description What the provider says happened to an uncertain attempt.
@@ -782,12 +800,8 @@ export interface components {
              * @description The fencing token of the claim to extend.
              */
             token: number;
-            /**
-             * Format: int64
-             * @description The new lease, in ms from now (`default` and `maximum` in the schema).
-             * @default 30000
-             */
-            lease_ms: number | null;
+            /** @description The new lease, in ms from now (`default` and `maximum` in the schema). */
+            lease_ms?: number | null;
         };
         /** @description `POST /v1/actions/{key}/renew` answer. */
         RenewResponse: {

@@ -28,6 +28,30 @@ test("this client's problem table is exactly the server's OpenAPI document's lis
 });
 
 const OPENAPI = JSON.parse(readFileSync(new URL("../../conformance/openapi.json", import.meta.url), "utf8"));
+
+test("each problem type raises the class the OpenAPI document's table names", () => {
+  const table = OPENAPI.components.schemas.ProblemDoc["x-idem-problems"];
+  const CLASSES = {
+    unauthorized: idemClient.Unauthorized,
+    tenant_disabled: idemClient.TenantDisabled,
+    in_flight: idemClient.InFlight,
+    stale_token: idemClient.StaleToken,
+    unprocessable: idemClient.Unprocessable,
+    outcome_too_large: idemClient.OutcomeTooLarge,
+    retry: idemClient.Unavailable,
+    defect: idemClient.ProblemError,
+  };
+  assert.deepEqual(Object.keys(table).sort(), [...idemClient.PROBLEM_TYPES].sort());
+  for (const [urn, row] of Object.entries(table)) {
+    assert.ok(row.class in CLASSES, `${urn}: class ${row.class} is none this client knows`);
+    const e = idemClient.problemFrom(400, { type: urn, title: "t" }, 0);
+    assert.equal(e.constructor, CLASSES[row.class], urn);
+  }
+  // The members this client reads are the ones the document declares.
+  assert.ok(table["urn:idem:problem:outcome-too-large"].members.includes("marked_uncertain"));
+  const e = idemClient.problemFrom(413, { type: "urn:idem:problem:outcome-too-large", title: "t", marked_uncertain: true }, 0);
+  assert.equal(e.markedUncertain, true);
+});
 /** Each expectation a step may state, and the answer members it is read from. */
 const EXPECTED = new Map(
   Object.entries(SCHEMA.$defs.step.properties.expect.properties).map(([name, spec]) => [name, spec["x-wire"] ?? []]),
@@ -64,7 +88,8 @@ test("the lease default and maximum are the OpenAPI document's", () => {
   const leases = Object.entries(OPENAPI.components.schemas).filter(([, s]) => s.properties?.lease_ms);
   assert.ok(leases.length >= 4);
   for (const [name, s] of leases) {
-    const l = s.properties.lease_ms;
+    // Optional and nullable: the bounds are on its integer branch.
+    const l = (s.properties.lease_ms.oneOf ?? [s.properties.lease_ms]).find((b) => b.type === "integer");
     assert.deepEqual([l.default, l.maximum, l.minimum], [idemClient.DEFAULT_LEASE_MS, idemClient.MAX_LEASE_MS, 1], name);
   }
 });

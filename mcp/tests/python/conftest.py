@@ -20,6 +20,42 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# The committed JSON Schema of `_meta.idem` (generated from idem-wire's
+# struct, checked by `cargo test -p idem-wire`).
+META_SCHEMA = Path(__file__).resolve().parents[3] / "clients" / "conformance" / "mcp-meta.schema.json"
+
+
+def check_idem_meta(meta: Any) -> None:
+    """Fails unless `meta` (a `_meta.idem`) is what the schema says."""
+    import json
+
+    import jsonschema
+
+    jsonschema.validate(meta, json.loads(META_SCHEMA.read_text()))
+
+
+@pytest.fixture(autouse=True)
+def every_idem_meta_matches_the_schema(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Every answer a test reads through the SDK: its `_meta.idem`, when it
+    has one, is checked against the committed schema (the answers of
+    unguarded tools and of idem's own server carry none)."""
+    from mcp import ClientSession
+
+    original = ClientSession.call_tool
+    seen: list[Any] = []
+
+    async def call_tool(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = await original(self, *args, **kwargs)
+        meta = (getattr(result, "meta", None) or {}).get("idem")
+        if meta is not None:
+            check_idem_meta(meta)
+            seen.append(meta)
+        return result
+
+    monkeypatch.setattr(ClientSession, "call_tool", call_tool)
+    yield seen
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if request.param == "sqlite":

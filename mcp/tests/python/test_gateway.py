@@ -380,6 +380,10 @@ def test_an_oversized_or_broken_message_on_stdio_leaves_the_gateway_serving(env:
     dup = answers[4]["result"]
     assert dup["isError"] and "`amount` twice" in dup["content"][0]["text"], dup
     assert dup["_meta"]["idem"]["source"] == "idem"
+    from conftest import check_idem_meta
+
+    check_idem_meta(dup["_meta"]["idem"])
+    assert dup["_meta"]["idem"]["diverged_meta"] == [], "every guarded answer lists it"
     assert env.executions() == []
     assert gw.poll() is None, "still serving"
     gw.kill()

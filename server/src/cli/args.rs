@@ -610,7 +610,7 @@ impl ServeArgs {
             cookie_secure: self.cookie_secure,
             saves_per_address: self.saves_per_address,
             saves_per_day: self.saves_per_day,
-            limits: crate::http::conn::ConnLimits {
+            limits: idem_api::conn::ConnLimits {
                 header_timeout: self.header_timeout,
                 idle_timeout: self.idle_timeout,
                 max_connections: self.max_connections as usize,

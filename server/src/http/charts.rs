@@ -16,8 +16,7 @@
 //! content), so their charts are cacheable for good; a link's for a day.
 
 use super::dashboard::load;
-use super::error::plain_text;
-use super::extract::ScenarioQuery;
+use super::page_request::ScenarioQuery;
 use super::state::ApiState;
 use crate::charts::{compare_chart, scenario_chart, ChartError, Format};
 use app::i18n::{query_error_text, tr};
@@ -25,6 +24,7 @@ use app::PageScenarios;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use idem_api::error::plain_text;
 use idem_core::locale::Locale;
 use idem_core::scenario::{is_saved_id, Scenario};
 use sha2::{Digest, Sha256};

@@ -10,9 +10,7 @@
 
 use super::calculator::markup as calculator_markup;
 use super::compare::{self, comparison_values, saved_ids, PageComparison};
-use super::error::plain_text as refuse;
-use super::error::ApiError;
-use super::guard::host_of;
+use super::forms::SaveLimits;
 use super::live::panel as live_panel;
 use super::page::{self, PageView};
 use super::state::{ApiState, AppState};
@@ -23,11 +21,15 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use idem_api::boundary::host_of;
+use idem_api::error::plain_text as refuse;
+use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use idem_core::scenario::{is_saved_id, Field, Scenario};
 use idem_core::TenantId;
 use idem_store::{SavedComparison, SavedScenario, Store};
 use maud::html;
+use std::sync::Arc;
 
 pub use super::state::SCENARIO_TENANT;
 
@@ -229,7 +231,7 @@ async fn load_comparison(store: &Store, id: &str) -> Result<Option<PageCompariso
             created_ms: c.created_ms,
         })),
         Err(e) => {
-            tracing::error!(error = %crate::http::error::chain(&e), "cannot read a saved comparison");
+            tracing::error!(error = %idem_api::error::chain(&e), "cannot read a saved comparison");
             Err(())
         }
     }
@@ -244,7 +246,7 @@ pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedVie
     }
     let tenant = tenant();
     let mut session = store.session().await.map_err(|e| {
-        tracing::error!(error = %crate::http::error::chain(&e), "cannot read saved scenarios");
+        tracing::error!(error = %idem_api::error::chain(&e), "cannot read saved scenarios");
         "database unavailable".to_owned()
     })?;
     let mut found = Vec::with_capacity(ids.len());
@@ -258,7 +260,7 @@ pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedVie
             }),
             Ok(None) => {}
             Err(e) => {
-                tracing::error!(error = %crate::http::error::chain(&e), "cannot read a saved scenario");
+                tracing::error!(error = %idem_api::error::chain(&e), "cannot read a saved scenario");
                 return Err("database unavailable".to_owned());
             }
         }
@@ -273,6 +275,7 @@ pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedVie
 #[tracing::instrument(level = "info", skip(api, form))]
 pub async fn save_comparison(
     State(api): State<ApiState>,
+    State(saves): State<Arc<SaveLimits>>,
     headers: HeaderMap,
     uri: axum::http::Uri,
     ext: axum::http::Extensions,
@@ -283,7 +286,7 @@ pub async fn save_comparison(
         .rev()
         .find(|(k, _)| k == app::FORM_FIELD)
         .map(|(_, v)| v.as_str());
-    if let Err(refused) = may_save(&api, &headers, &ext, sent, "save comparison") {
+    if let Err(refused) = may_save(&api, &saves, &headers, &ext, sent, "save comparison") {
         return refused.into_response();
     }
     let field = |k: &str| {
@@ -297,7 +300,7 @@ pub async fn save_comparison(
         .filter(|(k, _)| k == "s")
         .map(|(_, v)| v.as_str());
     // Refusals are plain English text, as `POST /s`'s are.
-    let site = super::guard::host_of(&headers, &uri);
+    let site = idem_api::boundary::host_of(&headers, &uri);
     let query = match compare::comparison_query(values, site.as_deref(), Locale::EnUs) {
         Ok(q) => q,
         Err(why) => {
@@ -344,12 +347,14 @@ pub struct SaveForm {
 #[tracing::instrument(level = "info", skip(api, form))]
 pub async fn save(
     State(api): State<ApiState>,
+    State(saves): State<Arc<SaveLimits>>,
     headers: HeaderMap,
     ext: axum::http::Extensions,
     Form(form): Form<SaveForm>,
 ) -> Response {
     if let Err(refused) = may_save(
         &api,
+        &saves,
         &headers,
         &ext,
         form.form_token.as_deref(),
@@ -390,16 +395,18 @@ pub async fn save(
 /// the per-address and daily bounds. The refusal is the answer to send.
 fn may_save(
     api: &ApiState,
+    saves: &SaveLimits,
     headers: &HeaderMap,
     ext: &axum::http::Extensions,
     form_token: Option<&str>,
     form: &str,
 ) -> Result<(), ApiError> {
-    if !super::guard::same_origin(headers) || !super::guard::form_token_ok(headers, form_token) {
-        return Err(super::guard::cross_site(form));
+    if !idem_api::boundary::same_origin(headers)
+        || !super::forms::form_token_ok(headers, form_token)
+    {
+        return Err(super::forms::cross_site(form));
     }
-    api.saves
-        .take(super::conn::client_addr(ext), api.store.now_ms())
+    saves.take(idem_api::conn::client_addr(ext), api.store.now_ms())
 }
 
 /// A saved link's name, trimmed: at most [`MAX_NAME_CHARS`] characters and
@@ -428,7 +435,7 @@ fn saved_link(saved: Result<String, idem_store::Error>, what: &str) -> Response 
             refuse(StatusCode::CONFLICT, e.to_string())
         }
         Err(e) => {
-            tracing::error!(error = %crate::http::error::chain(&e), what, "saving failed");
+            tracing::error!(error = %idem_api::error::chain(&e), what, "saving failed");
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("the {what} could not be saved right now; try again"),
@@ -442,10 +449,10 @@ fn saved_link(saved: Result<String, idem_store::Error>, what: &str) -> Response 
 /// `idem-<name or id>-<date>.csv`.
 #[tracing::instrument(level = "debug", skip(query, name))]
 pub async fn export_csv(
-    query: super::extract::ScenarioQuery,
+    query: super::page_request::ScenarioQuery,
     Query(name): Query<CsvName>,
 ) -> Response {
-    let super::extract::ScenarioQuery { scenario, locale } = query;
+    let super::page_request::ScenarioQuery { scenario, locale } = query;
     let file = csv_file_name(&scenario, name.name.as_deref(), now_ms());
     match csv_of(&scenario, locale) {
         Ok(body) => (

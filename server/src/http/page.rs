@@ -11,8 +11,8 @@
 //! from. The not-found page gets the same, through the router's fallback
 //! ([`not_found_context`]).
 
-use super::extract::{request_locale, request_locale_of};
-use super::guard::CspNonce;
+use super::forms::CspNonce;
+use super::page_request::{request_locale, request_locale_of};
 use app::calculator::ServerMarkup;
 use app::i18n::{tr, RequestLocale};
 use app::{shell, FormToken, Page, PageAddress, PageScenarios};

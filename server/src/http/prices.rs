@@ -4,7 +4,7 @@
 //! into the scenario the reader came from (`back`, a scenario query), so
 //! the picker works the same with and without JavaScript.
 
-use super::extract::request_locale;
+use super::page_request::request_locale;
 use crate::markup::scrolling;
 use crate::prices::{table, ModelPrice};
 use app::i18n::tr;

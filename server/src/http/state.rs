@@ -1,14 +1,14 @@
 //! The application state: one [`AppState`] for the router, with the parts
-//! each area takes through axum's `FromRef`. A leaf: it imports only the
-//! configuration, the metrics registry, the site's files, the guard's
-//! host rule and the live monitor's data.
+//! each area takes through axum's `FromRef`. The API's part is
+//! `idem_api::ApiState`; the rest is the pages' (the site's files, the
+//! monitor's access rule and caches, the save limits).
 
 use super::assets::AssetTable;
 use super::live::data::LiveData;
-use super::metrics::Metrics;
-use crate::config::AdminToken;
 use axum::extract::FromRef;
-use idem_core::{Catalog, KeyDeriver};
+pub use idem_api::access::LiveAccess;
+use idem_api::metrics::Metrics;
+pub use idem_api::{ApiParts, ApiState};
 use idem_store::Store;
 use leptos::config::LeptosOptions;
 use std::collections::HashMap;
@@ -31,56 +31,10 @@ pub struct AppState {
     pub assets: AssetTable,
     /// The live monitor: the API's handles plus who may look.
     pub live: LiveState,
-    /// Which `Host` names are answered (see `guard`).
-    pub hosts: Arc<super::guard::HostRule>,
-}
-
-/// What the API needs, behind one reference count. The `/v1` routes hold
-/// this rather than [`AppState`]: axum clones a route's state for every
-/// request (several times, through its layers), and each clone of four
-/// handles was four atomic increments on cache lines every core shares
-/// (2% of the server's CPU under load, docs/PERFORMANCE.md).
-#[derive(Clone)]
-pub struct ApiState(Arc<ApiParts>);
-
-/// The handles inside an [`ApiState`]; reached through `Deref`.
-pub struct ApiParts {
-    /// The database.
-    pub store: Store,
-    /// The action catalog.
-    pub catalog: Arc<Catalog>,
-    /// The keyed HMAC state.
-    pub deriver: Arc<KeyDeriver>,
-    /// The process's Prometheus counters.
-    pub metrics: Arc<Metrics>,
-    /// Whether the demo provider's routes are mounted (`idem serve --demo`);
-    /// the OpenAPI document lists them only then.
-    pub demo: bool,
-    /// Whether the conformance fixture is mounted
-    /// (`idem serve --conformance-fixture`).
-    pub conformance_fixture: bool,
+    /// Which `Host` names are answered (see `idem_api::boundary`).
+    pub hosts: Arc<idem_api::boundary::HostRule>,
     /// The bounds on anonymous saves (`POST /s`, `POST /c`).
-    pub saves: super::guard::SaveLimits,
-    /// The largest outcome kept (`--max-outcome-bytes`).
-    pub max_outcome_bytes: usize,
-    /// The MCP gateways mounted at `/mcp/gateways/{name}`, upstreams started.
-    pub mcp_gateways: Vec<(String, idem_mcp::Gateway)>,
-    /// The claims' attempt ids in use on this instance.
-    pub attempts: Arc<super::attempts::Attempts>,
-}
-
-impl ApiState {
-    /// Bundles the API's handles.
-    pub fn new(parts: ApiParts) -> Self {
-        Self(Arc::new(parts))
-    }
-}
-
-impl std::ops::Deref for ApiState {
-    type Target = ApiParts;
-    fn deref(&self) -> &ApiParts {
-        &self.0
-    }
+    pub saves: Arc<super::forms::SaveLimits>,
 }
 
 impl FromRef<AppState> for Store {
@@ -101,40 +55,6 @@ pub const LOGIN_FAILURES: u32 = 10;
 /// See [`LOGIN_FAILURES`].
 pub const LOGIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Who may see the monitor.
-#[derive(Debug, Clone, Default)]
-pub struct LiveAccess {
-    /// Open to anyone (loopback and no admin token).
-    pub open: bool,
-    /// The admin token, when configured.
-    pub admin: Option<AdminToken>,
-    /// `/metrics` answers without the admin token even when one is set
-    /// (`--metrics-open`).
-    pub metrics_open: bool,
-    /// The session cookie is `Secure` whatever the request says
-    /// (`--cookie-secure`).
-    pub cookie_secure: bool,
-}
-
-impl LiveAccess {
-    /// Whether a request without a token sees every tenant: the monitor is
-    /// open and no proxy says the visitor is elsewhere.
-    pub fn open_to(&self, headers: &axum::http::HeaderMap) -> bool {
-        self.open && !super::guard::forwarded(headers)
-    }
-
-    /// The rule for a server bound to `addr`: open on loopback unless an
-    /// admin token is configured.
-    pub fn for_addr(addr: std::net::SocketAddr, admin: Option<AdminToken>) -> Self {
-        Self {
-            open: addr.ip().is_loopback() && admin.is_none(),
-            admin,
-            metrics_open: false,
-            cookie_secure: false,
-        }
-    }
-}
-
 /// What the monitor needs: the API's handles, the access rule and the
 /// shared-read cache.
 #[derive(Clone)]
@@ -145,7 +65,7 @@ pub struct LiveState {
     pub access: Arc<LiveAccess>,
     pub(crate) cache: Arc<Mutex<SharedReads>>,
     /// Refused sign-ins per client address.
-    pub login_failures: Arc<super::guard::Limiter>,
+    pub login_failures: Arc<super::forms::Limiter>,
     /// The live feed's stream slots and how long a stream lives.
     pub feeds: Arc<Feeds>,
     /// One permit per uncertain-list export running.
@@ -201,7 +121,7 @@ pub(crate) type SharedReads = HashMap<String, (Instant, Arc<LiveData>)>;
 impl LiveState {
     /// A monitor over `api` with the access rule `access`.
     pub fn new(api: ApiState, access: LiveAccess) -> Self {
-        let limits = super::conn::ConnLimits::default();
+        let limits = idem_api::conn::ConnLimits::default();
         Self::with_feeds(
             api,
             access,
@@ -215,7 +135,7 @@ impl LiveState {
             api,
             access: Arc::new(access),
             cache: Arc::default(),
-            login_failures: Arc::new(super::guard::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
+            login_failures: Arc::new(super::forms::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
             feeds: Arc::new(feeds),
             exports: Arc::new(tokio::sync::Semaphore::new(EXPORTS_AT_ONCE)),
             exporting: Arc::default(),

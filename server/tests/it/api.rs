@@ -7,9 +7,9 @@ use crate::common;
 use idem_testkit::TestDb;
 
 use axum::http::StatusCode;
+use idem_api::error::ApiError;
+use idem_api::idempotency::{IdempotencyGuard, IdempotencyLayer};
 use idem_core::TenantId;
-use idem_server::http::error::ApiError;
-use idem_server::http::idempotency::{IdempotencyGuard, IdempotencyLayer};
 use idem_server::http::serve;
 use idem_store::DemoCharge;
 use serde_json::{json, Value};
@@ -1106,7 +1106,7 @@ async fn a_5xx_rolls_back_the_handlers_writes_and_releases_the_key(s: &Srv) {
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             s.store.clone(),
-            idem_server::http::extract::authenticate,
+            idem_api::extract::authenticate,
         ))
         .with_state(s.state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

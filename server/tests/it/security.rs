@@ -1168,7 +1168,7 @@ proptest::proptest! {
     /// no panic, no stack overflow (which would abort this test process).
     #[test]
     fn the_fingerprint_survives_any_body(body in hostile_body()) {
-        let f = idem_server::http::idempotency::fingerprint("POST", "/v1/demo/charges", body.as_bytes());
+        let f = idem_api::idempotency::fingerprint("POST", "/v1/demo/charges", body.as_bytes());
         proptest::prop_assert_eq!(f.len(), 64);
     }
 }

@@ -3,12 +3,12 @@
 //! sign-in and sign-out.
 
 use super::COOKIE;
-use crate::http::error::ApiError;
 use crate::http::state::LiveState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use idem_core::TenantId;
 use std::time::Duration;
@@ -29,10 +29,10 @@ pub(super) enum Presented {
 }
 
 pub(super) fn presented(headers: &HeaderMap) -> Option<Presented> {
-    crate::http::extract::bearer(headers)
+    idem_api::extract::bearer(headers)
         .ok()
         .map(|t| Presented::Token(t.to_owned()))
-        .or_else(|| crate::http::extract::cookie(headers, COOKIE).map(Presented::Session))
+        .or_else(|| idem_api::extract::cookie(headers, COOKIE).map(Presented::Session))
 }
 
 /// The viewer a request speaks for: `Ok(None)` when it may not look.
@@ -74,10 +74,10 @@ pub(super) async fn viewer(
 /// know it. `None` without a session (a bearer token or the open monitor,
 /// where no cookie rides along and the Origin check suffices).
 pub fn csrf_token(headers: &HeaderMap) -> Option<String> {
-    if crate::http::extract::bearer(headers).is_ok() {
+    if idem_api::extract::bearer(headers).is_ok() {
         return None;
     }
-    let id = crate::http::extract::cookie(headers, COOKIE)?;
+    let id = idem_api::extract::cookie(headers, COOKIE)?;
     let mut h = <sha2::Sha256 as sha2::Digest>::new();
     sha2::Digest::update(&mut h, b"idem live form v1\n");
     sha2::Digest::update(&mut h, id.as_bytes());
@@ -90,7 +90,7 @@ pub fn csrf_ok(headers: &HeaderMap, sent: Option<&str>) -> bool {
         None => true,
         // Constant time: the comparison says nothing of how much matched.
         Some(expected) => sent.is_some_and(|s| {
-            crate::http::guard::constant_time_eq(s.as_bytes(), expected.as_bytes())
+            idem_api::boundary::constant_time_eq(s.as_bytes(), expected.as_bytes())
         }),
     }
 }
@@ -129,14 +129,14 @@ pub async fn login(
         .as_deref()
         .and_then(Locale::from_tag)
         .unwrap_or_default();
-    if !crate::http::guard::same_origin(&headers)
-        || !crate::http::guard::form_token_ok(&headers, form.form_token.as_deref())
+    if !idem_api::boundary::same_origin(&headers)
+        || !crate::http::forms::form_token_ok(&headers, form.form_token.as_deref())
     {
-        return crate::http::guard::cross_site("login").into_response();
+        return crate::http::forms::cross_site("login").into_response();
     }
-    let client = crate::http::conn::client_addr(&ext);
+    let client = idem_api::conn::client_addr(&ext);
     if let Some(wait) = state.login_failures.blocked(client) {
-        return crate::http::guard::too_many(
+        return crate::http::forms::too_many(
             "too many refused sign-ins from this address; wait before trying again",
             wait,
         )
@@ -174,7 +174,7 @@ pub async fn login(
     let cookie = axum_extra::extract::cookie::Cookie::build((COOKIE, id.expose().to_owned()))
         .path("/")
         .http_only(true)
-        .secure(state.access.cookie_secure || crate::http::guard::came_over_https(&headers))
+        .secure(state.access.cookie_secure || crate::http::forms::came_over_https(&headers))
         .same_site(axum_extra::extract::cookie::SameSite::Strict)
         .max_age(time::Duration::seconds(SESSION_TTL.as_secs() as i64))
         .build();
@@ -200,10 +200,10 @@ pub async fn logout(
     headers: HeaderMap,
     Form(form): Form<LogoutForm>,
 ) -> Response {
-    if !crate::http::guard::same_origin(&headers) || !csrf_ok(&headers, form.csrf.as_deref()) {
-        return crate::http::guard::cross_site("logout").into_response();
+    if !idem_api::boundary::same_origin(&headers) || !csrf_ok(&headers, form.csrf.as_deref()) {
+        return crate::http::forms::cross_site("logout").into_response();
     }
-    if let Some(id) = crate::http::extract::cookie(&headers, COOKIE) {
+    if let Some(id) = idem_api::extract::cookie(&headers, COOKIE) {
         if let Err(e) = state.api.store.end_live_session(&id).await {
             return ApiError::from(e).into_response();
         }

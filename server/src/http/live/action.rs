@@ -8,13 +8,13 @@
 use super::data::{IntentFacts, LiveUncertain};
 use super::render::{copy_button, duration, export_query};
 use super::{authorized, every_tenant, scope, viewer, LiveQuery, Viewer};
-use crate::http::error::ApiError;
 use crate::http::state::LiveState;
 use app::i18n::{iso_utc, tr, utc_second};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use idem_core::reveal_bidi;
 use idem_core::{IdempotencyKey, TenantId};
@@ -631,11 +631,11 @@ async fn posted(
     lang: &str,
     what: &'static str,
 ) -> Result<Posted, ApiError> {
-    if !crate::http::guard::same_origin(headers)
+    if !idem_api::boundary::same_origin(headers)
         || !super::csrf_ok(headers, csrf.as_deref())
-        || !crate::http::guard::form_token_ok(headers, form_token.as_deref())
+        || !crate::http::forms::form_token_ok(headers, form_token.as_deref())
     {
-        return Err(crate::http::guard::cross_site(what));
+        return Err(crate::http::forms::cross_site(what));
     }
     let viewer = authorized(state, headers).await?;
     let key =

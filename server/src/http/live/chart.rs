@@ -5,11 +5,11 @@ use super::data::Window;
 use super::params::query_of;
 use super::render;
 use super::snapshot::snapshot;
-use crate::http::error::ApiError;
 use crate::http::state::LiveState;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use idem_api::error::ApiError;
 
 /// `GET /live/charts/{name}.svg?window=&tenant=&lang=` (and `format=png`,
 /// `width=`): the monitor's charts (`deliveries`, `rate`) as images, with

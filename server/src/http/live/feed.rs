@@ -7,13 +7,13 @@ use super::params::{query_of, LiveQuery};
 use super::render;
 use super::snapshot::{scope, snapshot};
 use super::{HEARTBEAT, TICK};
-use crate::http::error::ApiError;
 use crate::http::state::LiveState;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::Stream;
+use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use std::time::Instant;
 

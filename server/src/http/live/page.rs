@@ -7,7 +7,6 @@ use super::feed::markup;
 use super::params::{query_of, LiveQuery};
 use super::snapshot::snapshot;
 use super::{action, render};
-use crate::http::error::ApiError;
 use crate::http::page::PageView;
 use crate::http::state::{AppState, LiveState};
 use app::Page;
@@ -15,6 +14,7 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 
 /// `GET /live/data.json`: the numbers as JSON.

@@ -1,9 +1,9 @@
 //! The monitor's query (`tenant`, `window`, `lang`), read strictly.
 
 use super::data::Window;
-use crate::http::error::ApiError;
 use axum::extract::Query;
 use axum::http::HeaderMap;
+use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use idem_core::TenantId;
 
@@ -69,6 +69,6 @@ pub(super) fn query_of(
     headers: &HeaderMap,
 ) -> Result<LiveQuery, ApiError> {
     let Query(pairs) = pairs.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let cookie_locale = crate::http::extract::cookie_locale(headers);
+    let cookie_locale = crate::http::page_request::cookie_locale(headers);
     LiveQuery::parse(&pairs, cookie_locale).map_err(ApiError::unprocessable)
 }

@@ -8,9 +8,9 @@ use super::data::{
 };
 use super::params::LiveQuery;
 use super::{data, MAX_TENANTS, PARALLEL_READS, SHARE_FOR, UNCERTAIN_LISTED};
-use crate::http::error::{ApiError, Problem};
 use crate::http::state::LiveState;
 use futures_util::StreamExt;
+use idem_api::error::{ApiError, Problem};
 use idem_core::TenantId;
 use idem_store::stats::Granularity;
 use std::collections::BTreeMap;

@@ -138,7 +138,7 @@ async fn its_tenants_only(
 /// Refuses a request whose `Origin` names another site (a page there
 /// cannot drive an agent's tools through the visitor's browser).
 async fn same_origin_only(req: Request, next: Next) -> Response {
-    if !super::guard::same_origin(req.headers()) {
+    if !super::boundary::same_origin(req.headers()) {
         return ApiError::forbidden(
             Problem::CrossSite,
             "the MCP endpoint takes no request from another site's pages (Origin)",

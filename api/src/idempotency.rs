@@ -504,7 +504,7 @@ impl Run {
                 return Ok(Response::from_parts(parts, Body::from(b)));
             }
             Err(e) => {
-                tracing::error!(error = %crate::http::error::chain(&e), "a guarded handler's body failed; releasing its key");
+                tracing::error!(error = %crate::error::chain(&e), "a guarded handler's body failed; releasing its key");
                 self.release(tx).await;
                 return Err(ApiError::internal());
             }
@@ -523,7 +523,7 @@ impl Run {
                 return Err(ApiError::unavailable());
             }
             Err(e) => {
-                tracing::error!(error = %crate::http::error::chain(&e), "storing a guarded response failed; its writes rolled back");
+                tracing::error!(error = %crate::error::chain(&e), "storing a guarded response failed; its writes rolled back");
                 self.release(None).await;
                 return Err(ApiError::unavailable());
             }
@@ -555,7 +555,7 @@ impl Run {
     async fn release(&self, tx: Option<Session>) {
         if let Some(tx) = tx {
             if let Err(e) = tx.rollback().await {
-                tracing::warn!(error = %crate::http::error::chain(&e), "rolling back a guarded handler's writes failed");
+                tracing::warn!(error = %crate::error::chain(&e), "rolling back a guarded handler's writes failed");
             }
         }
         let released = match self.config.store.session().await {
@@ -563,7 +563,7 @@ impl Run {
             Err(e) => Err(e),
         };
         if let Err(e) = released {
-            tracing::warn!(error = %crate::http::error::chain(&e), "releasing an Idempotency-Key failed; its lock expires on its own");
+            tracing::warn!(error = %crate::error::chain(&e), "releasing an Idempotency-Key failed; its lock expires on its own");
         }
     }
 }

@@ -550,7 +550,7 @@ mod tests {
     /// exposes: renaming a metric without the dashboard fails here.
     #[test]
     fn the_grafana_dashboard_queries_metrics_that_exist() {
-        let text = include_str!("../../../docs/grafana-dashboard.json");
+        let text = include_str!("../../docs/grafana-dashboard.json");
         let board: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
         // As a scrape sees it: the gauges set, one request counted (a
         // family shows in the text once it has a series).

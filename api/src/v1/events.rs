@@ -3,17 +3,16 @@
 //! dies in between does not lose the event, because after the lease the
 //! next delivery claims it again.
 
-use crate::http::error::{ApiError, Problem};
-use crate::http::extract::{ApiJson, ApiPath, Tenant};
-use crate::http::state::ApiState;
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiJson, ApiPath, Tenant};
+use crate::state::ApiState;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use idem_store::{EventClaim, EventOutcome};
-use idem_wire::{DEFAULT_LEASE_MS, MAX_LEASE_MS};
+use idem_wire::LeaseMs;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 use utoipa::ToSchema;
 
 /// The longest event source name.
@@ -28,6 +27,7 @@ const EXPIRED_ADVICE: &str = "an earlier consumer claimed this event and its lea
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// How long the claim holds, in ms (`default` and `maximum` in the schema).
+    #[schema(value_type = LeaseMs, inline, required = false, nullable = true)]
     pub lease_ms: Option<u64>,
 }
 
@@ -120,10 +120,10 @@ fn claim_request(body: &Bytes) -> Result<ClaimRequest, ApiError> {
     responses(
         (status = 201, description = "`first`: you hold it. Act, then POST .../complete (or .../fail) with the token before the lease ends. `attempt` > 1 with `previous: expired` when an earlier holder's lease ran out (it may have acted)", body = EventResponse),
         (status = 200, description = "`duplicate` (handled before) or `failed` (failed for good): acknowledge and drop it", body = EventResponse),
-        (status = 400, description = "Empty or oversized name, or a malformed body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Another consumer holds it: retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "lease_ms out of range, or an unknown member", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Empty or oversized name, or a malformed body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Another consumer holds it: retry after Retry-After seconds", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "lease_ms out of range, or an unknown member", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn consume_event(
@@ -134,17 +134,13 @@ pub async fn consume_event(
 ) -> Result<(StatusCode, Json<EventResponse>), ApiError> {
     check_name("source", &source, MAX_SOURCE)?;
     check_name("event_id", &event_id, MAX_EVENT_ID)?;
-    let lease_ms = claim_request(&body)?.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
-    if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
-        return Err(ApiError::unprocessable(format!(
-            "lease_ms must be between 1 and {MAX_LEASE_MS}"
-        )));
-    }
+    let lease = LeaseMs::from_request(claim_request(&body)?.lease_ms)
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     let claim = state
         .store
         .session()
         .await?
-        .claim_event(&tenant, &source, &event_id, Duration::from_millis(lease_ms))
+        .claim_event(&tenant, &source, &event_id, lease.duration())
         .await?;
     Ok(match claim {
         EventClaim::Claimed {
@@ -217,10 +213,10 @@ async fn settle(
     ),
     responses(
         (status = 200, description = "Completed (or already completed with this token)", body = SettledResponse),
-        (status = 400, description = "Malformed name or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such claimed event for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale token: a newer claim holds the event; nothing was recorded", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed name or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such claimed event for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale token: a newer claim holds the event; nothing was recorded", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn complete_event(
@@ -249,10 +245,10 @@ pub async fn complete_event(
     ),
     responses(
         (status = 200, description = "`released` (retryable) or `failed` (for good)", body = SettledResponse),
-        (status = 400, description = "Malformed name or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such claimed event for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed name or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such claimed event for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn fail_event(

@@ -19,21 +19,23 @@ pub struct ApiError(Box<ProblemParts>);
 #[derive(Debug, Clone)]
 struct ProblemParts {
     status: StatusCode,
-    kind: &'static str,
-    title: &'static str,
+    problem: Problem,
     detail: Option<String>,
     retry_after: Option<u64>,
     challenge: Option<&'static str>,
     extra: Option<serde_json::Value>,
 }
 
-/// Declares [`Problem`] from one row per problem type, so a URN, its status
-/// and its title are written once.
+/// Declares [`Problem`] from one row per problem type, so a URN, its
+/// status, the client class it maps to, the extra members its document
+/// carries and its title are written once.
 macro_rules! problems {
-    ($($variant:ident = ($urn:literal, $status:ident, $title:literal),)*) => {
+    ($($variant:ident = ($urn:literal, $status:ident, $class:ident, [$($member:ident),*], $title:literal),)*) => {
         /// Every problem type idem answers with: the `type` of its problem
-        /// documents. The OpenAPI document lists them all, and the clients'
-        /// tables are checked against that list.
+        /// documents. The OpenAPI document lists them all, with the class
+        /// each client maps them to and their extra members
+        /// (`x-idem-problems`), and the clients' tables are checked against
+        /// that list.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Problem {
             $(
@@ -61,46 +63,97 @@ macro_rules! problems {
             pub fn title(self) -> &'static str {
                 match self { $(Problem::$variant => $title,)* }
             }
+
+            /// What a client does with it.
+            pub fn class(self) -> ClientClass {
+                match self { $(Problem::$variant => ClientClass::$class,)* }
+            }
+
+            /// The members its document carries besides `type`, `title`,
+            /// `status` and `detail`.
+            pub fn members(self) -> &'static [&'static str] {
+                match self { $(Problem::$variant => &[$(stringify!($member)),*],)* }
+            }
         }
     };
 }
 
+/// What a client does with a problem: the classes both clients' error
+/// tables map each problem type to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientClass {
+    /// No usable token: fix the configuration.
+    Unauthorized,
+    /// The tenant is disabled: an administrator decides.
+    TenantDisabled,
+    /// Another holder's lease runs: wait until `lease_until_ms`, then retry.
+    InFlight,
+    /// The claim was taken over: this worker must stop acting.
+    StaleToken,
+    /// Well formed but refused: fix the values; retrying the same fails.
+    Unprocessable,
+    /// The provider's outcome is too large to keep: the action may have to
+    /// be marked uncertain (`marked_uncertain` says whether it was).
+    OutcomeTooLarge,
+    /// Transient: retry the same request after `Retry-After`.
+    Retry,
+    /// A request the client never sends as built: a defect to read, not to
+    /// retry.
+    Defect,
+}
+
+impl ClientClass {
+    /// The class's name in the OpenAPI document (`x-idem-problems`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unauthorized => "unauthorized",
+            Self::TenantDisabled => "tenant_disabled",
+            Self::InFlight => "in_flight",
+            Self::StaleToken => "stale_token",
+            Self::Unprocessable => "unprocessable",
+            Self::OutcomeTooLarge => "outcome_too_large",
+            Self::Retry => "retry",
+            Self::Defect => "defect",
+        }
+    }
+}
+
 problems! {
-    ActionInFlight = ("urn:idem:problem:action-in-flight", CONFLICT, "Another attempt holds this action"),
-    BadBody = ("urn:idem:problem:bad-body", BAD_REQUEST, "The request body cannot be read"),
-    BadRequest = ("urn:idem:problem:bad-request", BAD_REQUEST, "The request is malformed"),
-    BodyTooLarge = ("urn:idem:problem:body-too-large", PAYLOAD_TOO_LARGE, "The request body is too large"),
-    Conflict = ("urn:idem:problem:conflict", CONFLICT, "Conflicting state"),
-    CrossSite = ("urn:idem:problem:cross-site", FORBIDDEN, "Forbidden"),
-    DuplicateMember = ("urn:idem:problem:duplicate-member", UNPROCESSABLE_ENTITY, "The JSON names a member twice"),
-    EventInFlight = ("urn:idem:problem:event-in-flight", CONFLICT, "Another consumer holds this event"),
-    ExportsBusy = ("urn:idem:problem:exports-busy", SERVICE_UNAVAILABLE, "Other exports are running"),
-    FeedsFull = ("urn:idem:problem:feeds-full", SERVICE_UNAVAILABLE, "Every live-feed stream is taken"),
-    HeadersTooLarge = ("urn:idem:problem:headers-too-large", REQUEST_HEADER_FIELDS_TOO_LARGE, "The request headers are too large"),
-    Internal = ("urn:idem:problem:internal", INTERNAL_SERVER_ERROR, "Internal error; it was logged"),
-    KeyReused = ("urn:idem:problem:key-reused", UNPROCESSABLE_ENTITY, "This Idempotency-Key was used with a different request"),
-    LengthRequired = ("urn:idem:problem:length-required", LENGTH_REQUIRED, "Length required"),
-    MethodNotAllowed = ("urn:idem:problem:method-not-allowed", METHOD_NOT_ALLOWED, "Method not allowed"),
-    Misdirected = ("urn:idem:problem:misdirected", MISDIRECTED_REQUEST, "This server does not answer for that host"),
-    NoRoute = ("urn:idem:problem:no-route", NOT_FOUND, "No such route"),
-    NotFound = ("urn:idem:problem:not-found", NOT_FOUND, "Not found for this tenant"),
-    OpenMonitorForwarded = ("urn:idem:problem:open-monitor-forwarded", FORBIDDEN, "Forbidden"),
-    OtherTenant = ("urn:idem:problem:other-tenant", FORBIDDEN, "Forbidden"),
-    OutcomeTooLarge = ("urn:idem:problem:outcome-too-large", PAYLOAD_TOO_LARGE, "The provider's outcome is too large to keep"),
-    OutcomeUnknown = ("urn:idem:problem:outcome-unknown", SERVICE_UNAVAILABLE, "The outcome is unknown: the database connection failed while this write was being committed"),
-    RateLimited = ("urn:idem:problem:rate-limited", TOO_MANY_REQUESTS, "Too many requests"),
-    RequestInProgress = ("urn:idem:problem:request-in-progress", CONFLICT, "A request with this Idempotency-Key is still running"),
-    ReservedMember = ("urn:idem:problem:reserved-member", UNPROCESSABLE_ENTITY, "The payload names a member idem reserves"),
-    StaleToken = ("urn:idem:problem:stale-token", CONFLICT, "The fencing token is not the current claim"),
-    TenantDisabled = ("urn:idem:problem:tenant-disabled", UNAUTHORIZED, "This tenant is disabled"),
-    Timeout = ("urn:idem:problem:timeout", SERVICE_UNAVAILABLE, "The request took longer than the server allows; its outcome is unknown"),
-    TooDeep = ("urn:idem:problem:too-deep", UNPROCESSABLE_ENTITY, "The JSON nests too deeply"),
-    TooLarge = ("urn:idem:problem:too-large", UNPROCESSABLE_ENTITY, "A value is too large to store"),
-    Unauthorized = ("urn:idem:problem:unauthorized", UNAUTHORIZED, "Missing or invalid API token"),
-    Unavailable = ("urn:idem:problem:unavailable", SERVICE_UNAVAILABLE, "The store is unavailable; retry later"),
-    Unprocessable = ("urn:idem:problem:unprocessable", UNPROCESSABLE_ENTITY, "The request cannot be processed"),
-    UnstorableText = ("urn:idem:problem:unstorable-text", UNPROCESSABLE_ENTITY, "The request holds text the database cannot store"),
-    UnsupportedMediaType = ("urn:idem:problem:unsupported-media-type", UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"),
+    ActionInFlight = ("urn:idem:problem:action-in-flight", CONFLICT, InFlight, [lease_until_ms], "Another attempt holds this action"),
+    BadBody = ("urn:idem:problem:bad-body", BAD_REQUEST, Defect, [], "The request body cannot be read"),
+    BadRequest = ("urn:idem:problem:bad-request", BAD_REQUEST, Defect, [], "The request is malformed"),
+    BodyTooLarge = ("urn:idem:problem:body-too-large", PAYLOAD_TOO_LARGE, Defect, [], "The request body is too large"),
+    Conflict = ("urn:idem:problem:conflict", CONFLICT, Defect, [], "Conflicting state"),
+    CrossSite = ("urn:idem:problem:cross-site", FORBIDDEN, Defect, [], "Forbidden"),
+    DuplicateMember = ("urn:idem:problem:duplicate-member", UNPROCESSABLE_ENTITY, Unprocessable, [member, at], "The JSON names a member twice"),
+    EventInFlight = ("urn:idem:problem:event-in-flight", CONFLICT, InFlight, [lease_until_ms], "Another consumer holds this event"),
+    ExportsBusy = ("urn:idem:problem:exports-busy", SERVICE_UNAVAILABLE, Retry, [], "Other exports are running"),
+    FeedsFull = ("urn:idem:problem:feeds-full", SERVICE_UNAVAILABLE, Retry, [], "Every live-feed stream is taken"),
+    HeadersTooLarge = ("urn:idem:problem:headers-too-large", REQUEST_HEADER_FIELDS_TOO_LARGE, Defect, [], "The request headers are too large"),
+    Internal = ("urn:idem:problem:internal", INTERNAL_SERVER_ERROR, Defect, [], "Internal error; it was logged"),
+    KeyReused = ("urn:idem:problem:key-reused", UNPROCESSABLE_ENTITY, Defect, [], "This Idempotency-Key was used with a different request"),
+    LengthRequired = ("urn:idem:problem:length-required", LENGTH_REQUIRED, Defect, [], "Length required"),
+    MethodNotAllowed = ("urn:idem:problem:method-not-allowed", METHOD_NOT_ALLOWED, Defect, [], "Method not allowed"),
+    Misdirected = ("urn:idem:problem:misdirected", MISDIRECTED_REQUEST, Defect, [], "This server does not answer for that host"),
+    NoRoute = ("urn:idem:problem:no-route", NOT_FOUND, Defect, [], "No such route"),
+    NotFound = ("urn:idem:problem:not-found", NOT_FOUND, Defect, [], "Not found for this tenant"),
+    OpenMonitorForwarded = ("urn:idem:problem:open-monitor-forwarded", FORBIDDEN, Defect, [], "Forbidden"),
+    OtherTenant = ("urn:idem:problem:other-tenant", FORBIDDEN, Defect, [], "Forbidden"),
+    OutcomeTooLarge = ("urn:idem:problem:outcome-too-large", PAYLOAD_TOO_LARGE, OutcomeTooLarge, [size, limit, marked_uncertain], "The provider's outcome is too large to keep"),
+    OutcomeUnknown = ("urn:idem:problem:outcome-unknown", SERVICE_UNAVAILABLE, Retry, [], "The outcome is unknown: the database connection failed while this write was being committed"),
+    RateLimited = ("urn:idem:problem:rate-limited", TOO_MANY_REQUESTS, Retry, [], "Too many requests"),
+    RequestInProgress = ("urn:idem:problem:request-in-progress", CONFLICT, Defect, [], "A request with this Idempotency-Key is still running"),
+    ReservedMember = ("urn:idem:problem:reserved-member", UNPROCESSABLE_ENTITY, Unprocessable, [member], "The payload names a member idem reserves"),
+    StaleToken = ("urn:idem:problem:stale-token", CONFLICT, StaleToken, [], "The fencing token is not the current claim"),
+    TenantDisabled = ("urn:idem:problem:tenant-disabled", UNAUTHORIZED, TenantDisabled, [], "This tenant is disabled"),
+    Timeout = ("urn:idem:problem:timeout", SERVICE_UNAVAILABLE, Retry, [], "The request took longer than the server allows; its outcome is unknown"),
+    TooDeep = ("urn:idem:problem:too-deep", UNPROCESSABLE_ENTITY, Unprocessable, [max_depth], "The JSON nests too deeply"),
+    TooLarge = ("urn:idem:problem:too-large", UNPROCESSABLE_ENTITY, Unprocessable, [], "A value is too large to store"),
+    Unauthorized = ("urn:idem:problem:unauthorized", UNAUTHORIZED, Unauthorized, [], "Missing or invalid API token"),
+    Unavailable = ("urn:idem:problem:unavailable", SERVICE_UNAVAILABLE, Retry, [], "The store is unavailable; retry later"),
+    Unprocessable = ("urn:idem:problem:unprocessable", UNPROCESSABLE_ENTITY, Unprocessable, [], "The request cannot be processed"),
+    UnstorableText = ("urn:idem:problem:unstorable-text", UNPROCESSABLE_ENTITY, Unprocessable, [], "The request holds text the database cannot store"),
+    UnsupportedMediaType = ("urn:idem:problem:unsupported-media-type", UNSUPPORTED_MEDIA_TYPE, Defect, [], "Unsupported media type"),
 }
 
 #[derive(Serialize)]
@@ -120,8 +173,7 @@ impl ApiError {
     pub fn of(p: Problem) -> Self {
         Self(Box::new(ProblemParts {
             status: p.status(),
-            kind: p.urn(),
-            title: p.title(),
+            problem: p,
             detail: None,
             retry_after: None,
             challenge: None,
@@ -147,8 +199,19 @@ impl ApiError {
         self
     }
 
-    /// Adds machine-readable members to the problem document.
+    /// Adds machine-readable members to the problem document: only those
+    /// its problem type's row declares (the OpenAPI document lists them).
     pub fn extra(mut self, members: serde_json::Value) -> Self {
+        debug_assert!(
+            members.as_object().is_some_and(|m| m.keys().all(|k| self
+                .0
+                .problem
+                .members()
+                .contains(&k.as_str()))),
+            "{:?} declares the members {:?}, not {members}",
+            self.0.problem,
+            self.0.problem.members()
+        );
         self.0.extra = Some(members);
         self
     }
@@ -393,8 +456,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let p = *self.0;
         let body = ProblemBody {
-            kind: p.kind,
-            title: p.title,
+            kind: p.problem.urn(),
+            title: p.problem.title(),
             status: p.status.as_u16(),
             detail: p.detail.as_deref(),
             extra: p.extra.as_ref(),
@@ -512,6 +575,24 @@ pub struct ProblemDoc {
     pub status: u16,
     /// What to fix.
     pub detail: Option<String>,
+    /// `outcome-too-large`: the outcome's length in bytes; `null` when the
+    /// body was over the limit and not read further.
+    pub size: Option<usize>,
+    /// `outcome-too-large`: the largest outcome kept (`--max-outcome-bytes`).
+    pub limit: Option<usize>,
+    /// `outcome-too-large`: whether idem marked the action uncertain before
+    /// answering. When `false`, mark it yourself
+    /// (`POST /v1/actions/{key}/uncertain`): the provider may have acted.
+    pub marked_uncertain: Option<bool>,
+    /// `action-in-flight`, `event-in-flight`: when the holder's lease ends,
+    /// ms since the epoch.
+    pub lease_until_ms: Option<i64>,
+    /// `too-deep`: the deepest nesting idem reads.
+    pub max_depth: Option<usize>,
+    /// `duplicate-member`, `reserved-member`: the member's name.
+    pub member: Option<String>,
+    /// `duplicate-member`: where the object is (`$`, `$.payload`, `$.items[2]`).
+    pub at: Option<String>,
 }
 
 /// A plain-text answer, for the dashboard's routes (a form post, a CSV, a
@@ -544,12 +625,53 @@ mod tests {
         }
     }
 
-    /// The URNs are written in this file's table only: a handler spelling
-    /// one by hand could drift from what the OpenAPI document lists.
+    /// Each extra member a constructor writes is declared by its row, and
+    /// each row's members are written by its constructor: the document's
+    /// `x-idem-problems` says what a client may read.
+    #[test]
+    fn each_problem_writes_the_members_its_row_declares() {
+        let keys = |e: ApiError| -> (Problem, Vec<String>) {
+            let mut k: Vec<String> =
+                e.0.extra
+                    .as_ref()
+                    .and_then(|v| v.as_object())
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default();
+            k.sort();
+            (e.0.problem, k)
+        };
+        let written = [
+            keys(ApiError::outcome_too_large(Some(9), 8, true)),
+            keys(ApiError::outcome_too_large(None, 8, false)),
+            keys(ApiError::lease_held(Problem::ActionInFlight, "held", 2, 1)),
+            keys(ApiError::lease_held(Problem::EventInFlight, "held", 2, 1)),
+            keys(ApiError::too_deep(idem_core::json::TooDeep { limit: 64 })),
+            keys(ApiError::duplicate_member("a", "$")),
+            keys(
+                ApiError::unprocessable_as(Problem::ReservedMember, "r")
+                    .extra(serde_json::json!({"member": "_idem"})),
+            ),
+        ];
+        for (p, k) in &written {
+            let mut declared: Vec<String> = p.members().iter().map(|m| (*m).to_owned()).collect();
+            declared.sort();
+            assert_eq!(k, &declared, "{p:?}");
+        }
+        for p in Problem::ALL.iter().filter(|p| !p.members().is_empty()) {
+            assert!(
+                written.iter().any(|(w, _)| w == p),
+                "{p:?} declares members no test writes"
+            );
+        }
+    }
+
+    /// The URNs are written in this file's table only (the API's sources and
+    /// the server's are read): a handler spelling one by hand could drift
+    /// from what the OpenAPI document lists.
     #[test]
     fn no_other_source_spells_a_problem_urn() {
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
-        let mut stack = vec![std::path::PathBuf::from(src)];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut stack = vec![root.join("src"), root.join("../server/src")];
         let mut found = Vec::new();
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
@@ -557,7 +679,7 @@ mod tests {
                 if path.is_dir() {
                     stack.push(path);
                 } else if path.extension().is_some_and(|e| e == "rs")
-                    && !path.ends_with("http/error.rs")
+                    && !path.ends_with("api/src/error.rs")
                 {
                     let text = std::fs::read_to_string(&path).unwrap_or_default();
                     if text.contains("\"urn:idem:problem:") {

@@ -5,10 +5,10 @@
 
 use super::actions::{claim_action, BeginResponse, Claim, ClaimOptions};
 use super::keys::payload;
-use crate::http::error::{ApiError, Problem};
-use crate::http::extract::{ApiJson, ApiPath, Tenant};
-use crate::http::metrics::DeliveryLabels;
-use crate::http::state::ApiState;
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiJson, ApiPath, Tenant};
+use crate::metrics::DeliveryLabels;
+use crate::state::ApiState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -86,16 +86,16 @@ fn refuse_reserved_members(raw: &serde_json::value::RawValue) -> Result<(), ApiE
     responses(
         (status = 201, description = "First delivery: the intent is now frozen", body = IntentResponse),
         (status = 200, description = "Redelivery: the frozen intent, unchanged", body = IntentResponse),
-        (status = 400, description = "Malformed JSON", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action, missing or invalid field, or claim options out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed JSON", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, missing or invalid field, or claim options out of range", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn record_intent(
     State(state): State<ApiState>,
     Tenant(tenant): Tenant,
-    waiter: crate::http::turns::Waiter,
+    waiter: crate::turns::Waiter,
     ApiJson(req): ApiJson<RecordRequest>,
 ) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse;
@@ -105,7 +105,7 @@ pub async fn record_intent(
     let payload = payload(&req.payload)?;
     // Taken before the record and held to the end of this request, so two
     // requests with one attempt id are never in the server together (see
-    // `crate::http::attempts`).
+    // `crate::attempts`).
     let attempt = state
         .attempts
         .seat(tenant.as_str(), claim.as_ref().and_then(Claim::attempt_id));
@@ -167,9 +167,9 @@ pub async fn record_intent(
     ),
     responses(
         (status = 200, description = "The frozen intent", body = IntentView),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such intent for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such intent for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn get_intent(
@@ -240,10 +240,10 @@ pub struct SupersedeResponse {
     ),
     responses(
         (status = 200, description = "Superseded: the intent under its new key", body = SupersedeResponse),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such intent for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Its action did not fail: started, uncertain, completed or not started", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action, a reason missing or too long, a candidate invalid or of another reference", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such intent for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Its action did not fail: started, uncertain, completed or not started", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, a reason missing or too long, a candidate invalid or of another reference", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn supersede_intent(

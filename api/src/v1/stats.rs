@@ -1,8 +1,8 @@
 //! `GET /v1/stats`: the tenant's live statistics.
 
-use crate::http::error::ApiError;
-use crate::http::extract::{ApiQuery, Tenant};
-use crate::http::state::ApiState;
+use crate::error::ApiError;
+use crate::extract::{ApiQuery, Tenant};
+use crate::state::ApiState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -33,9 +33,9 @@ const MAX_BUCKETS: i64 = 10_000;
 #[utoipa::path(get, path = "/v1/stats", tag = "stats", params(StatsQuery),
     responses(
         (status = 200, description = "Counters per bucket and action, totals, redelivery delays and the duplicate rate", body = Object),
-        (status = 400, description = "Malformed query", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Empty or too long a range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed query", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Empty or too long a range", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn stats(

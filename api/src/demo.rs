@@ -39,15 +39,15 @@ use utoipa::ToSchema;
 /// the charge and its key committed.
 pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
     let guarded = Router::new()
-        .route("/v1/demo/charges", post(create_charge))
+        .route("/demo/charges", post(create_charge))
         .layer(IdempotencyLayer::new(
             api.store.clone(),
             api.metrics.clone(),
         ))
         .layer(from_fn(inject_faults));
     Router::new()
-        .route("/v1/demo/charges/count", get(count))
-        .route("/v1/demo/ledger", get(list))
+        .route("/demo/charges/count", get(count))
+        .route("/demo/ledger", get(list))
         .merge(guarded)
         .route_layer(from_fn_with_state(api.store.clone(), authenticate))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -147,11 +147,11 @@ const MAX_AMOUNT: i64 = 100_000_000_000;
     params(("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!#-\\[\\]-~]{1,255}$", description = "Required. An RFC 8941 string or the bare key: 1-255 visible ASCII characters other than `\"` and `\\`. Kept 24 hours (the tenant's HTTP retention).")),
     responses(
         (status = 201, description = "Charged; a retry with the same key replays this response byte for byte with `Idempotent-Replayed: true`", body = ChargeResponse),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "A request with this key is still running; retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid charge, or the key was used with a different request", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "A request with this key is still running; retry after Retry-After seconds", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid charge, or the key was used with a different request", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn create_charge(
@@ -229,7 +229,7 @@ pub struct ChargeCount {
 #[utoipa::path(get, path = "/v1/demo/charges/count", tag = "demo",
     responses(
         (status = 200, description = "The ledger's row count", body = ChargeCount),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn count(
@@ -274,7 +274,7 @@ pub struct ListedCharge {
 #[utoipa::path(get, path = "/v1/demo/ledger", tag = "demo",
     responses(
         (status = 200, description = "The ledger's rows, oldest first (at most 1000)", body = ChargeList),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn list(

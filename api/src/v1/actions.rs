@@ -1,17 +1,17 @@
 //! `/v1/actions/{key}`: claim an action under a lease and a fencing token
 //! (`begin`), settle it (`complete`, `fail`, `reconcile`), read it.
 
-use crate::http::error::{ApiError, Problem};
-use crate::http::extract::{ApiJson, ApiPath, Tenant};
-use crate::http::state::ApiState;
-use crate::http::turns::Waiter;
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiJson, ApiPath, Tenant};
+use crate::state::ApiState;
+use crate::turns::Waiter;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use idem_core::{ActionType, IdempotencyKey};
 use idem_store::{Begin, Outcome, Session};
-use idem_wire::{stored_json_or_string, ActionResponse, DEFAULT_LEASE_MS, MAX_LEASE_MS};
+use idem_wire::{stored_json_or_string, ActionResponse, LeaseMs};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::time::Duration;
@@ -41,6 +41,7 @@ pub struct BeginRequest {
     #[schema(value_type = String, example = "pix.cobranca")]
     pub action: ActionType,
     /// How long the claim holds, in ms (`default` and `maximum` in the schema).
+    #[schema(value_type = LeaseMs, inline, required = false, nullable = true)]
     pub lease_ms: Option<u64>,
     /// The caller's name for this attempt (1 to 128 visible ASCII
     /// characters). Asking again with the same id while its claim is held
@@ -58,6 +59,7 @@ pub struct BeginRequest {
 #[serde(deny_unknown_fields)]
 pub struct ClaimOptions {
     /// How long the claim holds, in ms (`default` and `maximum` in the schema).
+    #[schema(value_type = LeaseMs, inline, required = false, nullable = true)]
     pub lease_ms: Option<u64>,
     /// As `begin`'s `attempt_id`.
     pub attempt_id: Option<String>,
@@ -83,12 +85,8 @@ impl Claim {
 impl TryFrom<ClaimOptions> for Claim {
     type Error = ApiError;
     fn try_from(o: ClaimOptions) -> Result<Self, ApiError> {
-        let lease_ms = o.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
-        if !(1..=MAX_LEASE_MS).contains(&lease_ms) {
-            return Err(ApiError::unprocessable(format!(
-                "lease_ms must be between 1 and {MAX_LEASE_MS}"
-            )));
-        }
+        let lease = LeaseMs::from_request(o.lease_ms)
+            .map_err(|e| ApiError::unprocessable(e.to_string()))?;
         let wait_ms = o.wait_ms.unwrap_or(0);
         if wait_ms > MAX_WAIT_MS {
             return Err(ApiError::unprocessable(format!(
@@ -104,7 +102,7 @@ impl TryFrom<ClaimOptions> for Claim {
             }
         }
         Ok(Claim {
-            lease: Duration::from_millis(lease_ms),
+            lease: lease.duration(),
             attempt_id: o.attempt_id,
             wait: Duration::from_millis(wait_ms),
         })
@@ -188,10 +186,10 @@ const UNCERTAIN_ADVICE: &str = "a previous attempt started and its outcome is un
         (status = 201, description = "Claimed: act, then complete or fail with the token before the lease ends", body = BeginResponse),
         (status = 200, description = "Already finished: `completed` with the stored response, or `failed` for good", body = BeginResponse),
         (status = 202, description = "Uncertain: a previous attempt's outcome is unknown. You now hold the action with a new token: retry with the same key or reconcile", body = BeginResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "In flight: another holder's lease is running; retry after Retry-After seconds", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action, an action other than the key's, or lease out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "In flight: another holder's lease is running; retry after Retry-After seconds", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, an action other than the key's, or lease out of range", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn begin_action(
@@ -212,7 +210,7 @@ pub async fn begin_action(
         attempt_id: req.attempt_id,
         wait_ms: req.wait_ms,
     })?;
-    // Held to the end of this request (see `crate::http::attempts`).
+    // Held to the end of this request (see `crate::attempts`).
     let attempt = state
         .attempts
         .seat(tenant.as_str(), claim.attempt_id.as_deref());
@@ -248,7 +246,7 @@ pub async fn begin_action(
 }
 
 /// What `begin` says to a request whose `attempt_id` another request is
-/// using now (see [`crate::http::attempts`]).
+/// using now (see [`crate::attempts`]).
 pub(crate) const ATTEMPT_IN_USE: &str = "do not act: another request with this attempt_id is running now. An attempt_id names one attempt of one worker: never a message id two workers share. If this is a retry of a lost answer, call begin again after Retry-After seconds";
 
 /// Claims `key` as `claim` says, waiting up to its `wait` while another
@@ -269,7 +267,7 @@ pub(crate) async fn claim_action(
     if attempt_in_use {
         // Another request with this attempt id is in the server now: this
         // one is another holder until it has ended (see
-        // `crate::http::attempts`). Not waited on: asked about again soon.
+        // `crate::attempts`). Not waited on: asked about again soon.
         tracing::info!(
             "a claim named an attempt_id another request is using now; answered in flight"
         );
@@ -403,9 +401,9 @@ fn unknown_action(key: &IdempotencyKey) -> ApiError {
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "The action as stored", body = ActionResponse),
-        (status = 400, description = "Malformed key", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn get_action(
@@ -533,13 +531,10 @@ impl<T: serde::de::DeserializeOwned> axum::extract::FromRequest<ApiState> for Ou
 
     async fn from_request(req: axum::extract::Request, state: &ApiState) -> Result<Self, ApiError> {
         use futures_util::StreamExt;
-        crate::http::extract::json_only(req.headers())?;
+        crate::extract::json_only(req.headers())?;
         let limit = state.max_outcome_bytes;
         let cap = limit.saturating_add(ENVELOPE);
-        let ticket = req
-            .extensions()
-            .get::<crate::http::turns::Ticket>()
-            .cloned();
+        let ticket = req.extensions().get::<crate::turns::Ticket>().cloned();
         let declared = req
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -584,7 +579,7 @@ impl<T: serde::de::DeserializeOwned> axum::extract::FromRequest<ApiState> for Ou
             }
         }
         let Some(s) = scan else {
-            return crate::http::extract::parse_json(&buf).map(|v| OutcomeJson(Ok(v)));
+            return crate::extract::parse_json(&buf).map(|v| OutcomeJson(Ok(v)));
         };
         // Read to its end, the body took its turn; stopped early, it
         // takes it here, before the handler writes.
@@ -703,11 +698,11 @@ async fn finish(
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded (or the same outcome was already recorded with this token)", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "`outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`; the token is read wherever it is in the body, whatever its size), or, when the body had no top-level token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token: a newer claim holds the action; nothing was recorded", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the response is over --max-outcome-bytes. The provider acted: the action is now uncertain (`marked_uncertain: true`; the token is read wherever it is in the body, whatever its size), or, when the body had no top-level token (`marked_uncertain: false`), mark it with POST .../uncertain. Never bad input", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn complete_action(
@@ -730,11 +725,11 @@ pub async fn complete_action(
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "`outcome-too-large`: the error is over --max-outcome-bytes; the action is now uncertain (see `marked_uncertain`)", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the error is over --max-outcome-bytes; the action is now uncertain (see `marked_uncertain`)", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn fail_action(
@@ -760,12 +755,12 @@ pub async fn fail_action(
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Recorded, marked reconciled", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 413, description = "`outcome-too-large`: the response or error is over --max-outcome-bytes; the action stays uncertain", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing; or the claim is not uncertain (it started fresh and its lease runs: complete or fail it)", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 413, description = "`outcome-too-large`: the response or error is over --max-outcome-bytes; the action stays uncertain", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Outcome not `completed` or `failed`, or its member missing; or the claim is not uncertain (it started fresh and its lease runs: complete or fail it)", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn reconcile_action(
@@ -791,6 +786,7 @@ pub struct RenewRequest {
     /// The fencing token of the claim to extend.
     pub token: i64,
     /// The new lease, in ms from now (`default` and `maximum` in the schema).
+    #[schema(value_type = LeaseMs, inline, required = false, nullable = true)]
     pub lease_ms: Option<u64>,
 }
 
@@ -808,11 +804,11 @@ pub struct RenewResponse {
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Extended", body = RenewResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "The token no longer holds the claim (a newer claim took it, it was settled, or its lease ran out): stop and let the next claim settle it", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Lease out of range", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "The token no longer holds the claim (a newer claim took it, it was settled, or its lease ran out): stop and let the next claim settle it", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Lease out of range", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn renew_action(
@@ -854,10 +850,10 @@ pub struct UncertainRequest {
     params(("key" = String, Path, pattern = "^[0-9a-f]{64}$", description = "The key (64 lowercase hex)")),
     responses(
         (status = 200, description = "Marked uncertain (or it already was, with this token)", body = ActionResponse),
-        (status = 400, description = "Malformed key or body", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 404, description = "No such action for this tenant", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 409, description = "Stale fencing token: a newer claim holds the action, or it was settled", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed key or body", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 404, description = "No such action for this tenant", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 409, description = "Stale fencing token: a newer claim holds the action, or it was settled", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn mark_uncertain(

@@ -1,18 +1,16 @@
 //! Extractors and the authentication middleware: the tenant behind a bearer
 //! token, JSON/path/query extractors whose rejections are problem documents,
-//! cookies and the request's locale. A leaf beside `state` and `error`.
+//! and the cookie reader. A leaf beside `state` and `error`.
 
 use super::error::{ApiError, Problem};
 
 /// The largest request body the API reads (64 KiB); past it the answer is 413.
 pub const BODY_LIMIT: usize = 64 * 1024;
-use app::i18n::LOCALE_COOKIE;
 use axum::extract::{FromRequest, FromRequestParts, Json, Path, Query, Request, State};
 use axum::http::header;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use idem_core::locale::Locale;
 use idem_core::TenantId;
 use idem_store::Store;
 
@@ -21,7 +19,7 @@ use idem_store::Store;
 pub struct Tenant(pub TenantId);
 
 /// The token in `Authorization: Bearer <token>`, or why there is none.
-pub(crate) fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+pub fn bearer(parts: &axum::http::HeaderMap) -> Result<&str, ApiError> {
     let Some(value) = parts.get(header::AUTHORIZATION) else {
         return Err(ApiError::unauthorized(false));
     };
@@ -175,7 +173,7 @@ fn nul_field(bytes: &[u8]) -> Option<String> {
 
 /// Whether the request says its body is JSON (`application/json` or an
 /// `application/*+json` type), as axum's own `Json` requires.
-pub(crate) fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+pub fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
     let Some(ct) = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -204,112 +202,10 @@ pub struct ApiPath<T>(pub T);
 #[from_request(via(Query), rejection(ApiError))]
 pub struct ApiQuery<T>(pub T);
 
-/// The locale a request asks for, and whether it asked in the query (then
-/// the choice is also kept in a cookie): `lang` in the query, else the
-/// cookie, else pt-BR.
-pub fn request_locale(parts: &Parts) -> (Locale, bool) {
-    match query_locale(&parts.uri) {
-        Some(l) => (l, true),
-        None => (cookie_locale(&parts.headers), false),
-    }
-}
-
-fn query_locale(uri: &axum::http::Uri) -> Option<Locale> {
-    uri.query().and_then(|q| {
-        q.split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .filter(|(k, _)| *k == "lang")
-            .filter_map(|(_, v)| Locale::from_tag(v))
-            .next_back()
-    })
-}
-
-/// The locale the `idem_lang` cookie names, else pt-BR.
-pub fn cookie_locale(headers: &axum::http::HeaderMap) -> Locale {
-    cookie(headers, LOCALE_COOKIE)
-        .and_then(|v| Locale::from_tag(&v))
-        .unwrap_or_default()
-}
-
 /// The value of the request's cookie `name`, if it sent one (parsed by
 /// axum-extra's cookie jar).
 pub fn cookie(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
     axum_extra::extract::CookieJar::from_headers(headers)
         .get(name)
         .map(|c| c.value().to_owned())
-}
-
-/// [`request_locale`]'s choice, from a request's address and headers.
-pub fn request_locale_of(uri: &axum::http::Uri, headers: &axum::http::HeaderMap) -> Locale {
-    query_locale(uri).unwrap_or_else(|| cookie_locale(headers))
-}
-
-/// A scenario link's query (v1 or v2) and its `lang`, for the pages that
-/// draw or export a scenario (`/charts/…`, `/export.csv`). A query the
-/// calculator refuses is answered 422 in plain text, in the calculator's
-/// own words and the request's language.
-#[derive(Debug, Clone)]
-pub struct ScenarioQuery {
-    /// The scenario.
-    pub scenario: idem_core::scenario::Scenario,
-    /// `lang`, else pt-BR.
-    pub locale: Locale,
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for ScenarioQuery {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
-        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let locale = pairs
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "lang")
-            .and_then(|(_, v)| Locale::from_tag(v))
-            .unwrap_or_default();
-        // A date only labels the rate: one that names no day, or one that
-        // has not begun anywhere yet, blocks no figure and no export (the
-        // rate goes out undated).
-        let read = idem_core::scenario::Scenario::from_query_for_figures(
-            pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        );
-        match read {
-            Ok(mut scenario) => {
-                let latest = crate::today::latest_today();
-                scenario.fx_date = scenario
-                    .fx_date
-                    .filter(|d| idem_core::date::not_after(d, &latest).is_ok());
-                Ok(ScenarioQuery { scenario, locale })
-            }
-            Err(e) => Err(super::error::plain_text(
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                app::i18n::query_error_text(&e, locale),
-            )),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::http::header;
-
-    #[test]
-    fn the_locale_comes_from_the_query_then_the_cookie() {
-        let parts = |uri: &str, cookie: Option<&str>| {
-            let mut b = axum::http::Request::builder().uri(uri);
-            if let Some(c) = cookie {
-                b = b.header(header::COOKIE, c);
-            }
-            b.body(()).map(|r| r.into_parts().0).ok()
-        };
-        let p = parts("/?lang=en-US", Some("idem_lang=pt-BR")).unwrap_or_else(|| unreachable!());
-        assert_eq!(request_locale(&p), (Locale::EnUs, true));
-        let p = parts("/", Some("a=b; idem_lang=en-US")).unwrap_or_else(|| unreachable!());
-        assert_eq!(request_locale(&p), (Locale::EnUs, false));
-        let p = parts("/?lang=xx", None).unwrap_or_else(|| unreachable!());
-        assert_eq!(request_locale(&p), (Locale::PtBr, false));
-    }
 }

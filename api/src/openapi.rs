@@ -106,30 +106,25 @@ impl Modify for ProblemTypes {
                     .collect(),
             );
         }
-    }
-}
-
-/// Every `lease_ms` member states its bounds and default from the one
-/// declaration in `idem_wire`, so the document, the server and the clients'
-/// checks never spell them apart.
-struct Leases;
-
-impl Modify for Leases {
-    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::{RefOr, Schema};
-        let Some(components) = api.components.as_mut() else {
-            return;
-        };
-        for schema in components.schemas.values_mut() {
-            let RefOr::T(Schema::Object(o)) = schema else {
-                continue;
-            };
-            if let Some(RefOr::T(Schema::Object(lease))) = o.properties.get_mut("lease_ms") {
-                lease.minimum = Some(1.into());
-                lease.maximum = Some(idem_wire::MAX_LEASE_MS.into());
-                lease.default = Some(idem_wire::DEFAULT_LEASE_MS.into());
-            }
-        }
+        // Per type, what a client does with it and which of the document's
+        // optional members it carries: the one column both clients' error
+        // tables are checked against.
+        let table: serde_json::Map<String, serde_json::Value> = super::error::Problem::ALL
+            .iter()
+            .map(|p| {
+                (
+                    p.urn().to_owned(),
+                    serde_json::json!({"class": p.class().as_str(), "members": p.members()}),
+                )
+            })
+            .collect();
+        let mut ext = doc.extensions.take().unwrap_or_default();
+        ext.merge(
+            utoipa::openapi::extensions::ExtensionsBuilder::new()
+                .add("x-idem-problems", serde_json::Value::Object(table))
+                .build(),
+        );
+        doc.extensions = Some(ext);
     }
 }
 
@@ -166,7 +161,7 @@ on every instance.",
         super::demo::count,
         super::demo::list,
     ),
-    modifiers(&Bearer, &CommonProblems, &ProblemTypes, &Leases),
+    modifiers(&Bearer, &CommonProblems, &ProblemTypes),
 )]
 pub struct ApiDoc;
 
@@ -199,22 +194,43 @@ pub async fn serve(State(api): State<ApiState>) -> Response {
 mod tests {
     use super::*;
 
-    /// The wire contract the clients are checked against is committed
-    /// (`clients/conformance/openapi.json`, the document without the demo
-    /// provider, whose routes are a test tool): a change to `/v1` that does
-    /// not update it fails here. `IDEM_WRITE_OPENAPI=1 cargo test -p
-    /// idem-server --lib openapi` writes it.
+    /// Every problem type the API can answer is in the document's enum.
     #[test]
     fn the_document_lists_every_problem_type() {
         let doc = serde_json::to_value(&*WITHOUT_DEMO).unwrap_or_default();
         let listed = &doc["components"]["schemas"]["ProblemDoc"]["properties"]["type"]["enum"];
-        let want: Vec<&str> = super::super::error::Problem::ALL
-            .iter()
-            .map(|p| p.urn())
-            .collect();
+        let want: Vec<&str> = crate::error::Problem::ALL.iter().map(|p| p.urn()).collect();
         assert_eq!(listed, &serde_json::json!(want));
+        // Every member a row declares is a property of the document, and
+        // every optional property is some row's.
+        let props: Vec<&str> = doc["components"]["schemas"]["ProblemDoc"]["properties"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut declared: Vec<&str> = crate::error::Problem::ALL
+            .iter()
+            .flat_map(|p| p.members().iter().copied())
+            .collect();
+        declared.sort_unstable();
+        declared.dedup();
+        let mut optional: Vec<&str> = props
+            .into_iter()
+            .filter(|p| !["type", "title", "status", "detail"].contains(p))
+            .collect();
+        optional.sort_unstable();
+        assert_eq!(optional, declared);
+        let table = &doc["components"]["schemas"]["ProblemDoc"]["x-idem-problems"];
+        assert_eq!(
+            table[crate::error::Problem::OutcomeTooLarge.urn()],
+            serde_json::json!({"class": "outcome_too_large", "members": ["size", "limit", "marked_uncertain"]})
+        );
     }
 
+    /// The wire contract the clients are checked against is committed
+    /// (`clients/conformance/openapi.json`, the document without the demo
+    /// provider, whose routes are a test tool): a change to `/v1` that does
+    /// not update it fails here. `IDEM_WRITE_OPENAPI=1 cargo test -p
+    /// idem-api --lib openapi` writes it.
     #[test]
     fn the_committed_document_is_the_generated_one() {
         let path = concat!(
@@ -228,7 +244,7 @@ mod tests {
         let committed = std::fs::read_to_string(path).unwrap_or_default();
         assert!(
             committed == generated,
-            "{path} is not the document /v1 serves: run IDEM_WRITE_OPENAPI=1 cargo test -p idem-server --lib openapi, and review the difference"
+            "{path} is not the document /v1 serves: run IDEM_WRITE_OPENAPI=1 cargo test -p idem-api --lib openapi, and review the difference"
         );
     }
 }

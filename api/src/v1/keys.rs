@@ -1,8 +1,8 @@
 //! `POST /v1/keys`: the key a candidate payload derives to; writes nothing.
 
-use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Tenant};
-use crate::http::state::ApiState;
+use crate::error::ApiError;
+use crate::extract::{ApiJson, Tenant};
+use crate::state::ApiState;
 use axum::extract::State;
 use axum::Json;
 use idem_core::{ActionType, IdempotencyKey, Payload};
@@ -41,9 +41,9 @@ pub(super) fn payload(raw: &RawValue) -> Result<Payload<'_>, ApiError> {
 #[utoipa::path(post, path = "/v1/keys", tag = "intents", request_body = IntentRequest,
     responses(
         (status = 200, description = "The key the payload derives to", body = KeyResponse),
-        (status = 400, description = "Malformed JSON", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
-        (status = 422, description = "Unknown action, missing or invalid field", body = crate::http::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed JSON", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
+        (status = 422, description = "Unknown action, missing or invalid field", body = crate::error::ProblemDoc, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub async fn derive_key(
