@@ -19,7 +19,8 @@ type Guarded = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The MCP routes.
 pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
-    let own = IdemTools::new(api.store.clone(), TenantSource::FromRequest);
+    let own = IdemTools::new(api.store.clone(), TenantSource::FromRequest)
+        .with_max_outcome(api.max_outcome_bytes);
     let none: Guarded = std::sync::Arc::new(|_: &str| false);
     let mut routes = Router::new().merge(
         Router::new()

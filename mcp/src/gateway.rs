@@ -498,6 +498,8 @@ struct Inner {
     /// The guarded tools whose unrecorded (handshake) call was answered
     /// with success: each refuses every unrecorded call from then on.
     tripped: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The largest result stored for replay (`--max-outcome-bytes`).
+    max_outcome: usize,
 }
 
 /// How long the supervisor waits before its first restart of a gone
@@ -551,6 +553,7 @@ impl Gateway {
         tenant: TenantSource,
         mut file: GuardFile,
         upstream: Option<Upstream>,
+        max_outcome: usize,
     ) -> Result<Self, StartError> {
         let target = upstream
             .or_else(|| file.upstream.clone())
@@ -573,6 +576,7 @@ impl Gateway {
             target,
             pass_through,
             tripped: std::sync::Mutex::default(),
+            max_outcome,
         });
         tokio::spawn(supervise(Arc::downgrade(&inner)));
         Ok(Self { inner })
@@ -1057,7 +1061,8 @@ impl ServerHandler for Gateway {
         if guard.handshake(&meta) {
             return self.handshake(guard, &tenant, request, meta).await;
         }
-        let gate = Gate::new(self.inner.store.clone(), tenant);
+        let gate =
+            Gate::new(self.inner.store.clone(), tenant).with_max_outcome(self.inner.max_outcome);
         let arguments = request.arguments.unwrap_or_default();
         // Gone: over stdio, rmcp cancels the request (the agent sent
         // notifications/cancelled, or closed the session); over HTTP, the

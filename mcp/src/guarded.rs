@@ -34,8 +34,6 @@ pub const ARGUMENTS_MEMBER: &str = "_idem_mcp_arguments";
 pub const META_MEMBER: &str = "_idem_mcp_meta";
 /// The largest arguments object a call may send, as the API's body bound.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
-/// The largest upstream result stored for replay.
-pub const MAX_STORED_RESULT: usize = 256 * 1024;
 
 /// Why a call to the upstream brought no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,12 +122,25 @@ pub struct Answer {
 pub struct Gate {
     store: Store,
     tenant: TenantId,
+    /// The largest upstream result stored for replay: the server's
+    /// `--max-outcome-bytes`, as every door.
+    max_outcome: usize,
 }
 
 impl Gate {
     /// Guarded calls for `tenant` on `store`.
     pub fn new(store: Store, tenant: TenantId) -> Self {
-        Self { store, tenant }
+        Self {
+            store,
+            tenant,
+            max_outcome: idem_wire::DEFAULT_MAX_OUTCOME_BYTES,
+        }
+    }
+
+    /// With `bytes` as the largest result stored (`--max-outcome-bytes`).
+    pub fn with_max_outcome(mut self, bytes: usize) -> Self {
+        self.max_outcome = bytes;
+        self
     }
 
     /// Runs one guarded call of `guard`'s tool.
@@ -618,7 +629,7 @@ impl Gate {
             // result: the action stays uncertain with that error as why.
             return self.resend_refused(call, token, attempt, result).await;
         }
-        let stored = stored_text(&result);
+        let stored = stored_text(&result, self.max_outcome);
         let failed = result.is_error == Some(true) && guard.errors == Errors::Retryable;
         let outcome = if failed {
             Outcome::Failed {
@@ -947,7 +958,7 @@ impl Gate {
                         &self.tenant,
                         &call.key,
                         token,
-                        &Outcome::Completed(stored_text(&result)),
+                        &Outcome::Completed(stored_text(&result, self.max_outcome)),
                     )
                     .await
                 {
@@ -1371,13 +1382,13 @@ fn plain(v: &Value) -> String {
 
 /// What is stored for replay: the whole result, or a note when it is too
 /// large to keep.
-fn stored_text(result: &CallToolResult) -> String {
+fn stored_text(result: &CallToolResult, max: usize) -> String {
     let text = serde_json::to_string(result).unwrap_or_default();
-    if text.len() <= MAX_STORED_RESULT {
+    if text.len() <= max {
         return text;
     }
     let mut note = CallToolResult::success(vec![ContentBlock::text(format!(
-        "the upstream's result ({} bytes) was over idem's {MAX_STORED_RESULT}-byte bound and was not stored; the call was executed once",
+        "the upstream's result ({} bytes) was over idem's {max}-byte bound (--max-outcome-bytes) and was not stored; the call was executed once",
         text.len()
     ))]);
     note.is_error = result.is_error;

@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 /// The most uncertain actions `list_uncertain_actions` returns.
 pub const MAX_LISTED: i64 = 100;
-/// The largest response or error `reconcile_action` records, as `/v1`.
-pub const MAX_EVIDENCE: usize = 32 * 1024;
+/// The largest candidate `supersede_intent` records.
+pub const MAX_CANDIDATE: usize = 32 * 1024;
 
 /// idem's own MCP server.
 #[derive(Clone)]
@@ -37,6 +37,9 @@ pub struct IdemTools {
     store: Store,
     tenant: TenantSource,
     tools: Arc<Vec<Tool>>,
+    /// The largest evidence `reconcile_action` records: the server's
+    /// `--max-outcome-bytes`, as every door.
+    max_outcome: usize,
 }
 
 impl IdemTools {
@@ -46,7 +49,14 @@ impl IdemTools {
             store,
             tenant,
             tools: Arc::new(tool_list()),
+            max_outcome: idem_wire::DEFAULT_MAX_OUTCOME_BYTES,
         }
+    }
+
+    /// With `bytes` as the largest evidence recorded (`--max-outcome-bytes`).
+    pub fn with_max_outcome(mut self, bytes: usize) -> Self {
+        self.max_outcome = bytes;
+        self
     }
 
     /// Serves one agent over stdin and stdout until it closes them.
@@ -207,9 +217,9 @@ impl IdemTools {
                     )));
                 }
                 let t = Value::Object(c.clone()).to_string();
-                if t.len() > MAX_EVIDENCE {
+                if t.len() > MAX_CANDIDATE {
                     return Err(Bad(format!(
-                        "argument `candidate`: over {MAX_EVIDENCE} bytes"
+                        "argument `candidate`: over {MAX_CANDIDATE} bytes"
                     )));
                 }
                 Some(t)
@@ -286,16 +296,21 @@ impl IdemTools {
                     return Err(Bad("argument `response`: outcome `completed` needs the provider's response as evidence".into()));
                 };
                 let text = r.to_string();
-                if text.len() > MAX_EVIDENCE {
+                if text.len() > self.max_outcome {
                     return Err(Bad(format!(
-                        "argument `response`: over {MAX_EVIDENCE} bytes"
+                        "argument `response`: {} bytes, over the {} this server keeps (--max-outcome-bytes)",
+                        text.len(),
+                        self.max_outcome
                     )));
                 }
                 Outcome::Completed(text)
             }
             Some("failed") => {
-                let error = string(args, "error", 1, MAX_EVIDENCE)
-                    .map_err(|_| Bad("argument `error`: outcome `failed` needs the provider's error as evidence (1 to 32768 characters)".into()))?;
+                let max = self.max_outcome;
+                let error = string(args, "error", 1, usize::MAX)
+                    .ok()
+                    .filter(|e| e.len() <= max)
+                    .ok_or_else(|| Bad(format!("argument `error`: outcome `failed` needs the provider's error as evidence (1 character to {max} bytes, --max-outcome-bytes)")))?;
                 let retryable = match args.get("retryable") {
                     None | Some(Value::Null | Value::Bool(false)) => false,
                     // Re-opening lets the next call execute again: if the

@@ -74,10 +74,7 @@ pub struct Config {
     pub clock: Arc<dyn Clock>,
 }
 
-/// The default of `--max-outcome-bytes`: 1 MiB, far above any payment
-/// provider's answer, so an outcome is refused only when something is
-/// wrong with it.
-pub const DEFAULT_MAX_OUTCOME_BYTES: usize = 1 << 20;
+pub use idem_wire::DEFAULT_MAX_OUTCOME_BYTES;
 
 impl Config {
     /// The embedded default for `data_dir`: SQLite at `DATA_DIR/idem.db`,

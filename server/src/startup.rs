@@ -98,6 +98,7 @@ impl Application {
                 idem_mcp::TenantSource::FromRequest,
                 file,
                 None,
+                config.max_outcome_bytes,
             )
             .await
             .map_err(|e| Misconfigured(format!("--mcp-gateway {name}: {e}")))?;

@@ -24,6 +24,18 @@ pub const DEFAULT_LEASE_MS: u64 = 30_000;
 /// `maximum` for every `lease_ms`.
 pub const MAX_LEASE_MS: u64 = 3_600_000;
 
+/// The default of the largest provider outcome idem keeps, in bytes
+/// (`--max-outcome-bytes`, 1 MiB: far above any payment provider's answer,
+/// so an outcome is refused only when something is wrong with it). One
+/// bound for every door: a `complete`'s response or a `fail`'s error on
+/// `/v1`, a settlement's evidence on the monitor and through idem's MCP
+/// tools, and a guarded tool's result the MCP gateway stores for replay.
+pub const DEFAULT_MAX_OUTCOME_BYTES: usize = 1 << 20;
+/// The smallest `--max-outcome-bytes` accepted.
+pub const MIN_MAX_OUTCOME_BYTES: u64 = 1024;
+/// The largest `--max-outcome-bytes` accepted (64 MiB).
+pub const MAX_MAX_OUTCOME_BYTES: u64 = 64 << 20;
+
 /// A claim's lease, in ms: 1 to [`MAX_LEASE_MS`], [`DEFAULT_LEASE_MS`] when
 /// the request names none. Built once, where a request or a guard file is
 /// read ([`LeaseMs::from_request`]); its schema is every `lease_ms` of the

@@ -26,6 +26,8 @@ from pydantic import BaseModel
 
 LEDGER = os.environ["PAY_LEDGER"]
 DELAY_MS = int(os.environ.get("PAY_DELAY_MS", "0"))
+# A receipt this many characters longer (a `note`): a result over a bound.
+PAD = int(os.environ.get("PAY_PAD", "0"))
 app = MCPServer("pay")
 
 
@@ -51,6 +53,8 @@ def create_pix_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: 
             return None, state["by_key"][idempotency_key]
         receipt = {"charge_id": "ch_" + uuid.uuid4().hex[:12], "amount": amount, "customer_id": customer_id,
                    "pix_key": pix_key, "invoice_ref": invoice_ref}
+        if PAD:
+            receipt["note"] = "n" * PAD
         state["executions"].append(dict(receipt, idempotency_key=idempotency_key, pid=os.getpid()))
         if idempotency_key:
             state["by_key"][idempotency_key] = receipt

@@ -85,11 +85,11 @@ class Env:
             p.wait()
 
     def guard_file(self, on_uncertain: str = "resend", lease_ms: int = 30000, extra: str = "", url: str | None = None,
-                   delay_ms: int = 0, top: str = "") -> Path:
+                   delay_ms: int = 0, top: str = "", pad: int = 0) -> Path:
         path = self.tmp / f"guard-{uuid.uuid4().hex[:6]}.toml"
         # The upstream inherits nothing but PATH, HOME and LANG: what it
         # needs is named here, on the [upstream] table's first line.
-        upstream_env = (f"env = {{ PAY_LEDGER = {json.dumps(str(self.ledger))}, PAY_DELAY_MS = \"{delay_ms}\", "
+        upstream_env = (f"env = {{ PAY_LEDGER = {json.dumps(str(self.ledger))}, PAY_DELAY_MS = \"{delay_ms}\", PAY_PAD = \"{pad}\", "
                         f"PAY_DOWN_IF = {json.dumps(str(self.tmp / 'upstream-down'))}, PAY_STALL_IF = {json.dumps(str(self.tmp / 'stall'))} }}")
         upstream = f"url = {json.dumps(url)}" if url else f"command = [{json.dumps(sys.executable)}, {json.dumps(str(HERE / 'pay_server.py'))}]"
         path.write_text(f"""{top}

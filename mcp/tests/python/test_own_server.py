@@ -113,6 +113,37 @@ async def test_an_uncertain_charge_is_listed_read_and_reconciled(env: Env) -> No
     assert len(env.executions()) == 1
 
 
+async def test_one_outcome_bound_on_every_mcp_door(env: Env) -> None:
+    """`--max-outcome-bytes` (here its environment variable, as `idem serve`
+    reads it) bounds what the gateway stores for replay and the evidence
+    idem's own server records, as it bounds `/v1`."""
+    guard = env.guard_file(pad=2000)
+    big = charge_args("FAT-BIG")
+    async with env.agent(guard, IDEM_MAX_OUTCOME_BYTES="1024") as agent:
+        first = await agent.call_tool("create_pix_charge", big)
+        assert not first.is_error, text_of(first)
+        key = first.meta["idem"]["key"]
+        again = await agent.call_tool("create_pix_charge", big)
+        assert again.meta["idem"]["replayed"], again
+        assert "1024-byte bound (--max-outcome-bytes)" in text_of(again), text_of(again)
+    assert len(env.executions()) == 1, "executed once, whatever was stored"
+    evidence = {"key": key, "outcome": "completed", "response": {"receipt": "r" * 2000}}
+    params = StdioServerParameters(command=IDEM, args=["mcp", "serve", "--tenant", env.tenant, *env.db_args()],
+                                   env=env.env(IDEM_MAX_OUTCOME_BYTES="1024"))
+    async with stdio_client(params, errlog=open(env.tmp / "own.log", "a")) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            over = await s.call_tool("reconcile_action", evidence)
+            assert over.is_error and "--max-outcome-bytes" in text_of(over) and "`response`" in text_of(over), text_of(over)
+    # Under the default bound the same evidence is not too large: what
+    # refuses it is the action's state (completed, nothing to settle).
+    async with await own(env) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            fits = await s.call_tool("reconcile_action", evidence)
+            assert fits.is_error and "--max-outcome-bytes" not in text_of(fits), text_of(fits)
+
+
 # The corpus of number mistakes every surface runs (the page and the CLI in
 # server/tests/it/mistakes.rs): here through the official SDK.
 CORPUS = json.loads((pathlib.Path(__file__).resolve().parents[3] / "testkit" / "corpus" / "numbers.json").read_text())

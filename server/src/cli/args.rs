@@ -103,6 +103,9 @@ pub struct McpServeArgs {
     /// Where the intent store is.
     #[command(flatten)]
     pub db: DbArgs,
+    /// The largest settlement evidence `reconcile_action` records.
+    #[command(flatten)]
+    pub outcome: super::options::OutcomeArgs,
 }
 
 /// `idem mcp gateway` options.
@@ -150,6 +153,9 @@ pub struct McpGatewayArgs {
     /// the data directory's `hmac.key` that `idem serve` uses).
     #[arg(long, env = "IDEM_HMAC_KEY_FILE", value_name = "FILE")]
     pub hmac_key_file: Option<PathBuf>,
+    /// The largest guarded result stored for replay.
+    #[command(flatten)]
+    pub outcome: super::options::OutcomeArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -487,12 +493,9 @@ pub struct ServeArgs {
     /// the database host vanishes without a reset.
     #[arg(long, env = "IDEM_REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
     pub request_timeout: std::time::Duration,
-    /// The largest provider outcome kept, in bytes: a `complete`'s
-    /// response or a `fail`'s error, stored and replayed byte for byte.
-    /// Past it the answer is 413 (`outcome-too-large`) and the action is
-    /// marked uncertain first, since the provider acted.
-    #[arg(long, env = "IDEM_MAX_OUTCOME_BYTES", default_value_t = crate::config::DEFAULT_MAX_OUTCOME_BYTES as u64, value_parser = clap::value_parser!(u64).range(1024..=67_108_864))]
-    pub max_outcome_bytes: u64,
+    /// The largest provider outcome kept.
+    #[command(flatten)]
+    pub outcome: super::options::OutcomeArgs,
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
@@ -619,7 +622,7 @@ impl ServeArgs {
                 feed_max_age: self.feed_max_age,
                 request_timeout: self.request_timeout,
             },
-            max_outcome_bytes: usize::try_from(self.max_outcome_bytes).unwrap_or(usize::MAX),
+            max_outcome_bytes: self.outcome.bytes(),
             catalog: self.catalog.load()?,
             secret: self
                 .hmac_key_file

@@ -69,14 +69,21 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e.into()),
     }
-    let gateway =
-        match Gateway::start(store.clone(), TenantSource::Fixed(tenant), file, upstream).await {
-            Ok(g) => g,
-            Err(e) => {
-                store.close().await;
-                return Err(Usage(e.to_string()).into());
-            }
-        };
+    let gateway = match Gateway::start(
+        store.clone(),
+        TenantSource::Fixed(tenant),
+        file,
+        upstream,
+        args.outcome.bytes(),
+    )
+    .await
+    {
+        Ok(g) => g,
+        Err(e) => {
+            store.close().await;
+            return Err(Usage(e.to_string()).into());
+        }
+    };
     tracing::info!("the MCP gateway serves on stdio");
     let served = gateway.serve_stdio().await;
     store.close().await;
@@ -180,6 +187,7 @@ pub(crate) async fn serve(args: McpServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("idem's MCP server serves on stdio");
     let served = IdemTools::new(store.clone(), TenantSource::Fixed(args.tenant))
+        .with_max_outcome(args.outcome.bytes())
         .serve_stdio()
         .await;
     store.close().await;

@@ -68,6 +68,27 @@ impl DbArgs {
     }
 }
 
+/// The largest provider outcome idem keeps (`idem serve`, `idem mcp
+/// serve`, `idem mcp gateway`): one bound for every door.
+#[derive(Debug, Clone, Args)]
+pub struct OutcomeArgs {
+    /// The largest provider outcome kept, in bytes: a `complete`'s
+    /// response or a `fail`'s error on /v1, a settlement's evidence (the
+    /// monitor, idem's MCP tools), a guarded tool's result the MCP gateway
+    /// stores for replay. Past it /v1 answers 413 (`outcome-too-large`)
+    /// and marks the action uncertain first, since the provider acted; the
+    /// gateway stores a note that the call was executed once.
+    #[arg(long = "max-outcome-bytes", env = "IDEM_MAX_OUTCOME_BYTES", default_value_t = idem_wire::DEFAULT_MAX_OUTCOME_BYTES as u64, value_parser = clap::value_parser!(u64).range(idem_wire::MIN_MAX_OUTCOME_BYTES..=idem_wire::MAX_MAX_OUTCOME_BYTES))]
+    pub max_outcome_bytes: u64,
+}
+
+impl OutcomeArgs {
+    /// The bound, in bytes.
+    pub fn bytes(&self) -> usize {
+        usize::try_from(self.max_outcome_bytes).unwrap_or(usize::MAX)
+    }
+}
+
 /// The outbox relay's pacing (`idem serve` and `idem relay`).
 #[derive(Debug, Clone, Args)]
 pub struct RelayArgs {
