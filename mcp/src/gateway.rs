@@ -2,6 +2,7 @@
 //! server. Guarded tools run through [`crate::guarded`]; every other tool,
 //! resource and prompt passes through untouched and unrecorded.
 
+use crate::bind::BoundGuard;
 use crate::guard_file::{GuardFile, Upstream};
 use crate::guarded::{CallUpstream, ClientGone, Gate, Unanswered};
 use crate::tenant::TenantSource;
@@ -29,73 +30,9 @@ pub enum StartError {
     /// The upstream could not be started or did not complete the handshake.
     #[error("the upstream MCP server failed to start: {0}")]
     Upstream(String),
-    /// A guarded tool the upstream does not have.
-    #[error("{path}:{line}: the upstream has no tool {tool:?}; it has {have}")]
-    NoSuchTool {
-        /// The guard file.
-        path: String,
-        /// The `tool` line.
-        line: usize,
-        /// The tool named.
-        tool: String,
-        /// The upstream's tools.
-        have: String,
-    },
-    /// A `[guard.fields]` argument or `key_argument` the tool does not
-    /// declare: the upstream would never receive it (a typo).
-    #[error("{path}:{line}: tool {tool:?} declares no argument {argument:?} (its inputSchema.properties are {declared}); the upstream would never receive it")]
-    UndeclaredArgument {
-        /// The guard file.
-        path: String,
-        /// The line naming the argument.
-        line: usize,
-        /// The guarded tool.
-        tool: String,
-        /// The argument named.
-        argument: String,
-        /// The arguments the tool declares.
-        declared: String,
-    },
-    /// A JSON Pointer in `[guard.fields]` or `key_argument` that nothing in
-    /// the tool's input schema can hold.
-    #[error("{path}:{line}: nothing in tool {tool:?}'s inputSchema can hold {pointer} (local $ref, anyOf/oneOf/allOf and array items followed); the upstream would never receive it")]
-    UnholdablePointer {
-        /// The guard file.
-        path: String,
-        /// The line naming the pointer.
-        line: usize,
-        /// The guarded tool.
-        tool: String,
-        /// The pointer, as written.
-        pointer: String,
-    },
-    /// A `[guard.lookup]` tool that is itself guarded: a lookup must read,
-    /// and a guarded tool acts.
-    #[error("{path}:{line}: the lookup tool {tool:?} is guarded in this file; a lookup must read the provider's record, never act")]
-    LookupGuarded {
-        /// The guard file.
-        path: String,
-        /// The `[guard.lookup]` line.
-        line: usize,
-        /// The lookup tool.
-        tool: String,
-    },
-    /// A `[guard.lookup]` pointer (`executed`, `not_executed`, `result`,
-    /// `matches`) that nothing in the lookup tool's `outputSchema` can hold:
-    /// its result would never say so.
-    #[error("{path}:{line}: nothing in the lookup tool {tool:?}'s outputSchema can hold {pointer} ({what}); its result would never say so")]
-    LookupPointer {
-        /// The guard file.
-        path: String,
-        /// The `[guard.lookup]` line.
-        line: usize,
-        /// The lookup tool.
-        tool: String,
-        /// The pointer, as written.
-        pointer: String,
-        /// Which key of the table names it.
-        what: String,
-    },
+    /// The file does not fit the upstream's tools.
+    #[error(transparent)]
+    Bind(#[from] crate::bind::BindError),
     /// The upstream did not complete `initialize` in time.
     #[error("the upstream MCP server {upstream} did not answer initialize within {seconds} s")]
     Silent {
@@ -487,6 +424,8 @@ pub struct Gateway {
 
 struct Inner {
     file: GuardFile,
+    /// The file's guards, bound to the upstream's tools at start.
+    guards: Vec<BoundGuard>,
     store: Store,
     tenant: TenantSource,
     /// The upstream now: replaced by [`supervise`] when it is gone.
@@ -537,6 +476,11 @@ async fn supervise(inner: std::sync::Weak<Inner>) {
 }
 
 impl Inner {
+    /// The bound guard of `tool`, if it is guarded.
+    fn guard(&self, tool: &str) -> Option<&BoundGuard> {
+        self.guards.iter().find(|g| g.tool == tool)
+    }
+
     fn current(&self) -> Arc<Connected> {
         self.upstream
             .read()
@@ -551,7 +495,7 @@ impl Gateway {
     pub async fn start(
         store: Store,
         tenant: TenantSource,
-        mut file: GuardFile,
+        file: GuardFile,
         upstream: Option<Upstream>,
         max_outcome: usize,
     ) -> Result<Self, StartError> {
@@ -560,7 +504,7 @@ impl Gateway {
             .ok_or(StartError::NoUpstream)?;
         keep_from_peers();
         let connected = Connected::start(&target, &file).await?;
-        bind(&mut file, &connected).await?;
+        let guards = bind(&file, &connected).await?;
         // A mount is shared by the tenants it names, with one upstream and
         // its credentials: what is not guarded (a refund, a list of
         // charges) passes only when the file says so. A stdio gateway is
@@ -570,6 +514,7 @@ impl Gateway {
             .unwrap_or(matches!(tenant, TenantSource::Fixed(_)));
         let inner = Arc::new(Inner {
             file,
+            guards,
             store,
             tenant,
             upstream: std::sync::RwLock::new(Arc::new(connected)),
@@ -590,7 +535,7 @@ impl Gateway {
 
     /// Whether `tool` is one of this gateway's guarded tools.
     pub fn guards(&self, tool: &str) -> bool {
-        self.inner.file.guard(tool).is_some()
+        self.inner.guard(tool).is_some()
     }
 
     fn upstream(&self) -> Peer<RoleClient> {
@@ -631,7 +576,7 @@ impl Gateway {
     /// payment unrecorded.
     async fn handshake(
         &self,
-        guard: &crate::guard_file::Guard,
+        guard: &BoundGuard,
         tenant: &idem_core::TenantId,
         mut request: CallToolRequestParams,
         meta: Map<String, Value>,
@@ -709,103 +654,16 @@ impl Gateway {
     }
 }
 
-/// Checks a parsed guard file against the upstream's tools: every guarded
-/// tool exists, every argument and pointer can reach it, every lookup reads
-/// a tool that exists and is not guarded, with arguments and pointers its
-/// schemas hold; and keeps each guarded tool's `outputSchema`.
-pub async fn bind(file: &mut GuardFile, connected: &Connected) -> Result<(), StartError> {
+/// Lists the upstream's tools and binds `file` to them
+/// ([`GuardFile::bind`]): the guards as they run, each with its tool's
+/// `outputSchema`.
+pub async fn bind(file: &GuardFile, connected: &Connected) -> Result<Vec<BoundGuard>, StartError> {
     let tools = connected
         .peer()
         .list_all_tools()
         .await
         .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
-    let guarded: Vec<String> = file.guards.iter().map(|g| g.tool.clone()).collect();
-    for g in &mut file.guards {
-        if let Some(tool) = tools.iter().find(|t| t.name == g.tool) {
-            g.output_schema = tool.output_schema.as_deref().cloned();
-        }
-        let Some(lookup) = &g.lookup else { continue };
-        if guarded.contains(&lookup.tool) {
-            return Err(StartError::LookupGuarded {
-                path: file.path.clone(),
-                line: lookup.line,
-                tool: lookup.tool.clone(),
-            });
-        }
-        let Some(reader) = tools.iter().find(|t| t.name == lookup.tool) else {
-            let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-            return Err(StartError::NoSuchTool {
-                path: file.path.clone(),
-                line: lookup.line,
-                tool: lookup.tool.clone(),
-                have: have.join(", "),
-            });
-        };
-        check_lookup(&file.path, lookup, reader)?;
-    }
-    for g in &file.guards {
-        let Some(tool) = tools.iter().find(|t| t.name == g.tool) else {
-            let have: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-            return Err(StartError::NoSuchTool {
-                path: file.path.clone(),
-                line: g.line,
-                tool: g.tool.clone(),
-                have: have.join(", "),
-            });
-        };
-        // Declared means a key of inputSchema.properties, whatever
-        // additionalProperties says: an argument the schema does not
-        // name is one the tool may drop, and a key it drops is no key.
-        let declared: Vec<&str> = tool
-            .input_schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|p| p.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        let named = g
-            .fields
-            .iter()
-            .map(|(_, a)| a)
-            .zip(g.field_lines.iter().copied())
-            // `_meta` has no schema to check against.
-            .filter(|(a, _)| !a.in_meta())
-            .chain(g.key_argument.iter().map(|k| (k, g.key_argument_line)))
-            // A lookup's arguments are read from the frozen arguments.
-            .chain(g.lookup.iter().flat_map(|l| {
-                l.arguments.iter().filter_map(move |(_, s)| match s {
-                    crate::guard_file::LookupArgument::Frozen(p) => Some((p, l.line)),
-                    crate::guard_file::LookupArgument::Key => None,
-                })
-            }));
-        let schema = Value::Object((*tool.input_schema).clone());
-        for (argument, line) in named {
-            if argument.is_pointer() {
-                if !crate::guard_file::schema_holds(&schema, argument) {
-                    return Err(StartError::UnholdablePointer {
-                        path: file.path.clone(),
-                        line,
-                        tool: g.tool.clone(),
-                        pointer: argument.to_string(),
-                    });
-                }
-                continue;
-            }
-            if !declared.contains(&argument.as_str()) {
-                return Err(StartError::UndeclaredArgument {
-                    path: file.path.clone(),
-                    line,
-                    tool: g.tool.clone(),
-                    argument: argument.to_string(),
-                    declared: if declared.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        declared.join(", ")
-                    },
-                });
-            }
-        }
-    }
-    Ok(())
+    Ok(file.bind(&tools)?)
 }
 
 /// What `idem mcp gateway --check` says of one sample call: the fields its
@@ -844,7 +702,12 @@ pub fn explain(
         return out;
     }
     let mut fields = Map::new();
-    for ((field, arg), line) in guard.fields.iter().zip(&guard.field_lines) {
+    for crate::guard_file::Field {
+        name: field,
+        arg,
+        line,
+    } in &guard.fields
+    {
         match arg.read(arguments, meta) {
             Some(v) => {
                 fields.insert(field.clone(), v.clone());
@@ -877,7 +740,12 @@ pub fn explain(
         return out;
     }
     let _ = writeln!(out, "  recorded; the key covers:");
-    for ((field, arg), line) in guard.fields.iter().zip(&guard.field_lines) {
+    for crate::guard_file::Field {
+        name: field,
+        arg,
+        line,
+    } in &guard.fields
+    {
         let norm = match &normalized {
             Some(Ok(n)) => n.get(field).unwrap_or_default().to_owned(),
             _ => String::new(),
@@ -891,8 +759,8 @@ pub fn explain(
     if let Some(k) = &guard.key_argument {
         let _ = writeln!(
             out,
-            "  the key is written into {k} (line {})",
-            guard.key_argument_line
+            "  the key is written into {} (line {})",
+            k.value, k.line
         );
     }
     if !guard.freeze_meta.is_empty() {
@@ -903,71 +771,6 @@ pub fn explain(
         );
     }
     out
-}
-
-/// A lookup's arguments against its tool's `inputSchema` (each a declared
-/// argument), and its pointers against its `outputSchema` when the tool
-/// declares one: a typo found at start, not after a lost answer.
-fn check_lookup(
-    path: &str,
-    lookup: &crate::guard_file::Lookup,
-    reader: &rmcp::model::Tool,
-) -> Result<(), StartError> {
-    let declared: Vec<&str> = reader
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    for (name, _) in &lookup.arguments {
-        if !declared.contains(&name.as_str()) {
-            return Err(StartError::UndeclaredArgument {
-                path: path.to_owned(),
-                line: lookup.line,
-                tool: lookup.tool.clone(),
-                argument: name.clone(),
-                declared: if declared.is_empty() {
-                    "none".to_owned()
-                } else {
-                    declared.join(", ")
-                },
-            });
-        }
-    }
-    let Some(output) = reader.output_schema.as_deref() else {
-        return Ok(());
-    };
-    let schema = Value::Object(output.clone());
-    let pointers = [
-        ("executed.pointer", Some(&lookup.executed.pointer)),
-        ("not_executed.pointer", Some(&lookup.not_executed.pointer)),
-        ("result", lookup.result.as_ref()),
-    ]
-    .into_iter()
-    .filter_map(|(what, p)| p.map(|p| (what.to_owned(), p.clone())))
-    .chain(
-        lookup
-            .matches
-            .iter()
-            .map(|(field, p)| (format!("matches.{field}"), p.clone())),
-    );
-    for (what, pointer) in pointers {
-        if pointer.is_empty() {
-            continue;
-        }
-        let holds = crate::guard_file::ArgPath::parse(&pointer)
-            .is_ok_and(|p| crate::guard_file::schema_holds(&schema, &p));
-        if !holds {
-            return Err(StartError::LookupPointer {
-                path: path.to_owned(),
-                line: lookup.line,
-                tool: lookup.tool.clone(),
-                pointer,
-                what,
-            });
-        }
-    }
-    Ok(())
 }
 
 fn forwarded(e: rmcp::ServiceError) -> McpError {
@@ -1003,12 +806,10 @@ impl ServerHandler for Gateway {
             .await
             .map_err(forwarded)?;
         if !self.inner.pass_through {
-            listed
-                .tools
-                .retain(|t| self.inner.file.guard(&t.name).is_some());
+            listed.tools.retain(|t| self.inner.guard(&t.name).is_some());
         }
         for tool in &mut listed.tools {
-            if self.inner.file.guard(&tool.name).is_some() {
+            if self.inner.guard(&tool.name).is_some() {
                 let said = tool
                     .description
                     .as_deref()
@@ -1032,7 +833,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let meta = forwarded_meta(&context.meta);
-        let Some(guard) = self.inner.file.guard(&request.name) else {
+        let Some(guard) = self.inner.guard(&request.name) else {
             self.passing(&format!("tool {:?}", request.name))?;
             if let Some(tenant) = self.inner.tenant.of(&context) {
                 self.inner

@@ -72,8 +72,7 @@ pub enum Upstream {
 }
 
 /// What to do with an action whose earlier attempt's outcome is unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone)]
 pub enum OnUncertain {
     /// Answer `isError`: the outcome is unknown, a person settles it on `/live`.
     Refuse,
@@ -84,7 +83,37 @@ pub enum OnUncertain {
     /// Ask the upstream with a tool that reads, never acts (`[guard.lookup]`):
     /// executed settles the action with what it says, not executed runs it
     /// again under the same key, anything else refuses as `Refuse` does.
+    Lookup(Box<Lookup>),
+}
+
+/// `on_uncertain` as the file spells it; `lookup` takes its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawOnUncertain {
+    Refuse,
+    Resend,
     Lookup,
+}
+
+/// A value of the file with the line it is written on, for the messages
+/// that name it later (at start against the upstream, or at `--check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lined<T> {
+    /// The value.
+    pub value: T,
+    /// Its 1-based line.
+    pub line: usize,
+}
+
+/// One `[guard.fields]` entry: the catalog field and where the call holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// The catalog field.
+    pub name: String,
+    /// The argument (or `meta:` entry) it is read from.
+    pub arg: ArgPath,
+    /// The line naming the argument.
+    pub line: usize,
 }
 
 /// How to ask the provider whether an action whose outcome is unknown was
@@ -335,8 +364,8 @@ pub struct Guard {
     /// The catalog action whose fields make the key.
     pub action: ActionType,
     /// The argument the derived key is written into for the upstream
-    /// (overwriting whatever the caller sent there).
-    pub key_argument: Option<ArgPath>,
+    /// (overwriting whatever the caller sent there), with its line.
+    pub key_argument: Option<Lined<ArgPath>>,
     /// The claim's lease.
     pub lease: Duration,
     /// What to do when an earlier attempt's outcome is unknown.
@@ -344,11 +373,7 @@ pub struct Guard {
     /// What an upstream `isError` result means.
     pub errors: Errors,
     /// Catalog field to tool argument, in the catalog's field order.
-    pub fields: Vec<(String, ArgPath)>,
-    /// The line each of `fields`' arguments is named on.
-    pub field_lines: Vec<usize>,
-    /// The line `key_argument` is on.
-    pub key_argument_line: usize,
+    pub fields: Vec<Field>,
     /// The catalog field that carries the intent reference.
     pub reference_field: String,
     /// The line of its `tool` key, for later messages.
@@ -356,12 +381,6 @@ pub struct Guard {
     /// The request `_meta` entries frozen with the intent on its first
     /// call (`freeze_meta`): every later forward sends the frozen ones.
     pub freeze_meta: Vec<String>,
-    /// How to ask the upstream about an unknown outcome (`on_uncertain =
-    /// "lookup"`).
-    pub lookup: Option<Lookup>,
-    /// The guarded tool's `outputSchema`, when the upstream declares one
-    /// (set when the gateway starts): a lookup's result must satisfy it.
-    pub output_schema: Option<Map<String, Value>>,
     /// Whether a call that diverges from an intent whose action failed
     /// (nothing executed) supersedes it (`supersede_failed = true`): the
     /// new values run under a key of their own, audited.
@@ -377,8 +396,8 @@ impl Guard {
         let mut entries = self
             .fields
             .iter()
-            .filter(|(_, a)| a.in_meta())
-            .filter_map(|(_, a)| a.tokens().first())
+            .filter(|f| f.arg.in_meta())
+            .filter_map(|f| f.arg.tokens().first())
             .peekable();
         entries.peek().is_some() && entries.all(|e| !meta.contains_key(e))
     }
@@ -386,8 +405,8 @@ impl Guard {
     /// The `_meta` entries its fields read, each once, in field order.
     pub fn meta_entries(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for (_, a) in self.fields.iter().filter(|(_, a)| a.in_meta()) {
-            if let Some(e) = a.tokens().first() {
+        for f in self.fields.iter().filter(|f| f.arg.in_meta()) {
+            if let Some(e) = f.arg.tokens().first() {
                 if !out.contains(e) {
                     out.push(e.clone());
                 }
@@ -401,9 +420,16 @@ impl Guard {
     pub fn meta_field_line(&self) -> usize {
         self.fields
             .iter()
-            .zip(&self.field_lines)
-            .find(|((_, a), _)| a.in_meta())
-            .map_or(self.line, |(_, l)| *l)
+            .find(|f| f.arg.in_meta())
+            .map_or(self.line, |f| f.line)
+    }
+
+    /// How it asks the upstream about an unknown outcome, when it does.
+    pub fn lookup(&self) -> Option<&Lookup> {
+        match &self.on_uncertain {
+            OnUncertain::Lookup(l) => Some(l),
+            _ => None,
+        }
     }
 }
 
@@ -469,7 +495,7 @@ struct RawGuard {
     action: Spanned<String>,
     key_argument: Option<Spanned<String>>,
     lease_ms: Option<Spanned<u64>>,
-    on_uncertain: Option<OnUncertain>,
+    on_uncertain: Option<RawOnUncertain>,
     errors: Option<Errors>,
     fields: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
     freeze_meta: Option<Spanned<Vec<String>>>,
@@ -542,57 +568,20 @@ impl GuardFile {
             .tenants
             .as_ref()
             .map_or(1, |t| line_of(text, t.span().start));
-        let tenants = match raw.tenants {
-            None => None,
-            Some(t) => {
-                let span = t.span();
-                let names = t.into_inner();
-                if names.is_empty() {
-                    return Err(at(
-                        span,
-                        "tenants is empty: name the tenants this gateway serves".into(),
-                    ));
-                }
-                let mut ids = Vec::with_capacity(names.len());
-                for n in names {
-                    ids.push(idem_core::TenantId::try_from(n.as_str()).map_err(|e| {
-                        at(
-                            span.clone(),
-                            format!("tenants: {n:?} is not a tenant id: {e}"),
-                        )
-                    })?);
-                }
-                Some(ids)
-            }
-        };
-        let mut upstream_env = BTreeMap::new();
-        let mut proxy_from_env = false;
-        let mut upstream_user = None;
-        let upstream = match raw.upstream {
-            None => None,
+        let tenants = raw.tenants.map(|t| tenants_of(t, &at)).transpose()?;
+        let (upstream, upstream_env, proxy_from_env, upstream_user) = match raw.upstream {
+            None => (None, BTreeMap::new(), false, None),
             Some(u) => {
                 let span = u.span();
                 let u = u.into_inner();
-                for name in u.env.keys() {
-                    if name.is_empty() || name.contains(['=', '\0']) {
-                        return Err(at(
-                            span,
-                            format!("[upstream] env: {name:?} is not a variable name"),
-                        ));
-                    }
-                }
-                upstream_env = u.env.clone();
-                proxy_from_env = u.proxy_from_env;
-                if let Some(user) = &u.user {
-                    if user.is_empty() || u.url.is_some() {
-                        return Err(at(
-                            span,
-                            "[upstream] user names the account a `command` upstream runs as (not empty; a url upstream runs elsewhere)".into(),
-                        ));
-                    }
-                }
-                upstream_user = u.user.clone();
-                Some(upstream_of(u).map_err(|m| at(span, m))?)
+                let (env, proxy, user) = (u.env.clone(), u.proxy_from_env, u.user.clone());
+                check_upstream(&u).map_err(|m| at(span.clone(), m))?;
+                (
+                    Some(upstream_of(u).map_err(|m| at(span, m))?),
+                    env,
+                    proxy,
+                    user,
+                )
             }
         };
         if raw.guard.is_empty() {
@@ -612,180 +601,15 @@ impl GuardFile {
         }
         let mut guards: Vec<Guard> = Vec::with_capacity(raw.guard.len());
         for g in raw.guard {
-            let g = g.into_inner();
-            let tool_span = g.tool.span();
-            if guards.iter().any(|o| o.tool == *g.tool.get_ref()) {
-                return Err(at(
-                    tool_span,
-                    format!("tool {:?} is guarded twice", g.tool.get_ref()),
-                ));
-            }
-            let action_span = g.action.span();
-            let spec = catalog.action(g.action.get_ref()).map_err(|_| {
-                let known: Vec<&str> = catalog.actions().map(|a| a.action.as_str()).collect();
-                at(
-                    action_span.clone(),
-                    format!(
-                        "unknown action {:?}; the catalog has {}",
-                        g.action.get_ref(),
-                        known.join(", ")
-                    ),
-                )
-            })?;
-            let lease = match &g.lease_ms {
-                Some(l) => idem_wire::LeaseMs::new(*l.get_ref())
-                    .map_err(|e| at(l.span(), e.to_string()))?,
-                None => idem_wire::LeaseMs::DEFAULT,
-            };
-            let fields_span = g.fields.span();
-            let mapped = g.fields.into_inner();
-            for field in mapped.keys() {
-                if !spec.fields().iter().any(|f| &*f.name == field.get_ref()) {
-                    let names: Vec<&str> = spec.fields().iter().map(|f| &*f.name).collect();
-                    return Err(at(
-                        field.span(),
-                        format!(
-                            "action {} has no field {:?}; its fields are {}",
-                            spec.action,
-                            field.get_ref(),
-                            names.join(", ")
-                        ),
-                    ));
-                }
-            }
-            let mut fields = Vec::new();
-            let mut field_lines = Vec::new();
-            let mut field_spans = Vec::new();
-            for f in spec.fields() {
-                let Some((_, arg)) = mapped.iter().find(|(k, _)| *k.get_ref() == *f.name) else {
-                    return Err(at(
-                        fields_span,
-                        format!(
-                            "no argument maps to field {:?} of {}: add `{} = \"<tool argument>\"` under [guard.fields]",
-                            &*f.name, spec.action, &*f.name
-                        ),
-                    ));
-                };
-                let path = ArgPath::parse_field(arg.get_ref()).map_err(|m| at(arg.span(), m))?;
-                fields.push((f.name.to_string(), path));
-                field_spans.push(arg.span());
-                field_lines.push(line_of(text, arg.span().start));
-            }
-            let key_argument_line = g
-                .key_argument
-                .as_ref()
-                .map_or(0, |k| line_of(text, k.span().start));
-            let key_argument = match &g.key_argument {
-                Some(k) if !k.get_ref().is_empty() => {
-                    let path = ArgPath::parse(k.get_ref()).map_err(|m| at(k.span(), m))?;
-                    if let Some((field, _)) = fields.iter().find(|(_, a)| overlaps(a, &path)) {
-                        return Err(at(
-                            k.span(),
-                            format!(
-                                "key_argument {path} is (or holds, or is inside) the argument of field {field:?}: idem overwrites it with the key, so the field would never be the caller's"
-                            ),
-                        ));
-                    }
-                    Some(path)
-                }
-                _ => None,
-            };
-            let freeze_meta = match g.freeze_meta {
-                None => Vec::new(),
-                Some(f) => {
-                    let span = f.span();
-                    let names = f.into_inner();
-                    if names.len() > MAX_FROZEN_META {
-                        return Err(at(
-                            span,
-                            format!(
-                                "freeze_meta names {} entries; at most {MAX_FROZEN_META}",
-                                names.len()
-                            ),
-                        ));
-                    }
-                    for (i, n) in names.iter().enumerate() {
-                        if n.is_empty()
-                            || n == "progressToken"
-                            || n.starts_with("io.modelcontextprotocol/")
-                        {
-                            return Err(at(span, format!("freeze_meta: {n:?} is not an entry a call forwards (the agent's own session keeps it)")));
-                        }
-                        if names[..i].contains(n) {
-                            return Err(at(span, format!("freeze_meta names {n:?} twice")));
-                        }
-                    }
-                    names
-                }
-            };
-            // A key read from `_meta` is only as good as what a resend
-            // carries: unfrozen, a retry's new entry (a new signature, a
-            // new nonce) would go out under the first call's key.
-            for ((field, path), span) in fields.iter().zip(&field_spans) {
-                let entry = path
-                    .tokens()
-                    .first()
-                    .map(String::as_str)
-                    .unwrap_or_default();
-                if let Some(advice) = slash_advice(path, &freeze_meta) {
-                    return Err(at(
-                        span.clone(),
-                        format!("field {field:?} reads the _meta entry {entry:?}, {advice}"),
-                    ));
-                }
-                if path.in_meta() && !freeze_meta.iter().any(|n| n == entry) {
-                    return Err(at(
-                        span.clone(),
-                        format!(
-                            "field {field:?} reads the _meta entry {entry:?}, which freeze_meta does not name: a resend would carry whatever a retry sent there; add freeze_meta = [{entry:?}]"
-                        ),
-                    ));
-                }
-            }
-            let on_uncertain = g.on_uncertain.unwrap_or(OnUncertain::Refuse);
-            let lookup = match (on_uncertain, g.lookup) {
-                (OnUncertain::Lookup, None) => {
-                    return Err(at(
-                        tool_span,
-                        "on_uncertain = \"lookup\" needs a [guard.lookup] table: the tool that reads the provider's record, its arguments, and what its result says when executed or not".into(),
-                    ))
-                }
-                (OnUncertain::Lookup, Some(l)) => {
-                    let span = l.span();
-                    Some(lookup_of(l.into_inner(), line_of(text, span.start), g.tool.get_ref(), spec).map_err(|m| at(span, m))?)
-                }
-                (_, Some(l)) => {
-                    return Err(at(
-                        l.span(),
-                        "[guard.lookup] is used only with on_uncertain = \"lookup\"".into(),
-                    ))
-                }
-                (_, None) => None,
-            };
-            guards.push(Guard {
-                tool: g.tool.into_inner(),
-                action: spec.action.clone(),
-                key_argument,
-                lease: lease.duration(),
-                on_uncertain,
-                errors: g.errors.unwrap_or(Errors::Retryable),
-                fields,
-                field_lines,
-                key_argument_line,
-                reference_field: spec.reference.clone(),
-                line: line_of(text, tool_span.start),
-                freeze_meta,
-                lookup,
-                output_schema: None,
-                supersede_failed: g.supersede_failed.unwrap_or(false),
-            });
+            let g = guard_of(g.into_inner(), &guards, text, catalog, &at)?;
+            guards.push(g);
         }
         // One upstream and its credentials serve every tenant named: a
         // record found by anything but idem's key (tenant-scoped) may be
         // another tenant's charge with the same reference.
         if let Some(ids) = tenants.as_ref().filter(|ids| ids.len() > 1) {
             for g in &guards {
-                let Some(l) = &g.lookup else { continue };
+                let Some(l) = g.lookup() else { continue };
                 if !l.arguments.iter().any(|(_, a)| *a == LookupArgument::Key) {
                     return Err(GuardFileError {
                         path: path.to_owned(),
@@ -816,6 +640,229 @@ impl GuardFile {
     pub fn guard(&self, tool: &str) -> Option<&Guard> {
         self.guards.iter().find(|g| g.tool == tool)
     }
+}
+
+/// `tenants = [...]`: not empty, each a tenant id.
+fn tenants_of(
+    t: Spanned<Vec<String>>,
+    at: &dyn Fn(std::ops::Range<usize>, String) -> GuardFileError,
+) -> Result<Vec<idem_core::TenantId>, GuardFileError> {
+    let span = t.span();
+    let names = t.into_inner();
+    if names.is_empty() {
+        return Err(at(
+            span,
+            "tenants is empty: name the tenants this gateway serves".into(),
+        ));
+    }
+    let mut ids = Vec::with_capacity(names.len());
+    for n in names {
+        ids.push(idem_core::TenantId::try_from(n.as_str()).map_err(|e| {
+            at(
+                span.clone(),
+                format!("tenants: {n:?} is not a tenant id: {e}"),
+            )
+        })?);
+    }
+    Ok(ids)
+}
+
+/// `[upstream]`'s environment and user: variable names a process can
+/// take, and a user only for a command upstream.
+fn check_upstream(u: &RawUpstream) -> Result<(), String> {
+    for name in u.env.keys() {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(format!("[upstream] env: {name:?} is not a variable name"));
+        }
+    }
+    if let Some(user) = &u.user {
+        if user.is_empty() || u.url.is_some() {
+            return Err("[upstream] user names the account a `command` upstream runs as (not empty; a url upstream runs elsewhere)".into());
+        }
+    }
+    Ok(())
+}
+
+/// One `[[guard]]` table, checked against the catalog and the guards
+/// before it (`taken`).
+fn guard_of(
+    g: RawGuard,
+    taken: &[Guard],
+    text: &str,
+    catalog: &Catalog,
+    at: &dyn Fn(std::ops::Range<usize>, String) -> GuardFileError,
+) -> Result<Guard, GuardFileError> {
+    let tool_span = g.tool.span();
+    if taken.iter().any(|o| o.tool == *g.tool.get_ref()) {
+        return Err(at(
+            tool_span,
+            format!("tool {:?} is guarded twice", g.tool.get_ref()),
+        ));
+    }
+    let action_span = g.action.span();
+    let spec = catalog.action(g.action.get_ref()).map_err(|_| {
+        let known: Vec<&str> = catalog.actions().map(|a| a.action.as_str()).collect();
+        at(
+            action_span.clone(),
+            format!(
+                "unknown action {:?}; the catalog has {}",
+                g.action.get_ref(),
+                known.join(", ")
+            ),
+        )
+    })?;
+    let lease = match &g.lease_ms {
+        Some(l) => {
+            idem_wire::LeaseMs::new(*l.get_ref()).map_err(|e| at(l.span(), e.to_string()))?
+        }
+        None => idem_wire::LeaseMs::DEFAULT,
+    };
+    let fields_span = g.fields.span();
+    let mapped = g.fields.into_inner();
+    for field in mapped.keys() {
+        if !spec.fields().iter().any(|f| &*f.name == field.get_ref()) {
+            let names: Vec<&str> = spec.fields().iter().map(|f| &*f.name).collect();
+            return Err(at(
+                field.span(),
+                format!(
+                    "action {} has no field {:?}; its fields are {}",
+                    spec.action,
+                    field.get_ref(),
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    let mut fields: Vec<Field> = Vec::new();
+    let mut field_spans = Vec::new();
+    for f in spec.fields() {
+        let Some((_, arg)) = mapped.iter().find(|(k, _)| *k.get_ref() == *f.name) else {
+            return Err(at(
+                fields_span,
+                format!(
+                    "no argument maps to field {:?} of {}: add `{} = \"<tool argument>\"` under [guard.fields]",
+                    &*f.name, spec.action, &*f.name
+                ),
+            ));
+        };
+        let path = ArgPath::parse_field(arg.get_ref()).map_err(|m| at(arg.span(), m))?;
+        fields.push(Field {
+            name: f.name.to_string(),
+            arg: path,
+            line: line_of(text, arg.span().start),
+        });
+        field_spans.push(arg.span());
+    }
+    let key_argument = match &g.key_argument {
+        Some(k) if !k.get_ref().is_empty() => {
+            let path = ArgPath::parse(k.get_ref()).map_err(|m| at(k.span(), m))?;
+            if let Some(field) = fields.iter().find(|f| overlaps(&f.arg, &path)) {
+                return Err(at(
+                    k.span(),
+                    format!(
+                        "key_argument {path} is (or holds, or is inside) the argument of field {:?}: idem overwrites it with the key, so the field would never be the caller's",
+                        field.name
+                    ),
+                ));
+            }
+            Some(Lined {
+                value: path,
+                line: line_of(text, k.span().start),
+            })
+        }
+        _ => None,
+    };
+    let freeze_meta = match g.freeze_meta {
+        None => Vec::new(),
+        Some(f) => {
+            let span = f.span();
+            let names = f.into_inner();
+            if names.len() > MAX_FROZEN_META {
+                return Err(at(
+                    span,
+                    format!(
+                        "freeze_meta names {} entries; at most {MAX_FROZEN_META}",
+                        names.len()
+                    ),
+                ));
+            }
+            for (i, n) in names.iter().enumerate() {
+                if n.is_empty() || n == "progressToken" || n.starts_with("io.modelcontextprotocol/")
+                {
+                    return Err(at(span, format!("freeze_meta: {n:?} is not an entry a call forwards (the agent's own session keeps it)")));
+                }
+                if names[..i].contains(n) {
+                    return Err(at(span, format!("freeze_meta names {n:?} twice")));
+                }
+            }
+            names
+        }
+    };
+    // A key read from `_meta` is only as good as what a resend
+    // carries: unfrozen, a retry's new entry (a new signature, a
+    // new nonce) would go out under the first call's key.
+    for (
+        Field {
+            name: field,
+            arg: path,
+            ..
+        },
+        span,
+    ) in fields.iter().zip(&field_spans)
+    {
+        let entry = path
+            .tokens()
+            .first()
+            .map(String::as_str)
+            .unwrap_or_default();
+        if let Some(advice) = slash_advice(path, &freeze_meta) {
+            return Err(at(
+                span.clone(),
+                format!("field {field:?} reads the _meta entry {entry:?}, {advice}"),
+            ));
+        }
+        if path.in_meta() && !freeze_meta.iter().any(|n| n == entry) {
+            return Err(at(
+                span.clone(),
+                format!(
+                    "field {field:?} reads the _meta entry {entry:?}, which freeze_meta does not name: a resend would carry whatever a retry sent there; add freeze_meta = [{entry:?}]"
+                ),
+            ));
+        }
+    }
+    let on_uncertain = match (g.on_uncertain.unwrap_or(RawOnUncertain::Refuse), g.lookup) {
+        (RawOnUncertain::Lookup, None) => {
+            return Err(at(
+                tool_span,
+                "on_uncertain = \"lookup\" needs a [guard.lookup] table: the tool that reads the provider's record, its arguments, and what its result says when executed or not".into(),
+            ))
+        }
+        (RawOnUncertain::Lookup, Some(l)) => {
+            let span = l.span();
+            OnUncertain::Lookup(Box::new(lookup_of(l.into_inner(), line_of(text, span.start), g.tool.get_ref(), spec).map_err(|m| at(span, m))?))
+        }
+        (_, Some(l)) => {
+            return Err(at(
+                l.span(),
+                "[guard.lookup] is used only with on_uncertain = \"lookup\"".into(),
+            ))
+        }
+        (RawOnUncertain::Refuse, None) => OnUncertain::Refuse,
+        (RawOnUncertain::Resend, None) => OnUncertain::Resend,
+    };
+    Ok(Guard {
+        tool: g.tool.into_inner(),
+        action: spec.action.clone(),
+        key_argument,
+        lease: lease.duration(),
+        on_uncertain,
+        errors: g.errors.unwrap_or(Errors::Retryable),
+        fields,
+        reference_field: spec.reference.clone(),
+        line: line_of(text, tool_span.start),
+        freeze_meta,
+        supersede_failed: g.supersede_failed.unwrap_or(false),
+    })
 }
 
 fn upstream_of(u: RawUpstream) -> Result<Upstream, String> {
@@ -1137,10 +1184,10 @@ referencia_intencao = "invoice_ref"
             include_str!("../../examples/mcp/acp/guard.toml"),
         );
         let g = acp.guard("complete_checkout_session").unwrap();
-        assert_eq!(g.on_uncertain, OnUncertain::Lookup);
-        assert_eq!(g.lookup.as_ref().unwrap().tool, "get_checkout_session");
+        assert!(matches!(g.on_uncertain, OnUncertain::Lookup(_)));
+        assert_eq!(g.lookup().unwrap().tool, "get_checkout_session");
         assert_eq!(
-            g.key_argument.as_ref().unwrap().tokens(),
+            g.key_argument.as_ref().unwrap().value.tokens(),
             ["meta", "idempotency_key"]
         );
         let x402 = read(
@@ -1149,7 +1196,7 @@ referencia_intencao = "invoice_ref"
         );
         let g = x402.guard("get_report").unwrap();
         assert_eq!(g.freeze_meta, ["x402/payment"]);
-        assert_eq!(g.fields.iter().filter(|(_, a)| a.in_meta()).count(), 4);
+        assert_eq!(g.fields.iter().filter(|f| f.arg.in_meta()).count(), 4);
         assert!(g.handshake(&Map::new()));
         let paid: Map<String, Value> =
             serde_json::from_str(r#"{"x402/payment": {}, "trace": 1}"#).unwrap();
@@ -1170,7 +1217,7 @@ referencia_intencao = "invoice_ref"
         );
         let g = f.guard("create_pix_charge").unwrap();
         assert_eq!(g.lease, Duration::from_millis(DEFAULT_LEASE_MS));
-        assert_eq!(g.on_uncertain, OnUncertain::Resend);
+        assert!(matches!(g.on_uncertain, OnUncertain::Resend));
         assert_eq!(g.errors, Errors::Retryable);
         assert_eq!(g.reference_field, "referencia_intencao");
         assert_eq!(g.fields.len(), 4);
@@ -1297,7 +1344,7 @@ referencia_intencao = "invoice_ref"
             "freeze_meta = [\"x402/payment\"]\n[guard.fields]",
         );
         let f = parse(&frozen).unwrap();
-        assert!(f.guards[0].fields.iter().any(|(_, a)| a.in_meta()));
+        assert!(f.guards[0].fields.iter().any(|f| f.arg.in_meta()));
         // A key argument never collides with a `_meta` value.
         let g = frozen.replace(
             "key_argument = \"idempotency_key\"",
@@ -1431,7 +1478,7 @@ not_executed = { pointer = "/status", in = ["none"] }
     #[test]
     fn lookup_matches_name_the_actions_fields_and_pointers() {
         let f = parse(&with_lookup("matches = { valor = \"/amount\" }\n")).unwrap();
-        let l = f.guards[0].lookup.as_ref().unwrap();
+        let l = f.guards[0].lookup().unwrap();
         assert_eq!(l.matches, vec![("valor".to_owned(), "/amount".to_owned())]);
         for (bad, says) in [
             (

@@ -6,7 +6,8 @@
 //! `_meta.idem`, and a replayed or divergent one also in a sentence a model
 //! reads.
 
-use crate::guard_file::{Errors, Guard, LookupArgument, OnUncertain};
+use crate::bind::BoundGuard;
+use crate::guard_file::{Errors, Field, Guard, LookupArgument, OnUncertain};
 use idem_core::{IdempotencyKey, Payload, TenantId};
 use idem_store::{Begin, Outcome, Store};
 use idem_wire::meta::{IdemMeta, LookupVerdict, Source, UpstreamState};
@@ -146,7 +147,7 @@ impl Gate {
     /// Runs one guarded call of `guard`'s tool.
     pub async fn call<U: CallUpstream>(
         &self,
-        guard: &Guard,
+        guard: &BoundGuard,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
         upstream: &U,
@@ -161,7 +162,7 @@ impl Gate {
     /// An execution under way is never cut: its outcome is recorded.
     pub async fn call_until<U: CallUpstream>(
         &self,
-        guard: &Guard,
+        guard: &BoundGuard,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
         upstream: &U,
@@ -201,7 +202,7 @@ impl Gate {
 
     async fn answer<U: CallUpstream>(
         &self,
-        guard: &Guard,
+        guard: &BoundGuard,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
         upstream: &U,
@@ -232,7 +233,7 @@ impl Gate {
 
     async fn try_call<U: CallUpstream>(
         &self,
-        guard: &Guard,
+        guard: &BoundGuard,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
         upstream: &U,
@@ -279,13 +280,16 @@ impl Gate {
         if let Some(k) = &guard.key_argument {
             // Refused before anything is recorded: the key must have a
             // place to go in these arguments.
-            if let Err(why) = k.set(&mut arguments.clone(), Value::Null) {
+            if let Err(why) = k.value.set(&mut arguments.clone(), Value::Null) {
                 return Err(Refusal::BadArguments(format!(
                     "key_argument {why}; nothing was recorded or executed"
                 )));
             }
         }
-        for (field, arg) in &guard.fields {
+        for Field {
+            name: field, arg, ..
+        } in &guard.fields
+        {
             let Some(v) = arg.read(&arguments, &meta) else {
                 let what = if arg.in_meta() {
                     "_meta entry"
@@ -494,7 +498,7 @@ impl Gate {
                     OnUncertain::Resend => {
                         return self.execute(call, upstream, token, attempt, true).await
                     }
-                    OnUncertain::Lookup => {
+                    OnUncertain::Lookup(_) => {
                         return self.look_up(call, upstream, token, attempt).await
                     }
                     OnUncertain::Refuse => {
@@ -595,7 +599,10 @@ impl Gate {
         if let Some(k) = &guard.key_argument {
             // Overwritten whatever the caller sent there; checked to fit
             // before the intent was recorded.
-            if let Err(why) = k.set(&mut arguments, Value::String(call.key.to_string())) {
+            if let Err(why) = k
+                .value
+                .set(&mut arguments, Value::String(call.key.to_string()))
+            {
                 tracing::warn!(error = %why, tool = %guard.tool, "the key argument does not fit the frozen arguments");
             }
         }
@@ -765,7 +772,10 @@ impl Gate {
     ) -> Result<idem_core::NormalizedPayload, String> {
         let guard = call.guard;
         let mut fields = Map::new();
-        for (field, arg) in &guard.fields {
+        for Field {
+            name: field, arg, ..
+        } in &guard.fields
+        {
             let value = match instead {
                 Some((f, v)) if f == field => v,
                 _ => arg.read(&call.frozen, &call.meta).ok_or_else(|| {
@@ -806,8 +816,8 @@ impl Gate {
                     .guard
                     .fields
                     .iter()
-                    .find(|(_, arg)| arg == path)
-                    .map(|(field, _)| (field.clone(), name.clone())),
+                    .find(|f| f.arg == *path)
+                    .map(|f| (f.name.clone(), name.clone())),
                 LookupArgument::Key => None,
             })
             .filter(|(field, name)| {
@@ -832,8 +842,8 @@ impl Gate {
                     .guard
                     .fields
                     .iter()
-                    .find(|(f, _)| f == field)
-                    .and_then(|(_, arg)| arg.read(&call.frozen, &call.meta))
+                    .find(|f| f.name == *field)
+                    .and_then(|f| f.arg.read(&call.frozen, &call.meta))
                     .map(plain)
                     .unwrap_or_default();
                 return Err(Looked::NotOurs {
@@ -873,7 +883,8 @@ impl Gate {
             tracing::warn!(error = %e, "could not mark a guarded call uncertain; its lease will");
         }
         drop(s);
-        if call.guard.on_uncertain == OnUncertain::Lookup && !call.looked_up.load(Ordering::SeqCst)
+        if matches!(call.guard.on_uncertain, OnUncertain::Lookup(_))
+            && !call.looked_up.load(Ordering::SeqCst)
         {
             // Asked at once, in this call: the claim is taken again (it is
             // uncertain now) and the upstream's record read.
@@ -916,7 +927,7 @@ impl Gate {
     ) -> Result<Answer, Refusal> {
         call.looked_up.store(true, Ordering::SeqCst);
         let guard = call.guard;
-        let Some(lookup) = guard.lookup.as_ref() else {
+        let Some(lookup) = guard.lookup() else {
             return Ok(error_answer(
                 call,
                 attempt,
@@ -1218,7 +1229,7 @@ fn update_idem(result: &mut CallToolResult, f: impl FnOnce(&mut IdemMeta)) {
 
 /// One call's frozen view.
 struct Call<'a> {
-    guard: &'a Guard,
+    guard: &'a BoundGuard,
     /// The rules the intent's key was derived with.
     rules_version: idem_core::RulesVersion,
     /// The frozen fields its key was derived from.
@@ -1410,7 +1421,10 @@ fn frozen_arguments(
     }
     let mut out = arguments.clone();
     if let Some(c) = parsed {
-        for (field, arg) in guard.fields.iter().filter(|(_, a)| !a.in_meta()) {
+        for Field {
+            name: field, arg, ..
+        } in guard.fields.iter().filter(|f| !f.arg.in_meta())
+        {
             if let Some(v) = c.get(field) {
                 // An argument the shape cannot take stays as sent; the
                 // coverage check refuses to execute it then.
@@ -1459,8 +1473,8 @@ fn differences(
         .fields
         .iter()
         // A `_meta` value differing shows in `diverged_meta`.
-        .filter(|(_, arg)| !arg.in_meta())
-        .filter_map(|(_, arg)| {
+        .filter(|f| !f.arg.in_meta())
+        .filter_map(|Field { arg, .. }| {
             let (a, b) = (arg.get(now)?, arg.get(frozen)?);
             (a != b).then(|| (arg.to_string(), a.clone(), b.clone()))
         })
@@ -1470,7 +1484,10 @@ fn differences(
 /// A store refusal names the catalog's field; the agent knows the tool's
 /// argument, so the message names that.
 fn name_the_argument(guard: &Guard, message: &str) -> String {
-    for (field, arg) in &guard.fields {
+    for Field {
+        name: field, arg, ..
+    } in &guard.fields
+    {
         if message.contains(&format!("`{field}`")) {
             return format!(
                 "argument `{arg}` (idem's field `{field}`): {message}; nothing was recorded or executed"

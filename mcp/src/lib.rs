@@ -13,6 +13,7 @@
 //! ([`tools::IdemTools`]) offers the calculator and the live monitor as
 //! tools.
 
+pub mod bind;
 pub mod gateway;
 pub mod guard_file;
 pub mod guarded;

@@ -5,7 +5,17 @@
 
 use idem_core::IdempotencyKey;
 use idem_core::{Catalog, KeyDeriver, Payload, Secret, TenantId};
+use idem_mcp::bind::BoundGuard;
 use idem_mcp::guard_file::GuardFile;
+
+/// `tool`'s guard as the gateway runs it, for an upstream that declares no
+/// `outputSchema`.
+fn bound(file: &GuardFile, tool: &str) -> BoundGuard {
+    BoundGuard {
+        guard: file.guard(tool).expect("guarded").clone(),
+        output_schema: None,
+    }
+}
 use idem_mcp::guarded::{CallOutcome, CallUpstream, Gate, Unanswered, ARGUMENTS_MEMBER};
 use idem_store::{Options, Store};
 use idem_testkit::TestDb;
@@ -152,7 +162,7 @@ async fn action_of(h: &H, tenant: &TenantId, key: &Value) -> idem_store::Action 
 /// the retry executes at once.
 async fn a_refused_connection_is_not_sent_and_its_retry_runs_at_once(h: &H) {
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let tenant = TenantId::try_from("acme").unwrap();
     let gate = Gate::new(h.store.clone(), tenant.clone());
     let upstream = Fake::default();
@@ -192,7 +202,7 @@ async fn a_refused_connection_is_not_sent_and_its_retry_runs_at_once(h: &H) {
 async fn a_resend_answered_with_an_error_is_never_the_reconciled_result(h: &H) {
     let text = GUARD.replace("key_argument", "on_uncertain = \"resend\"\nkey_argument");
     let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let tenant = TenantId::try_from("acme").unwrap();
     let gate = Gate::new(h.store.clone(), tenant.clone());
     let upstream = Fake::default();
@@ -265,7 +275,7 @@ matches = {{ valor = \"/amount\", cliente_id = \"/customer\" }}
         GUARD.replace("key_argument", "on_uncertain = \"lookup\"\nkey_argument")
     );
     let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let tenant = TenantId::try_from("beta").unwrap();
     let gate = Gate::new(h.store.clone(), tenant.clone());
     let upstream = Fake::default();
@@ -356,7 +366,7 @@ fn payment(from: &str, value: &str, nonce: &str) -> Map<String, Value> {
 /// Another payer is another key for the same reference: diverged.
 async fn a_key_read_from_meta_pays_once_whatever_a_retry_signs(h: &H) {
     let file = GuardFile::parse("g.toml", META_GUARD, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let a = args("1", "a@example.com");
@@ -395,7 +405,7 @@ async fn a_key_read_from_meta_pays_once_whatever_a_retry_signs(h: &H) {
 
 async fn frozen_meta_that_is_too_big_deep_or_holds_nul_is_refused_unrecorded(h: &H) {
     let file = GuardFile::parse("g.toml", META_GUARD, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let mut deep = json!("x");
@@ -448,7 +458,7 @@ not_executed = {{ pointer = \"/status\", in = [\"none\"] }}
         GUARD.replace("key_argument", "on_uncertain = \"lookup\"\nkey_argument")
     );
     let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     upstream
@@ -509,7 +519,7 @@ fn args(amount: &str, pix_key: &str) -> Map<String, Value> {
 /// so the retry executes at once (no lease to wait out).
 async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H) {
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     upstream
@@ -544,7 +554,7 @@ async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H)
 
 async fn a_call_runs_once_and_its_repeat_is_replayed(h: &H) {
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let first = gate
@@ -586,7 +596,7 @@ async fn arguments_recorded_outside_the_gateway_are_never_executed(h: &H) {
         .await
         .unwrap();
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
-    let guard = file.guard("create_pix_charge").unwrap();
+    let guard = &bound(&file, "create_pix_charge");
     let gate = Gate::new(h.store.clone(), tenant);
     let upstream = Fake::default();
     for _ in 0..2 {
@@ -625,7 +635,7 @@ async fn a_divergent_call_supersedes_a_failed_intent_only_where_the_guard_opts_i
             &format!("errors = \"{errors}\"\nsupersede_failed = {opt_in}\nkey_argument"),
         );
         let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
-        let guard = file.guard("create_pix_charge").unwrap();
+        let guard = &bound(&file, "create_pix_charge");
         let tenant = TenantId::try_from(format!("sup-{opt_in}-{errors}").as_str()).unwrap();
         let gate = Gate::new(h.store.clone(), tenant.clone());
         let upstream = Fake::default();

@@ -99,7 +99,7 @@ const MAX_SAMPLE_BYTES: u64 = 1024 * 1024;
 async fn check(
     args: &McpGatewayArgs,
     catalog: &idem_core::Catalog,
-    mut file: GuardFile,
+    file: GuardFile,
     upstream: Option<Upstream>,
 ) -> anyhow::Result<()> {
     use std::io::Read as _;
@@ -137,14 +137,14 @@ async fn check(
     let connected = idem_mcp::gateway::Connected::start(&target, &file)
         .await
         .map_err(|e| Usage(e.to_string()))?;
-    idem_mcp::gateway::bind(&mut file, &connected)
+    let bound = idem_mcp::gateway::bind(&file, &connected)
         .await
         .map_err(|e| Usage(e.to_string()))?;
     println!(
         "{}: the guard file binds to the upstream ({} guarded: {})",
         file.path,
-        file.guards.len(),
-        file.guards
+        bound.len(),
+        bound
             .iter()
             .map(|g| g.tool.as_str())
             .collect::<Vec<_>>()
