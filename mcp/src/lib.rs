@@ -18,6 +18,7 @@ pub mod gateway;
 pub mod guard_file;
 pub mod guarded;
 pub mod screen;
+pub mod stdio;
 pub mod streamable;
 pub mod tenant;
 pub mod tools;

@@ -61,7 +61,7 @@ impl IdemTools {
 
     /// Serves one agent over stdin and stdout until it closes them.
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
-        crate::gateway::serve_stdio(self, |_| false).await
+        crate::stdio::serve_stdio(self, |_| false).await
     }
 
     async fn run(

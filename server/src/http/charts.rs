@@ -15,8 +15,9 @@
 //! a hash of them: saved scenarios never change (their id is a hash of their
 //! content), so their charts are cacheable for good; a link's for a day.
 
-use super::dashboard::load;
+use super::drawing::{draw, if_none_match};
 use super::page_request::ScenarioQuery;
+use super::saved::load;
 use super::state::ApiState;
 use crate::charts::{compare_chart, scenario_chart, ChartError, Format};
 use app::i18n::{query_error_text, tr};
@@ -232,29 +233,6 @@ pub async fn figures(query: ScenarioQuery, headers: HeaderMap) -> Response {
 /// A chart to draw: `None` for an unknown name.
 type Render = Box<dyn FnOnce() -> Option<Result<Vec<u8>, ChartError>> + Send>;
 
-/// PNG renders running at once: each takes a few milliseconds of CPU and
-/// up to width × height × 3 bytes of pixels (about 16 MB at 2560 px), so
-/// a burst of downloads waits its turn instead of taking the memory and
-/// the cores the API needs.
-static PNG_RENDERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
-
-/// Draws a chart: an SVG (a fraction of a millisecond) on the request's
-/// task; a PNG on the blocking pool, at most [`PNG_RENDERS`] at once.
-pub async fn draw(
-    format: Format,
-    render: impl FnOnce() -> Option<Result<Vec<u8>, ChartError>> + Send + 'static,
-) -> Option<Result<Vec<u8>, ChartError>> {
-    if format == Format::Svg {
-        return render();
-    }
-    let Ok(_permit) = PNG_RENDERS.acquire().await else {
-        return None;
-    };
-    tokio::task::spawn_blocking(render)
-        .await
-        .unwrap_or_else(|e| Some(Err(ChartError::from(e.to_string()))))
-}
-
 /// 422 for a scenario that reads but cannot be computed (an overflow).
 fn uncomputable(e: &impl std::fmt::Display, locale: Locale) -> Response {
     plain_text(
@@ -268,14 +246,6 @@ fn uncomputable(e: &impl std::fmt::Display, locale: Locale) -> Response {
             )
         ),
     )
-}
-
-/// Whether the request's `If-None-Match` names `etag`.
-pub fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
 }
 
 /// The saved scenarios among `ids`; a database failure is a 503.

@@ -13,9 +13,10 @@ use super::compare::{self, comparison_values, saved_ids, PageComparison};
 use super::forms::SaveLimits;
 use super::live::panel as live_panel;
 use super::page::{self, PageView};
+use super::saved::{load, load_comparison, tenant};
 use super::state::{ApiState, AppState};
 use app::i18n::{field_label, tr};
-use app::{Page, PageScenarios, SavedView};
+use app::{Page, PageScenarios};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -26,7 +27,6 @@ use idem_api::error::plain_text as refuse;
 use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use idem_core::scenario::{is_saved_id, Field, Scenario};
-use idem_core::TenantId;
 use idem_store::{SavedComparison, SavedScenario, Store};
 use maud::html;
 use std::sync::Arc;
@@ -35,12 +35,6 @@ pub use super::state::SCENARIO_TENANT;
 
 /// Longest scenario name accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 80;
-
-fn tenant() -> TenantId {
-    // A constant that satisfies TenantId's rules (non-empty, no control
-    // characters, no surrounding whitespace); a unit test proves it parses.
-    TenantId::try_from(SCENARIO_TENANT).unwrap_or_else(|_| unreachable!("constant tenant id"))
-}
 
 /// `GET /`: the calculator, from the address's scenario, with the live
 /// panel under it. A link that does not read as a scenario still gets the
@@ -210,62 +204,6 @@ fn link_reads(pairs: &[(String, String)]) -> bool {
         }
         Err(_) => false,
     }
-}
-
-/// A saved comparison; `Err` when the database cannot be read (logged).
-#[tracing::instrument(level = "debug", skip(store))]
-async fn load_comparison(store: &Store, id: &str) -> Result<Option<PageComparison>, ()> {
-    if !idem_core::scenario::is_saved_id(id) {
-        return Ok(None);
-    }
-    let read = async {
-        let mut s = store.session().await?;
-        s.comparison(&tenant(), id).await
-    }
-    .await;
-    match read {
-        Ok(c) => Ok(c.map(|c| PageComparison {
-            id: c.id,
-            name: c.name,
-            query: c.query,
-            created_ms: c.created_ms,
-        })),
-        Err(e) => {
-            tracing::error!(error = %idem_api::error::chain(&e), "cannot read a saved comparison");
-            Err(())
-        }
-    }
-}
-
-#[tracing::instrument(level = "debug", skip(store))]
-pub(crate) async fn load(store: &Store, ids: Vec<String>) -> Result<Vec<SavedView>, String> {
-    // Nothing to read (a comparison of links only) needs no connection, so
-    // such a page still works while the database is away.
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let tenant = tenant();
-    let mut session = store.session().await.map_err(|e| {
-        tracing::error!(error = %idem_api::error::chain(&e), "cannot read saved scenarios");
-        "database unavailable".to_owned()
-    })?;
-    let mut found = Vec::with_capacity(ids.len());
-    for id in ids {
-        match session.scenario(&tenant, &id).await {
-            Ok(Some(s)) => found.push(SavedView {
-                id: s.id,
-                name: s.name,
-                query: s.query,
-                created_ms: s.created_ms,
-            }),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::error!(error = %idem_api::error::chain(&e), "cannot read a saved scenario");
-                return Err("database unavailable".to_owned());
-            }
-        }
-    }
-    Ok(found)
 }
 
 /// `POST /c`: saves a comparison (form: `s` once per column, in order, and
@@ -640,11 +578,6 @@ pub fn csv_of(s: &Scenario, l: Locale) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_scenario_tenant_is_a_valid_tenant_id() {
-        assert_eq!(tenant().as_str(), SCENARIO_TENANT);
-    }
 
     #[test]
     fn the_reference_scenario_exports_its_numbers() {

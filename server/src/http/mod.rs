@@ -17,11 +17,13 @@ pub mod calculator;
 pub mod charts;
 pub mod compare;
 pub mod dashboard;
+pub mod drawing;
 pub mod forms;
 pub mod live;
 pub mod page;
 pub mod page_request;
 pub mod prices;
+pub mod saved;
 pub mod sheet;
 pub mod state;
 

@@ -1,7 +1,8 @@
 //! The application state: one [`AppState`] for the router, with the parts
-//! each area takes through axum's `FromRef`. The API's part is
-//! `idem_api::ApiState`; the rest is the pages' (the site's files, the
-//! monitor's access rule and caches, the save limits).
+//! each area takes through axum's `FromRef`, and the monitor's own state
+//! ([`LiveState`]). It composes and imports only what it holds: the API's
+//! state (`idem_api::ApiState`, with the access rule), the site's files,
+//! the forms' limits and the monitor's cached reads; no handler, no area.
 
 use super::assets::AssetTable;
 use super::live::data::LiveData;

@@ -68,7 +68,7 @@ pub async fn chart(
     let daily = matches!(q.window, Window::Week | Window::Month);
     let locale = q.locale;
     let chart_name = name.to_owned();
-    let drawn = crate::http::charts::draw(format, move || {
+    let drawn = crate::http::drawing::draw(format, move || {
         crate::charts::live_chart(&chart_name, figure, &points, daily, locale, format)
     })
     .await;
@@ -88,7 +88,7 @@ pub async fn chart(
         format!("\"{}\"", hex::encode(&sha2::Sha256::digest(&body)[..12]))
     };
     let cache = (header::CACHE_CONTROL, "private, max-age=5".to_owned());
-    if crate::http::charts::if_none_match(&headers, &etag) {
+    if crate::http::drawing::if_none_match(&headers, &etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag), cache]).into_response());
     }
     Ok((

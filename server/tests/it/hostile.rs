@@ -1,5 +1,5 @@
-//! The second security probe's findings, each as a regression test through
-//! real HTTP: killed clients under load, connections that never end (HTTP/2
+//! Hostile and broken clients against the server's bounds, through real
+//! HTTP: killed clients under load, connections that never end (HTTP/2
 //! included), texts without a length, exports without a bound, and the
 //! smaller rules (duplicate JSON members, bidi text, the Host forms, proxy
 //! headers, the relay's proxy). Tests that touch the database run on SQLite
@@ -18,7 +18,7 @@ async fn sqlite() -> Db {
 }
 
 async fn postgres() -> Option<Db> {
-    Db::postgres("probe").await
+    Db::postgres("hostile").await
 }
 
 idem_testkit::both!(
