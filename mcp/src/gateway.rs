@@ -472,7 +472,12 @@ impl Gateway {
         let lacked = guard.meta_entries().join(", ");
         let fields_line = guard.meta_field_line();
         if self.tripped(&guard.tool) {
-            self.count(tenant, &guard.tool, "unrecorded_refused").await;
+            self.count(
+                tenant,
+                &guard.tool,
+                idem_store::CallCount::UnrecordedRefused,
+            )
+            .await;
             return Ok(crate::guarded::refused_unrecorded(format!(
                 "idem refuses this call of {tool}: it carries none of the _meta entries its key reads ({lacked}), so it could not be recorded, \
                  and an earlier such call was answered with success: the guard ({path}:{fields_line}) does not see how this tool's calls pay. \
@@ -496,7 +501,8 @@ impl Gateway {
             // A task started, or anything newer: it acted.
             _ => true,
         };
-        self.count(tenant, &guard.tool, "unrecorded").await;
+        self.count(tenant, &guard.tool, idem_store::CallCount::Unrecorded)
+            .await;
         if acted {
             tracing::error!(
                 tool = %guard.tool,
@@ -506,7 +512,12 @@ impl Gateway {
                  the guard does not see how this tool's calls pay (a misread meta: pointer, or a payment sent where the guard does not read). \
                  Every unrecorded call of this tool is refused from now on; fix [guard.fields] and restart"
             );
-            self.count(tenant, &guard.tool, "unrecorded_success").await;
+            self.count(
+                tenant,
+                &guard.tool,
+                idem_store::CallCount::UnrecordedSuccess,
+            )
+            .await;
             self.inner
                 .tripped
                 .lock()
@@ -527,7 +538,12 @@ impl Gateway {
 
     /// Counts a call for the monitor; a count that cannot be written costs
     /// the agent nothing.
-    async fn count(&self, tenant: &idem_core::TenantId, tool: &str, outcome: &str) {
+    async fn count(
+        &self,
+        tenant: &idem_core::TenantId,
+        tool: &str,
+        outcome: idem_store::CallCount,
+    ) {
         let counted = match self.inner.store.session().await {
             Ok(mut s) => s.count_mcp_call(tenant, tool, outcome, false).await,
             Err(e) => Err(e),

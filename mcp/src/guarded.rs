@@ -9,7 +9,7 @@
 use crate::bind::BoundGuard;
 use crate::guard_file::{Errors, Field, Guard, LookupArgument, OnUncertain};
 use idem_core::{IdempotencyKey, Payload, TenantId};
-use idem_store::{Begin, Outcome, Store};
+use idem_store::{Begin, CallCount, LookupSaid, Outcome, Store};
 use idem_wire::meta::{IdemMeta, LookupVerdict, Source, UpstreamState};
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use serde::Deserialize;
@@ -177,26 +177,26 @@ impl Gate {
     /// that cannot be written costs the agent nothing.
     async fn count(&self, guard: &Guard, answer: &Answer) {
         let outcome = match answer.outcome {
-            CallOutcome::Executed => "executed",
-            CallOutcome::Replayed => "replayed",
-            CallOutcome::Settled => "settled",
-            CallOutcome::Uncertain => "uncertain",
-            CallOutcome::InFlight => "in_flight",
-            CallOutcome::Refused => "refused",
-            CallOutcome::Failed => "failed",
+            CallOutcome::Executed => CallCount::Executed,
+            CallOutcome::Replayed => CallCount::Replayed,
+            CallOutcome::Settled => CallCount::Settled,
+            CallOutcome::Uncertain => CallCount::Uncertain,
+            CallOutcome::InFlight => CallCount::InFlight,
+            CallOutcome::Refused => CallCount::Refused,
+            CallOutcome::Failed => CallCount::Failed,
         };
         // Its divergence was counted when the intent was recorded.
         self.count_as(&guard.tool, outcome).await;
     }
 
     /// Counts one outcome of `tool` (a call's, or a note beside one).
-    async fn count_as(&self, tool: &str, outcome: &str) {
+    async fn count_as(&self, tool: &str, outcome: CallCount) {
         let counted = match self.store.session().await {
             Ok(mut s) => s.count_mcp_call(&self.tenant, tool, outcome, false).await,
             Err(e) => Err(e),
         };
         if let Err(e) = counted {
-            tracing::warn!(error = %e, tool, outcome, "a guarded call was not counted");
+            tracing::warn!(error = %e, tool, outcome = outcome.as_str(), "a guarded call was not counted");
         }
     }
 
@@ -346,7 +346,7 @@ impl Gate {
             // Counted with the intent's own count, whatever becomes of the
             // call (a gateway killed from here on still agrees with
             // idem_intent_divergences_total).
-            self.count_as(&guard.tool, "diverged").await;
+            self.count_as(&guard.tool, CallCount::Diverged).await;
         }
         let frozen = frozen_arguments(guard, recorded.candidate.as_deref(), &arguments);
         let differences = differences(guard, &arguments, &frozen);
@@ -950,7 +950,11 @@ impl Gate {
                 .count_mcp_call(
                     &self.tenant,
                     &lookup.tool,
-                    &format!("lookup:{}", label.as_str()),
+                    CallCount::Lookup(match label {
+                        LookupVerdict::Executed => LookupSaid::Executed,
+                        LookupVerdict::NotExecuted => LookupSaid::NotExecuted,
+                        LookupVerdict::Unknown => LookupSaid::Unknown,
+                    }),
                     false,
                 )
                 .await
@@ -958,7 +962,7 @@ impl Gate {
                 tracing::warn!(error = %e, "a lookup could not be counted");
             }
         }
-        self.count_as(&guard.tool, "looked_up").await;
+        self.count_as(&guard.tool, CallCount::LookedUp).await;
         tracing::info!(tool = %guard.tool, lookup = %lookup.tool, verdict = label.as_str(), "looked up an unknown outcome");
         let answer = match verdict {
             Looked::Executed(value) => {

@@ -335,15 +335,124 @@ pub struct ReplacedAttempt {
     pub started_ms: Millis,
     /// When its lease ran out (or was to).
     pub lease_until_ms: Option<Millis>,
-    /// How it ended: `failed` (retryable: the error says why), `expired`
-    /// (its lease ran out and a claim took over), `swept` (the sweep marked
-    /// it uncertain first), `uncertain` (it held an uncertain action and its
-    /// lease ran out too). All but `failed` left the outcome unknown.
-    pub ended: String,
+    /// How it ended.
+    pub ended: AttemptEnd,
     /// The error it recorded (`failed`).
     pub error: Option<String>,
     /// When the next claim replaced it.
     pub replaced_ms: Millis,
+}
+
+/// How a replaced attempt ended. All but `Failed` left the outcome unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptEnd {
+    /// It failed, retryably: its error says why.
+    Failed,
+    /// Its lease ran out and a claim took over.
+    Expired,
+    /// The sweep marked it uncertain first.
+    Swept,
+    /// It held an uncertain action and its lease ran out too.
+    Uncertain,
+}
+
+stored_as_text!(AttemptEnd {
+    Failed => "failed",
+    Expired => "expired",
+    Swept => "swept",
+    Uncertain => "uncertain",
+});
+
+/// What one guarded call came to, as the MCP gateway counts it (one row
+/// per tenant, hour, tool and count). A lookup is counted under the tool
+/// it asked, with what it said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallCount {
+    /// Executed now.
+    Executed,
+    /// The stored result, replayed.
+    Replayed,
+    /// An uncertain call settled by a lookup that said executed.
+    Settled,
+    /// A lookup was asked (counted under the guarded tool).
+    LookedUp,
+    /// Its outcome is unknown.
+    Uncertain,
+    /// Another call held the claim past the wait.
+    InFlight,
+    /// Refused before anything was recorded (bad arguments).
+    Refused,
+    /// The action failed for good earlier, or idem's store failed.
+    Failed,
+    /// Beside another count: its arguments differed from the frozen ones.
+    Diverged,
+    /// Forwarded unrecorded (a payment handshake).
+    Unrecorded,
+    /// Refused unrecorded: an unrecorded call had succeeded before.
+    UnrecordedRefused,
+    /// An unrecorded call the upstream answered with success (an alarm).
+    UnrecordedSuccess,
+    /// A lookup tool's answer, under that tool.
+    Lookup(LookupSaid),
+}
+
+/// What a lookup tool said of an uncertain call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupSaid {
+    /// Executed.
+    Executed,
+    /// Not executed.
+    NotExecuted,
+    /// It did not tell.
+    Unknown,
+}
+
+impl CallCount {
+    /// Every count, for tests and docs.
+    pub const ALL: [CallCount; 15] = [
+        Self::Executed,
+        Self::Replayed,
+        Self::Settled,
+        Self::LookedUp,
+        Self::Uncertain,
+        Self::InFlight,
+        Self::Refused,
+        Self::Failed,
+        Self::Diverged,
+        Self::Unrecorded,
+        Self::UnrecordedRefused,
+        Self::UnrecordedSuccess,
+        Self::Lookup(LookupSaid::Executed),
+        Self::Lookup(LookupSaid::NotExecuted),
+        Self::Lookup(LookupSaid::Unknown),
+    ];
+
+    /// As stored (and as `/metrics` labels it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Executed => "executed",
+            Self::Replayed => "replayed",
+            Self::Settled => "settled",
+            Self::LookedUp => "looked_up",
+            Self::Uncertain => "uncertain",
+            Self::InFlight => "in_flight",
+            Self::Refused => "refused",
+            Self::Failed => "failed",
+            Self::Diverged => "diverged",
+            Self::Unrecorded => "unrecorded",
+            Self::UnrecordedRefused => "unrecorded_refused",
+            Self::UnrecordedSuccess => "unrecorded_success",
+            Self::Lookup(LookupSaid::Executed) => "lookup:executed",
+            Self::Lookup(LookupSaid::NotExecuted) => "lookup:not_executed",
+            Self::Lookup(LookupSaid::Unknown) => "lookup:unknown",
+        }
+    }
+
+    /// The count a stored text names.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
 }
 
 /// How an attempt ended, for [`reconcile`](crate::Session::reconcile).
@@ -862,9 +971,13 @@ impl McpToolCounts {
     pub fn from_rows(rows: impl IntoIterator<Item = (String, String, i64)>) -> Vec<Self> {
         let mut out: Vec<Self> = Vec::new();
         for (tool, outcome, n) in rows {
-            // A lookup is counted under the tool it asked, for `/metrics`;
-            // it is not a call of a guarded tool.
-            if outcome.starts_with("lookup:") {
+            // A count this version does not know (a newer instance's) is
+            // left out; a lookup is counted under the tool it asked, for
+            // `/metrics`, and is not a call of a guarded tool.
+            let Some(outcome) = CallCount::parse(&outcome) else {
+                continue;
+            };
+            if matches!(outcome, CallCount::Lookup(_)) {
                 continue;
             }
             if out.last().map(|c| c.tool.as_str()) != Some(tool.as_str()) {
@@ -874,32 +987,32 @@ impl McpToolCounts {
                 });
             }
             let Some(c) = out.last_mut() else { continue };
-            match outcome.as_str() {
-                "executed" => c.executions += n,
-                "replayed" => c.replays += n,
-                "settled" => {
+            match outcome {
+                CallCount::Executed => c.executions += n,
+                CallCount::Replayed => c.replays += n,
+                CallCount::Settled => {
                     c.settled += n;
                     c.executions += n;
                 }
-                "looked_up" => {
+                CallCount::LookedUp => {
                     c.lookups += n;
                     continue;
                 }
-                "uncertain" => c.uncertain += n,
-                "in_flight" => c.in_flight += n,
-                "refused" => c.refused += n,
-                "failed" => c.failed += n,
-                "diverged" => c.divergences += n,
-                "unrecorded" => c.unrecorded += n,
-                "unrecorded_refused" => c.unrecorded_refused += n,
+                CallCount::Uncertain => c.uncertain += n,
+                CallCount::InFlight => c.in_flight += n,
+                CallCount::Refused => c.refused += n,
+                CallCount::Failed => c.failed += n,
+                CallCount::Diverged => c.divergences += n,
+                CallCount::Unrecorded => c.unrecorded += n,
+                CallCount::UnrecordedRefused => c.unrecorded_refused += n,
                 // Not a call of its own: one of the unrecorded ones.
-                "unrecorded_success" => {
+                CallCount::UnrecordedSuccess => {
                     c.unrecorded_successes += n;
                     continue;
                 }
-                _ => continue,
+                CallCount::Lookup(_) => continue,
             }
-            if outcome != "diverged" {
+            if outcome != CallCount::Diverged {
                 c.calls += n;
             }
         }

@@ -277,7 +277,7 @@ async def test_the_upstream_inherits_none_of_idem_s_secrets(env: Env) -> None:
     # The gateway itself had them (and IDEMPOTENCY_HMAC_KEY); the upstream
     # gets PATH, HOME and LANG where set, and what [upstream] env names
     # (LC_CTYPE is Python's own: it sets it under the C locale, PEP 538).
-    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS", "PAY_DOWN_IF", "PAY_STALL_IF"}, names
+    assert names <= {"PATH", "HOME", "LANG", "LC_CTYPE", "PAY_LEDGER", "PAY_DELAY_MS", "PAY_PAD", "PAY_DOWN_IF", "PAY_STALL_IF"}, names
     assert {"PAY_LEDGER", "PATH"} <= names, names
 
 

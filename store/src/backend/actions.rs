@@ -42,7 +42,7 @@ pub(crate) struct AttemptRow {
     pub fencing_token: i64,
     pub started_ms: i64,
     pub lease_until_ms: Option<i64>,
-    pub ended: String,
+    pub ended: crate::model::AttemptEnd,
     pub error: Option<String>,
     pub replaced_ms: i64,
 }
@@ -55,7 +55,7 @@ pub(crate) struct AttemptWrite<'a> {
     pub token: i64,
     pub started_ms: i64,
     pub lease_until_ms: Option<i64>,
-    pub ended: &'a str,
+    pub ended: crate::model::AttemptEnd,
     pub error: Option<&'a str>,
     pub now: i64,
 }
@@ -129,7 +129,7 @@ queries! {
                 .bind(w.token)
                 .bind(w.started_ms)
                 .bind(w.lease_until_ms)
-                .bind(w.ended)
+                .bind(w.ended.as_str())
                 .bind(w.error)
                 .bind(w.now)
                 .execute(&mut *c)

@@ -188,9 +188,11 @@ impl Session {
         let (Some(token), Some(ended)) = (row.prev_token, row.prev_state.as_deref()) else {
             return Ok(());
         };
+        // A replaced claim still `started` ran out of lease: expired.
         let ended = match ended {
-            "started" => "expired",
-            other => other,
+            "started" => AttemptEnd::Expired,
+            other => AttemptEnd::parse(other)
+                .ok_or_else(|| Error::Corrupt(format!("a replaced attempt's state {other:?}")))?,
         };
         let w = crate::backend::AttemptWrite {
             tenant,

@@ -7,22 +7,20 @@ use super::*;
 const BUCKET_MS: Millis = 3_600_000;
 
 impl Session {
-    /// Counts one guarded call of `tool` with `outcome` (`executed`,
-    /// `replayed`, `uncertain`, `in_flight`, `refused` or `failed`), and a
-    /// divergence beside it when its arguments differed from the frozen
-    /// intent's.
+    /// Counts one guarded call of `tool` as `outcome`, and a divergence
+    /// beside it when its arguments differed from the frozen intent's.
     pub async fn count_mcp_call(
         &mut self,
         tenant: &TenantId,
         tool: &str,
-        outcome: &str,
+        outcome: CallCount,
         diverged: bool,
     ) -> Result<(), Error> {
         let now = self.now();
         let bucket = now - now.rem_euclid(BUCKET_MS);
-        on!(self.count_mcp_call(tenant.as_str(), bucket, tool, outcome))?;
+        on!(self.count_mcp_call(tenant.as_str(), bucket, tool, outcome.as_str()))?;
         if diverged {
-            on!(self.count_mcp_call(tenant.as_str(), bucket, tool, "diverged"))?;
+            on!(self.count_mcp_call(tenant.as_str(), bucket, tool, CallCount::Diverged.as_str()))?;
         }
         Ok(())
     }

@@ -466,7 +466,7 @@ async fn sweep_marks_expired_leases_uncertain(h: &H) {
             token: 1,
             started_ms: T0,
             lease_until_ms: Some(T0 + 10_000),
-            ended: "swept".into(),
+            ended: AttemptEnd::Swept,
             error: None,
             replaced_ms: T0 + 11_000,
         }]

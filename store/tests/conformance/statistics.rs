@@ -15,22 +15,31 @@ idem_testkit::both!(
 async fn mcp_calls_are_counted_per_tenant_tool_and_outcome(h: &H) {
     let mut s = h.store.session().await.unwrap();
     let other = h.tenant("outra-loja");
-    for (outcome, diverged) in [("executed", false), ("replayed", true), ("replayed", false)] {
+    for (outcome, diverged) in [
+        (CallCount::Executed, false),
+        (CallCount::Replayed, true),
+        (CallCount::Replayed, false),
+    ] {
         s.count_mcp_call(&h.tenant, "create_pix_charge", outcome, diverged)
             .await
             .unwrap();
     }
     h.clock.advance(Duration::from_secs(3600));
-    s.count_mcp_call(&h.tenant, "create_pix_charge", "uncertain", false)
+    s.count_mcp_call(&h.tenant, "create_pix_charge", CallCount::Uncertain, false)
         .await
         .unwrap();
-    s.count_mcp_call(&other, "refund", "executed", false)
+    s.count_mcp_call(&other, "refund", CallCount::Executed, false)
         .await
         .unwrap();
     // A lookup is counted under the tool it asked, and is no guarded call.
-    s.count_mcp_call(&h.tenant, "get_checkout", "lookup:executed", false)
-        .await
-        .unwrap();
+    s.count_mcp_call(
+        &h.tenant,
+        "get_checkout",
+        CallCount::Lookup(LookupSaid::Executed),
+        false,
+    )
+    .await
+    .unwrap();
     let counts = s.mcp_calls(&h.tenant, T0, T0 + 7_200_000).await.unwrap();
     assert_eq!(
         counts,

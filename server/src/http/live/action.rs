@@ -18,7 +18,7 @@ use idem_api::error::ApiError;
 use idem_core::locale::Locale;
 use idem_core::reveal_bidi;
 use idem_core::{IdempotencyKey, TenantId};
-use idem_store::{Action, ActionState, Intent, Outcome, ReplacedAttempt};
+use idem_store::{Action, ActionState, AttemptEnd, Intent, Outcome, ReplacedAttempt};
 use maud::{html, Markup};
 
 /// Uncertain actions one export lists, every tenant together, at most.
@@ -229,25 +229,24 @@ fn state_text(a: &Action, now: i64, l: Locale) -> &'static str {
     }
 }
 
-fn ended_text(ended: &str, l: Locale) -> &'static str {
+fn ended_text(ended: AttemptEnd, l: Locale) -> &'static str {
     match ended {
-        "failed" => tr(l, "falhou (podia repetir)", "failed (retryable)"),
-        "expired" => tr(
+        AttemptEnd::Failed => tr(l, "falhou (podia repetir)", "failed (retryable)"),
+        AttemptEnd::Expired => tr(
             l,
             "lease expirou; outra tentativa assumiu",
             "lease ran out; another attempt took over",
         ),
-        "swept" => tr(
+        AttemptEnd::Swept => tr(
             l,
             "lease expirou; marcada incerta pela varredura",
             "lease ran out; marked uncertain by the sweep",
         ),
-        "uncertain" => tr(
+        AttemptEnd::Uncertain => tr(
             l,
             "assumiu uma ação incerta e a lease expirou",
             "took over an uncertain action and its lease ran out",
         ),
-        _ => tr(l, "outro", "other"),
     }
 }
 
@@ -347,12 +346,12 @@ fn detail_html(
                 } }
                 tbody {
                     @for t in &f.attempts {
-                        tr data-ended=(t.ended) {
+                        tr data-ended=(t.ended.as_str()) {
                             td class="num" { (t.attempt) }
                             td class="num" { (t.token) }
                             td { (moment(t.started_ms)) }
                             td { @if let Some(x) = t.lease_until_ms { (moment(x)) } @else { "—" } }
-                            td { (ended_text(&t.ended, l)) @if let Some(e) = &t.error { ": " code { (reveal_bidi(e)) } } }
+                            td { (ended_text(t.ended, l)) @if let Some(e) = &t.error { ": " code { (reveal_bidi(e)) } } }
                             td { (moment(t.replaced_ms)) }
                         }
                     }
