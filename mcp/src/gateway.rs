@@ -4,7 +4,7 @@
 
 use crate::bind::BoundGuard;
 use crate::guard_file::{GuardFile, Upstream};
-use crate::guarded::{CallUpstream, ClientGone, Gate, Unanswered};
+use crate::guarded::{CallUpstream, ClientGone, GuardedCalls, Unanswered};
 use crate::tenant::TenantSource;
 use idem_store::Store;
 use rmcp::model::{
@@ -766,8 +766,8 @@ impl ServerHandler for Gateway {
         if guard.handshake(&meta) {
             return self.handshake(guard, &tenant, request, meta).await;
         }
-        let gate =
-            Gate::new(self.inner.store.clone(), tenant).with_max_outcome(self.inner.max_outcome);
+        let gate = GuardedCalls::new(self.inner.store.clone(), tenant)
+            .with_max_outcome(self.inner.max_outcome);
         let arguments = request.arguments.unwrap_or_default();
         // Gone: over stdio, rmcp cancels the request (the agent sent
         // notifications/cancelled, or closed the session); over HTTP, the

@@ -120,7 +120,7 @@ pub struct Answer {
 
 /// The guarded calls of one tenant, on one store.
 #[derive(Clone)]
-pub struct Gate {
+pub struct GuardedCalls {
     store: Store,
     tenant: TenantId,
     /// The largest upstream result stored for replay: the server's
@@ -128,7 +128,7 @@ pub struct Gate {
     max_outcome: usize,
 }
 
-impl Gate {
+impl GuardedCalls {
     /// Guarded calls for `tenant` on `store`.
     pub fn new(store: Store, tenant: TenantId) -> Self {
         Self {

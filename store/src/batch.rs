@@ -76,11 +76,11 @@ pub(crate) struct Batcher {
     /// Idle connections; `None` slots are reopened on use.
     idle: std::sync::Mutex<Vec<Option<Conn>>>,
     /// SQLite: the store's queue of writers, which this one joins.
-    gate: crate::gate::WriteGate,
+    gate: crate::write_queue::WriteQueue,
 }
 
 impl Batcher {
-    pub(crate) fn new(target: Target, stats: bool, gate: crate::gate::WriteGate) -> Self {
+    pub(crate) fn new(target: Target, stats: bool, gate: crate::write_queue::WriteQueue) -> Self {
         let writers = match target {
             Target::Sqlite(_) => 1,
             // Fewer writers make bigger batches, and a batch costs the

@@ -65,20 +65,20 @@ mod clock;
 mod expiring;
 mod facts;
 mod faults;
-mod gate;
 mod maintenance;
 mod model;
 mod session;
 pub mod sql;
 pub mod stats;
 mod tenants;
+mod write_queue;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use gate::MAX_WRITE_TRANSACTION;
 pub use maintenance::{Chore, PurgeReport};
 pub use model::*;
 pub use session::Session;
 pub use tenants::{token_hash, ApiToken, SessionId, SessionOwner, TenantInfo};
+pub use write_queue::MAX_WRITE_TRANSACTION;
 
 use idem_core::{Catalog, IdempotencyKey, KeyDeriver, Payload, TenantId};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -389,7 +389,7 @@ pub(crate) struct Inner {
     /// What the monitor read of uncertain keys' intents.
     pub(crate) facts: facts::FactsCache,
     /// SQLite's writers in arrival order (unused on PostgreSQL).
-    pub(crate) gate: gate::WriteGate,
+    pub(crate) writers: write_queue::WriteQueue,
     /// SQLite: the longest a transaction may hold the write lock.
     pub(crate) max_write_transaction: Duration,
     /// The last readiness probe and when it ran ([`Store::writable`]).
@@ -587,7 +587,7 @@ impl Store {
         } else {
             return Err(Error::Url("expected sqlite://… or postgres://…".into()));
         };
-        let gate = gate::WriteGate::default();
+        let gate = write_queue::WriteQueue::default();
         let sqlite = matches!(db, Db::Sqlite(_));
         let batcher = options
             .coalesce
@@ -603,7 +603,7 @@ impl Store {
                 batcher,
                 tokens: tenants::token_cache(),
                 facts: facts::FactsCache::new(),
-                gate,
+                writers: gate,
                 max_write_transaction: options.max_write_transaction,
                 readiness: tokio::sync::Mutex::new(None),
                 instance: maintenance::instance_name(),
@@ -615,7 +615,7 @@ impl Store {
         if sqlite {
             store
                 .inner
-                .gate
+                .writers
                 .spawn_watchdog(Arc::downgrade(&store.inner), options.max_write_transaction);
         }
         Ok(store)

@@ -140,7 +140,7 @@ impl Store {
 
     #[tracing::instrument(level = "debug", skip(self))]
     async fn probe_write(&self, within: std::time::Duration) -> Result<(), String> {
-        if let Some(held) = self.inner.gate.held_for() {
+        if let Some(held) = self.inner.writers.held_for() {
             if held > self.inner.max_write_transaction {
                 return Err(format!(
                     "a write transaction has held the database for {} s",

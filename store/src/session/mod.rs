@@ -3,9 +3,9 @@
 
 use crate::backend::{ActionRow, BeginRow, HistoryRow, IntentRow, IntentWrite};
 use crate::clock::duration_ms;
-use crate::gate::{Held, Turn};
 use crate::model::*;
 use crate::stats::{Accumulator, Cell};
+use crate::write_queue::{Held, Turn};
 use crate::{Error, Store};
 use idem_core::{ActionType, IdempotencyKey, NormalizedPayload, Payload, RulesVersion, TenantId};
 use sqlx::pool::PoolConnection;
@@ -267,7 +267,7 @@ impl Session {
 async fn begin(store: &Store) -> Result<Inner, Error> {
     Ok(match &store.inner.db {
         crate::Db::Sqlite(p) => {
-            let (pool, gate) = (p.clone(), store.inner.gate.clone());
+            let (pool, gate) = (p.clone(), store.inner.writers.clone());
             let opening = tokio::spawn(async move {
                 let conn = pool.acquire().await?;
                 let turn = gate.turn().await?;

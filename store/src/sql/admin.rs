@@ -329,7 +329,7 @@ pub mod sqlite {
     statements! {
         HERE;
 
-        /// SQLite has no server to bound: the write gate's wait and the
+        /// SQLite has no server to bound: the write queue's wait and the
         /// caller's time-out bound the probe.
         pub const PROBE_BOUND: &str = "select $1";
     }

@@ -479,7 +479,7 @@ async fn postgres_a_key_record_taken_again_while_the_purge_runs_survives_it() {
 }
 
 /// SQLite only: this process's writers take the one write lock in the order
-/// they asked for it (the store's write gate), not in whatever order
+/// they asked for it (the store's write queue), not in whatever order
 /// SQLite's busy handler happens to wake them. Five transactions queue
 /// behind one held open, 20 ms apart; each numbers its charge when it gets
 /// in. Without the gate the busy handler's growing sleeps let late arrivals

@@ -16,7 +16,7 @@ fn bound(file: &GuardFile, tool: &str) -> BoundGuard {
         output_schema: None,
     }
 }
-use idem_mcp::guarded::{CallOutcome, CallUpstream, Gate, Unanswered, ARGUMENTS_MEMBER};
+use idem_mcp::guarded::{CallOutcome, CallUpstream, GuardedCalls, Unanswered, ARGUMENTS_MEMBER};
 use idem_store::{Options, Store};
 use idem_testkit::TestDb;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -164,7 +164,7 @@ async fn a_refused_connection_is_not_sent_and_its_retry_runs_at_once(h: &H) {
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
     let tenant = TenantId::try_from("acme").unwrap();
-    let gate = Gate::new(h.store.clone(), tenant.clone());
+    let gate = GuardedCalls::new(h.store.clone(), tenant.clone());
     let upstream = Fake::default();
     upstream.refuse.store(true, ON);
     let refused = gate
@@ -204,7 +204,7 @@ async fn a_resend_answered_with_an_error_is_never_the_reconciled_result(h: &H) {
     let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
     let tenant = TenantId::try_from("acme").unwrap();
-    let gate = Gate::new(h.store.clone(), tenant.clone());
+    let gate = GuardedCalls::new(h.store.clone(), tenant.clone());
     let upstream = Fake::default();
     upstream.lose.store(true, ON);
     let lost = gate
@@ -277,7 +277,7 @@ matches = {{ valor = \"/amount\", cliente_id = \"/customer\" }}
     let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
     let tenant = TenantId::try_from("beta").unwrap();
-    let gate = Gate::new(h.store.clone(), tenant.clone());
+    let gate = GuardedCalls::new(h.store.clone(), tenant.clone());
     let upstream = Fake::default();
     upstream.lose.store(true, ON);
     let record = |customer: &str, amount: &str| {
@@ -367,7 +367,7 @@ fn payment(from: &str, value: &str, nonce: &str) -> Map<String, Value> {
 async fn a_key_read_from_meta_pays_once_whatever_a_retry_signs(h: &H) {
     let file = GuardFile::parse("g.toml", META_GUARD, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
-    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let gate = GuardedCalls::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let a = args("1", "a@example.com");
     let first = gate
@@ -406,7 +406,7 @@ async fn a_key_read_from_meta_pays_once_whatever_a_retry_signs(h: &H) {
 async fn frozen_meta_that_is_too_big_deep_or_holds_nul_is_refused_unrecorded(h: &H) {
     let file = GuardFile::parse("g.toml", META_GUARD, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
-    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let gate = GuardedCalls::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let mut deep = json!("x");
     for _ in 0..80 {
@@ -459,7 +459,7 @@ not_executed = {{ pointer = \"/status\", in = [\"none\"] }}
     );
     let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
-    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let gate = GuardedCalls::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     upstream
         .lose
@@ -520,7 +520,7 @@ fn args(amount: &str, pix_key: &str) -> Map<String, Value> {
 async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H) {
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
-    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let gate = GuardedCalls::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     upstream
         .down
@@ -555,7 +555,7 @@ async fn a_call_to_a_gone_upstream_is_not_sent_and_its_retry_runs_at_once(h: &H)
 async fn a_call_runs_once_and_its_repeat_is_replayed(h: &H) {
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
-    let gate = Gate::new(h.store.clone(), TenantId::try_from("acme").unwrap());
+    let gate = GuardedCalls::new(h.store.clone(), TenantId::try_from("acme").unwrap());
     let upstream = Fake::default();
     let first = gate
         .call(
@@ -597,7 +597,7 @@ async fn arguments_recorded_outside_the_gateway_are_never_executed(h: &H) {
         .unwrap();
     let file = GuardFile::parse("g.toml", GUARD, &Catalog::builtin()).unwrap();
     let guard = &bound(&file, "create_pix_charge");
-    let gate = Gate::new(h.store.clone(), tenant);
+    let gate = GuardedCalls::new(h.store.clone(), tenant);
     let upstream = Fake::default();
     for _ in 0..2 {
         let answer = gate
@@ -637,7 +637,7 @@ async fn a_divergent_call_supersedes_a_failed_intent_only_where_the_guard_opts_i
         let file = GuardFile::parse("g.toml", &text, &Catalog::builtin()).unwrap();
         let guard = &bound(&file, "create_pix_charge");
         let tenant = TenantId::try_from(format!("sup-{opt_in}-{errors}").as_str()).unwrap();
-        let gate = Gate::new(h.store.clone(), tenant.clone());
+        let gate = GuardedCalls::new(h.store.clone(), tenant.clone());
         let upstream = Fake::default();
         upstream.err.store(true, ON);
         let wrong = gate

@@ -7,7 +7,7 @@
 //! writer wakes first wins, so a writer that keeps losing can wait out the
 //! whole busy timeout while later ones get in (docs/PERFORMANCE.md).
 //!
-//! The gate is a FIFO queue in front of that lock for the writes that hold
+//! The queue is a FIFO in front of that lock for the writes that hold
 //! it longest: every transaction (`begin immediate`) and every batch of
 //! the intent writer. A writer takes its turn (tokio's mutex is fair) after
 //! it has its connection and before it begins, and gives it back once it has
@@ -68,7 +68,7 @@ struct Holder {
 
 /// The queue of this process's SQLite writers (one per store).
 #[derive(Clone)]
-pub(crate) struct WriteGate {
+pub(crate) struct WriteQueue {
     queue: Arc<Mutex<()>>,
     /// How long a writer waits ([`BUSY_TIMEOUT`] outside tests).
     wait: Duration,
@@ -76,7 +76,7 @@ pub(crate) struct WriteGate {
     next: Arc<std::sync::atomic::AtomicU64>,
 }
 
-impl Default for WriteGate {
+impl Default for WriteQueue {
     fn default() -> Self {
         Self::new(BUSY_TIMEOUT)
     }
@@ -138,7 +138,7 @@ impl Turn {
     }
 }
 
-impl WriteGate {
+impl WriteQueue {
     fn new(wait: Duration) -> Self {
         Self {
             queue: Arc::default(),
@@ -226,7 +226,7 @@ mod tests {
 
     #[tokio::test]
     async fn turns_are_served_in_arrival_order() {
-        let gate = WriteGate::default();
+        let gate = WriteQueue::default();
         let first = gate.turn().await.unwrap();
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
@@ -248,7 +248,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_transaction_held_past_the_bound_is_taken_and_ended_once() {
-        let gate = WriteGate::default();
+        let gate = WriteQueue::default();
         let turn = gate.turn().await.unwrap();
         let held: Held<u32> = Arc::new(Mutex::new(Some(7)));
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -272,7 +272,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_writer_waiting_on_itself_gets_an_error_not_a_hang() {
-        let gate = WriteGate::new(Duration::from_millis(50));
+        let gate = WriteQueue::new(Duration::from_millis(50));
         let _held = gate.turn().await.unwrap();
         let again = gate.turn().await;
         assert!(matches!(again, Err(Error::Unavailable(_))), "{again:?}");
