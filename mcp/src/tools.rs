@@ -4,6 +4,10 @@
 //! tenant's intents and actions. Bad input is an `isError` result that
 //! names the argument, never a protocol error.
 
+use crate::tool_args::{
+    EstimateArgs, IntentArgs, KeyArgs, ListArgs, Num, Parameters, ReconcileArgs, SummaryArgs,
+    SupersedeArgs, BAD_ARGUMENT,
+};
 use idem_core::cost::{self, CostInputs, PriceUnit, RiskInputs};
 use idem_core::locale::{
     currency_in_text, format_count, format_money, format_pct, read_marking, read_number, Currency,
@@ -13,21 +17,22 @@ use idem_core::scenario::{is_iso_date, Field, Problem, Scenario};
 use idem_core::{ActionType, IdempotencyKey, TenantId};
 use idem_store::{ActionState, Outcome, Store};
 use idem_wire::{ActionResponse, IntentView};
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{tool, tool_router};
 use rmcp::{ErrorData as McpError, ServerHandler};
 
 pub use crate::tenant::TenantSource;
 use rust_decimal::Decimal;
-use serde_json::{json, Map, Value};
-use std::sync::Arc;
+use serde_json::{json, Value};
 
-/// The most uncertain actions `list_uncertain_actions` returns.
-pub const MAX_LISTED: i64 = 100;
+pub use crate::tool_args::MAX_LISTED;
 /// The largest candidate `supersede_intent` records.
 pub const MAX_CANDIDATE: usize = 32 * 1024;
 
@@ -36,7 +41,8 @@ pub const MAX_CANDIDATE: usize = 32 * 1024;
 pub struct IdemTools {
     store: Store,
     tenant: TenantSource,
-    tools: Arc<Vec<Tool>>,
+    /// The tools, declared once each by `#[tool]` below.
+    router: ToolRouter<IdemTools>,
     /// The largest evidence `reconcile_action` records: the server's
     /// `--max-outcome-bytes`, as every door.
     max_outcome: usize,
@@ -48,7 +54,7 @@ impl IdemTools {
         Self {
             store,
             tenant,
-            tools: Arc::new(tool_list()),
+            router: Self::tool_router(),
             max_outcome: idem_wire::DEFAULT_MAX_OUTCOME_BYTES,
         }
     }
@@ -63,31 +69,145 @@ impl IdemTools {
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
         crate::stdio::serve_stdio(self, |_| false).await
     }
+}
 
-    async fn run(
+/// The tools: each one's name, description, annotations and arguments (a
+/// type of [`crate::tool_args`], whose schema is its `inputSchema`) are
+/// declared here once. A refusal is an `isError` result ([`Bad`]).
+#[tool_router]
+impl IdemTools {
+    #[tool(
+        name = "estimate_duplicate_cost",
+        description = "What duplicated model calls cost a month and a year, in exact decimals: the inputs and figures of `idem cost --json`, and a link to the scenario on idem's dashboard.",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn estimate_duplicate_cost(
         &self,
-        tenant: &TenantId,
-        name: &str,
-        args: &Map<String, Value>,
-    ) -> Result<CallToolResult, Bad> {
-        match name {
-            "estimate_duplicate_cost" => estimate(args),
-            "live_summary" => self.live_summary(tenant, args).await,
-            "list_uncertain_actions" => self.list_uncertain(tenant, args).await,
-            "get_intent" => self.get_intent(tenant, args).await,
-            "get_action" => self.get_action(tenant, args).await,
-            "reconcile_action" => self.reconcile(tenant, args).await,
-            "supersede_intent" => self.supersede(tenant, args).await,
-            other => Err(Bad(format!("no tool {other:?}"))),
-        }
+        Parameters(args): Parameters<EstimateArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(estimate(args)))
     }
 
+    #[tool(
+        name = "live_summary",
+        description = "The tenant's intents, redeliveries absorbed, duplicate rate, divergent re-extractions, and actions in flight or with an unknown outcome now.",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
     async fn live_summary(
         &self,
-        tenant: &TenantId,
-        args: &Map<String, Value>,
-    ) -> Result<CallToolResult, Bad> {
-        let hours = optional_int(args, "hours", 1, 24 * 31)?.unwrap_or(24);
+        Extension(tenant): Extension<TenantId>,
+        Parameters(args): Parameters<SummaryArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(self.summary(&tenant, args).await))
+    }
+
+    #[tool(
+        name = "list_uncertain_actions",
+        description = "Actions whose outcome is unknown (an attempt started and never said how it ended), newest first, with each one's intent: ask the provider about the key, then reconcile_action.",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_uncertain_actions(
+        &self,
+        Extension(tenant): Extension<TenantId>,
+        Parameters(args): Parameters<ListArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(self.list_uncertain(&tenant, args).await))
+    }
+
+    #[tool(
+        name = "get_intent",
+        description = "An intent as frozen by its first delivery: the candidate as sent, the normalized fields its key covers, deliveries and divergences.",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_intent(
+        &self,
+        Extension(tenant): Extension<TenantId>,
+        Parameters(args): Parameters<IntentArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(self.intent(&tenant, args).await))
+    }
+
+    #[tool(
+        name = "get_action",
+        description = "An action by its key: state, attempts, lease, the stored response or error.",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_action(
+        &self,
+        Extension(tenant): Extension<TenantId>,
+        Parameters(args): Parameters<KeyArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(self.action(&tenant, args).await))
+    }
+
+    // The tools that write settle money's state (a charge recorded as done
+    // or not): destructive, so hosts ask before they run.
+    #[tool(
+        name = "reconcile_action",
+        description = "Settles an action whose outcome is unknown now with what the provider says happened, with its response or error as evidence; later calls replay it. It never re-opens an action (a person does that on /live).",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn reconcile_action(
+        &self,
+        Extension(tenant): Extension<TenantId>,
+        Parameters(args): Parameters<ReconcileArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(self.reconcile(&tenant, args).await))
+    }
+
+    // Not idempotent: a second call finds the new action, not a failed one.
+    #[tool(
+        name = "supersede_intent",
+        description = "A way out of a wrong first attempt, never out of a charge: an intent whose action failed (nothing executed: the provider refused it, or its authorization expired) gets the corrected candidate, or releases its own for the next delivery, under a key of its own; the failed action is sealed and the old version kept with the reason. Refused for an action started, uncertain or completed.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn supersede_intent(
+        &self,
+        Extension(tenant): Extension<TenantId>,
+        Parameters(args): Parameters<SupersedeArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        Ok(answered(self.supersede(&tenant, args).await))
+    }
+}
+
+impl IdemTools {
+    async fn summary(&self, tenant: &TenantId, args: SummaryArgs) -> Result<CallToolResult, Bad> {
+        let hours = whole("hours", args.hours, 1, 24 * 31)?.unwrap_or(24);
         let to = self.store.now_ms() + 1;
         let from = to - hours * 3_600_000;
         let report = self
@@ -126,9 +246,9 @@ impl IdemTools {
     async fn list_uncertain(
         &self,
         tenant: &TenantId,
-        args: &Map<String, Value>,
+        args: ListArgs,
     ) -> Result<CallToolResult, Bad> {
-        let limit = optional_int(args, "limit", 1, MAX_LISTED)?.unwrap_or(20);
+        let limit = whole("limit", args.limit, 1, MAX_LISTED)?.unwrap_or(20);
         let live = self
             .store
             .session()
@@ -152,13 +272,9 @@ impl IdemTools {
         ))
     }
 
-    async fn get_intent(
-        &self,
-        tenant: &TenantId,
-        args: &Map<String, Value>,
-    ) -> Result<CallToolResult, Bad> {
-        let action = action_arg(args)?;
-        let reference = string(args, "reference", 1, 255)?;
+    async fn intent(&self, tenant: &TenantId, args: IntentArgs) -> Result<CallToolResult, Bad> {
+        let action = action_arg(&args.action)?;
+        let reference = chars("reference", args.reference, 1, 255)?;
         let mut s = self.store.session().await.map_err(store_bad)?;
         let i = match s.intent(tenant, action.as_str(), &reference).await {
             Ok(i) => i,
@@ -182,12 +298,8 @@ impl IdemTools {
         ))
     }
 
-    async fn get_action(
-        &self,
-        tenant: &TenantId,
-        args: &Map<String, Value>,
-    ) -> Result<CallToolResult, Bad> {
-        let key = key_arg(args)?;
+    async fn action(&self, tenant: &TenantId, args: KeyArgs) -> Result<CallToolResult, Bad> {
+        let key = key_arg(&args.key)?;
         let mut s = self.store.session().await.map_err(store_bad)?;
         let a = action_of(&mut s, tenant, &key).await?;
         let (state, attempts, reconciled) = (a.state.as_str(), a.attempts, a.reconciled);
@@ -203,12 +315,12 @@ impl IdemTools {
     async fn supersede(
         &self,
         tenant: &TenantId,
-        args: &Map<String, Value>,
+        args: SupersedeArgs,
     ) -> Result<CallToolResult, Bad> {
-        let action = action_arg(args)?;
-        let reference = string(args, "reference", 1, 255)?;
-        let reason = string(args, "reason", 1, 1000)?;
-        let text = match args.get("candidate") {
+        let action = action_arg(&args.action)?;
+        let reference = chars("reference", args.reference, 1, 255)?;
+        let reason = chars("reason", args.reason, 1, 1000)?;
+        let text = match &args.candidate {
             None | Some(Value::Null) => None,
             Some(Value::Object(c)) => {
                 if let Some(m) = c.keys().find(|k| k.starts_with("_idem")) {
@@ -287,12 +399,12 @@ impl IdemTools {
     async fn reconcile(
         &self,
         tenant: &TenantId,
-        args: &Map<String, Value>,
+        args: ReconcileArgs,
     ) -> Result<CallToolResult, Bad> {
-        let key = key_arg(args)?;
-        let outcome = match args.get("outcome").and_then(Value::as_str) {
-            Some("completed") => {
-                let Some(r) = args.get("response").filter(|v| !v.is_null()) else {
+        let key = key_arg(&args.key)?;
+        let outcome = match args.outcome.as_str() {
+            "completed" => {
+                let Some(r) = args.response.as_ref().filter(|v| !v.is_null()) else {
                     return Err(Bad("argument `response`: outcome `completed` needs the provider's response as evidence".into()));
                 };
                 let text = r.to_string();
@@ -305,13 +417,14 @@ impl IdemTools {
                 }
                 Outcome::Completed(text)
             }
-            Some("failed") => {
+            "failed" => {
                 let max = self.max_outcome;
-                let error = string(args, "error", 1, usize::MAX)
-                    .ok()
-                    .filter(|e| e.len() <= max)
+                let error = args
+                    .error
+                    .clone()
+                    .filter(|e| !e.is_empty() && e.len() <= max)
                     .ok_or_else(|| Bad(format!("argument `error`: outcome `failed` needs the provider's error as evidence (1 character to {max} bytes, --max-outcome-bytes)")))?;
-                let retryable = match args.get("retryable") {
+                let retryable = match &args.retryable {
                     None | Some(Value::Null | Value::Bool(false)) => false,
                     // Re-opening lets the next call execute again: if the
                     // provider did act after all, that is a second charge.
@@ -425,7 +538,7 @@ impl ServerHandler for IdemTools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(self.router.list_all()))
     }
 
     async fn call_tool(
@@ -433,7 +546,7 @@ impl ServerHandler for IdemTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if !self.tools.iter().any(|t| t.name == request.name) {
+        if self.router.get(&request.name).is_none() {
             return Err(McpError::invalid_params(
                 format!("no tool {:?}", request.name),
                 None,
@@ -446,12 +559,24 @@ impl ServerHandler for IdemTools {
             ));
         };
         self.tenant.refuse_disabled(&self.store, &tenant).await?;
-        let args = request.arguments.unwrap_or_default();
-        let result = match self.run(&tenant, &request.name, &args).await {
-            Ok(r) => r,
-            Err(Bad(m)) => CallToolResult::error(vec![ContentBlock::text(m)]),
-        };
-        Ok(result.into())
+        let mut context = context;
+        context.extensions.insert(tenant);
+        match self
+            .router
+            .call(ToolCallContext::new(self, request, context))
+            .await
+        {
+            // An argument that does not read: the agent's to fix, so a
+            // result it reads (`isError`), never a protocol error.
+            Err(e)
+                if e.data
+                    .as_ref()
+                    .is_some_and(|d| d.get(BAD_ARGUMENT).is_some()) =>
+            {
+                Ok(CallToolResult::error(vec![ContentBlock::text(e.message.to_string())]).into())
+            }
+            answer => answer,
+        }
     }
 }
 
@@ -473,6 +598,11 @@ async fn action_of(
 /// A refusal the agent reads (`isError`).
 struct Bad(String);
 
+/// A tool's answer: its result, or its refusal as an `isError` result.
+fn answered(r: Result<CallToolResult, Bad>) -> CallToolResult {
+    r.unwrap_or_else(|Bad(m)| CallToolResult::error(vec![ContentBlock::text(m)]))
+}
+
 fn store_bad(e: idem_store::Error) -> Bad {
     tracing::error!(error = %e, "the intent store failed during an MCP tool call");
     Bad("idem's store is unavailable right now; retry in a moment".into())
@@ -484,41 +614,32 @@ fn structured(value: Value, text: String) -> CallToolResult {
     r
 }
 
-fn string(args: &Map<String, Value>, name: &str, min: usize, max: usize) -> Result<String, Bad> {
-    match args.get(name) {
-        Some(Value::String(s)) if (min..=max).contains(&s.chars().count()) => Ok(s.clone()),
-        Some(Value::String(_)) => Err(Bad(format!("argument `{name}`: {min} to {max} characters"))),
-        None | Some(Value::Null) => Err(Bad(format!("argument `{name}` is required"))),
-        Some(_) => Err(Bad(format!("argument `{name}`: a string"))),
+/// A string argument of `min` to `max` characters.
+fn chars(name: &str, s: String, min: usize, max: usize) -> Result<String, Bad> {
+    if (min..=max).contains(&s.chars().count()) {
+        Ok(s)
+    } else {
+        Err(Bad(format!("argument `{name}`: {min} to {max} characters")))
     }
 }
 
-fn optional_int(
-    args: &Map<String, Value>,
-    name: &str,
-    min: i64,
-    max: i64,
-) -> Result<Option<i64>, Bad> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_i64() {
-            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(Bad(format!(
-                "argument `{name}`: a whole number from {min} to {max}"
-            ))),
-        },
+/// A whole-number argument from `min` to `max`, when given.
+fn whole(name: &str, v: Option<i64>, min: i64, max: i64) -> Result<Option<i64>, Bad> {
+    match v {
+        Some(n) if !(min..=max).contains(&n) => Err(Bad(format!(
+            "argument `{name}`: a whole number from {min} to {max}"
+        ))),
+        v => Ok(v),
     }
 }
 
-fn action_arg(args: &Map<String, Value>) -> Result<ActionType, Bad> {
-    let a = string(args, "action", 1, 100)?;
+fn action_arg(a: &str) -> Result<ActionType, Bad> {
+    let a = chars("action", a.to_owned(), 1, 100)?;
     ActionType::try_from(a.as_str()).map_err(|e| Bad(format!("argument `action`: {e}")))
 }
 
-fn key_arg(args: &Map<String, Value>) -> Result<IdempotencyKey, Bad> {
-    let k = string(args, "key", 64, 64)
-        .map_err(|_| Bad("argument `key`: 64 lowercase hexadecimal characters".into()))?;
-    IdempotencyKey::try_from(k.as_str())
+fn key_arg(k: &str) -> Result<IdempotencyKey, Bad> {
+    IdempotencyKey::try_from(k)
         .map_err(|_| Bad("argument `key`: 64 lowercase hexadecimal characters".into()))
 }
 
@@ -547,21 +668,16 @@ impl Reading {
 /// surface uses, in the call's `locale` when it names one (without one, a
 /// string two locales read differently, `"1,200"`, is refused naming both
 /// readings).
-fn number(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Option<Decimal>, Bad> {
-    let text = match args.get(name) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => {
+fn number(v: Option<&Num>, name: &str, r: &Reading) -> Result<Option<Decimal>, Bad> {
+    let text = match v {
+        None => return Ok(None),
+        Some(Num::Text(s)) => s.clone(),
+        Some(Num::Json(n)) => {
             let t = n.to_string();
             return <Decimal as std::str::FromStr>::from_str(&t)
                 .or_else(|_| Decimal::from_scientific(&t))
                 .map(Some)
                 .map_err(|_| Bad(format!("argument `{name}`: {t} is out of range")));
-        }
-        Some(_) => {
-            return Err(Bad(format!(
-                "argument `{name}`: a number, or a decimal written as a string"
-            )))
         }
     };
     // A currency typed with the number: the argument's own is dropped, any
@@ -607,14 +723,14 @@ fn number(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Option<D
         })
 }
 
-fn required(args: &Map<String, Value>, name: &str, r: &Reading) -> Result<Decimal, Bad> {
-    number(args, name, r)?.ok_or_else(|| Bad(format!("argument `{name}` is required")))
+fn required(v: Option<&Num>, name: &str, r: &Reading) -> Result<Decimal, Bad> {
+    number(v, name, r)?.ok_or_else(|| Bad(format!("argument `{name}` is required")))
 }
 
-fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(Currency::BRL),
-        Some(Value::String(s)) => Currency::from_code(s).ok_or_else(|| {
+fn currency(v: Option<&str>, name: &str) -> Result<Currency, Bad> {
+    match v {
+        None => Ok(Currency::BRL),
+        Some(s) => Currency::from_code(s).ok_or_else(|| {
             Bad(match idem_core::currency::known_refusal(s) {
                 Some(why) => format!("argument `{name}`: {why}"),
                 None => format!(
@@ -623,9 +739,6 @@ fn currency(args: &Map<String, Value>, name: &str) -> Result<Currency, Bad> {
                 ),
             })
         }),
-        Some(_) => Err(Bad(format!(
-            "argument `{name}`: a currency code such as BRL"
-        ))),
     }
 }
 
@@ -641,97 +754,72 @@ fn cost_refusal(e: idem_core::Error) -> Bad {
 }
 
 /// `estimate_duplicate_cost`: the inputs of `idem cost --json`, its figures.
-fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
-    const KNOWN: [&str; 21] = [
-        "conversations",
-        "tokens_in",
-        "tokens_out",
-        "price_in",
-        "price_out",
-        "price_cached",
-        "price_unit",
-        "price_currency",
-        "revenue_currency",
-        "fx",
-        "fx_date",
-        "cached_share",
-        "calls",
-        "dup_cache_share",
-        "ticket",
-        "duplicate_rate",
-        "money_share",
-        "avg_charge",
-        "ops_cost",
-        "claim_rate",
-        "locale",
-    ];
-    if let Some(unknown) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return Err(Bad(format!(
-            "argument `{unknown}` is not an input of the estimate; the inputs are {}",
-            KNOWN.join(", ")
-        )));
-    }
+fn estimate(a: EstimateArgs) -> Result<CallToolResult, Bad> {
     let zero = Decimal::ZERO;
-    let locale = match args.get("locale") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(tag)) => Some(
+    let locale = match a.locale.as_deref() {
+        None => None,
+        Some(tag) => Some(
             Locale::from_tag(tag).ok_or_else(|| Bad("argument `locale`: pt-BR or en-US".into()))?,
         ),
-        Some(_) => return Err(Bad("argument `locale`: pt-BR or en-US".into())),
     };
     let r = Reading {
         locale,
-        price: currency(args, "price_currency")?,
-        revenue: currency(args, "revenue_currency")?,
+        price: currency(a.price_currency.as_deref(), "price_currency")?,
+        revenue: currency(a.revenue_currency.as_deref(), "revenue_currency")?,
     };
-    let risk_parts = ["money_share", "avg_charge", "ops_cost", "claim_rate"];
+    let risk_parts = [
+        ("money_share", a.money_share.as_ref()),
+        ("avg_charge", a.avg_charge.as_ref()),
+        ("ops_cost", a.ops_cost.as_ref()),
+        ("claim_rate", a.claim_rate.as_ref()),
+    ];
     let given: Vec<&str> = risk_parts
         .iter()
-        .copied()
-        .filter(|p| args.get(*p).is_some_and(|v| !v.is_null()))
+        .filter(|(_, v)| v.is_some())
+        .map(|(p, _)| *p)
         .collect();
     let risk = match given.len() {
         0 => None,
         4 => Some(RiskInputs {
-            money_share_pct: required(args, "money_share", &r)?,
-            avg_charge: required(args, "avg_charge", &r)?,
-            ops_cost: required(args, "ops_cost", &r)?,
-            claim_rate_pct: required(args, "claim_rate", &r)?,
+            money_share_pct: required(a.money_share.as_ref(), "money_share", &r)?,
+            avg_charge: required(a.avg_charge.as_ref(), "avg_charge", &r)?,
+            ops_cost: required(a.ops_cost.as_ref(), "ops_cost", &r)?,
+            claim_rate_pct: required(a.claim_rate.as_ref(), "claim_rate", &r)?,
         }),
         _ => {
             let missing: Vec<&str> = risk_parts
                 .iter()
-                .copied()
+                .map(|(p, _)| *p)
                 .filter(|p| !given.contains(p))
                 .collect();
             return Err(Bad(format!("argument `{}`: the risk block takes money_share, avg_charge, ops_cost and claim_rate together", missing[0])));
         }
     };
-    let price_unit = match args.get("price_unit") {
-        None | Some(Value::Null) => PriceUnit::PerThousand,
-        Some(Value::String(u)) => u
+    let price_unit = match a.price_unit.as_deref() {
+        None => PriceUnit::PerThousand,
+        Some(u) => u
             .parse::<PriceUnit>()
             .map_err(|e| Bad(format!("argument `price_unit`: {e}")))?,
-        Some(_) => return Err(Bad("argument `price_unit`: \"1k\" or \"1m\"".into())),
     };
     let mut s = Scenario {
         inputs: CostInputs {
-            conversations: required(args, "conversations", &r)?,
-            tokens_in: required(args, "tokens_in", &r)?,
-            tokens_out: required(args, "tokens_out", &r)?,
-            price_in: required(args, "price_in", &r)?,
-            price_out: required(args, "price_out", &r)?,
+            conversations: required(Some(&a.conversations), "conversations", &r)?,
+            tokens_in: required(Some(&a.tokens_in), "tokens_in", &r)?,
+            tokens_out: required(Some(&a.tokens_out), "tokens_out", &r)?,
+            price_in: required(Some(&a.price_in), "price_in", &r)?,
+            price_out: required(Some(&a.price_out), "price_out", &r)?,
             price_unit,
-            ticket: required(args, "ticket", &r)?,
-            duplicate_rate_pct: required(args, "duplicate_rate", &r)?,
+            ticket: required(Some(&a.ticket), "ticket", &r)?,
+            duplicate_rate_pct: required(Some(&a.duplicate_rate), "duplicate_rate", &r)?,
             risk,
             price_currency: r.price,
             revenue_currency: r.revenue,
-            fx: number(args, "fx", &r)?,
-            cached_share_pct: number(args, "cached_share", &r)?.unwrap_or(zero),
-            price_cached: number(args, "price_cached", &r)?.unwrap_or(zero),
-            calls_per_conversation: number(args, "calls", &r)?.unwrap_or(Decimal::ONE),
-            dup_cache_share_pct: number(args, "dup_cache_share", &r)?.unwrap_or(zero),
+            fx: number(a.fx.as_ref(), "fx", &r)?,
+            cached_share_pct: number(a.cached_share.as_ref(), "cached_share", &r)?.unwrap_or(zero),
+            price_cached: number(a.price_cached.as_ref(), "price_cached", &r)?.unwrap_or(zero),
+            calls_per_conversation: number(a.calls.as_ref(), "calls", &r)?.unwrap_or(Decimal::ONE),
+            dup_cache_share_pct: number(a.dup_cache_share.as_ref(), "dup_cache_share", &r)?
+                .unwrap_or(zero),
         },
         ..Scenario::default()
     };
@@ -742,11 +830,11 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
     } else if s.inputs.fx.is_none() {
         return Err(Bad(format!("argument `fx` is required: prices are in {} and revenue in {} (US$ 1 = R$ 5,33 is fx 5.33)", s.inputs.price_currency.code(), s.inputs.revenue_currency.code())));
     }
-    if let Some(d) = args.get("fx_date").filter(|v| !v.is_null()) {
-        match d.as_str() {
-            Some(d) if is_iso_date(d) => s.fx_date = Some(d.to_owned()),
-            _ => return Err(Bad("argument `fx_date`: a date written YYYY-MM-DD".into())),
+    if let Some(d) = a.fx_date.as_deref() {
+        if !is_iso_date(d) {
+            return Err(Bad("argument `fx_date`: a date written YYYY-MM-DD".into()));
         }
+        s.fx_date = Some(d.to_owned());
         let latest = idem_core::date::latest_today(chrono::Utc::now().timestamp());
         if let Some(d) = s.fx_date.as_deref() {
             if idem_core::date::not_after(d, &latest).is_err() {
@@ -816,96 +904,4 @@ fn estimate(args: &Map<String, Value>) -> Result<CallToolResult, Bad> {
         s.to_query()
     );
     Ok(structured(v, text))
-}
-
-fn schema(properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
-    let mut m = Map::new();
-    m.insert("type".into(), "object".into());
-    m.insert("properties".into(), properties);
-    m.insert("required".into(), json!(required));
-    m.insert("additionalProperties".into(), false.into());
-    Arc::new(m)
-}
-
-fn tool(
-    name: &'static str,
-    description: &'static str,
-    input: Arc<Map<String, Value>>,
-    read_only: bool,
-) -> Tool {
-    let mut t = Tool::new(name, description, input);
-    let mut a = ToolAnnotations::new();
-    a.read_only_hint = Some(read_only);
-    // The one tool that writes settles money's state (a charge recorded as
-    // done or not): hosts should ask before it runs.
-    a.destructive_hint = Some(!read_only);
-    a.idempotent_hint = Some(true);
-    a.open_world_hint = Some(false);
-    t.annotations = Some(a);
-    t
-}
-
-fn tool_list() -> Vec<Tool> {
-    let num = |d: &str| json!({"type": ["number", "string"], "description": d});
-    let estimate = schema(
-        json!({
-            "conversations": num("conversations a month"),
-            "tokens_in": num("input tokens per model call"),
-            "tokens_out": num("output tokens per model call"),
-            "price_in": num("price of input tokens per price_unit, in price_currency"),
-            "price_out": num("price of output tokens per price_unit"),
-            "price_cached": num("price of cached input tokens (default 0)"),
-            "price_unit": {"type": "string", "enum": ["1k", "1m"], "description": "what prices are quoted per (default 1k)"},
-            "price_currency": {"type": "string", "description": "ISO 4217 code of the prices (default BRL)"},
-            "revenue_currency": {"type": "string", "description": "ISO 4217 code of revenue and every result (default BRL)"},
-            "fx": num("one unit of price_currency in revenue_currency; required when they differ"),
-            "fx_date": {"type": "string", "description": "the day the rate was quoted, YYYY-MM-DD"},
-            "cached_share": num("percentage of each call's input served from cache (default 0)"),
-            "calls": num("model calls per conversation (default 1)"),
-            "dup_cache_share": num("percentage of a duplicate's input that hits the cache (default 0)"),
-            "ticket": num("revenue per resolved conversation"),
-            "duplicate_rate": num("percentage of conversations that repeat the call (3 means 3%)"),
-            "money_share": num("risk block: percentage of duplicated conversations that move money"),
-            "avg_charge": num("risk block: average charge"),
-            "ops_cost": num("risk block: operations cost per duplicate charge"),
-            "claim_rate": num("risk block: percentage of duplicate charges customers claim back"),
-            "locale": {"type": "string", "enum": ["pt-BR", "en-US"], "description": "the language of the summary sentence (default pt-BR); the figures are exact decimals either way"},
-        }),
-        &[
-            "conversations",
-            "tokens_in",
-            "tokens_out",
-            "price_in",
-            "price_out",
-            "ticket",
-            "duplicate_rate",
-        ],
-    );
-    vec![
-        tool("estimate_duplicate_cost", "What duplicated model calls cost a month and a year, in exact decimals: the inputs and figures of `idem cost --json`, and a link to the scenario on idem's dashboard.", estimate, true),
-        tool("live_summary", "The tenant's intents, redeliveries absorbed, duplicate rate, divergent re-extractions, and actions in flight or with an unknown outcome now.", schema(json!({"hours": {"type": "integer", "minimum": 1, "maximum": 744, "description": "the window, in hours (default 24)"}}), &[]), true),
-        tool("list_uncertain_actions", "Actions whose outcome is unknown (an attempt started and never said how it ended), newest first, with each one's intent: ask the provider about the key, then reconcile_action.", schema(json!({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LISTED}}), &[]), true),
-        tool("get_intent", "An intent as frozen by its first delivery: the candidate as sent, the normalized fields its key covers, deliveries and divergences.", schema(json!({"action": {"type": "string", "description": "e.g. pix.cobranca"}, "reference": {"type": "string"}}), &["action", "reference"]), true),
-        tool("get_action", "An action by its key: state, attempts, lease, the stored response or error.", schema(json!({"key": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}), &["key"]), true),
-        tool("reconcile_action", "Settles an action whose outcome is unknown now with what the provider says happened, with its response or error as evidence; later calls replay it. It never re-opens an action (a person does that on /live).", schema(json!({
-            "key": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-            "outcome": {"type": "string", "enum": ["completed", "failed"]},
-            "response": {"description": "the provider's response (outcome completed). For an action of the MCP gateway: a CallToolResult (an object with `content`), or any other JSON value, which becomes the replayed result's text and, when it is an object, its structuredContent"},
-            "error": {"type": "string", "description": "the provider's error (outcome failed): the action fails for good"},
-            "retryable": {"type": "boolean", "enum": [false], "description": "false or absent: reconcile_action cannot re-open an action"},
-        }), &["key", "outcome"]), false),
-        {
-            let mut t = tool("supersede_intent", "A way out of a wrong first attempt, never out of a charge: an intent whose action failed (nothing executed: the provider refused it, or its authorization expired) gets the corrected candidate, or releases its own for the next delivery, under a key of its own; the failed action is sealed and the old version kept with the reason. Refused for an action started, uncertain or completed.", schema(json!({
-                "action": {"type": "string", "description": "e.g. pix.cobranca"},
-                "reference": {"type": "string"},
-                "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "why, for the audit"},
-                "candidate": {"type": "object", "description": "the corrected candidate, with the intent's own reference; leave it out to release the frozen one (the next delivery's is frozen)"},
-            }), &["action", "reference", "reason"]), false);
-            if let Some(a) = t.annotations.as_mut() {
-                // A second call finds the new action, not a failed one.
-                a.idempotent_hint = Some(false);
-            }
-            t
-        },
-    ]
 }
