@@ -5,7 +5,8 @@
 
 use crate::config::{Config, SecretSource};
 use crate::http::assets::AssetTable;
-use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess, LiveState};
+use crate::http::live::state::LiveState;
+use crate::http::state::{ApiParts, ApiState, AppState, LiveAccess};
 use idem_api::boundary::HostRule;
 use idem_api::metrics::Metrics;
 use idem_core::KeyDeriver;
@@ -134,7 +135,7 @@ impl Application {
             live: LiveState::with_feeds(
                 api.clone(),
                 access,
-                crate::http::state::Feeds::new(
+                crate::http::live::state::Feeds::new(
                     config.limits.feed_slots(),
                     config.limits.feed_max_age,
                 ),

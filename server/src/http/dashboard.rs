@@ -31,7 +31,7 @@ use idem_store::{SavedComparison, SavedScenario, Store};
 use maud::html;
 use std::sync::Arc;
 
-pub use super::state::SCENARIO_TENANT;
+pub use super::saved::SCENARIO_TENANT;
 
 /// Longest scenario name accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 80;

@@ -151,7 +151,7 @@ pub async fn serve_with_feeds(
     listener: TcpListener,
     router: Router,
     limits: idem_api::conn::ConnLimits,
-    feeds: std::sync::Arc<state::Feeds>,
+    feeds: std::sync::Arc<live::state::Feeds>,
 ) -> anyhow::Result<()> {
     let signal = async move {
         shutdown().await;

@@ -3,10 +3,14 @@
 //! calculator's pages and the charts read, so neither imports the other.
 
 use super::compare::PageComparison;
-use super::state::SCENARIO_TENANT;
 use app::SavedView;
 use idem_core::TenantId;
 use idem_store::Store;
+
+/// The tenant that owns scenarios saved from the dashboard. Every statement
+/// stays tenant-scoped; the dashboard is one more tenant of the store (and
+/// the live monitor leaves it out of its tenant list).
+pub const SCENARIO_TENANT: &str = "_dashboard";
 
 /// The dashboard's tenant, which owns every saved scenario and comparison.
 pub(crate) fn tenant() -> TenantId {

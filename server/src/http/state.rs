@@ -1,25 +1,17 @@
 //! The application state: one [`AppState`] for the router, with the parts
-//! each area takes through axum's `FromRef`, and the monitor's own state
-//! ([`LiveState`]). It composes and imports only what it holds: the API's
-//! state (`idem_api::ApiState`, with the access rule), the site's files,
-//! the forms' limits and the monitor's cached reads; no handler, no area.
+//! each area takes through axum's `FromRef`. It composes the states of the
+//! leaves below it (the API's, the site's files, the monitor's, the forms'
+//! limits) and imports nothing else: no handler, no area.
 
 use super::assets::AssetTable;
-use super::live::data::LiveData;
+use super::live::state::LiveState;
 use axum::extract::FromRef;
 pub use idem_api::access::LiveAccess;
 use idem_api::metrics::Metrics;
 pub use idem_api::{ApiParts, ApiState};
 use idem_store::Store;
 use leptos::config::LeptosOptions;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-
-/// The tenant that owns scenarios saved from the dashboard. Every statement
-/// stays tenant-scoped; the dashboard is one more tenant of the store (and
-/// the live monitor leaves it out of its tenant list).
-pub const SCENARIO_TENANT: &str = "_dashboard";
+use std::sync::Arc;
 
 /// Everything a handler may need, cloned cheaply per request.
 #[derive(Clone, FromRef)]
@@ -47,99 +39,5 @@ impl FromRef<AppState> for Store {
 impl FromRef<AppState> for Arc<Metrics> {
     fn from_ref(state: &AppState) -> Self {
         state.api.metrics.clone()
-    }
-}
-
-/// Refused sign-ins an address may make per [`LOGIN_WINDOW`] before it
-/// gets 429: a person mistyping never gets there, a guesser stops at 10.
-pub const LOGIN_FAILURES: u32 = 10;
-/// See [`LOGIN_FAILURES`].
-pub const LOGIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// What the monitor needs: the API's handles, the access rule and the
-/// shared-read cache.
-#[derive(Clone)]
-pub struct LiveState {
-    /// The store and its friends.
-    pub api: ApiState,
-    /// Who may look.
-    pub access: Arc<LiveAccess>,
-    pub(crate) cache: Arc<Mutex<SharedReads>>,
-    /// Refused sign-ins per client address.
-    pub login_failures: Arc<super::forms::Limiter>,
-    /// The live feed's stream slots and how long a stream lives.
-    pub feeds: Arc<Feeds>,
-    /// One permit per uncertain-list export running.
-    pub exports: Arc<tokio::sync::Semaphore>,
-    /// Whose exports run now (a tenant, or `*` for an admin's export of
-    /// every tenant): one each, so one tenant cannot hold every slot.
-    pub exporting: Arc<Mutex<std::collections::HashSet<String>>>,
-}
-
-/// Uncertain-list exports running at once, every viewer together: the
-/// next one is a 503 with Retry-After, so six dashboards exporting at once
-/// cannot crowd out the monitor.
-pub const EXPORTS_AT_ONCE: usize = 2;
-
-/// The bound on live-feed streams (server-sent events): they hold their
-/// connection for as long as the page is open, and their heartbeats keep
-/// every idle timer from firing, so they get a cap and an age of their own.
-#[derive(Debug)]
-pub struct Feeds {
-    /// One permit per open stream.
-    pub slots: Arc<tokio::sync::Semaphore>,
-    /// The most streams open at once.
-    pub cap: usize,
-    /// How long a stream lives before the server ends it.
-    pub max_age: std::time::Duration,
-    /// Set when the server begins to shut down: every stream ends at once,
-    /// so pages say they lost the feed instead of showing "live" through
-    /// the shutdown's grace.
-    pub closing: tokio::sync::watch::Sender<bool>,
-}
-
-impl Feeds {
-    /// `cap` streams at once, each ending after `max_age`.
-    pub fn new(cap: usize, max_age: std::time::Duration) -> Self {
-        Self {
-            slots: Arc::new(tokio::sync::Semaphore::new(cap)),
-            cap,
-            max_age,
-            closing: tokio::sync::watch::Sender::new(false),
-        }
-    }
-
-    /// Ends every open stream, and refuses new ones.
-    pub fn close(&self) {
-        self.closing.send_replace(true);
-        self.slots.close();
-    }
-}
-
-/// Recent reads by scope and window, with when they were made.
-pub(crate) type SharedReads = HashMap<String, (Instant, Arc<LiveData>)>;
-
-impl LiveState {
-    /// A monitor over `api` with the access rule `access`.
-    pub fn new(api: ApiState, access: LiveAccess) -> Self {
-        let limits = idem_api::conn::ConnLimits::default();
-        Self::with_feeds(
-            api,
-            access,
-            Feeds::new(limits.feed_slots(), limits.feed_max_age),
-        )
-    }
-
-    /// A monitor whose feed streams are bounded by `feeds`.
-    pub fn with_feeds(api: ApiState, access: LiveAccess, feeds: Feeds) -> Self {
-        Self {
-            api,
-            access: Arc::new(access),
-            cache: Arc::default(),
-            login_failures: Arc::new(super::forms::Limiter::new(LOGIN_FAILURES, LOGIN_WINDOW)),
-            feeds: Arc::new(feeds),
-            exports: Arc::new(tokio::sync::Semaphore::new(EXPORTS_AT_ONCE)),
-            exporting: Arc::default(),
-        }
     }
 }

@@ -404,7 +404,7 @@ async fn login_keeps_a_session_never_the_token(db: &Db) {
 
     // Ten refused sign-ins, then 429 with Retry-After, even for the right
     // token (the address is what is limited).
-    for _ in 0..idem_server::http::state::LOGIN_FAILURES {
+    for _ in 0..idem_server::http::live::state::LOGIN_FAILURES {
         let r = login("idem_wrong", None).await.unwrap();
         assert_eq!(r.status().as_u16(), 303);
         assert!(r.headers()["location"]

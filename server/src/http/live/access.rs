@@ -3,7 +3,7 @@
 //! sign-in and sign-out.
 
 use super::COOKIE;
-use crate::http::state::LiveState;
+use crate::http::live::state::LiveState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};

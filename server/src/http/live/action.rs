@@ -8,7 +8,7 @@
 use super::data::{IntentFacts, LiveUncertain};
 use super::render::{copy_button, duration, export_query};
 use super::{authorized, every_tenant, scope, viewer, LiveQuery, Viewer};
-use crate::http::state::LiveState;
+use crate::http::live::state::LiveState;
 use app::i18n::{iso_utc, tr, utc_second};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -26,7 +26,7 @@ use maud::{html, Markup};
 /// customers), a row is at most about 3 KB, so an export is at most about
 /// 30 MB on the wire, and far less in memory: it streams.
 pub const EXPORT_MAX: u32 = 10_000;
-use crate::http::state::EXPORTS_AT_ONCE;
+use crate::http::live::state::EXPORTS_AT_ONCE;
 
 /// One action as its page shows it.
 struct Found {

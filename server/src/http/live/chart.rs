@@ -5,7 +5,7 @@ use super::data::Window;
 use super::params::query_of;
 use super::render;
 use super::snapshot::snapshot;
-use crate::http::state::LiveState;
+use crate::http::live::state::LiveState;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -7,7 +7,7 @@ use super::params::{query_of, LiveQuery};
 use super::render;
 use super::snapshot::{scope, snapshot};
 use super::{HEARTBEAT, TICK};
-use crate::http::state::LiveState;
+use crate::http::live::state::LiveState;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};

@@ -25,6 +25,7 @@ mod page;
 mod params;
 pub mod render;
 mod snapshot;
+pub mod state;
 
 pub use access::{csrf_ok, csrf_token, login, logout, LoginForm, LogoutForm, Viewer, SESSION_TTL};
 pub use chart::chart;

@@ -8,7 +8,7 @@ use super::data::{
 };
 use super::params::LiveQuery;
 use super::{data, MAX_TENANTS, PARALLEL_READS, SHARE_FOR, UNCERTAIN_LISTED};
-use crate::http::state::LiveState;
+use crate::http::live::state::LiveState;
 use futures_util::StreamExt;
 use idem_api::error::{ApiError, Problem};
 use idem_core::TenantId;
@@ -40,7 +40,7 @@ pub(super) async fn scope(
 /// most [`MAX_TENANTS`].
 pub(super) async fn every_tenant(state: &LiveState) -> Result<Vec<TenantId>, ApiError> {
     let mut all = state.api.store.tenants().await?;
-    all.retain(|t| t.as_str() != crate::http::state::SCENARIO_TENANT);
+    all.retain(|t| t.as_str() != crate::http::saved::SCENARIO_TENANT);
     all.truncate(MAX_TENANTS);
     Ok(all)
 }
