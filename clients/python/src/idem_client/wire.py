@@ -217,10 +217,14 @@ class FailEventRequest(TypedDict):
     retryable: bool
 
 
+#: An action's state (the document's ``ActionState`` enum).
+ActionState = Literal["started", "completed", "failed", "uncertain"]
+
+
 class _ActionResponse(TypedDict):
     key: str
     action: str
-    state: Literal["started", "completed", "failed", "uncertain"]
+    state: ActionState
     token: int
     attempts: int
     started_ms: int
