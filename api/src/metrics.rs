@@ -41,17 +41,7 @@ pub struct LatencyLabels {
     pub class: &'static str,
 }
 
-/// The latency buckets, in seconds: fine below a millisecond, where a
-/// guarded effect's own work lives on SQLite, and up to the 10 s a request
-/// may take before its deadline.
-pub const LATENCY_BUCKETS: [f64; 17] = [
-    0.000_1, 0.000_25, 0.000_5, 0.000_75, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-    0.5, 1.0, 2.5, 10.0,
-];
-
-fn latency_histogram() -> Histogram {
-    Histogram::new(LATENCY_BUCKETS)
-}
+pub use idem_mcp::timing::{latency_histogram, LATENCY_BUCKETS};
 
 /// Labels of the chore counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -123,6 +113,9 @@ pub struct Metrics {
     /// Whether each mounted MCP gateway's upstream answers (1) or is
     /// being started again (0).
     pub mcp_upstream_up: Family<GatewayLabels, Gauge>,
+    /// The mounted gateways' guarded calls: their own time and their
+    /// upstreams', by gateway and tool.
+    pub mcp_times: idem_mcp::timing::GatewayTimes,
 }
 
 /// Labels naming a mounted MCP gateway.
@@ -282,6 +275,17 @@ impl Metrics {
             "Whether each mounted MCP gateway's upstream answers (1) or is being started again (0); /readyz/mcp says the same",
             mcp_upstream_up.clone(),
         );
+        let mcp_times = idem_mcp::timing::GatewayTimes::default();
+        registry.register(
+            "mcp_gateway_own_seconds",
+            "A mounted MCP gateway's own time per guarded call (recording, claiming, storing, answering: the call's time less the upstream's), by gateway and tool",
+            mcp_times.own.clone(),
+        );
+        registry.register(
+            "mcp_upstream_seconds",
+            "A mounted MCP gateway's upstream's time per guarded call that asked it (the tool call, and a lookup's), by gateway and tool",
+            mcp_times.upstream.clone(),
+        );
         let chores = Family::<ChoreLabels, Counter>::default();
         registry.register(
             "chore_runs",
@@ -323,6 +327,7 @@ impl Metrics {
             mcp_lookups,
             store_writable,
             mcp_upstream_up,
+            mcp_times,
         }
     }
 
@@ -571,6 +576,12 @@ mod tests {
                 class: "2xx",
             })
             .observe(0.0004);
+        m.mcp_times.observe(
+            "pay",
+            "create_pix_charge",
+            std::time::Duration::from_millis(30),
+            Some(std::time::Duration::from_millis(28)),
+        );
         let exposed = m.render();
         let mut queried = 0;
         let re = regex::Regex::new(r"idem_[a-z_]+").expect("regex");

@@ -327,6 +327,9 @@ struct Inner {
     tripped: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// The largest result stored for replay (`--max-outcome-bytes`).
     max_outcome: usize,
+    /// Where a mount's guarded calls are timed for `/metrics`, under its
+    /// name (a stdio gateway has no `/metrics`).
+    times: std::sync::OnceLock<(String, crate::timing::GatewayTimes)>,
 }
 
 /// How long the supervisor waits before its first restart of a gone
@@ -410,6 +413,7 @@ impl Gateway {
             pass_through,
             tripped: std::sync::Mutex::default(),
             max_outcome,
+            times: std::sync::OnceLock::new(),
         });
         tokio::spawn(supervise(Arc::downgrade(&inner)));
         Ok(Self { inner })
@@ -419,6 +423,13 @@ impl Gateway {
     pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
         let me = self.clone();
         serve_stdio(self, move |tool| me.inner.file.guard(tool).is_some()).await
+    }
+
+    /// Times this mount's guarded calls into `times`, under `name`: the
+    /// gateway's own time and its upstream's (once; a second call is
+    /// ignored).
+    pub fn time_with(&self, name: &str, times: crate::timing::GatewayTimes) {
+        let _ = self.inner.times.set((name.to_owned(), times));
     }
 
     /// Whether `tool` is one of this gateway's guarded tools.
@@ -766,6 +777,7 @@ impl ServerHandler for Gateway {
         if guard.handshake(&meta) {
             return self.handshake(guard, &tenant, request, meta).await;
         }
+        let started = std::time::Instant::now();
         let gate = GuardedCalls::new(self.inner.store.clone(), tenant)
             .with_max_outcome(self.inner.max_outcome);
         let arguments = request.arguments.unwrap_or_default();
@@ -791,6 +803,9 @@ impl ServerHandler for Gateway {
             .await;
         // Ends the linking task above.
         gone.cancel();
+        if let Some((name, times)) = self.inner.times.get() {
+            times.observe(name, &guard.tool, started.elapsed(), gate.upstream_time());
+        }
         tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
         Ok(answer.result.into())
     }

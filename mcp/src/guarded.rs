@@ -123,6 +123,9 @@ pub struct Answer {
 pub struct GuardedCalls {
     store: Store,
     tenant: TenantId,
+    /// The upstream's time in this call so far (the tool call, a
+    /// lookup's), for `/metrics`.
+    upstream_time: std::sync::Arc<std::sync::Mutex<Option<Duration>>>,
     /// The largest upstream result stored for replay: the server's
     /// `--max-outcome-bytes`, as every door.
     max_outcome: usize,
@@ -134,8 +137,21 @@ impl GuardedCalls {
         Self {
             store,
             tenant,
+            upstream_time: Default::default(),
             max_outcome: idem_wire::DEFAULT_MAX_OUTCOME_BYTES,
         }
+    }
+
+    /// How long the upstream took in the calls made through this, when
+    /// they asked it at all.
+    pub fn upstream_time(&self) -> Option<Duration> {
+        *self.upstream_time.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds the upstream's time since `since`.
+    fn upstream_took(&self, since: std::time::Instant) {
+        let mut t = self.upstream_time.lock().unwrap_or_else(|p| p.into_inner());
+        *t = Some(t.unwrap_or_default() + since.elapsed());
     }
 
     /// With `bytes` as the largest result stored (`--max-outcome-bytes`).
@@ -606,11 +622,13 @@ impl GuardedCalls {
                 tracing::warn!(error = %why, tool = %guard.tool, "the key argument does not fit the frozen arguments");
             }
         }
+        let asked = std::time::Instant::now();
         let answered = tokio::time::timeout(
             guard.lease,
             upstream.call(&guard.tool, arguments, call.meta.clone()),
         )
         .await;
+        self.upstream_took(asked);
         let result = match answered {
             Ok(Ok(r)) => r,
             Ok(Err(Unanswered::NotSent(why))) => {
@@ -1044,11 +1062,13 @@ impl GuardedCalls {
         if !upstream.available() {
             return Looked::Unknown("the upstream MCP server is down".into());
         }
+        let asked = std::time::Instant::now();
         let answered = tokio::time::timeout(
             call.guard.lease,
             upstream.call(&lookup.tool, arguments, Map::new()),
         )
         .await;
+        self.upstream_took(asked);
         let result = match answered {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => return Looked::Unknown(format!("no answer: {e}")),

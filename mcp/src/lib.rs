@@ -21,6 +21,7 @@ pub mod screen;
 pub mod stdio;
 pub mod streamable;
 pub mod tenant;
+pub mod timing;
 pub mod tool_args;
 pub mod tools;
 

@@ -117,6 +117,9 @@ impl Application {
             mcp_gateways,
             attempts: Default::default(),
         });
+        for (name, gateway) in &api.mcp_gateways {
+            gateway.time_with(name, api.metrics.mcp_times.clone());
+        }
         // The access rule follows the configured address (an unspecified
         // 0.0.0.0 is not loopback even when the port is picked later).
         let access = LiveAccess {

@@ -60,6 +60,10 @@ async def test_the_gateway_and_idem_s_own_server_over_http(env: Env, served: Ser
         metrics = (await h.get(served.url + "/metrics")).text
         assert 'idem_mcp_calls_total{tool="create_pix_charge",outcome="executed"} 1' in metrics
         assert 'idem_mcp_calls_total{tool="create_pix_charge",outcome="diverged"} 1' in metrics
+        # Timed in two parts: the gateway's own time for each of the three
+        # calls, the upstream's for the one that asked it.
+        assert 'idem_mcp_gateway_own_seconds_count{gateway="pay",tool="create_pix_charge"} 3' in metrics
+        assert 'idem_mcp_upstream_seconds_count{gateway="pay",tool="create_pix_charge"} 1' in metrics
         live = (await h.get(served.url + "/live/data.json")).json()
         assert any(t["tool"] == "create_pix_charge" and t["replays"] == 2 for t in live["mcp_tools"])
         page = (await h.get(served.url + "/live")).text
