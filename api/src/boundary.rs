@@ -30,9 +30,6 @@ pub struct HostRule {
     pub enforce: bool,
     /// Names allowed besides loopback ones, lowercase, without a port.
     pub allowed: Vec<String>,
-    /// The monitor is open to loopback visitors (then a forwarded request
-    /// to it, which is no loopback visitor, is refused).
-    pub open_monitor: bool,
     /// How long a request may take before it is answered 503 with its
     /// outcome unknown (`--request-timeout`; `None`: no bound).
     pub deadline: Option<std::time::Duration>,
@@ -62,7 +59,6 @@ impl HostRule {
         Self {
             enforce: open || !allowed.is_empty(),
             allowed,
-            open_monitor: open,
             deadline: None,
             turns: super::turns::Turns::new(super::turns::TURNS),
         }
