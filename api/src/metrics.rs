@@ -43,6 +43,39 @@ pub struct LatencyLabels {
 
 pub use idem_mcp::timing::{latency_histogram, LATENCY_BUCKETS};
 
+/// Labels of the store's operation times.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StoreLabels {
+    /// A query function's name (`begin_action`), or
+    /// `transaction_open`, `transaction_commit`, `transaction_rollback`,
+    /// `record_intent_batch`: the store's own fixed names.
+    pub op: &'static str,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+}
+
+/// How long the store's operations took, by operation and backend; clones
+/// share the histograms. The store reports to it ([`idem_store::Observer`]).
+#[derive(Clone, Debug)]
+pub struct StoreSeconds(pub Family<StoreLabels, Histogram, fn() -> Histogram>);
+
+impl Default for StoreSeconds {
+    fn default() -> Self {
+        Self(Family::new_with_constructor(latency_histogram))
+    }
+}
+
+impl idem_store::Observer for StoreSeconds {
+    fn took(&self, op: &'static str, backend: idem_store::Backend, took: std::time::Duration) {
+        self.0
+            .get_or_create(&StoreLabels {
+                op,
+                backend: backend.as_str(),
+            })
+            .observe(took.as_secs_f64());
+    }
+}
+
 /// Labels of the chore counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ChoreLabels {
@@ -116,6 +149,9 @@ pub struct Metrics {
     /// The mounted gateways' guarded calls: their own time and their
     /// upstreams', by gateway and tool.
     pub mcp_times: idem_mcp::timing::GatewayTimes,
+    /// The store's statements, transactions and batches, by operation and
+    /// backend; hand it to the store as its observer.
+    pub store_seconds: StoreSeconds,
 }
 
 /// Labels naming a mounted MCP gateway.
@@ -286,6 +322,12 @@ impl Metrics {
             "A mounted MCP gateway's upstream's time per guarded call that asked it (the tool call, and a lookup's), by gateway and tool",
             mcp_times.upstream.clone(),
         );
+        let store_seconds = StoreSeconds::default();
+        registry.register(
+            "store_operation_seconds",
+            "Time of the store's work by operation and backend: each statement by its query's name, transaction_open (a pooled connection, SQLite's write turn and begin), transaction_commit, transaction_rollback, record_intent_batch (one batch of the intent writer)",
+            store_seconds.0.clone(),
+        );
         let chores = Family::<ChoreLabels, Counter>::default();
         registry.register(
             "chore_runs",
@@ -328,6 +370,7 @@ impl Metrics {
             store_writable,
             mcp_upstream_up,
             mcp_times,
+            store_seconds,
         }
     }
 

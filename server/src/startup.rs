@@ -33,6 +33,8 @@ impl Application {
     /// listener. Fails, naming the cause, when any of them cannot be done.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let catalog = Arc::new(config.catalog);
+        // Made before the store, which reports its operations' times to it.
+        let metrics = Arc::new(Metrics::new());
         let (store, deriver) = open_keyed_store(KeyedStore {
             database_url: &config.database_url,
             data_dir: &config.data_dir,
@@ -40,6 +42,7 @@ impl Application {
             catalog: catalog.clone(),
             timeouts: config.db_timeouts,
             clock: config.clock.clone(),
+            observer: Some(Arc::new(metrics.store_seconds.clone())),
         })
         .await?;
         let listener = TcpListener::bind(config.addr)
@@ -110,7 +113,7 @@ impl Application {
             store,
             catalog,
             deriver,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             demo: config.demo,
             conformance_fixture: config.conformance_fixture,
             max_outcome_bytes: config.max_outcome_bytes,
@@ -385,6 +388,8 @@ pub struct KeyedStore<'a> {
     pub timeouts: crate::config::DbTimeouts,
     /// The store's clock.
     pub clock: Arc<dyn idem_store::Clock>,
+    /// Told how long each store operation took (`/metrics`).
+    pub observer: Option<Arc<dyn idem_store::Observer>>,
 }
 
 /// Opens and migrates the store that derives keys, with the deployment's
@@ -420,6 +425,7 @@ pub async fn open_keyed_store(k: KeyedStore<'_>) -> anyhow::Result<(Store, Arc<K
     let deriver = Arc::new(KeyDeriver::new(&secret));
     let mut options = k.timeouts.apply(Options::new(k.catalog, deriver.clone()));
     options.clock = k.clock;
+    options.observer = k.observer;
     let store = Store::connect(k.database_url, options).await?;
     // Which file the embedded database is, so an operator can tell it
     // from the one a CLI command run elsewhere opened (a PostgreSQL URL

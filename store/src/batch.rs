@@ -77,10 +77,17 @@ pub(crate) struct Batcher {
     idle: std::sync::Mutex<Vec<Option<Conn>>>,
     /// SQLite: the store's queue of writers, which this one joins.
     gate: crate::write_queue::WriteQueue,
+    /// Told how long each batch took.
+    observer: Option<Arc<dyn crate::Observer>>,
 }
 
 impl Batcher {
-    pub(crate) fn new(target: Target, stats: bool, gate: crate::write_queue::WriteQueue) -> Self {
+    pub(crate) fn new(
+        target: Target,
+        stats: bool,
+        gate: crate::write_queue::WriteQueue,
+        observer: Option<Arc<dyn crate::Observer>>,
+    ) -> Self {
         let writers = match target {
             Target::Sqlite(_) => 1,
             // Fewer writers make bigger batches, and a batch costs the
@@ -101,6 +108,7 @@ impl Batcher {
             next_id: std::sync::atomic::AtomicU64::new(0),
             idle: std::sync::Mutex::new((0..writers).map(|_| None).collect()),
             gate,
+            observer,
         }
     }
 
@@ -192,6 +200,21 @@ impl Batcher {
 
     /// Writes one batch on an idle connection (opened if needed).
     async fn write(&self, jobs: Vec<Job>) {
+        let since = std::time::Instant::now();
+        let backend = match self.target {
+            Target::Sqlite(_) => crate::Backend::Sqlite,
+            Target::Postgres(_) => crate::Backend::Postgres,
+        };
+        self.write_batch(jobs).await;
+        crate::observe::report(
+            self.observer.as_deref(),
+            crate::observe::BATCH,
+            backend,
+            since,
+        );
+    }
+
+    async fn write_batch(&self, jobs: Vec<Job>) {
         let slot = lock(&self.idle).pop();
         let conn = match slot.flatten() {
             Some(c) => Ok(c),

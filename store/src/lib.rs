@@ -67,6 +67,7 @@ mod facts;
 mod faults;
 mod maintenance;
 mod model;
+pub mod observe;
 mod session;
 pub mod sql;
 pub mod stats;
@@ -76,6 +77,7 @@ mod write_queue;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use maintenance::{Chore, PurgeReport};
 pub use model::*;
+pub use observe::Observer;
 pub use session::Session;
 pub use tenants::{token_hash, ApiToken, SessionId, SessionOwner, TenantInfo};
 pub use write_queue::MAX_WRITE_TRANSACTION;
@@ -344,6 +346,9 @@ pub struct Options {
     /// Every other writer of the file waits meanwhile, so this bounds how
     /// long one stalled holder can stop the store.
     pub max_write_transaction: Duration,
+    /// Told how long each statement, transaction and batch took (`None`:
+    /// nothing is timed).
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 impl Options {
@@ -371,6 +376,7 @@ impl Options {
             statement_timeout: Some(Duration::from_secs(30)),
             async_commit: false,
             max_write_transaction: MAX_WRITE_TRANSACTION,
+            observer: None,
         }
     }
 }
@@ -398,6 +404,8 @@ pub(crate) struct Inner {
     /// their holder: the host, the pid and a random part, so a restarted
     /// process on a reused pid is a new holder.
     pub(crate) instance: String,
+    /// Who is told how long each operation took.
+    pub(crate) observer: Option<Arc<dyn Observer>>,
 }
 
 /// Commits without waiting for the WAL flush on this connection, unless the
@@ -589,9 +597,14 @@ impl Store {
         };
         let gate = write_queue::WriteQueue::default();
         let sqlite = matches!(db, Db::Sqlite(_));
-        let batcher = options
-            .coalesce
-            .then(|| Arc::new(batch::Batcher::new(target, options.stats, gate.clone())));
+        let batcher = options.coalesce.then(|| {
+            Arc::new(batch::Batcher::new(
+                target,
+                options.stats,
+                gate.clone(),
+                options.observer.clone(),
+            ))
+        });
         let store = Store {
             inner: Arc::new(Inner {
                 db,
@@ -607,6 +620,7 @@ impl Store {
                 max_write_transaction: options.max_write_transaction,
                 readiness: tokio::sync::Mutex::new(None),
                 instance: maintenance::instance_name(),
+                observer: options.observer,
             }),
         };
         if let (Some(every), true) = (options.flush_every, options.stats) {
@@ -811,6 +825,23 @@ impl Store {
         self.session()
             .await?
             .record_intent(tenant, action, payload)
+            .await
+    }
+
+    /// Records a delivery and claims the frozen intent's action in one
+    /// transaction (see [`Session::record_and_claim`]): the worker's first
+    /// call, one commit instead of two.
+    pub async fn record_and_claim(
+        &self,
+        tenant: &TenantId,
+        action: &idem_core::ActionType,
+        payload: &Payload<'_>,
+        lease: Duration,
+        attempt_id: Option<&str>,
+    ) -> Result<(RecordedIntent, Begin), Error> {
+        self.session()
+            .await?
+            .record_and_claim(tenant, action, payload, lease, attempt_id)
             .await
     }
 

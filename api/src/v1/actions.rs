@@ -80,6 +80,11 @@ impl Claim {
     pub(crate) fn attempt_id(&self) -> Option<&str> {
         self.attempt_id.as_deref()
     }
+
+    /// How long the claim holds.
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
+    }
 }
 
 impl TryFrom<ClaimOptions> for Claim {
@@ -222,6 +227,7 @@ pub async fn begin_action(
         &claim,
         attempt.is_err(),
         &waiter,
+        None,
     )
     .await?;
     if let BeginResponse::InFlight { lease_until_ms, .. } = answer {
@@ -254,7 +260,9 @@ pub(crate) const ATTEMPT_IN_USE: &str = "do not act: another request with this a
 /// answers it with (in flight: 409), and whether it was in flight because
 /// another request used its attempt id. A wait holds no write turn, and
 /// ends when the client leaves (nothing was claimed: the answer goes
-/// nowhere).
+/// nowhere). `first` is a claim already asked for (with the record, in
+/// its transaction); it is answered as the first round's.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim_action(
     state: &ApiState,
     tenant: &idem_core::TenantId,
@@ -263,6 +271,7 @@ pub(crate) async fn claim_action(
     claim: &Claim,
     attempt_in_use: bool,
     waiter: &Waiter,
+    mut first: Option<Begin>,
 ) -> Result<(StatusCode, BeginResponse, bool), ApiError> {
     if attempt_in_use {
         // Another request with this attempt id is in the server now: this
@@ -285,16 +294,21 @@ pub(crate) async fn claim_action(
     // Short first pauses: most holders finish within a provider's answer.
     let mut pause = Duration::from_millis(10);
     let begin = loop {
-        let begin = state
-            .store
-            .begin_attempt(
-                tenant,
-                action,
-                key,
-                claim.lease,
-                claim.attempt_id.as_deref(),
-            )
-            .await?;
+        let begin = match first.take() {
+            Some(b) => b,
+            None => {
+                state
+                    .store
+                    .begin_attempt(
+                        tenant,
+                        action,
+                        key,
+                        claim.lease,
+                        claim.attempt_id.as_deref(),
+                    )
+                    .await?
+            }
+        };
         let Begin::InFlight { lease_until_ms } = begin else {
             break begin;
         };
@@ -679,18 +693,12 @@ async fn finish(
             !reconciled,
         ));
     }
-    let done = if reconciled {
-        s.reconcile(tenant, key, token, &outcome).await
-    } else {
-        match &outcome {
-            Outcome::Completed(r) => s.complete(tenant, key, token, r).await,
-            Outcome::Failed { error, retryable } => {
-                s.fail(tenant, key, token, error, *retryable).await
-            }
-        }
-    };
-    done.map_err(|e| finish_error(key, e))?;
-    read_action(&mut s, tenant, key).await
+    // The outcome's statement returns the row: the answer, without a read.
+    let action = s
+        .settle_action(tenant, key, token, &outcome, reconciled)
+        .await
+        .map_err(|e| finish_error(key, e))?;
+    Ok(Json(ActionResponse::new(key, action)))
 }
 
 /// Records success under the fencing token.

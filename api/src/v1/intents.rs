@@ -109,10 +109,24 @@ pub async fn record_intent(
     let attempt = state
         .attempts
         .seat(tenant.as_str(), claim.as_ref().and_then(Claim::attempt_id));
-    let r = state
-        .store
-        .record_intent(&tenant, req.action.as_str(), &payload)
-        .await?;
+    // With a claim, and no other request of its attempt in the server, the
+    // record and the claim are one transaction: one commit, not two.
+    let (r, first) = match &claim {
+        Some(c) if attempt.is_ok() => {
+            let (r, begin) = state
+                .store
+                .record_and_claim(&tenant, &req.action, &payload, c.lease(), c.attempt_id())
+                .await?;
+            (r, Some(begin))
+        }
+        _ => (
+            state
+                .store
+                .record_intent(&tenant, req.action.as_str(), &payload)
+                .await?,
+            None,
+        ),
+    };
     let delivery = if r.inserted { "first" } else { "redelivery" };
     state
         .metrics
@@ -138,6 +152,7 @@ pub async fn record_intent(
                 &c,
                 attempt.is_err(),
                 &waiter,
+                first,
             )
             .await?
             .1,

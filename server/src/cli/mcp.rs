@@ -47,6 +47,8 @@ pub(crate) async fn gateway(args: McpGatewayArgs) -> anyhow::Result<()> {
         catalog,
         timeouts: args.db.timeouts(),
         clock: Arc::new(idem_store::SystemClock),
+        // A stdio gateway has no /metrics to show them in.
+        observer: None,
     })
     .await?;
     match store.tenant_info(&tenant).await {

@@ -1370,6 +1370,21 @@ async fn metrics_openapi_and_probes(s: &Srv) {
         }),
         "{timed:?}"
     );
+    // The store's work by operation and backend: the two intents went
+    // through the intent writer, the charges' key records through their
+    // statements; every label is one of the store's own names.
+    let ops: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("idem_store_operation_seconds_count{"))
+        .collect();
+    let label = regex::Regex::new(r#"^idem_store_operation_seconds_count\{op="([a-z_]+)",backend="(sqlite|postgres)"\} [1-9][0-9]*$"#).unwrap();
+    assert!(ops.iter().all(|l| label.is_match(l)), "{ops:?}");
+    for op in ["record_intent_batch", "transaction_commit"] {
+        assert!(
+            ops.iter().any(|l| l.contains(&format!("op=\"{op}\""))),
+            "{op} not timed: {ops:?}"
+        );
+    }
     let doc = s.get_json(&s.url("/v1/openapi.json")).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     for path in [

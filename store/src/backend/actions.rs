@@ -145,20 +145,23 @@ queries! {
                 .await
         }
 
-        fn complete_action(c, tenant: &str, key: &str, token: i64, response: &str, now: Millis, reconciled: bool) -> R<Option<String>> {
-            sqlx::query::<Db>(q::COMPLETE_ACTION)
+        /// `counted`: the statement also journals the outcome's count.
+        #[allow(clippy::too_many_arguments)] // one bind per column
+        fn complete_action(c, tenant: &str, key: &str, token: i64, response: &str, now: Millis, reconciled: bool, counted: bool) -> R<Option<ActionRow>> {
+            let text = if counted { q::COMPLETE_ACTION_COUNTED } else { q::COMPLETE_ACTION };
+            sqlx::query_as::<Db, ActionRow>(text)
                 .bind(tenant)
                 .bind(key)
                 .bind(token)
                 .bind(response)
                 .bind(now)
                 .bind(reconciled)
-                // The action type, for the statistics; None when refused.
+                // The row as the outcome left it; None when refused. All
+                // rows read, so SQLite's statement is done with (and its
+                // autocommit ended) before the answer.
                 .fetch_all(&mut *c)
                 .await
-                .map(first_opt)?
-                .map(|r| r.try_get("action"))
-                .transpose()
+                .map(first_opt)
         }
 
         fn seal_failed_action(c, tenant: &str, key: &str, now: Millis) -> R<Option<String>> {
@@ -174,8 +177,10 @@ queries! {
         }
 
         #[allow(clippy::too_many_arguments)] // one bind per column
-        fn fail_action(c, tenant: &str, key: &str, token: i64, error: &str, retryable: bool, now: Millis, reconciled: bool) -> R<Option<String>> {
-            sqlx::query::<Db>(q::FAIL_ACTION)
+        /// `counted`: the statement also journals the outcome's count.
+        fn fail_action(c, tenant: &str, key: &str, token: i64, error: &str, retryable: bool, now: Millis, reconciled: bool, counted: bool) -> R<Option<ActionRow>> {
+            let text = if counted { q::FAIL_ACTION_COUNTED } else { q::FAIL_ACTION };
+            sqlx::query_as::<Db, ActionRow>(text)
                 .bind(tenant)
                 .bind(key)
                 .bind(token)
@@ -183,12 +188,12 @@ queries! {
                 .bind(retryable)
                 .bind(now)
                 .bind(reconciled)
-                // The action type, for the statistics; None when refused.
+                // The row as the outcome left it; None when refused. All
+                // rows read, so SQLite's statement is done with (and its
+                // autocommit ended) before the answer.
                 .fetch_all(&mut *c)
                 .await
-                .map(first_opt)?
-                .map(|r| r.try_get("action"))
-                .transpose()
+                .map(first_opt)
         }
 
         fn sweep_expired_leases(c, tenant: &str, now: Millis, limit: i64) -> R<Vec<String>> {

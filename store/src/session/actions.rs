@@ -105,7 +105,7 @@ impl Session {
         })
     }
 
-    async fn claim(
+    pub(super) async fn claim(
         &mut self,
         tenant: &TenantId,
         action: &ActionType,
@@ -128,6 +128,10 @@ impl Session {
                 let swept = row.prev_state.as_deref() == Some("swept");
                 self.keep_replaced(t, k, &row, now).await?;
                 let begin = claimed(row)?;
+                // SQLite's claim journals itself (its triggers, migration 0022).
+                if self.store.backend() == crate::Backend::Sqlite {
+                    return Ok(begin);
+                }
                 self.note(tenant, action.as_str(), |c| {
                     c.counts.actions_started += 1;
                     if let Begin::Uncertain { previous, .. } = &begin {
@@ -380,10 +384,19 @@ impl Session {
         token: i64,
         outcome: &Outcome,
     ) -> Result<(), Error> {
-        // A reconciliation records what the provider says about an attempt
-        // whose outcome is unknown: only an uncertain action has one. A
-        // claim that started fresh knows its own outcome; it completes or
-        // fails it.
+        self.check_reconcilable(tenant, key, token).await?;
+        self.finish(tenant, key, token, outcome, true).await
+    }
+
+    /// A reconciliation records what the provider says about an attempt
+    /// whose outcome is unknown: only an uncertain action has one. A claim
+    /// that started fresh knows its own outcome; it completes or fails it.
+    async fn check_reconcilable(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+    ) -> Result<(), Error> {
         if let Some(row) = on!(self.select_action(tenant.as_str(), key.as_str()))? {
             // A started claim whose lease ran out is uncertain, swept or not.
             let running = row.lease_until_ms.is_some_and(|until| until > self.now());
@@ -393,7 +406,7 @@ impl Session {
                 ));
             }
         }
-        self.finish(tenant, key, token, outcome, true).await
+        Ok(())
     }
 
     async fn finish(
@@ -404,9 +417,56 @@ impl Session {
         outcome: &Outcome,
         reconciled: bool,
     ) -> Result<(), Error> {
-        self.enter().await?;
-        let result = self.settle(tenant, key, token, outcome, reconciled).await;
-        self.leave(result).await
+        self.finish_returning(tenant, key, token, outcome, reconciled)
+            .await
+            .map(drop)
+    }
+
+    /// Records `outcome` under the fencing token `token` as
+    /// [`complete`](Self::complete), [`fail`](Self::fail) or (with
+    /// `reconciled`) [`reconcile`](Self::reconcile) do, and returns the
+    /// action as it now stands: the answer a caller shows, without reading
+    /// the row again.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant))]
+    pub async fn settle_action(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        outcome: &Outcome,
+        reconciled: bool,
+    ) -> Result<Action, Error> {
+        if reconciled {
+            self.check_reconcilable(tenant, key, token).await?;
+        }
+        self.finish_returning(tenant, key, token, outcome, reconciled)
+            .await
+    }
+
+    async fn finish_returning(
+        &mut self,
+        tenant: &TenantId,
+        key: &IdempotencyKey,
+        token: i64,
+        outcome: &Outcome,
+        reconciled: bool,
+    ) -> Result<Action, Error> {
+        // One statement that journals its own count (SQLite: the actions
+        // table's trigger, migration 0022; PostgreSQL: a CTE), so outside
+        // the caller's transaction there is none to open: one round trip
+        // and one commit, where a transaction took four round trips.
+        if self.explicit {
+            return self.settle(tenant, key, token, outcome, reconciled).await;
+        }
+        if self.store.backend() == crate::Backend::Sqlite {
+            // Still on its write turn: left to SQLite's busy handler behind
+            // the claims' transactions, an outcome waited up to 300 ms at
+            // 16 connections.
+            self.exec().await?;
+            let _turn = self.store.inner.writers.turn().await?;
+            return self.settle(tenant, key, token, outcome, reconciled).await;
+        }
+        self.settle(tenant, key, token, outcome, reconciled).await
     }
 
     async fn settle(
@@ -416,23 +476,32 @@ impl Session {
         token: i64,
         outcome: &Outcome,
         reconciled: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<Action, Error> {
         let now = self.now();
         let (t, k) = (tenant.as_str(), key.as_str());
-        // The update returns the action type (for the statistics); the row is
-        // read back only to explain a refusal.
+        // The update returns the row (the caller's answer, and its action
+        // type for the statistics); it is read again only after a refusal.
+        // Counted by the statement itself, unless statistics are off or the
+        // caller's transaction journals them at its commit (PostgreSQL;
+        // SQLite's trigger counts whatever this says).
+        let counted = self.store.inner.stats && !self.explicit;
         let updated = match outcome {
-            Outcome::Completed(r) => on!(self.complete_action(t, k, token, r, now, reconciled))?,
+            Outcome::Completed(r) => {
+                on!(self.complete_action(t, k, token, r, now, reconciled, counted))?
+            }
             Outcome::Failed { error, retryable } => {
-                on!(self.fail_action(t, k, token, error, *retryable, now, reconciled))?
+                on!(self.fail_action(t, k, token, error, *retryable, now, reconciled, counted))?
             }
         };
-        if let Some(action) = updated {
-            self.note(tenant, &action, |c| match outcome {
-                Outcome::Completed(_) => c.counts.actions_completed += 1,
-                Outcome::Failed { .. } => c.counts.actions_failed += 1,
-            });
-            return Ok(());
+        if let Some(row) = updated {
+            if !counted && self.store.backend() != crate::Backend::Sqlite {
+                let action = row.action.clone();
+                self.note(tenant, &action, |c| match outcome {
+                    Outcome::Completed(_) => c.counts.actions_completed += 1,
+                    Outcome::Failed { .. } => c.counts.actions_failed += 1,
+                });
+            }
+            return row.try_into();
         }
         let row = on!(self.select_action(t, k))?.ok_or(Error::NotFound)?;
         // Saying the same thing twice with the current token is not a
@@ -449,7 +518,7 @@ impl Session {
                 }
             };
         if same {
-            return Ok(());
+            return row.try_into();
         }
         Err(Error::StaleToken {
             token,

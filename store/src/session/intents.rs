@@ -31,6 +31,45 @@ impl Session {
         payload: &Payload<'_>,
     ) -> Result<RecordedIntent, Error> {
         let candidate = self.store.derive(tenant, action, payload)?;
+        self.record_candidate(tenant, action, candidate).await
+    }
+
+    /// Records a delivery of an intent and claims the frozen intent's
+    /// action in one transaction: the worker's first call, one commit where
+    /// [`record_intent`](Self::record_intent) then
+    /// [`begin_attempt`](Self::begin_attempt) are two. Nothing is kept when
+    /// either fails. The key is derived before the transaction opens, so
+    /// SQLite's write lock is never held for the HMAC.
+    #[tracing::instrument(level = "debug", skip_all, fields(tenant = %tenant, action = %action))]
+    pub async fn record_and_claim(
+        &mut self,
+        tenant: &TenantId,
+        action: &ActionType,
+        payload: &Payload<'_>,
+        lease: Duration,
+        attempt_id: Option<&str>,
+    ) -> Result<(RecordedIntent, Begin), Error> {
+        let candidate = self.store.derive(tenant, action.as_str(), payload)?;
+        self.enter_always().await?;
+        let result = async {
+            let recorded = self
+                .record_candidate(tenant, action.as_str(), candidate)
+                .await?;
+            let begin = self
+                .claim(tenant, action, &recorded.key, lease, attempt_id)
+                .await?;
+            Ok((recorded, begin))
+        }
+        .await;
+        self.leave(result).await
+    }
+
+    async fn record_candidate(
+        &mut self,
+        tenant: &TenantId,
+        action: &str,
+        candidate: Candidate,
+    ) -> Result<RecordedIntent, Error> {
         let json = candidate.payload.to_json();
         let write = candidate.write_parts(tenant, action, &json);
         let now = self.now();

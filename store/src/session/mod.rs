@@ -44,8 +44,9 @@ pub(crate) enum Exec<'a> {
 
 /// Runs one backend function on whichever backend the session holds.
 macro_rules! on {
-    ($self:ident . $f:ident ( $($arg:expr),* $(,)? )) => {
-        match $self.exec().await {
+    ($self:ident . $f:ident ( $($arg:expr),* $(,)? )) => {{
+        let since = std::time::Instant::now();
+        let result = match $self.exec().await {
             Ok($crate::session::Exec::Sqlite(c)) => {
                 use $crate::backend::prelude::*;
                 c.$f($($arg),*).await
@@ -59,8 +60,10 @@ macro_rules! on {
                 c.$f($($arg),*).await
             }
             Err(e) => Err(e),
-        }
-    };
+        };
+        $self.observe(stringify!($f), since);
+        result
+    }};
 }
 pub(crate) use on;
 
@@ -134,7 +137,16 @@ impl Session {
     /// its counts commit together or not at all. [`leave`](Self::leave)
     /// ends it.
     pub(crate) async fn enter(&mut self) -> Result<(), Error> {
-        if self.explicit || !self.store.inner.stats {
+        if !self.store.inner.stats {
+            return Ok(());
+        }
+        self.enter_always().await
+    }
+
+    /// Like [`enter`](Self::enter), also when statistics are off: for a
+    /// call whose writes must commit together whatever is counted.
+    pub(crate) async fn enter_always(&mut self) -> Result<(), Error> {
+        if self.explicit {
             return Ok(());
         }
         // A pooled connection held from an earlier call goes back first; the
@@ -151,10 +163,13 @@ impl Session {
     /// in a statement of their own. In the caller's transaction: nothing
     /// yet, [`commit`](Self::commit) does it.
     pub(crate) async fn leave<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
-        if self.explicit || !self.store.inner.stats {
+        if self.explicit {
             return result;
         }
         let implicit = matches!(self.inner, Inner::SqliteTx(..) | Inner::PgTx(_));
+        if !implicit && !self.store.inner.stats {
+            return result;
+        }
         if result.is_err() {
             self.pending = Accumulator::default();
             if implicit {
@@ -179,12 +194,14 @@ impl Session {
     /// Commits or rolls back the transaction [`enter`](Self::enter) opened;
     /// a SQLite transaction's write turn goes with it, whatever the outcome.
     async fn end_implicit(&mut self, commit: bool) -> Result<(), Error> {
+        let since = std::time::Instant::now();
         let ended = match std::mem::replace(&mut self.inner, Inner::Idle) {
             Inner::SqliteTx(held) => end_sqlite(held, commit).await,
             Inner::PgTx(t) if commit => t.commit().await.map_err(Error::from_commit),
             Inner::PgTx(t) => t.rollback().await.map_err(Error::from),
-            _ => Ok(()),
+            _ => return Ok(()),
         };
+        self.observe(end_op(commit), since);
         ended
     }
 
@@ -214,6 +231,16 @@ impl Session {
         self.store.inner.clock.now_ms()
     }
 
+    /// Tells the store's observer how long `op` took since `since`.
+    pub(crate) fn observe(&self, op: &'static str, since: std::time::Instant) {
+        crate::observe::report(
+            self.store.inner.observer.as_deref(),
+            op,
+            self.store.backend(),
+            since,
+        );
+    }
+
     /// Counts into the open transaction's pending statistics (journaled by
     /// [`leave`](Self::leave) or [`commit`](Self::commit)).
     pub(crate) fn note(&mut self, tenant: &TenantId, action: &str, f: impl FnOnce(&mut Cell)) {
@@ -230,22 +257,47 @@ impl Session {
         if self.explicit {
             self.journal().await?;
         }
-        match self.inner {
+        let since = std::time::Instant::now();
+        let (store, inner) = (self.store, self.inner);
+        match inner {
             Inner::SqliteTx(held) => end_sqlite(held, true).await?,
             Inner::PgTx(t) => t.commit().await.map_err(Error::from_commit)?,
-            Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
+            Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => return Ok(()),
         }
+        crate::observe::report(
+            store.inner.observer.as_deref(),
+            end_op(true),
+            store.backend(),
+            since,
+        );
         Ok(())
     }
 
     /// Rolls the transaction back (a no-op outside one).
     pub async fn rollback(self) -> Result<(), Error> {
-        match self.inner {
+        let since = std::time::Instant::now();
+        let (store, inner) = (self.store, self.inner);
+        match inner {
             Inner::SqliteTx(held) => end_sqlite(held, false).await?,
             Inner::PgTx(t) => t.rollback().await?,
-            Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => {}
+            Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => return Ok(()),
         }
+        crate::observe::report(
+            store.inner.observer.as_deref(),
+            end_op(false),
+            store.backend(),
+            since,
+        );
         Ok(())
+    }
+}
+
+/// The observer's name for a transaction's end.
+fn end_op(commit: bool) -> &'static str {
+    if commit {
+        crate::observe::COMMIT
+    } else {
+        crate::observe::ROLLBACK
     }
 }
 
@@ -265,6 +317,20 @@ impl Session {
 /// opening whatever happens to the caller, so the transaction always has an
 /// owner whose drop rolls it back.
 async fn begin(store: &Store) -> Result<Inner, Error> {
+    let since = std::time::Instant::now();
+    let opened = open_transaction(store).await;
+    if opened.is_ok() {
+        crate::observe::report(
+            store.inner.observer.as_deref(),
+            crate::observe::OPEN,
+            store.backend(),
+            since,
+        );
+    }
+    opened
+}
+
+async fn open_transaction(store: &Store) -> Result<Inner, Error> {
     Ok(match &store.inner.db {
         crate::Db::Sqlite(p) => {
             let (pool, gate) = (p.clone(), store.inner.writers.clone());

@@ -105,7 +105,8 @@ update actions set
     lease_until_ms = null, updated_ms = $5, reconciled = $6
 where tenant_id = $1 and idem_key = $2 and fencing_token = $3
     and state in ('started', 'uncertain')
-returning action";
+returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms";
 
     /// Seals a failed action for good before its intent is superseded: no
     /// claim takes it over again (a claim racing it re-reads this row on
@@ -123,7 +124,8 @@ update actions set
     lease_until_ms = null, updated_ms = $6, reconciled = $7
 where tenant_id = $1 and idem_key = $2 and fencing_token = $3
     and state in ('started', 'uncertain')
-returning action";
+returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms";
 
     /// Marks claims whose lease ran out as uncertain, in bounded batches. The
     /// lease end stays (it is what one asks the provider about); `swept_ms`
@@ -146,10 +148,56 @@ returning action";
 /// dialect needs one.
 pub mod pg {
     pub use super::*;
+
+    /// [`COMPLETE_ACTION`] with its count journaled in the same statement
+    /// (a data-modifying CTE, as the intent writer's): one round trip and
+    /// one commit for an outcome, where a transaction around the update and
+    /// the journal's append took four round trips. The minute is the
+    /// write's `now`, as the Rust side's count would have it.
+    pub const COMPLETE_ACTION_COUNTED: &str = "\
+with done as (
+update actions set
+    state = 'completed', response = $4, error = null, retryable = null,
+    lease_until_ms = null, updated_ms = $5, reconciled = $6
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')
+returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms
+), counted as (
+insert into stats_journal (tenant_id, bucket_start_ms, action, actions_completed)
+select $1, $5 - $5 % 60000, action, 1 from done
+)
+select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms
+from done";
+
+    /// [`FAIL_ACTION`] with its count journaled in the same statement.
+    pub const FAIL_ACTION_COUNTED: &str = "\
+with done as (
+update actions set
+    state = 'failed', response = null, error = $4, retryable = $5,
+    lease_until_ms = null, updated_ms = $6, reconciled = $7
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')
+returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms
+), counted as (
+insert into stats_journal (tenant_id, bucket_start_ms, action, actions_failed)
+select $1, $6 - $6 % 60000, action, 1 from done
+)
+select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms
+from done";
 }
 
 /// What SQLite runs: the statements above, and its own text where its
 /// dialect needs one.
 pub mod sqlite {
     pub use super::*;
+
+    /// The outcome's count is journaled by the actions table's trigger
+    /// (migration 0022): the statement is the plain one.
+    pub const COMPLETE_ACTION_COUNTED: &str = COMPLETE_ACTION;
+    /// As [`COMPLETE_ACTION_COUNTED`].
+    pub const FAIL_ACTION_COUNTED: &str = FAIL_ACTION;
 }

@@ -37,16 +37,20 @@ async fn writes_cut_at_any_await_never_hold_the_store(h: &H) {
                     let _ = tokio::time::timeout(cut, async move {
                         let json_1 = pix(&reference, "180.00");
                         let p = Payload::from_json(&json_1).unwrap();
-                        let intent = store.record_intent(&tenant, "pix.cobranca", &p).await?;
-                        if let Begin::Claimed { token, .. } = store
-                            .begin_action(
-                                &tenant,
-                                &pix_action(),
-                                &intent.key,
-                                Duration::from_secs(30),
-                            )
-                            .await?
-                        {
+                        let lease = Duration::from_secs(30);
+                        // Half the workers record and claim in one call.
+                        let (intent, begin) = if w % 2 == 1 {
+                            store
+                                .record_and_claim(&tenant, &pix_action(), &p, lease, None)
+                                .await?
+                        } else {
+                            let intent = store.record_intent(&tenant, "pix.cobranca", &p).await?;
+                            let begin = store
+                                .begin_action(&tenant, &pix_action(), &intent.key, lease)
+                                .await?;
+                            (intent, begin)
+                        };
+                        if let Begin::Claimed { token, .. } = begin {
                             let mut tx = store.transaction().await?;
                             tx.complete(&tenant, &intent.key, token, "{}").await?;
                             tx.commit().await?;
@@ -55,12 +59,33 @@ async fn writes_cut_at_any_await_never_hold_the_store(h: &H) {
                     })
                     .await;
                 }
+                n
             })
         })
         .collect();
+    let mut made = Vec::new();
     for w in workers {
-        w.await.unwrap();
+        made.push(w.await.unwrap());
     }
+    // Cut anywhere, a record and claim kept both or neither.
+    let mut s = h.store.session().await.unwrap();
+    for (w, n) in made.iter().enumerate().filter(|(w, _)| w % 2 == 1) {
+        for i in 1..=*n {
+            match s
+                .intent(&h.tenant, "pix.cobranca", &format!("CUT-{w}-{i}"))
+                .await
+            {
+                Ok(intent) => {
+                    s.action(&h.tenant, &intent.key)
+                        .await
+                        .unwrap_or_else(|e| panic!("CUT-{w}-{i} recorded without its claim: {e}"));
+                }
+                Err(Error::NotFound) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    drop(s);
     for i in 0..5 {
         let json_2 = pix(&format!("AFTER-{i}"), "180.00");
         let p = Payload::from_json(&json_2).unwrap();

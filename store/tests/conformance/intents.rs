@@ -14,6 +14,8 @@ idem_testkit::both!(
     sixty_four_concurrent_records_make_one_row,
     concurrent_divergent_candidates_keep_the_first,
     empty_reference_and_unknown_action_are_refused,
+    record_and_claim_is_one_write_of_both,
+    a_guarded_effect_is_two_commits_and_every_statement_is_timed,
 );
 
 /// The first delivery's candidate is kept as it was sent, byte for byte
@@ -639,4 +641,159 @@ async fn empty_reference_and_unknown_action_are_refused(h: &H) {
             "{e:?}"
         );
     }
+}
+
+/// The worker's first call records the delivery and claims the frozen
+/// intent's action together: the first gets the claim, a redelivery (even
+/// a divergent one) is told the claim is in flight, a delivery after the
+/// outcome gets it back, and sixteen at once make one intent and one claim
+/// with every delivery counted.
+async fn record_and_claim_is_one_write_of_both(h: &H) {
+    let lease = Duration::from_secs(30);
+    let (first, other) = (pix("FAT-RC", "180.00"), pix("FAT-RC", "18000"));
+    let (first, other) = (
+        Payload::from_json(&first).unwrap(),
+        Payload::from_json(&other).unwrap(),
+    );
+    let (r, b) = h
+        .store
+        .record_and_claim(&h.tenant, &pix_action(), &first, lease, Some("w1"))
+        .await
+        .unwrap();
+    assert!(r.inserted && !r.diverged);
+    let Begin::Claimed { token, attempt, .. } = b else {
+        panic!("the first delivery claims: {b:?}");
+    };
+    assert_eq!((token, attempt), (1, 1));
+    // The same attempt asking again (its answer was lost) gets its claim.
+    let (r, b) = h
+        .store
+        .record_and_claim(&h.tenant, &pix_action(), &first, lease, Some("w1"))
+        .await
+        .unwrap();
+    assert_eq!(r.deliveries, 2);
+    assert!(matches!(b, Begin::Claimed { token: 1, .. }), "{b:?}");
+    // Another worker with different values: the frozen intent, in flight.
+    let (r, b) = h
+        .store
+        .record_and_claim(&h.tenant, &pix_action(), &other, lease, Some("w2"))
+        .await
+        .unwrap();
+    assert!(r.diverged && !r.inserted);
+    assert!(matches!(b, Begin::InFlight { .. }), "{b:?}");
+    let mut tx = h.store.transaction().await.unwrap();
+    tx.complete(&h.tenant, &r.key, 1, r#"{"id":"ch_1"}"#)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let (_, b) = h
+        .store
+        .record_and_claim(&h.tenant, &pix_action(), &first, lease, None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&b, Begin::Completed { response, .. } if response == r#"{"id":"ch_1"}"#),
+        "{b:?}"
+    );
+
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let store = h.store.clone();
+            let tenant = h.tenant.clone();
+            tokio::spawn(async move {
+                let json = pix("FAT-RC16", "180.00");
+                let p = Payload::from_json(&json).unwrap();
+                store
+                    .record_and_claim(&tenant, &pix_action(), &p, lease, Some(&format!("w{i}")))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut claimed = 0;
+    let mut inserted = 0;
+    for t in tasks {
+        let (r, b) = t.await.unwrap();
+        inserted += usize::from(r.inserted);
+        match b {
+            Begin::Claimed { token: 1, .. } => claimed += 1,
+            Begin::InFlight { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((inserted, claimed), (1, 1));
+    let i = h
+        .store
+        .session()
+        .await
+        .unwrap()
+        .intent(&h.tenant, "pix.cobranca", "FAT-RC16")
+        .await
+        .unwrap();
+    assert_eq!(i.deliveries, 16);
+}
+
+#[derive(Debug, Default)]
+struct Ops(std::sync::Mutex<Vec<(&'static str, Backend)>>);
+
+impl Observer for Ops {
+    fn took(&self, op: &'static str, backend: Backend, _took: Duration) {
+        self.0.lock().unwrap().push((op, backend));
+    }
+}
+
+impl Ops {
+    fn take(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+            .into_iter()
+            .map(|(op, _)| op)
+            .collect()
+    }
+}
+
+/// The worker's path is two commits: record and claim in one, the outcome
+/// in the other (one autocommit statement). The observer hears
+/// every statement by its query's name, each transaction's opening and
+/// commit, on the store's own backend.
+async fn a_guarded_effect_is_two_commits_and_every_statement_is_timed(h: &H) {
+    let ops = Arc::new(Ops::default());
+    let mut o = options(&h.clock);
+    o.observer = Some(ops.clone());
+    let store = Store::connect(&h.db.url, o).await.unwrap();
+    let json = pix("FAT-OBS", "180.00");
+    let p = Payload::from_json(&json).unwrap();
+    let (r, b) = store
+        .record_and_claim(&h.tenant, &pix_action(), &p, Duration::from_secs(30), None)
+        .await
+        .unwrap();
+    let Begin::Claimed { token, .. } = b else {
+        panic!("{b:?}")
+    };
+    let first = ops.take();
+    let commits = |ops: &[&str]| ops.iter().filter(|o| **o == "transaction_commit").count();
+    assert_eq!(commits(&first), 1, "{first:?}");
+    for op in ["transaction_open", "record_intent", "begin_action"] {
+        assert!(first.contains(&op), "{op} not timed: {first:?}");
+    }
+    store
+        .session()
+        .await
+        .unwrap()
+        .complete(&h.tenant, &r.key, token, "{}")
+        .await
+        .unwrap();
+    // The outcome journals its own count (SQLite: a trigger; PostgreSQL:
+    // a CTE) and returns the row: one autocommit statement, nothing else.
+    assert_eq!(ops.take(), ["complete_action"]);
+    if store.backend() == Backend::Sqlite {
+        // The claim's count too (a trigger).
+        assert!(!first.contains(&"append_journal"), "{first:?}");
+    }
+    assert!(ops
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(_, b)| *b == store.backend()));
+    store.close().await;
 }
