@@ -625,6 +625,12 @@ mod tests {
             std::time::Duration::from_millis(30),
             Some(std::time::Duration::from_millis(28)),
         );
+        idem_store::Observer::took(
+            &m.store_seconds,
+            "begin_action",
+            idem_store::Backend::Sqlite,
+            std::time::Duration::from_micros(90),
+        );
         let exposed = m.render();
         let mut queried = 0;
         let re = regex::Regex::new(r"idem_[a-z_]+").expect("regex");
