@@ -47,7 +47,7 @@ pub use idem_mcp::timing::{latency_histogram, LATENCY_BUCKETS};
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StoreLabels {
     /// A query function's name (`begin_action`), or
-    /// `transaction_open`, `transaction_commit`, `transaction_rollback`,
+    /// `connection_acquire`, `transaction_open`, `transaction_commit`, `transaction_rollback`,
     /// `record_intent_batch`: the store's own fixed names.
     pub op: &'static str,
     /// `sqlite` or `postgres`.
@@ -325,7 +325,7 @@ impl Metrics {
         let store_seconds = StoreSeconds::default();
         registry.register(
             "store_operation_seconds",
-            "Time of the store's work by operation and backend: each statement by its query's name, transaction_open (a pooled connection, SQLite's write turn and begin), transaction_commit, transaction_rollback, record_intent_batch (one batch of the intent writer)",
+            "Time of the store's work by operation and backend: each statement by its query's name, connection_acquire (a pooled connection outside a transaction), transaction_open (a pooled connection, SQLite's write turn and begin), transaction_commit, transaction_rollback, record_intent_batch (one batch of the intent writer)",
             store_seconds.0.clone(),
         );
         let chores = Family::<ChoreLabels, Counter>::default();

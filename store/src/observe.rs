@@ -14,10 +14,13 @@ use std::time::{Duration, Instant};
 pub trait Observer: Send + Sync + std::fmt::Debug {
     /// `op` took `took` on `backend`. `op` is a query function's name
     /// (`begin_action`, `select_action`, `append_journal`, …), or one of
-    /// [`OPEN`], [`COMMIT`], [`ROLLBACK`], [`BATCH`].
+    /// [`ACQUIRE`], [`OPEN`], [`COMMIT`], [`ROLLBACK`], [`BATCH`].
     fn took(&self, op: &'static str, backend: Backend, took: Duration);
 }
 
+/// Taking a pooled connection for statements outside a transaction (the
+/// statement's own time is its query's).
+pub const ACQUIRE: &str = "connection_acquire";
 /// Opening a transaction: the pooled connection, SQLite's write turn
 /// ([`crate::write_queue`]) and the `begin` statement.
 pub const OPEN: &str = "transaction_open";

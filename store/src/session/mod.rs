@@ -42,26 +42,32 @@ pub(crate) enum Exec<'a> {
     Pg(&'a mut PgConnection),
 }
 
-/// Runs one backend function on whichever backend the session holds.
+/// Runs one backend function on whichever backend the session holds, and
+/// tells the store's observer how long the statement took (from when the
+/// connection was in hand: taking it is timed on its own).
 macro_rules! on {
     ($self:ident . $f:ident ( $($arg:expr),* $(,)? )) => {{
-        let since = std::time::Instant::now();
-        let result = match $self.exec().await {
+        let (result, since) = match $self.exec().await {
             Ok($crate::session::Exec::Sqlite(c)) => {
                 use $crate::backend::prelude::*;
-                c.$f($($arg),*).await
+                let since = std::time::Instant::now();
+                (c.$f($($arg),*).await, Some(since))
             }
             Ok($crate::session::Exec::SqliteHeld(mut c)) => {
                 use $crate::backend::prelude::*;
-                (&mut *c).$f($($arg),*).await
+                let since = std::time::Instant::now();
+                ((&mut *c).$f($($arg),*).await, Some(since))
             }
             Ok($crate::session::Exec::Pg(c)) => {
                 use $crate::backend::prelude::*;
-                c.$f($($arg),*).await
+                let since = std::time::Instant::now();
+                (c.$f($($arg),*).await, Some(since))
             }
-            Err(e) => Err(e),
+            Err(e) => (Err(e), None),
         };
-        $self.observe(stringify!($f), since);
+        if let Some(since) = since {
+            $self.observe(stringify!($f), since);
+        }
         result
     }};
 }
@@ -110,10 +116,12 @@ impl Session {
     /// The connection, taken from the pool on first use.
     pub(crate) async fn exec(&mut self) -> Result<Exec<'_>, sqlx::Error> {
         if matches!(self.inner, Inner::Idle) {
+            let since = std::time::Instant::now();
             self.inner = match &self.store.inner.db {
                 crate::Db::Sqlite(p) => Inner::SqliteConn(p.acquire().await?),
                 crate::Db::Postgres(p) => Inner::PgConn(p.acquire().await?),
             };
+            self.observe(crate::observe::ACQUIRE, since);
         }
         Ok(match &mut self.inner {
             Inner::Idle => unreachable!("a connection was just taken"),
@@ -264,12 +272,7 @@ impl Session {
             Inner::PgTx(t) => t.commit().await.map_err(Error::from_commit)?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => return Ok(()),
         }
-        crate::observe::report(
-            store.inner.observer.as_deref(),
-            end_op(true),
-            store.backend(),
-            since,
-        );
+        report_end(&store, true, since);
         Ok(())
     }
 
@@ -282,12 +285,7 @@ impl Session {
             Inner::PgTx(t) => t.rollback().await?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => return Ok(()),
         }
-        crate::observe::report(
-            store.inner.observer.as_deref(),
-            end_op(false),
-            store.backend(),
-            since,
-        );
+        report_end(&store, false, since);
         Ok(())
     }
 }
@@ -299,6 +297,16 @@ fn end_op(commit: bool) -> &'static str {
     } else {
         crate::observe::ROLLBACK
     }
+}
+
+/// Tells `store`'s observer a transaction ended, started at `since`.
+fn report_end(store: &Store, commit: bool, since: std::time::Instant) {
+    crate::observe::report(
+        store.inner.observer.as_deref(),
+        end_op(commit),
+        store.backend(),
+        since,
+    );
 }
 
 /// Opens a transaction on a pooled connection. SQLite's is IMMEDIATE: it

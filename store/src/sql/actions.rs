@@ -1,5 +1,36 @@
 //! The actions' statements: claims with a lease and a fencing token, the attempts they replace, outcomes, and the sweep.
 
+/// The columns an action row is read with (`ActionRow`), in one place for
+/// every statement that returns one.
+macro_rules! action_row {
+    () => {
+        "action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
+    response, error, retryable, reconciled, swept_ms"
+    };
+}
+
+/// Success under the holder's fencing token (binds $1 to $6).
+macro_rules! complete_update {
+    () => {
+        "update actions set
+    state = 'completed', response = $4, error = null, retryable = null,
+    lease_until_ms = null, updated_ms = $5, reconciled = $6
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')"
+    };
+}
+
+/// A failure under the holder's fencing token (binds $1 to $7).
+macro_rules! fail_update {
+    () => {
+        "update actions set
+    state = 'failed', response = null, error = $4, retryable = $5,
+    lease_until_ms = null, updated_ms = $6, reconciled = $7
+where tenant_id = $1 and idem_key = $2 and fencing_token = $3
+    and state in ('started', 'uncertain')"
+    };
+}
+
 statements! {
     HERE;
 
@@ -74,11 +105,13 @@ where tenant_id = $1 and idem_key = $2 and fencing_token = $3
 returning action";
 
     /// An action as stored.
-    pub const SELECT_ACTION: &str = "\
-select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms
+    pub const SELECT_ACTION: &str = concat!(
+        "select ",
+        action_row!(),
+        "
 from actions
-where tenant_id = $1 and idem_key = $2";
+where tenant_id = $1 and idem_key = $2"
+    );
 
     /// Keeps the attempt a takeover replaced (the claim's transaction writes
     /// it, so an action's history never misses one). A second write of one
@@ -99,14 +132,7 @@ order by attempt";
 
     /// Records success. The fencing token must be the current one: a holder
     /// whose lease was taken over matches no row and changes nothing.
-    pub const COMPLETE_ACTION: &str = "\
-update actions set
-    state = 'completed', response = $4, error = null, retryable = null,
-    lease_until_ms = null, updated_ms = $5, reconciled = $6
-where tenant_id = $1 and idem_key = $2 and fencing_token = $3
-    and state in ('started', 'uncertain')
-returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms";
+    pub const COMPLETE_ACTION: &str = concat!(complete_update!(), "\nreturning ", action_row!());
 
     /// Seals a failed action for good before its intent is superseded: no
     /// claim takes it over again (a claim racing it re-reads this row on
@@ -118,14 +144,7 @@ where tenant_id = $1 and idem_key = $2 and state = 'failed'
 returning action";
 
     /// Records a failure, retryable or final, under the same fencing rule.
-    pub const FAIL_ACTION: &str = "\
-update actions set
-    state = 'failed', response = null, error = $4, retryable = $5,
-    lease_until_ms = null, updated_ms = $6, reconciled = $7
-where tenant_id = $1 and idem_key = $2 and fencing_token = $3
-    and state in ('started', 'uncertain')
-returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms";
+    pub const FAIL_ACTION: &str = concat!(fail_update!(), "\nreturning ", action_row!());
 
     /// Marks claims whose lease ran out as uncertain, in bounded batches. The
     /// lease end stays (it is what one asks the provider about); `swept_ms`
@@ -154,40 +173,36 @@ pub mod pg {
     /// one commit for an outcome, where a transaction around the update and
     /// the journal's append took four round trips. The minute is the
     /// write's `now`, as the Rust side's count would have it.
-    pub const COMPLETE_ACTION_COUNTED: &str = "\
-with done as (
-update actions set
-    state = 'completed', response = $4, error = null, retryable = null,
-    lease_until_ms = null, updated_ms = $5, reconciled = $6
-where tenant_id = $1 and idem_key = $2 and fencing_token = $3
-    and state in ('started', 'uncertain')
-returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms
+    pub const COMPLETE_ACTION_COUNTED: &str = concat!(
+        "with done as (\n",
+        complete_update!(),
+        "\nreturning ",
+        action_row!(),
+        "
 ), counted as (
 insert into stats_journal (tenant_id, bucket_start_ms, action, actions_completed)
 select $1, $5 - $5 % 60000, action, 1 from done
 )
-select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms
-from done";
+select ",
+        action_row!(),
+        "\nfrom done"
+    );
 
     /// [`FAIL_ACTION`] with its count journaled in the same statement.
-    pub const FAIL_ACTION_COUNTED: &str = "\
-with done as (
-update actions set
-    state = 'failed', response = null, error = $4, retryable = $5,
-    lease_until_ms = null, updated_ms = $6, reconciled = $7
-where tenant_id = $1 and idem_key = $2 and fencing_token = $3
-    and state in ('started', 'uncertain')
-returning action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms
+    pub const FAIL_ACTION_COUNTED: &str = concat!(
+        "with done as (\n",
+        fail_update!(),
+        "\nreturning ",
+        action_row!(),
+        "
 ), counted as (
 insert into stats_journal (tenant_id, bucket_start_ms, action, actions_failed)
 select $1, $6 - $6 % 60000, action, 1 from done
 )
-select action, state, fencing_token, attempts, lease_until_ms, started_ms, updated_ms,
-    response, error, retryable, reconciled, swept_ms
-from done";
+select ",
+        action_row!(),
+        "\nfrom done"
+    );
 }
 
 /// What SQLite runs: the statements above, and its own text where its

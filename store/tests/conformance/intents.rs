@@ -784,7 +784,7 @@ async fn a_guarded_effect_is_two_commits_and_every_statement_is_timed(h: &H) {
         .unwrap();
     // The outcome journals its own count (SQLite: a trigger; PostgreSQL:
     // a CTE) and returns the row: one autocommit statement, nothing else.
-    assert_eq!(ops.take(), ["complete_action"]);
+    assert_eq!(ops.take(), ["connection_acquire", "complete_action"]);
     if store.backend() == Backend::Sqlite {
         // The claim's count too (a trigger).
         assert!(!first.contains(&"append_journal"), "{first:?}");
