@@ -490,6 +490,47 @@ def test_an_effect_longer_than_its_lease_keeps_the_claim_by_renewal(tenant: Tena
     assert len(tenant.charges()) == 1
 
 
+def test_one_renewal_thread_serves_every_claim_of_a_client(tenant: Tenant) -> None:
+    # Eight effects at once, each twice its lease, on one client: each keeps
+    # its claim (a contender is told in flight), and the client renews them
+    # all from one thread, never a thread per effect.
+    def renewers() -> int:
+        # Other tests' clients may keep an idle one for a while.
+        return sum(1 for t in threading.enumerate() if t.name == "idem-renew")
+
+    before = renewers()
+    client = tenant.client()
+    refs = [ref(f"renew-many-{i}") for i in range(8)]
+    started = threading.Barrier(9)
+
+    def long(intent: idem_client.Intent) -> dict[str, Any]:
+        started.wait()
+        time.sleep(1.2)
+        return tenant.charge(intent)
+
+    outs: list[idem_client.Outcome[dict[str, Any]]] = []
+    workers = [
+        threading.Thread(target=lambda r=r: outs.append(client.run("pix.cobranca", long, pix(r), lease_ms=500)))
+        for r in refs
+    ]
+    for w in workers:
+        w.start()
+    started.wait()
+    assert renewers() <= before + 1
+    time.sleep(0.7)  # past every lease: only renewal keeps the claims
+    for r in refs:
+        with pytest.raises(idem_client.InFlight):
+            tenant.client().run("pix.cobranca", lambda i: "no", pix(r), on_in_flight="raise")
+    for w in workers:
+        w.join()
+    assert sorted(o.attempt for o in outs) == [1] * 8 and not any(o.replayed for o in outs)
+    assert len(tenant.charges()) == 8
+    # Sequential effects reuse the thread.
+    for i in range(5):
+        client.run("pix.cobranca", lambda i: {"ok": True}, pix(ref(f"renew-seq-{i}")))
+    assert renewers() <= before + 1
+
+
 # -- typed errors and bad input -----------------------------------------------------------
 
 
