@@ -455,17 +455,14 @@ impl Session {
         // table's trigger, migration 0022; PostgreSQL: a CTE), so outside
         // the caller's transaction there is none to open: one round trip
         // and one commit, where a transaction took four round trips.
-        if self.explicit {
-            return self.settle(tenant, key, token, outcome, reconciled).await;
-        }
-        if self.store.backend() == crate::Backend::Sqlite {
-            // Still on its write turn: left to SQLite's busy handler behind
-            // the claims' transactions, an outcome waited up to 300 ms at
-            // 16 connections.
+        // On SQLite it still takes its write turn (a caller's transaction
+        // holds one already): see `crate::write_queue`.
+        let _turn = if !self.explicit && self.store.backend() == crate::Backend::Sqlite {
             self.exec().await?;
-            let _turn = self.store.inner.writers.turn().await?;
-            return self.settle(tenant, key, token, outcome, reconciled).await;
-        }
+            Some(self.store.inner.writers.turn().await?)
+        } else {
+            None
+        };
         self.settle(tenant, key, token, outcome, reconciled).await
     }
 
