@@ -34,6 +34,7 @@ use sqlx::{ConnectOptions, Connection, PgConnection, SqliteConnection};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{oneshot, Semaphore};
+use tracing::Instrument as _;
 
 /// Most deliveries per statement or transaction.
 pub(crate) const MAX_BATCH: usize = 256;
@@ -79,6 +80,12 @@ pub(crate) struct Batcher {
     gate: crate::write_queue::WriteQueue,
     /// Told how long each batch took.
     observer: Option<Arc<dyn crate::Observer>>,
+    /// How long opening a writer's connection may take: the pool's acquire
+    /// time-out. During a failover a connection attempt can wait in the
+    /// router, or never be answered when packets are dropped (the kernel's
+    /// own limit is minutes), while its writer's permit holds every intent
+    /// behind it.
+    connect_within: std::time::Duration,
 }
 
 impl Batcher {
@@ -87,6 +94,7 @@ impl Batcher {
         stats: bool,
         gate: crate::write_queue::WriteQueue,
         observer: Option<Arc<dyn crate::Observer>>,
+        connect_within: std::time::Duration,
     ) -> Self {
         let writers = match target {
             Target::Sqlite(_) => 1,
@@ -109,6 +117,7 @@ impl Batcher {
             idle: std::sync::Mutex::new((0..writers).map(|_| None).collect()),
             gate,
             observer,
+            connect_within,
         }
     }
 
@@ -205,7 +214,11 @@ impl Batcher {
             Target::Sqlite(_) => crate::Backend::Sqlite,
             Target::Postgres(_) => crate::Backend::Postgres,
         };
-        self.write_batch(jobs).await;
+        // One batch writes many requests' intents: its span belongs to the
+        // request whose task wrote it, and says how many rode along.
+        let span = crate::observe::span(crate::observe::BATCH, backend);
+        span.record("idem.batch_size", jobs.len());
+        self.write_batch(jobs).instrument(span).await;
         crate::observe::report(
             self.observer.as_deref(),
             crate::observe::BATCH,
@@ -218,7 +231,9 @@ impl Batcher {
         let slot = lock(&self.idle).pop();
         let conn = match slot.flatten() {
             Some(c) => Ok(c),
-            None => connect(&self.target).await,
+            None => tokio::time::timeout(self.connect_within, connect(&self.target))
+                .await
+                .unwrap_or(Err(sqlx::Error::PoolTimedOut)),
         };
         let mut conn = match conn {
             Ok(c) => c,

@@ -603,6 +603,7 @@ impl Store {
                 options.stats,
                 gate.clone(),
                 options.observer.clone(),
+                options.acquire_timeout,
             ))
         });
         let store = Store {
