@@ -15,6 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -556,8 +557,34 @@ fn status_class(status: u16) -> &'static str {
     }
 }
 
+/// The span a request is exported as (traces on): OpenTelemetry's HTTP
+/// server span, named by method and route template, a child of the
+/// caller's `traceparent` when it sent one. Never the path itself, which
+/// can hold an action's key.
+fn server_span(req: &Request<Body>, method: &str, route: &str) -> tracing::Span {
+    // A prober's and a scraper's requests, every few seconds forever, would
+    // bury the traces people look for.
+    if matches!(route, "/healthz" | "/readyz" | "/metrics") {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        target: idem_wire::trace::TARGET,
+        "http",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = %route,
+        http.response.status_code = tracing::field::Empty,
+    );
+    idem_wire::trace::continue_from(&span, |name| {
+        req.headers().get(name).and_then(|v| v.to_str().ok())
+    });
+    span
+}
+
 /// Counts each request by route pattern, method and status, and times it
-/// (route, method and status class).
+/// (route, method and status class); exported as a span when traces are on.
 pub async fn observe(
     State(metrics): State<Arc<Metrics>>,
     req: Request<Body>,
@@ -569,8 +596,15 @@ pub async fn observe(
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let method = req.method().as_str().to_owned();
     let started = std::time::Instant::now();
-    let res = next.run(req).await;
+    let span = server_span(&req, &method, &route);
+    let res = next.run(req).instrument(span.clone()).await;
     let status = res.status().as_u16();
+    if !span.is_disabled() {
+        span.record("http.response.status_code", i64::from(status));
+        if status >= 500 {
+            span.record("otel.status_code", "error");
+        }
+    }
     metrics
         .request_seconds
         .get_or_create(&LatencyLabels {

@@ -20,6 +20,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 /// The sentence a guarded tool's description gains.
 pub const GUARDED_SENTENCE: &str = "Guarded by idem: repeated calls for the same reference run once; a repeat returns the first result.";
@@ -242,11 +243,21 @@ impl CallUpstream for Peer<RoleClient> {
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
     ) -> Result<CallToolResult, Unanswered> {
+        let span = upstream_span(tool);
+        let meta = traced(&span, meta);
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         if !meta.is_empty() {
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
-        self.call_tool(params).await.map_err(|e| {
+        let answered = self.call_tool(params).instrument(span.clone()).await;
+        match &answered {
+            Ok(r) if r.is_error == Some(true) => span.record("error.type", "tool_error"),
+            Ok(_) => &span,
+            Err(_) => span
+                .record("error.type", "no_answer")
+                .record("otel.status_code", "error"),
+        };
+        answered.map_err(|e| {
             if never_left(&e) {
                 Unanswered::NotSent(format!(
                     "the upstream MCP server refused the connection ({e})"
@@ -302,6 +313,70 @@ fn forwarded_meta(meta: &RequestMetaObject) -> Map<String, Value> {
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+/// The span of one call to the upstream (traces on): OpenTelemetry's MCP
+/// client span, `tools/call {tool}`, a child of the gateway's own.
+fn upstream_span(tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: idem_wire::trace::TARGET,
+        "mcp upstream",
+        otel.name = %format_args!("tools/call {tool}"),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// The span of one `tools/call` the gateway answers (traces on): a child of
+/// the `traceparent` in the request's `_meta`, when it carries one.
+fn call_span(tool: &str, meta: &RequestMetaObject) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: idem_wire::trace::TARGET,
+        "mcp",
+        otel.name = %format_args!("tools/call {tool}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        error.type = tracing::field::Empty,
+    );
+    idem_wire::trace::continue_from(&span, |name| meta.0 .0.get(name).and_then(Value::as_str));
+    span
+}
+
+/// `meta` as the upstream gets it: with `span`'s trace context in place of
+/// the caller's when traces are exported (the upstream's spans then hang
+/// under the gateway's), unchanged otherwise.
+fn traced(span: &tracing::Span, mut meta: Map<String, Value>) -> Map<String, Value> {
+    let ours = idem_wire::trace::entries_of(span);
+    if !ours.is_empty() {
+        meta.remove("tracestate");
+        for (name, value) in ours {
+            meta.insert(name.to_owned(), Value::String(value));
+        }
+    }
+    meta
+}
+
+/// What a guarded call came to, on its span (traces on): the same facts
+/// `_meta.idem` tells the agent.
+fn note_answer(answer: &crate::guarded::Answer) {
+    use crate::guarded::CallOutcome;
+    use idem_wire::trace::note;
+    note("idem.outcome", answer.outcome.as_str());
+    note("idem.replayed", answer.outcome == CallOutcome::Replayed);
+    note("idem.uncertain", answer.outcome == CallOutcome::Uncertain);
+    note("idem.diverged", answer.diverged);
+    if let Some(idem) = answer.result.meta.as_ref().and_then(|m| m.0.get("idem")) {
+        if let Some(a) = idem.get("attempt").and_then(Value::as_i64) {
+            note("idem.attempt", a);
+        }
+    }
 }
 
 /// The gateway's MCP server.
@@ -464,6 +539,93 @@ impl Gateway {
         }
     }
 
+    /// Answers one `tools/call`: a guarded tool's through its guard, any
+    /// other forwarded as it came.
+    async fn answer_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let meta = forwarded_meta(&context.meta);
+        let Some(guard) = self.inner.guard(&request.name) else {
+            self.passing(&format!("tool {:?}", request.name))?;
+            if let Some(tenant) = self.inner.tenant.of(&context) {
+                self.inner
+                    .tenant
+                    .refuse_disabled(&self.inner.store, &tenant)
+                    .await?;
+            }
+            return self.forward(request, meta).await.map_err(forwarded);
+        };
+        let Some(tenant) = self.inner.tenant.of(&context) else {
+            return Err(McpError::invalid_request(
+                "no tenant: authenticate with a tenant's bearer token",
+                None,
+            ));
+        };
+        self.inner
+            .tenant
+            .refuse_disabled(&self.inner.store, &tenant)
+            .await?;
+        if guard.handshake(&meta) {
+            return self.handshake(guard, &tenant, request, meta).await;
+        }
+        let started = std::time::Instant::now();
+        let gate = GuardedCalls::new(self.inner.store.clone(), tenant)
+            .with_max_outcome(self.inner.max_outcome);
+        let arguments = request.arguments.unwrap_or_default();
+        // Gone: over stdio, rmcp cancels the request (the agent sent
+        // notifications/cancelled, or closed the session); over HTTP, the
+        // server's layer says the client left.
+        let gone = context.ct.child_token();
+        if let Some(ClientGone(http)) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<ClientGone>())
+        {
+            let (http, gone) = (http.clone(), gone.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = http.cancelled() => gone.cancel(),
+                    () = gone.cancelled() => {}
+                }
+            });
+        }
+        let answer = gate
+            .call_until(guard, arguments, meta, &self.upstream(), &gone)
+            .await;
+        // Ends the linking task above.
+        gone.cancel();
+        if let Some((name, times)) = self.inner.times.get() {
+            times.observe(name, &guard.tool, started.elapsed(), gate.upstream_time());
+        }
+        tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
+        note_answer(&answer);
+        Ok(answer.result.into())
+    }
+
+    /// Sends `request` on unrecorded, with `meta` (and the trace context
+    /// of its own span when traces are exported).
+    async fn forward(
+        &self,
+        mut request: CallToolRequestParams,
+        meta: Map<String, Value>,
+    ) -> Result<CallToolResponse, rmcp::ServiceError> {
+        let span = upstream_span(&request.name);
+        let meta = traced(&span, meta);
+        request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
+        let answered = self
+            .upstream()
+            .call_tool_once(request)
+            .instrument(span.clone())
+            .await;
+        if answered.is_err() {
+            span.record("error.type", "no_answer")
+                .record("otel.status_code", "error");
+        }
+        answered
+    }
+
     /// A call of a guarded tool that carries none of the `_meta` entries
     /// its key reads (x402's unpaid first call): nothing in it can pay, so
     /// it is forwarded unrecorded and the agent learns what the action
@@ -477,7 +639,7 @@ impl Gateway {
         &self,
         guard: &BoundGuard,
         tenant: &idem_core::TenantId,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
         meta: Map<String, Value>,
     ) -> Result<CallToolResponse, McpError> {
         let lacked = guard.meta_entries().join(", ");
@@ -499,12 +661,7 @@ impl Gateway {
             )));
         }
         tracing::info!(tool = %guard.tool, "handshake call, forwarded unrecorded");
-        request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
-        let response = self
-            .upstream()
-            .call_tool_once(request)
-            .await
-            .map_err(forwarded)?;
+        let response = self.forward(request, meta).await.map_err(forwarded)?;
         let acted = match &response {
             CallToolResponse::Complete(r) => r.is_error != Some(true),
             // Asking the agent for more is no execution yet.
@@ -747,67 +904,22 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let meta = forwarded_meta(&context.meta);
-        let Some(guard) = self.inner.guard(&request.name) else {
-            self.passing(&format!("tool {:?}", request.name))?;
-            if let Some(tenant) = self.inner.tenant.of(&context) {
-                self.inner
-                    .tenant
-                    .refuse_disabled(&self.inner.store, &tenant)
-                    .await?;
-            }
-            let mut request = request;
-            request.meta = (!meta.is_empty()).then_some(RequestMetaObject(MetaObject(meta)));
-            return self
-                .upstream()
-                .call_tool_once(request)
-                .await
-                .map_err(forwarded);
-        };
-        let Some(tenant) = self.inner.tenant.of(&context) else {
-            return Err(McpError::invalid_request(
-                "no tenant: authenticate with a tenant's bearer token",
-                None,
-            ));
-        };
-        self.inner
-            .tenant
-            .refuse_disabled(&self.inner.store, &tenant)
-            .await?;
-        if guard.handshake(&meta) {
-            return self.handshake(guard, &tenant, request, meta).await;
-        }
-        let started = std::time::Instant::now();
-        let gate = GuardedCalls::new(self.inner.store.clone(), tenant)
-            .with_max_outcome(self.inner.max_outcome);
-        let arguments = request.arguments.unwrap_or_default();
-        // Gone: over stdio, rmcp cancels the request (the agent sent
-        // notifications/cancelled, or closed the session); over HTTP, the
-        // server's layer says the client left.
-        let gone = context.ct.child_token();
-        if let Some(ClientGone(http)) = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<ClientGone>())
-        {
-            let (http, gone) = (http.clone(), gone.clone());
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = http.cancelled() => gone.cancel(),
-                    () = gone.cancelled() => {}
-                }
-            });
-        }
-        let answer = gate
-            .call_until(guard, arguments, meta, &self.upstream(), &gone)
+        let span = call_span(&request.name, &context.meta);
+        let answered = self
+            .answer_call(request, context)
+            .instrument(span.clone())
             .await;
-        // Ends the linking task above.
-        gone.cancel();
-        if let Some((name, times)) = self.inner.times.get() {
-            times.observe(name, &guard.tool, started.elapsed(), gate.upstream_time());
+        match &answered {
+            Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+                span.record("error.type", "tool_error");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                span.record("error.type", i64::from(e.code.0))
+                    .record("otel.status_code", "error");
+            }
         }
-        tracing::info!(tool = %guard.tool, outcome = ?answer.outcome, diverged = answer.diverged, "guarded call");
-        Ok(answer.result.into())
+        answered
     }
 
     async fn list_resources(

@@ -791,6 +791,9 @@ fn guard_of(
                 {
                     return Err(at(span, format!("freeze_meta: {n:?} is not an entry a call forwards (the agent's own session keeps it)")));
                 }
+                if idem_wire::trace::is_trace_entry(n) {
+                    return Err(at(span, format!("freeze_meta: {n:?} is W3C trace context, new on every attempt: frozen, every retry would diverge from the first. idem continues the caller's trace and passes it on without freezing it; remove {n:?}")));
+                }
                 if names[..i].contains(n) {
                     return Err(at(span, format!("freeze_meta names {n:?} twice")));
                 }
@@ -819,6 +822,14 @@ fn guard_of(
             return Err(at(
                 span.clone(),
                 format!("field {field:?} reads the _meta entry {entry:?}, {advice}"),
+            ));
+        }
+        if path.in_meta() && idem_wire::trace::is_trace_entry(entry) {
+            return Err(at(
+                span.clone(),
+                format!(
+                    "field {field:?} reads the _meta entry {entry:?}, W3C trace context, which is new on every attempt: a key over it would differ on every retry and the effect would run again. Key the call on what identifies the intent (an argument, or an entry the agent keeps across retries)"
+                ),
             ));
         }
         if path.in_meta() && !freeze_meta.iter().any(|n| n == entry) {
@@ -1524,10 +1535,28 @@ not_executed = { pointer = "/status", in = ["none"] }
             (r#"["progressToken"]"#, "not an entry a call forwards"),
             (r#"["a", "a"]"#, "twice"),
             (r#"[""]"#, "not an entry"),
+            (r#"["traceparent"]"#, "W3C trace context"),
+            (
+                r#"["x402/payment", "tracestate"]"#,
+                "every retry would diverge",
+            ),
+            (r#"["Baggage"]"#, "W3C trace context"),
         ] {
             let e = parse(&with(bad)).unwrap_err();
             assert!(e.message.contains(says), "{e}");
             assert_eq!(e.line, 10, "{e}");
         }
+    }
+
+    #[test]
+    fn a_key_field_never_reads_trace_context() {
+        let text = GOOD.replace(
+            "cliente_id = \"customer_id\"",
+            "cliente_id = \"meta:/traceparent\"",
+        );
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("W3C trace context"), "{e}");
+        assert!(e.message.contains("\"cliente_id\""), "{e}");
+        assert_eq!(e.line, 11, "{e}");
     }
 }

@@ -107,6 +107,21 @@ pub enum CallOutcome {
     Failed,
 }
 
+impl CallOutcome {
+    /// The outcome as a trace attribute names it (`idem.outcome`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Executed => "executed",
+            CallOutcome::Replayed => "replayed",
+            CallOutcome::Settled => "settled",
+            CallOutcome::Uncertain => "uncertain",
+            CallOutcome::InFlight => "in_flight",
+            CallOutcome::Refused => "refused",
+            CallOutcome::Failed => "failed",
+        }
+    }
+}
+
 /// What the gateway answers, and what it was.
 #[derive(Debug)]
 pub struct Answer {
@@ -490,6 +505,9 @@ impl GuardedCalls {
                 .begin_action(&self.tenant, &guard.action, &call.key, guard.lease)
                 .await
                 .map_err(Refusal::Store)?;
+            if let Begin::Claimed { token, .. } | Begin::Uncertain { token, .. } = &begin {
+                idem_wire::trace::note("idem.fencing_token", *token);
+            }
             match begin {
                 Begin::Claimed { token, attempt, .. } => {
                     return self.execute(call, upstream, token, attempt, false).await

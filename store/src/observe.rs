@@ -31,6 +31,27 @@ pub const ROLLBACK: &str = "transaction_rollback";
 /// One batch of the intent writer (its turn, statement(s) and commit).
 pub const BATCH: &str = "record_intent_batch";
 
+/// The `tracing` target of every span idem exports (`idem serve
+/// --otlp-endpoint`). Only the exporting layer enables it: the log filter
+/// turns it off, so without a collector a span costs one disabled-callsite
+/// check.
+pub const SPAN_TARGET: &str = "idem::otel";
+
+/// The span `op` is exported as: OpenTelemetry's database client span,
+/// named by the operation (the names [`Observer`] gets), with the database
+/// system. Never a statement's values.
+pub(crate) fn span(op: &'static str, backend: Backend) -> tracing::Span {
+    tracing::info_span!(
+        target: SPAN_TARGET,
+        "db",
+        otel.name = op,
+        otel.kind = "client",
+        db.system.name = backend.system_name(),
+        db.query.summary = op,
+        idem.batch_size = tracing::field::Empty,
+    )
+}
+
 /// Reports `op`, started at `since`, to `observer` if there is one.
 pub(crate) fn report(
     observer: Option<&dyn Observer>,
@@ -49,6 +70,14 @@ impl Backend {
         match self {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
+        }
+    }
+
+    /// The system as OpenTelemetry's `db.system.name` names it.
+    pub fn system_name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgresql",
         }
     }
 }

@@ -7,6 +7,7 @@
 //! `TypedDict`s. A copy written with `json!` elsewhere would drift silently.
 
 pub mod meta;
+pub mod trace;
 
 pub use meta::IdemMeta;
 

@@ -328,6 +328,7 @@ pub(crate) async fn claim_action(
         }
         pause = (pause * 2).min(Duration::from_millis(200));
     };
+    note_begin(&begin);
     let answer = match begin {
         Begin::Claimed {
             token,
@@ -390,6 +391,30 @@ pub(crate) async fn claim_action(
         ),
     };
     Ok((answer.0, answer.1, false))
+}
+
+/// A claim's answer on the request's span (traces on).
+fn note_begin(begin: &Begin) {
+    use idem_wire::trace::note;
+    let (outcome, attempt, token) = match begin {
+        Begin::Claimed { token, attempt, .. } => ("claimed", Some(*attempt), Some(*token)),
+        Begin::Completed { attempts, .. } => ("completed", Some(*attempts), None),
+        Begin::Failed { .. } => ("failed", None, None),
+        Begin::Uncertain { token, attempt, .. } => ("uncertain", Some(*attempt), Some(*token)),
+        Begin::InFlight { .. } => ("in_flight", None, None),
+    };
+    note("idem.outcome", outcome);
+    note(
+        "idem.replayed",
+        matches!(begin, Begin::Completed { .. } | Begin::Failed { .. }),
+    );
+    note("idem.uncertain", matches!(begin, Begin::Uncertain { .. }));
+    if let Some(a) = attempt {
+        note("idem.attempt", i64::from(a));
+    }
+    if let Some(t) = token {
+        note("idem.fencing_token", t);
+    }
 }
 
 async fn read_action(
@@ -693,6 +718,16 @@ async fn finish(
             !reconciled,
         ));
     }
+    idem_wire::trace::note("idem.fencing_token", token);
+    idem_wire::trace::note(
+        "idem.outcome",
+        if matches!(outcome, Outcome::Completed(_)) {
+            "completed"
+        } else {
+            "failed"
+        },
+    );
+    idem_wire::trace::note("idem.reconciled", reconciled);
     // The outcome's statement returns the row: the answer, without a read.
     let action = s
         .settle_action(tenant, key, token, &outcome, reconciled)

@@ -128,6 +128,8 @@ pub async fn record_intent(
         ),
     };
     let delivery = if r.inserted { "first" } else { "redelivery" };
+    idem_wire::trace::note("idem.delivery", delivery);
+    idem_wire::trace::note("idem.diverged", r.diverged);
     state
         .metrics
         .deliveries

@@ -664,3 +664,53 @@ async def test_async_uncertain_and_reconcile(tenant: Tenant) -> None:
         assert out.reconciled and out.response == {"found": out.key}
         again = await client.run("pix.cobranca", boom, pix(r))
         assert again.replayed and again.reconciled
+
+
+# -- trace context ----------------------------------------------------------------------
+
+
+def test_the_caller_s_trace_goes_with_every_call_and_never_into_the_key(tenant: Tenant) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("checkout")
+    seen: list[str | None] = []
+    real = httpx.Client()
+
+    def forward(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("traceparent"))
+        return real.send(request)
+
+    client = tenant.client(http_client=httpx.Client(transport=httpx.MockTransport(forward)))
+    reference = ref("traced")
+    for attempt in range(2):
+        with tracer.start_as_current_span(f"attempt {attempt}") as span:
+            trace_id = format(span.get_span_context().trace_id, "032x")
+            span_id = format(span.get_span_context().span_id, "016x")
+            n = len(seen)
+            client.run("pix.cobranca", tenant.charge, pix(reference))
+            assert seen[n:] and all(t and t.startswith(f"00-{trace_id}-{span_id}-") for t in seen[n:]), seen[n:]
+    # Two traces, one charge: the trace context is never part of the key.
+    assert len(tenant.charges()) == 1
+    # Without a current span, nothing is sent.
+    n = len(seen)
+    client.run("pix.cobranca", tenant.charge, pix(ref("untraced")))
+    assert seen[n:] and all(t is None for t in seen[n:]), seen[n:]
+
+
+async def test_the_async_client_sends_the_caller_s_trace_too(tenant: Tenant) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("checkout")
+    seen: list[str | None] = []
+    real = httpx.AsyncClient()
+
+    async def forward(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("traceparent"))
+        return await real.send(request)
+
+    client = tenant.async_client(http_client=httpx.AsyncClient(transport=httpx.MockTransport(forward)))
+    with tracer.start_as_current_span("attempt") as span:
+        trace_id = format(span.get_span_context().trace_id, "032x")
+        await client.run("pix.cobranca", tenant.charge, pix(ref("traced-async")))
+    assert seen and all(t is not None and t.startswith(f"00-{trace_id}-") for t in seen), seen
+    await real.aclose()

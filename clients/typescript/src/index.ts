@@ -394,6 +394,44 @@ function uncertainError(intent: Intent, claim: Extract<ClaimAnswer, { status: "u
   return e;
 }
 
+/** What the client uses of `@opentelemetry/api` (an optional peer
+ *  dependency): the active context and the registered propagator. */
+interface OtelApi {
+  context: { active(): unknown };
+  propagation: { inject(context: unknown, carrier: Record<string, string>): void };
+}
+
+/** The package's name in a variable, so a bundler leaves the optional
+ *  import to run time (an edge bundle without it gets no trace context,
+ *  never a build error). */
+const OTEL_API = "@opentelemetry/api";
+let otelApi: Promise<OtelApi | null> | undefined;
+
+/** `@opentelemetry/api` when the application has it, loaded once. */
+function loadOtel(): Promise<OtelApi | null> {
+  otelApi ??= import(OTEL_API).then(
+    (m: unknown) => {
+      const api = ((m as { default?: unknown }).default ?? m) as Partial<OtelApi>;
+      return typeof api.propagation?.inject === "function" && typeof api.context?.active === "function" ? (api as OtelApi) : null;
+    },
+    () => null,
+  );
+  return otelApi;
+}
+
+/** `headers` and the caller's current trace context (W3C `traceparent`,
+ *  as the application's registered propagator writes it) when
+ *  `@opentelemetry/api` is installed and a span is active, so idem's spans
+ *  join the caller's trace. Never part of a key: idem reads it from the
+ *  headers, never from the payload. */
+async function withTrace(headers: Record<string, string>): Promise<Record<string, string>> {
+  const api = await loadOtel();
+  if (!api) return headers;
+  const carrier: Record<string, string> = {};
+  api.propagation.inject(api.context.active(), carrier);
+  return Object.keys(carrier).length ? { ...headers, ...carrier } : headers;
+}
+
 /** The client. */
 export class Idem {
   readonly events: Events;
@@ -597,6 +635,7 @@ export class Idem {
    *  object, read as the generated type the caller names (its members are
    *  still checked where they are used: an answer is never trusted). */
   async call<A extends object = Doc>(method: string, path: string, body: unknown, kind: Kind, inFlightOk = false): Promise<A> {
+    const headers = await withTrace(this.headers);
     for (let tries = 0; ; tries++) {
       const mayRetry = tries < this.maxRetries;
       let res: Response;
@@ -604,7 +643,7 @@ export class Idem {
       try {
         res = await this.fetchFn(this.base + path, {
           method,
-          headers: this.headers,
+          headers,
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(this.timeoutMs),
         });

@@ -47,7 +47,12 @@ def _locked(update):  # type: ignore[no-untyped-def]
 
 
 @app.tool(description="Charge a customer by Pix. Pass an idempotency_key: a repeated key returns the first charge.")
-def create_pix_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: str, idempotency_key: str = "") -> dict:
+def create_pix_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: str, ctx: Context,
+                      idempotency_key: str = "") -> dict:
+    # The trace context the call arrived with: the tests check it is the
+    # gateway's span, never the agent's first attempt frozen.
+    traceparent = (ctx.request_context.meta or {}).get("traceparent")
+
     def charge(state):  # type: ignore[no-untyped-def]
         if idempotency_key and idempotency_key in state["by_key"]:
             return None, state["by_key"][idempotency_key]
@@ -55,7 +60,8 @@ def create_pix_charge(customer_id: str, amount: str, pix_key: str, invoice_ref: 
                    "pix_key": pix_key, "invoice_ref": invoice_ref}
         if PAD:
             receipt["note"] = "n" * PAD
-        state["executions"].append(dict(receipt, idempotency_key=idempotency_key, pid=os.getpid()))
+        state["executions"].append(dict(receipt, idempotency_key=idempotency_key, pid=os.getpid(),
+                                        traceparent=traceparent))
         if idempotency_key:
             state["by_key"][idempotency_key] = receipt
         return receipt, receipt

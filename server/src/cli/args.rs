@@ -156,6 +156,9 @@ pub struct McpGatewayArgs {
     /// The largest guarded result stored for replay.
     #[command(flatten)]
     pub outcome: super::options::OutcomeArgs,
+    /// Traces.
+    #[command(flatten)]
+    pub trace: super::options::TraceArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -496,6 +499,9 @@ pub struct ServeArgs {
     /// The largest provider outcome kept.
     #[command(flatten)]
     pub outcome: super::options::OutcomeArgs,
+    /// Traces.
+    #[command(flatten)]
+    pub trace: super::options::TraceArgs,
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, env = "IDEM_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,

@@ -37,12 +37,18 @@ pub fn run(cli: Cli) -> ExitCode {
             simulate::run(&args)
         }
         Command::SimulateWorker => sim_worker::run(),
-        Command::Serve(args) => run_async(serve(args)),
+        Command::Serve(args) => {
+            let otlp = args.trace.otlp_endpoint.clone();
+            run_traced(serve(args), otlp.as_ref())
+        }
         Command::Migrate(args) => run_async(admin::migrate(args)),
         Command::Purge(args) => run_async(admin::purge(args)),
         Command::Retention(args) => run_async(admin::retention(args)),
         Command::Mcp { command } => match command {
-            McpCommand::Gateway(args) => run_async(mcp::gateway(args)),
+            McpCommand::Gateway(args) => {
+                let otlp = args.trace.otlp_endpoint.clone();
+                run_traced(mcp::gateway(args), otlp.as_ref())
+            }
             McpCommand::Serve(args) => run_async(mcp::serve(args)),
         },
         Command::Tenant { command } => match command {
@@ -91,11 +97,22 @@ pub(crate) fn runtime() -> Option<tokio::runtime::Runtime> {
 }
 
 fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
-    crate::telemetry::init_tracing();
+    run_traced(fut, None)
+}
+
+/// [`run_async`], exporting traces to `otlp` when given. The spans still
+/// queued are sent after the runtime has stopped.
+fn run_traced(
+    fut: impl std::future::Future<Output = anyhow::Result<()>>,
+    otlp: Option<&crate::telemetry::OtlpEndpoint>,
+) -> ExitCode {
+    let _telemetry = crate::telemetry::init(otlp);
     let Some(rt) = runtime() else {
         return ExitCode::FAILURE;
     };
-    match rt.block_on(fut) {
+    let result = rt.block_on(fut);
+    drop(rt);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

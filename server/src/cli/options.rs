@@ -89,6 +89,18 @@ impl OutcomeArgs {
     }
 }
 
+/// Where traces go (`idem serve`, `idem mcp gateway`, `idem mcp serve`).
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    /// Export traces as OTLP over HTTP (protobuf) to this collector, e.g.
+    /// http://127.0.0.1:4318 (spans go to /v1/traces under it; a URL with
+    /// a path is used as written). A span per HTTP request, store
+    /// operation, guarded MCP call and upstream call; a caller's
+    /// `traceparent` is continued. Off when unset.
+    #[arg(long = "otlp-endpoint", env = "IDEM_OTLP_ENDPOINT", value_name = "URL", value_parser = crate::telemetry::parse_otlp_endpoint)]
+    pub otlp_endpoint: Option<crate::telemetry::OtlpEndpoint>,
+}
+
 /// The outbox relay's pacing (`idem serve` and `idem relay`).
 #[derive(Debug, Clone, Args)]
 pub struct RelayArgs {

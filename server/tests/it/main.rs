@@ -24,4 +24,5 @@ mod mistakes;
 mod security;
 mod simulate;
 mod soak;
+mod traces;
 mod webhooks;

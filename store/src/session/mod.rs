@@ -11,6 +11,7 @@ use idem_core::{ActionType, IdempotencyKey, NormalizedPayload, Payload, RulesVer
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 /// The connection a session runs on.
 enum Inner {
@@ -50,18 +51,24 @@ macro_rules! on {
         let (result, since) = match $self.exec().await {
             Ok($crate::session::Exec::Sqlite(c)) => {
                 use $crate::backend::prelude::*;
+                use tracing::Instrument as _;
+                let span = $crate::observe::span(stringify!($f), $crate::Backend::Sqlite);
                 let since = std::time::Instant::now();
-                (c.$f($($arg),*).await, Some(since))
+                (c.$f($($arg),*).instrument(span).await, Some(since))
             }
             Ok($crate::session::Exec::SqliteHeld(mut c)) => {
                 use $crate::backend::prelude::*;
+                use tracing::Instrument as _;
+                let span = $crate::observe::span(stringify!($f), $crate::Backend::Sqlite);
                 let since = std::time::Instant::now();
-                ((&mut *c).$f($($arg),*).await, Some(since))
+                ((&mut *c).$f($($arg),*).instrument(span).await, Some(since))
             }
             Ok($crate::session::Exec::Pg(c)) => {
                 use $crate::backend::prelude::*;
+                use tracing::Instrument as _;
+                let span = $crate::observe::span(stringify!($f), $crate::Backend::Postgres);
                 let since = std::time::Instant::now();
-                (c.$f($($arg),*).await, Some(since))
+                (c.$f($($arg),*).instrument(span).await, Some(since))
             }
             Err(e) => (Err(e), None),
         };
@@ -117,9 +124,10 @@ impl Session {
     pub(crate) async fn exec(&mut self) -> Result<Exec<'_>, sqlx::Error> {
         if matches!(self.inner, Inner::Idle) {
             let since = std::time::Instant::now();
+            let span = crate::observe::span(crate::observe::ACQUIRE, self.store.backend());
             self.inner = match &self.store.inner.db {
-                crate::Db::Sqlite(p) => Inner::SqliteConn(p.acquire().await?),
-                crate::Db::Postgres(p) => Inner::PgConn(p.acquire().await?),
+                crate::Db::Sqlite(p) => Inner::SqliteConn(p.acquire().instrument(span).await?),
+                crate::Db::Postgres(p) => Inner::PgConn(p.acquire().instrument(span).await?),
             };
             self.observe(crate::observe::ACQUIRE, since);
         }
@@ -203,10 +211,15 @@ impl Session {
     /// a SQLite transaction's write turn goes with it, whatever the outcome.
     async fn end_implicit(&mut self, commit: bool) -> Result<(), Error> {
         let since = std::time::Instant::now();
+        let span = crate::observe::span(end_op(commit), self.store.backend());
         let ended = match std::mem::replace(&mut self.inner, Inner::Idle) {
-            Inner::SqliteTx(held) => end_sqlite(held, commit).await,
-            Inner::PgTx(t) if commit => t.commit().await.map_err(Error::from_commit),
-            Inner::PgTx(t) => t.rollback().await.map_err(Error::from),
+            Inner::SqliteTx(held) => end_sqlite(held, commit).instrument(span).await,
+            Inner::PgTx(t) if commit => t
+                .commit()
+                .instrument(span)
+                .await
+                .map_err(Error::from_commit),
+            Inner::PgTx(t) => t.rollback().instrument(span).await.map_err(Error::from),
             _ => return Ok(()),
         };
         self.observe(end_op(commit), since);
@@ -267,9 +280,14 @@ impl Session {
         }
         let since = std::time::Instant::now();
         let (store, inner) = (self.store, self.inner);
+        let span = crate::observe::span(crate::observe::COMMIT, store.backend());
         match inner {
-            Inner::SqliteTx(held) => end_sqlite(held, true).await?,
-            Inner::PgTx(t) => t.commit().await.map_err(Error::from_commit)?,
+            Inner::SqliteTx(held) => end_sqlite(held, true).instrument(span).await?,
+            Inner::PgTx(t) => t
+                .commit()
+                .instrument(span)
+                .await
+                .map_err(Error::from_commit)?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => return Ok(()),
         }
         report_end(&store, true, since);
@@ -280,9 +298,10 @@ impl Session {
     pub async fn rollback(self) -> Result<(), Error> {
         let since = std::time::Instant::now();
         let (store, inner) = (self.store, self.inner);
+        let span = crate::observe::span(crate::observe::ROLLBACK, store.backend());
         match inner {
-            Inner::SqliteTx(held) => end_sqlite(held, false).await?,
-            Inner::PgTx(t) => t.rollback().await?,
+            Inner::SqliteTx(held) => end_sqlite(held, false).instrument(span).await?,
+            Inner::PgTx(t) => t.rollback().instrument(span).await?,
             Inner::Idle | Inner::SqliteConn(_) | Inner::PgConn(_) => return Ok(()),
         }
         report_end(&store, false, since);
@@ -326,7 +345,9 @@ fn report_end(store: &Store, commit: bool, since: std::time::Instant) {
 /// owner whose drop rolls it back.
 async fn begin(store: &Store) -> Result<Inner, Error> {
     let since = std::time::Instant::now();
-    let opened = open_transaction(store).await;
+    let opened = open_transaction(store)
+        .instrument(crate::observe::span(crate::observe::OPEN, store.backend()))
+        .await;
     if opened.is_ok() {
         crate::observe::report(
             store.inner.observer.as_deref(),

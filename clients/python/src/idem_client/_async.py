@@ -274,7 +274,7 @@ class AsyncClient:
         in_flight_ok: bool = False,
     ) -> dict[str, Any]:
         content = None if body is None else p.encode(body)
-        headers = self._headers if body is None else self._json_headers
+        headers = p.with_trace(self._headers if body is None else self._json_headers)
         tries = 0
         while True:
             try:

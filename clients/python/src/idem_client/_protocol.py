@@ -24,6 +24,12 @@ from ._errors import FailedForGood, InFlight, ProblemError, ReferenceMismatch, U
 from . import wire as w
 from ._models import EventClaim, Intent, Outcome
 
+try:
+    # `idem-client[otel]`: the caller's trace continues into idem's spans.
+    from opentelemetry import propagate as _propagate
+except ImportError:  # pragma: no cover - the extra is not installed
+    _propagate = None
+
 JSON = Any
 OnInFlight = Literal["wait", "raise"]
 Candidate = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
@@ -424,3 +430,16 @@ def finished(intent: Intent, claim: w.BeginResponse) -> Outcome[Any] | None:
     if claim["status"] != "claimed" and claim["status"] != "uncertain":
         raise unexpected(f"a claim with status {claim['status']!r}")
     return None
+
+
+def with_trace(headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` and the caller's current trace context (W3C
+    ``traceparent``, as the application's OpenTelemetry propagator writes
+    it) when OpenTelemetry is installed and a span is current, so idem's
+    spans join the caller's trace; ``headers`` itself otherwise. Never part
+    of a key: idem reads it from the headers, never from the payload."""
+    if _propagate is None:
+        return headers
+    carrier: dict[str, str] = {}
+    _propagate.inject(carrier)
+    return {**headers, **carrier} if carrier else headers
