@@ -315,14 +315,15 @@ fn forwarded_meta(meta: &RequestMetaObject) -> Map<String, Value> {
         .collect()
 }
 
-/// The span of one call to the upstream (traces on): OpenTelemetry's MCP
-/// client span, `tools/call {tool}`, a child of the gateway's own.
-fn upstream_span(tool: &str) -> tracing::Span {
+/// The span of one `tools/call` (traces on), as OpenTelemetry's MCP
+/// conventions name it: `server` for a call the gateway answers, `client`
+/// for its own call to the upstream (a child of the former).
+fn mcp_span(tool: &str, kind: &'static str) -> tracing::Span {
     tracing::info_span!(
         target: idem_wire::trace::TARGET,
-        "mcp upstream",
+        "mcp",
         otel.name = %format_args!("tools/call {tool}"),
-        otel.kind = "client",
+        otel.kind = kind,
         otel.status_code = tracing::field::Empty,
         mcp.method.name = "tools/call",
         gen_ai.operation.name = "execute_tool",
@@ -331,20 +332,15 @@ fn upstream_span(tool: &str) -> tracing::Span {
     )
 }
 
-/// The span of one `tools/call` the gateway answers (traces on): a child of
-/// the `traceparent` in the request's `_meta`, when it carries one.
+/// The span of one call to the upstream.
+fn upstream_span(tool: &str) -> tracing::Span {
+    mcp_span(tool, "client")
+}
+
+/// The span of one `tools/call` the gateway answers: a child of the
+/// `traceparent` in the request's `_meta`, when it carries one.
 fn call_span(tool: &str, meta: &RequestMetaObject) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: idem_wire::trace::TARGET,
-        "mcp",
-        otel.name = %format_args!("tools/call {tool}"),
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        mcp.method.name = "tools/call",
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %tool,
-        error.type = tracing::field::Empty,
-    );
+    let span = mcp_span(tool, "server");
     idem_wire::trace::continue_from(&span, |name| meta.0 .0.get(name).and_then(Value::as_str));
     span
 }
