@@ -20,7 +20,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::{span::SpanKind, Span};
 use prost::Message as _;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -144,18 +144,14 @@ async fn a_caller_trace_is_continued_through_every_store_operation(db: &Db) {
         "payload": {"cliente_id": "c-1", "valor": "180.37", "chave_pix_destino": "fulano@example.com", "referencia_intencao": reference},
         "claim": {"lease_ms": 30000},
     });
-    let first: Value = c
-        .post(format!("{}/v1/intents", srv.base))
-        .bearer_auth(&token)
-        .header("traceparent", format!("00-{TRACE}-{CALLER}-01"))
-        .header("tracestate", "vendor=1")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let first = common::get_json(
+        c.post(format!("{}/v1/intents", srv.base))
+            .bearer_auth(&token)
+            .header("traceparent", format!("00-{TRACE}-{CALLER}-01"))
+            .header("tracestate", "vendor=1")
+            .json(&body),
+    )
+    .await;
     let key = first["key"].as_str().unwrap().to_owned();
     let claim_token = first["claim"]["token"].as_i64().unwrap();
     let done = c
