@@ -11,7 +11,8 @@
 //! collector each costs a disabled-callsite check and nothing else. The
 //! SDK's own variables apply (`OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`,
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
-//! `OTEL_EXPORTER_OTLP_HEADERS`).
+//! `OTEL_EXPORTER_OTLP_HEADERS`). A failed export (the collector down,
+//! refusing) is logged by the SDK at warn and error, never silent.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
@@ -164,7 +165,8 @@ pub fn init(otlp: Option<&OtlpEndpoint>) -> Telemetry {
 
 /// Installs logs only (the commands that serve nothing).
 pub fn init_tracing() {
-    std::mem::forget(init(None));
+    // Without an exporter there is nothing to end.
+    let _ = init(None);
 }
 
 fn endpoint_port(e: &OtlpEndpoint) -> Option<u16> {

@@ -318,3 +318,42 @@ async fn traces_are_off_unless_asked_and_the_sdk_variable_is_named() {
         );
     }
 }
+
+/// A collector that is down never stops the server, and is never silent:
+/// the export's failure is in the log.
+#[tokio::test]
+async fn a_collector_that_is_down_is_logged_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let down = format!("http://127.0.0.1:{}", common::free_port());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--otlp-endpoint", &down, "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env_remove("IDEM_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    let t = Instant::now();
+    let base = loop {
+        if let Some(at) = read().split("listening on ").nth(1) {
+            break at.split_whitespace().next().unwrap().to_owned();
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "{}", read());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let c = common::http_client();
+    // A span to export: a request refused for want of a token.
+    let r = c.post(format!("{base}/v1/intents")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    while !read().contains("HTTP export failed") {
+        assert!(t.elapsed() < Duration::from_secs(60), "no export failure logged: {}", read());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = c.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let _ = child.kill();
+    let _ = child.wait();
+}
