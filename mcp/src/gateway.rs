@@ -250,13 +250,10 @@ impl CallUpstream for Peer<RoleClient> {
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
         let answered = self.call_tool(params).instrument(span.clone()).await;
-        match &answered {
-            Ok(r) if r.is_error == Some(true) => span.record("error.type", "tool_error"),
-            Ok(_) => &span,
-            Err(_) => span
-                .record("error.type", "no_answer")
-                .record("otel.status_code", "error"),
-        };
+        mark_upstream(
+            &span,
+            answered.as_ref().ok().map(|r| r.is_error == Some(true)),
+        );
         answered.map_err(|e| {
             if never_left(&e) {
                 Unanswered::NotSent(format!(
@@ -343,6 +340,22 @@ fn call_span(tool: &str, meta: &RequestMetaObject) -> tracing::Span {
     let span = mcp_span(tool, "server");
     idem_wire::trace::continue_from(&span, |name| meta.0 .0.get(name).and_then(Value::as_str));
     span
+}
+
+/// The upstream's answer on its span: `tool_error` when it answered with
+/// `isError` (`Some(true)`), `no_answer` and an error status when none came
+/// (`None`).
+fn mark_upstream(span: &tracing::Span, tool_error: Option<bool>) {
+    match tool_error {
+        Some(true) => {
+            span.record("error.type", "tool_error");
+        }
+        Some(false) => {}
+        None => {
+            span.record("error.type", "no_answer")
+                .record("otel.status_code", "error");
+        }
+    }
 }
 
 /// `meta` as the upstream gets it: with `span`'s trace context in place of
@@ -615,10 +628,13 @@ impl Gateway {
             .call_tool_once(request)
             .instrument(span.clone())
             .await;
-        if answered.is_err() {
-            span.record("error.type", "no_answer")
-                .record("otel.status_code", "error");
-        }
+        mark_upstream(
+            &span,
+            answered
+                .as_ref()
+                .ok()
+                .map(|r| matches!(r, CallToolResponse::Complete(c) if c.is_error == Some(true))),
+        );
         answered
     }
 

@@ -327,7 +327,14 @@ async fn a_collector_that_is_down_is_logged_and_the_server_keeps_serving() {
     let log = dir.path().join("serve.log");
     let down = format!("http://127.0.0.1:{}", common::free_port());
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--otlp-endpoint", &down, "--data-dir"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--otlp-endpoint",
+            &down,
+            "--data-dir",
+        ])
         .arg(dir.path().join("data"))
         .env("OTEL_BSP_SCHEDULE_DELAY", "50")
         .env_remove("IDEM_LOG")
@@ -349,7 +356,11 @@ async fn a_collector_that_is_down_is_logged_and_the_server_keeps_serving() {
     let r = c.post(format!("{base}/v1/intents")).send().await.unwrap();
     assert_eq!(r.status(), 401);
     while !read().contains("HTTP export failed") {
-        assert!(t.elapsed() < Duration::from_secs(60), "no export failure logged: {}", read());
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no export failure logged: {}",
+            read()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let r = c.get(format!("{base}/healthz")).send().await.unwrap();
