@@ -8,7 +8,7 @@
 //! the request's; idem's outcome is on the request's span (claimed, then
 //! replayed with the same attempt); nothing exported carries the HMAC
 //! secret, an action key, the payload's amount or its reference; and a
-//! request without trace context starts a trace of its own.
+//! request with a malformed trace context starts a trace of its own.
 
 use crate::common;
 
@@ -162,10 +162,13 @@ async fn a_caller_trace_is_continued_through_every_store_operation(db: &Db) {
         .await
         .unwrap();
     assert_eq!(done.status(), 200);
-    // The redelivery: no trace context, so a trace of its own.
+    // The redelivery, with trace context that is not (a malformed header,
+    // NUL-free but hostile in length and shape): a trace of its own.
     let again = c
         .post(format!("{}/v1/intents", srv.base))
         .bearer_auth(&token)
+        .header("traceparent", format!("00-{}-zz-01", "f".repeat(4000)))
+        .header("tracestate", "=,=,".repeat(500))
         .json(&body)
         .send()
         .await
@@ -256,6 +259,10 @@ async fn a_caller_trace_is_continued_through_every_store_operation(db: &Db) {
     );
     assert_eq!(text(&replay, "idem.outcome").as_deref(), Some("completed"));
     assert_eq!(flag(&replay, "idem.replayed"), Some(true));
+    assert!(
+        replay.parent_span_id.is_empty(),
+        "a malformed traceparent is no parent"
+    );
     assert_eq!(int(&replay, "http.response.status_code"), Some(200));
 
     // Nothing exported names the secret, the key, the amount or the
