@@ -36,5 +36,13 @@ for side in a b; do
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
   targets+=(--target "$side=http://127.0.0.1:$port=$token")
 done
+# `bare`: the storage an effect needs at its least, on the bench's own
+# connection to the same engine (a database of its own).
+case $backend in
+  sqlite) bare=$(mktemp -d); dirs+=("$bare"); store="sqlite://$bare/bare.db" ;;
+  postgres)
+    PGOPTIONS="-c client_min_messages=warning" psql "$pg/postgres" -v ON_ERROR_STOP=1 -qc "drop database if exists idem_effect_bare with (force)" -c "create database idem_effect_bare"
+    store="$pg/idem_effect_bare" ;;
+esac
 echo "backend $backend; a = $a, b = $b; $n rounds"
-target/release/examples/effect_bench --n "$n" "${targets[@]}"
+target/release/examples/effect_bench --n "$n" --store "$store" "${targets[@]}"

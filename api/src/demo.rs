@@ -37,7 +37,7 @@ use utoipa::ToSchema;
 /// simulate`'s in-process server): the guarded charge, and the count.
 /// Faults wrap the idempotency layer, so an injected failure happens after
 /// the charge and its key committed.
-pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
+pub fn router(api: &ApiState) -> Router {
     let guarded = Router::new()
         .route("/demo/charges", post(create_charge))
         .layer(IdempotencyLayer::new(

@@ -63,7 +63,7 @@ async fn as_fixture_tenant(mut req: Request, next: Next) -> Response {
 }
 
 /// The fixture's routes.
-pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
+pub fn router(api: &ApiState) -> Router {
     let counter = Counter(Arc::default(), api.store.clone());
     let guarded = Router::new()
         .route("/echo", post(echo))

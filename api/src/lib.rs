@@ -40,10 +40,7 @@ use std::sync::Arc;
 /// problem documents, an unknown path or method included. The probes, the
 /// MCP doors and `/v1` but the demo provider are counted and timed in
 /// `/metrics` by route pattern.
-pub fn router<S: Clone + Send + Sync + 'static>(
-    api: &ApiState,
-    access: Arc<access::LiveAccess>,
-) -> Router<S> {
+pub fn router(api: &ApiState, access: Arc<access::LiveAccess>) -> Router {
     let observe = from_fn_with_state(api.metrics.clone(), metrics::observe);
     let mut v1 = v1::router(api)
         .merge(

@@ -18,7 +18,7 @@ use idem_mcp::{IdemTools, TenantSource};
 type Guarded = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The MCP routes.
-pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
+pub fn router(api: &ApiState) -> Router {
     let own = IdemTools::new(api.store.clone(), TenantSource::FromRequest)
         .with_max_outcome(api.max_outcome_bytes);
     let none: Guarded = std::sync::Arc::new(|_: &str| false);

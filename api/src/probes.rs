@@ -14,10 +14,7 @@ use axum::Router;
 use std::sync::Arc;
 
 /// The probes' routes and `/metrics`.
-pub fn router<S: Clone + Send + Sync + 'static>(
-    api: &ApiState,
-    access: Arc<LiveAccess>,
-) -> Router<S> {
+pub fn router(api: &ApiState, access: Arc<LiveAccess>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))

@@ -92,7 +92,14 @@ pub fn redacted(url: &str) -> String {
 impl Connected {
     /// Starts the upstream (a child process over stdio) and completes the
     /// MCP handshake within [`INITIALIZE_WITHIN`].
-    pub async fn start(upstream: &Upstream, file: &GuardFile) -> Result<Self, StartError> {
+    pub fn start<'a>(
+        upstream: &'a Upstream,
+        file: &'a GuardFile,
+    ) -> crate::Boxed<'a, Result<Self, StartError>> {
+        Box::pin(Self::start_here(upstream, file))
+    }
+
+    async fn start_here(upstream: &Upstream, file: &GuardFile) -> Result<Self, StartError> {
         match tokio::time::timeout(INITIALIZE_WITHIN, Self::connect(upstream, file)).await {
             Ok(r) => r,
             Err(_) => Err(StartError::Silent {
@@ -467,7 +474,17 @@ impl Inner {
 impl Gateway {
     /// Connects the upstream, checks that every guarded tool exists there,
     /// and returns the gateway ready to serve.
-    pub async fn start(
+    pub fn start(
+        store: Store,
+        tenant: TenantSource,
+        file: GuardFile,
+        upstream: Option<Upstream>,
+        max_outcome: usize,
+    ) -> crate::Boxed<'static, Result<Self, StartError>> {
+        Box::pin(Self::start_here(store, tenant, file, upstream, max_outcome))
+    }
+
+    async fn start_here(
         store: Store,
         tenant: TenantSource,
         file: GuardFile,
@@ -504,9 +521,11 @@ impl Gateway {
     }
 
     /// Serves one agent over stdin and stdout until it closes them.
-    pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
+    pub fn serve_stdio(self) -> crate::Boxed<'static, Result<(), std::io::Error>> {
         let me = self.clone();
-        serve_stdio(self, move |tool| me.inner.file.guard(tool).is_some()).await
+        Box::pin(serve_stdio(self, move |tool| {
+            me.inner.file.guard(tool).is_some()
+        }))
     }
 
     /// Times this mount's guarded calls into `times`, under `name`: the
@@ -741,13 +760,18 @@ impl Gateway {
 /// Lists the upstream's tools and binds `file` to them
 /// ([`GuardFile::bind`]): the guards as they run, each with its tool's
 /// `outputSchema`.
-pub async fn bind(file: &GuardFile, connected: &Connected) -> Result<Vec<BoundGuard>, StartError> {
-    let tools = connected
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
-    Ok(file.bind(&tools)?)
+pub fn bind<'a>(
+    file: &'a GuardFile,
+    connected: &'a Connected,
+) -> crate::Boxed<'a, Result<Vec<BoundGuard>, StartError>> {
+    Box::pin(async move {
+        let tools = connected
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| StartError::Upstream(format!("tools/list: {e}")))?;
+        Ok(file.bind(&tools)?)
+    })
 }
 
 /// What `idem mcp gateway --check` says of one sample call: the fields its

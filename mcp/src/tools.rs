@@ -66,8 +66,8 @@ impl IdemTools {
     }
 
     /// Serves one agent over stdin and stdout until it closes them.
-    pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
-        crate::stdio::serve_stdio(self, |_| false).await
+    pub fn serve_stdio(self) -> crate::Boxed<'static, Result<(), std::io::Error>> {
+        Box::pin(crate::stdio::serve_stdio(self, |_| false))
     }
 }
 

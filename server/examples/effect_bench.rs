@@ -9,28 +9,96 @@
 //! - `effect`: the worker's two calls, `POST /v1/intents` with `claim`, then
 //!   `complete`, around an effect that does nothing;
 //! - `separate`: the three calls a worker made before the combined call
-//!   (record, `begin`, `complete`).
+//!   (record, `begin`, `complete`);
+//! - `bare` (with `--store URL`): the whole effect's floor, measured rather
+//!   than added up: the two `/healthz` round trips, then what the effect's
+//!   storage costs at its least through sqlx on the same database engine
+//!   and settings (a transaction of two inserts, the record and the claim,
+//!   then one autocommit insert, the outcome) on the bench's own connection.
 //!
 //! Each `--target NAME=URL=TOKEN` is one server (say the build before and
 //! the build after); they alternate which goes first each round. Prints
-//! p50 and p99 per target and kind, and each p50 over its target's floor.
+//! p50 and p99 per target and kind, each p50 over its target's floor, and,
+//! with `--store`, each p50 over `bare`.
 //!
 //! ```sh
-//! effect_bench --n 2000 --target a=http://127.0.0.1:8081=TOKEN --target b=...
+//! effect_bench --n 2000 [--store sqlite:///tmp/bare.db|postgres://…/db] \
+//!   --target a=http://127.0.0.1:8081=TOKEN --target b=...
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use sqlx::{Connection, Executor};
+use std::str::FromStr;
 use std::time::{Duration, Instant};
+
+/// The bench's own connection for `bare`: the store's settings, one
+/// connection, a scratch table.
+enum Bare {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+macro_rules! bare_storage {
+    ($c:expr, $begin:expr, $id:expr) => {{
+        let c = $c;
+        let mut tx = c.begin_with($begin).await.unwrap();
+        for _ in 0..2 {
+            *$id += 1;
+            sqlx::query("insert into bare (id, v) values ($1, 'x')")
+                .bind(*$id)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+        tx.commit().await.unwrap();
+        *$id += 1;
+        sqlx::query("insert into bare (id, v) values ($1, 'x')")
+            .bind(*$id)
+            .execute(&mut *c)
+            .await
+            .unwrap();
+    }};
+}
+
+impl Bare {
+    async fn open(url: &str) -> Bare {
+        let create = "create table if not exists bare (id bigint primary key, v text not null)";
+        if url.starts_with("sqlite:") {
+            // The store's own settings (store/src/sqlite): WAL, synchronous=normal.
+            let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)
+                .unwrap()
+                .create_if_missing(true)
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
+            let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+            c.execute(create).await.unwrap();
+            c.execute("delete from bare").await.unwrap();
+            Bare::Sqlite(c)
+        } else {
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            c.execute(create).await.unwrap();
+            c.execute("delete from bare").await.unwrap();
+            Bare::Postgres(c)
+        }
+    }
+
+    async fn storage(&mut self, id: &mut i64) {
+        match self {
+            Bare::Sqlite(c) => bare_storage!(c, "begin immediate", id),
+            Bare::Postgres(c) => bare_storage!(c, "begin", id),
+        }
+    }
+}
 
 struct Target {
     name: String,
     base: String,
     token: String,
     client: reqwest::Client,
-    times: [Vec<Duration>; 3],
+    times: [Vec<Duration>; 4],
 }
 
-const KINDS: [&str; 3] = ["floor", "effect", "separate"];
+const KINDS: [&str; 4] = ["floor", "effect", "separate", "bare"];
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -73,20 +141,27 @@ async fn complete(t: &Target, key: &str, token: i64) {
     .await;
 }
 
-async fn one(t: &Target, kind: usize, reference: &str) -> Duration {
+async fn healthz_twice(t: &Target) {
+    for _ in 0..2 {
+        let r = t
+            .client
+            .get(format!("{}/healthz", t.base))
+            .send()
+            .await
+            .expect("the server answers");
+        assert!(r.status().is_success());
+        r.bytes().await.expect("a body");
+    }
+}
+
+async fn one(t: &Target, kind: usize, reference: &str, bare: &mut Option<(Bare, i64)>) -> Duration {
     let start = Instant::now();
     match kind {
-        0 => {
-            for _ in 0..2 {
-                let r = t
-                    .client
-                    .get(format!("{}/healthz", t.base))
-                    .send()
-                    .await
-                    .expect("the server answers");
-                assert!(r.status().is_success());
-                r.bytes().await.expect("a body");
-            }
+        0 => healthz_twice(t).await,
+        3 => {
+            let (conn, id) = bare.as_mut().expect("bare runs only with --store");
+            healthz_twice(t).await;
+            conn.storage(id).await;
         }
         1 => {
             let v = post(t, "/v1/intents", candidate(reference, true)).await;
@@ -115,10 +190,12 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mut n = 1000usize;
     let mut targets = Vec::new();
+    let mut store: Option<String> = None;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
             "--n" => n = args[i + 1].parse().expect("--n N"),
+            "--store" => store = Some(args[i + 1].clone()),
             "--target" => {
                 let mut parts = args[i + 1].splitn(3, '=');
                 let (name, base, token) = (
@@ -145,11 +222,16 @@ async fn main() {
     }
     assert!(!targets.is_empty(), "at least one --target");
     let run = std::process::id();
+    let mut bare = match &store {
+        Some(url) => Some((Bare::open(url).await, 0i64)),
+        None => None,
+    };
+    let kinds = if bare.is_some() { 4 } else { 3 };
     // Warm each connection and each server's caches before counting.
     for t in &targets {
-        for k in 0..3 {
+        for k in 0..kinds {
             for w in 0..50 {
-                one(t, k, &format!("warm-{run}-{k}-{w}")).await;
+                one(t, k, &format!("warm-{run}-{k}-{w}"), &mut bare).await;
             }
         }
     }
@@ -157,32 +239,35 @@ async fn main() {
         let count = targets.len();
         for j in 0..count {
             let t = &mut targets[(round + j) % count];
-            for step in 0..3 {
+            for step in 0..kinds {
                 // The kinds rotate too, so none always follows another.
-                let k = (round + step) % 3;
-                let d = one(t, k, &format!("r-{run}-{round}-{k}")).await;
+                let k = (round + step) % kinds;
+                let d = one(t, k, &format!("r-{run}-{round}-{k}"), &mut bare).await;
                 t.times[k].push(d);
             }
         }
     }
     println!(
-        "{:<8} {:<9} {:>8} {:>8} {:>8}",
-        "target", "kind", "p50_ms", "p99_ms", "x_floor"
+        "{:<8} {:<9} {:>8} {:>8} {:>8} {:>8}",
+        "target", "kind", "p50_ms", "p99_ms", "x_floor", "x_bare"
     );
     for t in &mut targets {
         for v in &mut t.times {
             v.sort();
         }
         let floor = percentile(&t.times[0], 0.5);
-        for (k, kind) in KINDS.iter().enumerate() {
+        let whole = (kinds == 4).then(|| percentile(&t.times[3], 0.5));
+        for (k, kind) in KINDS.iter().enumerate().take(kinds) {
             let p50 = percentile(&t.times[k], 0.5);
+            let over_bare = whole.map_or_else(|| "-".to_owned(), |w| format!("{:.2}", p50 / w));
             println!(
-                "{:<8} {:<9} {:>8.3} {:>8.3} {:>8.2}",
+                "{:<8} {:<9} {:>8.3} {:>8.3} {:>8.2} {:>8}",
                 t.name,
                 kind,
                 p50,
                 percentile(&t.times[k], 0.99),
-                p50 / floor
+                p50 / floor,
+                over_bare
             );
         }
     }

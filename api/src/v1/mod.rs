@@ -19,7 +19,7 @@ pub use super::extract::BODY_LIMIT;
 
 /// The `/v1` routes, relative to `/v1` (the crate's router nests them). They hold an [`ApiState`] of their own: axum clones a
 /// route's state for every request, and the API needs none of the site's.
-pub fn router<S: Clone + Send + Sync + 'static>(api: &ApiState) -> Router<S> {
+pub fn router(api: &ApiState) -> Router {
     let authed = Router::new()
         .route("/keys", post(keys::derive_key))
         .route("/intents", post(intents::record_intent))

@@ -110,9 +110,12 @@ pub fn router(state: AppState) -> Router {
         // policy on HTML.
         .layer(from_fn(forms::pages));
     let hosts = state.hosts.clone();
+    // The API's routes come stated and concrete from idem-api, so their
+    // handlers, the MCP doors and rmcp's service code are compiled once,
+    // there, not again in this crate (a release build shares no generics
+    // across crates).
     idem_api::router(&state.api, state.live.access.clone())
-        .merge(pages)
-        .with_state(state)
+        .merge(pages.with_state(state))
         // Inside the request id (so a refusal carries one): the trust
         // boundary every route shares.
         .layer(from_fn_with_state(hosts, idem_api::boundary::boundary))
