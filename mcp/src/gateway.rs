@@ -95,7 +95,7 @@ impl Connected {
     pub fn start<'a>(
         upstream: &'a Upstream,
         file: &'a GuardFile,
-    ) -> crate::Boxed<'a, Result<Self, StartError>> {
+    ) -> futures_util::future::BoxFuture<'a, Result<Self, StartError>> {
         Box::pin(Self::start_here(upstream, file))
     }
 
@@ -480,7 +480,7 @@ impl Gateway {
         file: GuardFile,
         upstream: Option<Upstream>,
         max_outcome: usize,
-    ) -> crate::Boxed<'static, Result<Self, StartError>> {
+    ) -> futures_util::future::BoxFuture<'static, Result<Self, StartError>> {
         Box::pin(Self::start_here(store, tenant, file, upstream, max_outcome))
     }
 
@@ -521,7 +521,9 @@ impl Gateway {
     }
 
     /// Serves one agent over stdin and stdout until it closes them.
-    pub fn serve_stdio(self) -> crate::Boxed<'static, Result<(), std::io::Error>> {
+    pub fn serve_stdio(
+        self,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), std::io::Error>> {
         let me = self.clone();
         Box::pin(serve_stdio(self, move |tool| {
             me.inner.file.guard(tool).is_some()
@@ -763,7 +765,7 @@ impl Gateway {
 pub fn bind<'a>(
     file: &'a GuardFile,
     connected: &'a Connected,
-) -> crate::Boxed<'a, Result<Vec<BoundGuard>, StartError>> {
+) -> futures_util::future::BoxFuture<'a, Result<Vec<BoundGuard>, StartError>> {
     Box::pin(async move {
         let tools = connected
             .peer()

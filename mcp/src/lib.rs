@@ -26,13 +26,12 @@ pub mod tool_args;
 pub mod tools;
 
 pub use gateway::{Gateway, StartError};
-
-/// A future boxed where it is made. The entry points other crates await
-/// (starting and serving a gateway, idem's own server) return one, so
-/// their state machines and the rmcp service code under them are compiled
-/// here once: a release build shares no generics across crates, and an
-/// `async fn` awaited in another crate is compiled again there.
-pub type Boxed<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 pub use guard_file::{GuardFile, GuardFileError, Upstream};
 pub use tenant::TenantSource;
 pub use tools::IdemTools;
+
+// The entry points other crates await (starting and serving a gateway,
+// idem's own server) return a `BoxFuture` boxed here, so their state
+// machines and the rmcp service code under them are compiled once, in this
+// crate: a release build shares no generics across crates, and an `async
+// fn` awaited in another crate is compiled again there.

@@ -66,7 +66,9 @@ impl IdemTools {
     }
 
     /// Serves one agent over stdin and stdout until it closes them.
-    pub fn serve_stdio(self) -> crate::Boxed<'static, Result<(), std::io::Error>> {
+    pub fn serve_stdio(
+        self,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), std::io::Error>> {
         Box::pin(crate::stdio::serve_stdio(self, |_| false))
     }
 }
