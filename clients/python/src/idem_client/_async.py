@@ -13,7 +13,7 @@ import httpx
 
 from . import _protocol as p
 from . import wire as w
-from ._errors import Failed, OutcomeTooLarge, ProblemError
+from ._errors import Failed, FailedForGood, InFlight, OutcomeTooLarge, ProblemError, Uncertain
 from ._models import EventClaim, Intent, Outcome
 from ._protocol import OnInFlight
 
@@ -112,28 +112,33 @@ class AsyncClient:
         payload = await self._payload(action, candidate, reference)
         doc = p.intent_answer(
             await self._call(
-            "POST",
-            "/v1/intents",
-            p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
-            "record",
-        )
-    )
-        intent = p.intent_of_answer(doc)
-        claim = p.claim_of(doc)
-        while claim["status"] == "in_flight":
-            wait_ms = p.wait_ms(on_in_flight, give_up)
-            if wait_ms == 0:
-                raise p.in_flight(claim)
-            claim = p.claim_answer(
-                await self._call(
                 "POST",
-                p.action_path(intent.key, "begin"),
-                p.begin_body(action, lease_ms, attempt_id, wait_ms),
-                "begin",
-                in_flight_ok=True,
-                )
+                "/v1/intents",
+                p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
+                "record",
             )
-        return await self._settle(intent, claim, effect, lease_ms, reconcile)
+        )
+        intent = p.intent_of_answer(doc)
+        try:
+            claim = p.claim_of(doc)
+            while claim["status"] == "in_flight":
+                wait_ms = p.wait_ms(on_in_flight, give_up)
+                if wait_ms == 0:
+                    raise p.in_flight(claim)
+                claim = p.claim_answer(
+                    await self._call(
+                        "POST",
+                        p.action_path(intent.key, "begin"),
+                        p.begin_body(action, lease_ms, attempt_id, wait_ms),
+                        "begin",
+                        in_flight_ok=True,
+                    )
+                )
+            return await self._settle(intent, claim, effect, lease_ms, reconcile)
+        except (InFlight, Uncertain, FailedForGood) as e:
+            # Said with the intent it is about (its reference and key).
+            e.intent = intent
+            raise
 
     async def _settle(
         self,

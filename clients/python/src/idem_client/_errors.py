@@ -20,8 +20,12 @@ class ProblemError(IdemError):
     not allow, with ``type`` ``about:blank``).
 
     ``status`` is the HTTP status, ``type`` the problem's URN, ``title`` and
-    ``detail`` its human text.
+    ``detail`` its human text. ``intent`` is the frozen intent when the
+    error came after it was recorded (``InFlight``, ``Uncertain`` and
+    ``FailedForGood`` from ``run``), else ``None``.
     """
+
+    intent: Any = None
 
     def __init__(
         self,

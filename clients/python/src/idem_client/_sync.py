@@ -12,7 +12,7 @@ import httpx
 
 from . import _protocol as p
 from . import wire as w
-from ._errors import Failed, OutcomeTooLarge, ProblemError
+from ._errors import Failed, FailedForGood, InFlight, OutcomeTooLarge, ProblemError, Uncertain
 from ._models import EventClaim, Intent, Outcome
 from ._protocol import OnInFlight
 
@@ -130,28 +130,33 @@ class Client:
         payload = self._payload(action, candidate, reference)
         doc = p.intent_answer(
             self._call(
-            "POST",
-            "/v1/intents",
-            p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
-            "record",
-        )
-    )
-        intent = p.intent_of_answer(doc)
-        claim = p.claim_of(doc)
-        while claim["status"] == "in_flight":
-            wait_ms = p.wait_ms(on_in_flight, give_up)
-            if wait_ms == 0:
-                raise p.in_flight(claim)
-            claim = p.claim_answer(
-                self._call(
                 "POST",
-                p.action_path(intent.key, "begin"),
-                p.begin_body(action, lease_ms, attempt_id, wait_ms),
-                "begin",
-                in_flight_ok=True,
-                )
+                "/v1/intents",
+                p.record_body(action, payload, lease_ms, attempt_id, p.wait_ms(on_in_flight, give_up)),
+                "record",
             )
-        return self._settle(intent, claim, effect, lease_ms, reconcile)
+        )
+        intent = p.intent_of_answer(doc)
+        try:
+            claim = p.claim_of(doc)
+            while claim["status"] == "in_flight":
+                wait_ms = p.wait_ms(on_in_flight, give_up)
+                if wait_ms == 0:
+                    raise p.in_flight(claim)
+                claim = p.claim_answer(
+                    self._call(
+                        "POST",
+                        p.action_path(intent.key, "begin"),
+                        p.begin_body(action, lease_ms, attempt_id, wait_ms),
+                        "begin",
+                        in_flight_ok=True,
+                    )
+                )
+            return self._settle(intent, claim, effect, lease_ms, reconcile)
+        except (InFlight, Uncertain, FailedForGood) as e:
+            # Said with the intent it is about (its reference and key).
+            e.intent = intent
+            raise
 
     # -- what a claim leads to ----------------------------------------------
 
