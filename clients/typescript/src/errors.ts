@@ -28,6 +28,9 @@ export class ProblemError extends IdemError {
   readonly title: string;
   readonly detail: string;
   readonly body: Readonly<Record<string, unknown>>;
+  /** The frozen intent, when the error came after it was recorded
+   *  (`InFlight`, `Uncertain` and `FailedForGood` from `run`). */
+  intent?: unknown;
 
   constructor(status: number, type: string, title: string, detail = "", body: Record<string, unknown> = {}) {
     super(detail ? `${status} ${title}: ${detail}` : `${status} ${title}`);

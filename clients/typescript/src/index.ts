@@ -489,17 +489,23 @@ export class Idem {
     const first = doc.claim;
     if (!isRecord(first) || typeof first.status !== "string") throw unexpected("POST /v1/intents with a claim answered without one");
     let claim: ClaimAnswer = first;
-    while (claim.status === "in_flight") {
-      const w = waitMs();
-      if (w === 0) throw inFlightError(claim);
-      claim = await this.call<ClaimAnswer>("POST", `/v1/actions/${intent.key}/begin`, {
-        action,
-        lease_ms: o.leaseMs,
-        attempt_id: attemptId,
-        wait_ms: w,
-      } satisfies Wire["BeginRequest"], "begin", true);
+    try {
+      while (claim.status === "in_flight") {
+        const w = waitMs();
+        if (w === 0) throw inFlightError(claim);
+        claim = await this.call<ClaimAnswer>("POST", `/v1/actions/${intent.key}/begin`, {
+          action,
+          lease_ms: o.leaseMs,
+          attempt_id: attemptId,
+          wait_ms: w,
+        } satisfies Wire["BeginRequest"], "begin", true);
+      }
+      return await this.settle(intent, claim, effect, o.leaseMs, options.reconcile);
+    } catch (e) {
+      // Said with the intent it is about (its reference and key).
+      if (e instanceof InFlight || e instanceof Uncertain || e instanceof FailedForGood) e.intent = intent;
+      throw e;
     }
-    return this.settle(intent, claim, effect, o.leaseMs, options.reconcile);
   }
 
   private async settle<T>(intent: Intent, claim: ClaimAnswer, effect: Effect<T>, leaseMs: number, reconcile: Reconcile | undefined): Promise<Outcome<T>> {

@@ -1,0 +1,279 @@
+// The in-process agent-framework integrations through the frameworks'
+// own loops, with their own fake models, against a real idem server on
+// SQLite and (with IDEM_TEST_POSTGRES_URL) PostgreSQL: LangChain JS's
+// createAgent with its toolRetryMiddleware and fake chat model
+// (idem-client/langchain), and the AI SDK's generateText with its mock
+// language model (idem-client/ai-sdk). The demo provider's ledger is the
+// oracle: what it recorded is what a customer was charged.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { FakeListChatModel } from "@langchain/core/utils/testing";
+import { generateText, stepCountIs, tool as aiTool } from "ai";
+import { MockLanguageModelV4 } from "ai/test";
+import { Idem } from "idem-client";
+import { idemGuards, idemTool, IdemToolError } from "idem-client/ai-sdk";
+import { GuardFileError, OutcomeUnknown, idemMiddleware } from "idem-client/langchain";
+import { createAgent, tool as lcTool, toolRetryMiddleware } from "langchain";
+import { z } from "zod";
+import { backends, ledger, serve } from "./support.mjs";
+
+const SCHEMA = JSON.parse(readFileSync(new URL("../../conformance/mcp-meta.schema.json", import.meta.url), "utf8"));
+const GUARD = {
+  tool: "charge_pix",
+  action: "pix.cobranca",
+  key_argument: "idempotency_key",
+  lease_ms: 3000,
+  on_uncertain: "resend",
+  fields: { cliente_id: "customer_id", valor: "amount", chave_pix_destino: "pix_key", referencia_intencao: "invoice_ref" },
+};
+const ref = (name) => `${name}-${Math.random().toString(16).slice(2, 12)}`;
+
+/** The members `_meta.idem` may hold, as the gateway's schema says. */
+function checkMeta(meta) {
+  for (const k of SCHEMA.required) assert.ok(Object.hasOwn(meta, k), `_meta.idem lacks ${k}`);
+  for (const k of Object.keys(meta)) assert.ok(Object.hasOwn(SCHEMA.properties, k), `_meta.idem has ${k}, which the schema does not`);
+  return meta;
+}
+
+/** The payment tool's body: the demo provider, with idem's key or (when
+ *  unguarded) a key minted in the attempt; faults on demand. */
+function psp(server, token, { failFirst = false, sleepMs = 0 } = {}) {
+  const p = {
+    calls: 0,
+    keys: [],
+    async charge({ customer_id, amount, invoice_ref, idempotency_key }) {
+      p.calls += 1;
+      const n = p.calls;
+      const key = idempotency_key || crypto.randomUUID();
+      p.keys.push(key);
+      const r = await fetch(`${server.url}/v1/demo/charges`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "idempotency-key": key, "content-type": "application/json" },
+        body: JSON.stringify({ amount_cents: Math.round(Number(amount) * 100), currency: "BRL", customer: customer_id }),
+      });
+      assert.ok(r.ok, await r.clone().text());
+      const body = await r.json();
+      if (sleepMs) await new Promise((res) => setTimeout(res, sleepMs));
+      if (failFirst && n === 1) throw new Error("the PSP did not answer within 10 s");
+      return `charged ${body.amount_cents} cents, charge ${body.id}, invoice ${invoice_ref}`;
+    },
+  };
+  return p;
+}
+
+const ARGS = z.object({ customer_id: z.string(), amount: z.string(), pix_key: z.string(), invoice_ref: z.string(), idempotency_key: z.string().optional() });
+const args = (reference, amount = "180.00") => ({ customer_id: "c-1", amount, pix_key: "fulano@example.com", invoice_ref: reference });
+
+for (const backend of backends()) {
+  describe(`LangChain JS (${backend.name})`, () => {
+    let server;
+    before(async () => {
+      server = await serve(backend);
+    });
+    after(async () => {
+      await server?.stop();
+    });
+
+    const lcPsp = (token, opts) => {
+      const p = psp(server, token, opts);
+      p.tool = lcTool(async (input) => p.charge(input), { name: "charge_pix", description: "Charges a Pix payment.", schema: ARGS });
+      return p;
+    };
+    const model = (...calls) => scripted(calls);
+    const toolMessages = (out) => out.messages.filter((m) => ToolMessage.isInstance(m));
+
+    test("without idem, the retry middleware charges twice", async () => {
+      const token = server.newTenant(ref("lc"));
+      const p = lcPsp(token, { failFirst: true });
+      const agent = createAgent({ model: model(call(ref("bare"))), tools: [p.tool], middleware: [toolRetryMiddleware({ maxRetries: 2, initialDelayMs: 10 })] });
+      await agent.invoke({ messages: [new HumanMessage("pay")] });
+      assert.equal((await ledger(server.url, token)).length, 2);
+    });
+
+    test("inside the retry middleware, a timeout after the charge resends under the same key", async () => {
+      const token = server.newTenant(ref("lc"));
+      const p = lcPsp(token, { failFirst: true });
+      const idem = new Idem({ baseUrl: server.url, token });
+      const agent = createAgent({
+        model: model(call(ref("retry"))),
+        tools: [p.tool],
+        middleware: [toolRetryMiddleware({ maxRetries: 2, initialDelayMs: 10 }), idemMiddleware(idem, [GUARD], { tools: [p.tool] })],
+      });
+      const [m] = toolMessages(await agent.invoke({ messages: [new HumanMessage("pay")] }));
+      assert.equal((await ledger(server.url, token)).length, 1);
+      assert.equal(p.calls, 2);
+      assert.equal(new Set(p.keys).size, 1);
+      assert.equal(p.keys[0].length, 64);
+      const meta = checkMeta(m.response_metadata.idem);
+      assert.equal(meta.key, p.keys[0]);
+      assert.equal(m.tool_call_id, "call_1");
+      assert.equal(m.status, "success");
+    });
+
+    test("a divergent second extraction gets the stored result under its own id, and the sentence", async () => {
+      const token = server.newTenant(ref("lc"));
+      const p = lcPsp(token);
+      const idem = new Idem({ baseUrl: server.url, token });
+      const r = ref("diverge");
+      const agent = createAgent({ model: model(call(r, "180.00", "call_1"), call(r, "1800.00", "call_2")), tools: [p.tool], middleware: [idemMiddleware(idem, [GUARD], { tools: [p.tool] })] });
+      const [first, second] = toolMessages(await agent.invoke({ messages: [new HumanMessage("pay")] }));
+      assert.equal(p.calls, 1);
+      assert.deepEqual(await ledger(server.url, token), [18000]);
+      assert.deepEqual([first.tool_call_id, second.tool_call_id], ["call_1", "call_2"]);
+      assert.equal(checkMeta(second.response_metadata.idem).replayed, true);
+      assert.equal(second.response_metadata.idem.diverged, true);
+      assert.ok(String(second.content).startsWith(String(first.content)));
+      assert.match(String(second.content), /the amount you sent, 1800\.00, differs from the frozen intent's 180\.00/);
+      assert.match(String(second.content), new RegExp(`charge_pix was already executed for ${r} at `));
+    });
+
+    test("8 concurrent runs of the same conversation charge once", async () => {
+      const token = server.newTenant(ref("lc"));
+      const p = lcPsp(token, { sleepMs: 200 });
+      const idem = new Idem({ baseUrl: server.url, token });
+      const r = ref("eight");
+      const runs = Array.from({ length: 8 }, async (_, i) => {
+        const agent = createAgent({ model: model(call(r, "180.00", `call_${i}`)), tools: [p.tool], middleware: [idemMiddleware(idem, [GUARD], { tools: [p.tool] })] });
+        const [m] = toolMessages(await agent.invoke({ messages: [new HumanMessage("pay")] }));
+        return m;
+      });
+      const answers = await Promise.all(runs);
+      assert.equal(p.calls, 1);
+      assert.equal((await ledger(server.url, token)).length, 1);
+      assert.deepEqual(answers.map((m) => m.response_metadata.idem.replayed).sort(), [false, ...Array(7).fill(true)]);
+      assert.deepEqual(answers.map((m) => m.tool_call_id).sort(), Array.from({ length: 8 }, (_, i) => `call_${i}`).sort());
+    });
+
+    test("without retry middleware the timeout ends the run with OutcomeUnknown; with refuse, the next run runs nothing", async () => {
+      const token = server.newTenant(ref("lc"));
+      const p = lcPsp(token, { failFirst: true });
+      const idem = new Idem({ baseUrl: server.url, token });
+      const r = ref("refuse");
+      const agent = () =>
+        createAgent({ model: model(call(r)), tools: [p.tool], middleware: [idemMiddleware(idem, [{ ...GUARD, on_uncertain: "refuse" }], { tools: [p.tool] })] });
+      await assert.rejects(agent().invoke({ messages: [new HumanMessage("pay")] }), (e) => {
+        let cause = e;
+        while (cause && !(cause instanceof OutcomeUnknown)) cause = cause.cause;
+        assert.ok(cause instanceof OutcomeUnknown, String(e));
+        assert.match(cause.message, /whether it was executed is unknown/);
+        return true;
+      });
+      const [m] = toolMessages(await agent().invoke({ messages: [new HumanMessage("pay")] }));
+      assert.equal(p.calls, 1);
+      assert.equal((await ledger(server.url, token)).length, 1);
+      assert.equal(m.status, "error");
+      assert.match(String(m.content), new RegExp(`the outcome of an earlier charge_pix for ${r} is unknown`));
+      assert.equal(checkMeta(m.response_metadata.idem).source, "idem");
+    });
+
+    test("a guard naming an argument the tool lacks is refused at start", () => {
+      const p = lcPsp("t");
+      const idem = new Idem({ baseUrl: "http://127.0.0.1:9", token: "t" });
+      assert.throws(
+        () => idemMiddleware(idem, [{ ...GUARD, fields: { ...GUARD.fields, valor: "amout" } }], { tools: [p.tool] }),
+        (e) => e instanceof GuardFileError && /did you mean `amount`/.test(e.message) && e.where === "guards[0]",
+      );
+      assert.throws(() => idemMiddleware(idem, [{ ...GUARD, on_uncertian: "resend" }]), (e) => e instanceof GuardFileError && /did you mean `on_uncertain`/.test(e.message));
+    });
+  });
+
+  describe(`the AI SDK (${backend.name})`, () => {
+    let server;
+    before(async () => {
+      server = await serve(backend);
+    });
+    after(async () => {
+      await server?.stop();
+    });
+
+    const run = async (tools, ...calls) => {
+      const queue = [...calls];
+      const model = new MockLanguageModelV4({
+        doGenerate: async () => {
+          const next = queue.shift();
+          const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
+          if (next === undefined) return { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop", raw: undefined }, usage, warnings: [] };
+          return { content: [{ type: "tool-call", toolCallId: next.id, toolName: "charge_pix", input: JSON.stringify(next.input) }], finishReason: { unified: "tool-calls", raw: undefined }, usage, warnings: [] };
+        },
+      });
+      const out = await generateText({ model, tools, prompt: "pay", stopWhen: stepCountIs(10) });
+      return out.steps.flatMap((s) => s.content.filter((c) => c.type === "tool-result" || c.type === "tool-error"));
+    };
+
+    test("without idem, the model's second call after a timeout charges twice", async () => {
+      const token = server.newTenant(ref("ai"));
+      const p = psp(server, token, { failFirst: true });
+      const r = ref("bare");
+      await run({ charge_pix: aiTool({ inputSchema: ARGS, execute: (i) => p.charge(i) }) }, { id: "a", input: args(r) }, { id: "b", input: args(r) });
+      assert.equal((await ledger(server.url, token)).length, 2);
+    });
+
+    test("a timeout after the charge is a tool error the model reads; its retry resends under the same key", async () => {
+      const token = server.newTenant(ref("ai"));
+      const p = psp(server, token, { failFirst: true });
+      const idem = new Idem({ baseUrl: server.url, token });
+      const seen = {};
+      const guards = idemGuards(idem, [GUARD], { onAnswer: (id, meta) => (seen[id] = meta) });
+      const r = ref("timeout");
+      const parts = await run({ charge_pix: idemTool(aiTool({ inputSchema: ARGS, execute: (i) => p.charge(i) }), guards.charge_pix) }, { id: "a", input: args(r) }, { id: "b", input: args(r) }, { id: "c", input: args(r, "1800.00") });
+      assert.equal((await ledger(server.url, token)).length, 1);
+      assert.equal(p.calls, 2);
+      const [first, second, third] = parts;
+      assert.equal(first.type, "tool-error");
+      assert.ok(first.error instanceof OutcomeUnknown);
+      assert.match(first.error.message, /whether it was executed is unknown\. Do not retry with a new reference; retrying this same call is safe/);
+      assert.equal(second.type, "tool-result");
+      assert.equal(second.toolCallId, "b");
+      assert.equal(checkMeta(seen.b).reconciled, true);
+      assert.equal(third.toolCallId, "c");
+      assert.match(third.output, /the amount you sent, 1800\.00, differs from the frozen intent's 180\.00/);
+      assert.equal(checkMeta(seen.c).replayed, true);
+    });
+
+    test("8 concurrent requests of the same conversation charge once", async () => {
+      const token = server.newTenant(ref("ai"));
+      const p = psp(server, token, { sleepMs: 200 });
+      const idem = new Idem({ baseUrl: server.url, token });
+      const guards = idemGuards(idem, [GUARD]);
+      const tools = { charge_pix: idemTool(aiTool({ inputSchema: ARGS, execute: (i) => p.charge(i) }), guards.charge_pix) };
+      const r = ref("eight");
+      const outs = await Promise.all(Array.from({ length: 8 }, (_, i) => run(tools, { id: `c${i}`, input: args(r) })));
+      assert.equal(p.calls, 1);
+      assert.equal((await ledger(server.url, token)).length, 1);
+      assert.equal(outs.flat().filter((c) => c.type === "tool-result" && /already executed/.test(c.output)).length, 7);
+    });
+
+    test("refuse: the model reads that the outcome is unknown, as an IdemToolError", async () => {
+      const token = server.newTenant(ref("ai"));
+      const p = psp(server, token, { failFirst: true });
+      const idem = new Idem({ baseUrl: server.url, token });
+      const guards = idemGuards(idem, [{ ...GUARD, on_uncertain: "refuse" }]);
+      const r = ref("refuse");
+      const [, second] = await run({ charge_pix: idemTool(aiTool({ inputSchema: ARGS, execute: (i) => p.charge(i) }), guards.charge_pix) }, { id: "a", input: args(r) }, { id: "b", input: args(r) });
+      assert.equal(p.calls, 1);
+      assert.equal(second.type, "tool-error");
+      assert.ok(second.error instanceof IdemToolError);
+      assert.match(second.error.message, new RegExp(`the outcome of an earlier charge_pix for ${r} is unknown`));
+      assert.equal(checkMeta(second.error.idem).source, "idem");
+    });
+  });
+}
+
+/** A LangChain fake chat model that answers with each scripted message in
+ *  turn and takes tools (its bindTools returns itself). */
+function scripted(messages) {
+  const m = new FakeListChatModel({ responses: ["done"] });
+  const queue = [...messages];
+  m.bindTools = () => m;
+  m._generate = async () => {
+    const next = queue.shift() ?? new AIMessage("done");
+    return { generations: [{ text: typeof next.content === "string" ? next.content : "", message: next }] };
+  };
+  return m;
+}
+
+function call(reference, amount = "180.00", id = "call_1") {
+  return new AIMessage({ content: "", tool_calls: [{ name: "charge_pix", args: args(reference, amount), id, type: "tool_call" }] });
+}
