@@ -548,3 +548,42 @@ def test_with_idem_unreachable_nothing_runs_unguarded(tenant: Tenant) -> None:
     assert m.status == "error" and psp.calls == 0 and not tenant.charges()
     assert "idem could not record this call" in str(m.content) and "nothing was executed" in str(m.content)
     assert idem_of(m)["source"] == "idem"
+
+
+def test_a_langgraph_node_retry_policy_reruns_the_tools_node_through_the_guard(tenant: Tenant) -> None:
+    """A graph of its own: the tools node (LangGraph's ToolNode, with the
+    middleware's wrap_tool_call) under a RetryPolicy, which re-runs the
+    whole node when the tool raises."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from langgraph.types import RetryPolicy
+
+    psp = Psp(tenant.url, tenant.token, fail_first=True)
+    charge = psp.tool()
+    idem = IdemToolMiddleware(tenant.client(), [GUARD], tools=[charge])
+    r = ref("node")
+    builder = StateGraph(MessagesState)
+    builder.add_node("tools", ToolNode([charge], wrap_tool_call=idem.wrap_tool_call), retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    out = builder.compile().invoke({"messages": [HumanMessage("pay"), charge_call(r)]})
+    [m] = tool_messages(out)
+    assert psp.calls == 2 and len(tenant.charges()) == 1
+    assert m.status == "success" and idem_of(m)["reconciled"] is True
+    assert isinstance(out["messages"][1], AIMessage)
+
+
+def test_without_idem_the_node_retry_policy_charges_twice(tenant: Tenant) -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from langgraph.types import RetryPolicy
+
+    psp = Psp(tenant.url, tenant.token, fail_first=True)
+    builder = StateGraph(MessagesState)
+    # LangGraph retries a TimeoutError only when asked to (an OSError).
+    builder.add_node("tools", ToolNode([psp.tool()]), retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=TimeoutError))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    builder.compile().invoke({"messages": [HumanMessage("pay"), charge_call(ref("node-bare"))]})
+    assert len(tenant.charges()) == 2
