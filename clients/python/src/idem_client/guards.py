@@ -205,6 +205,15 @@ class Guards:
     def __contains__(self, tool: object) -> bool:
         return tool in self._by_tool
 
+    def refuse_turn(self, how: str) -> None:
+        """For an integration that cannot read the turn by itself: a guard
+        field written ``"$turn"`` raises ``GuardFileError`` naming its line
+        and ``how`` to give the turn."""
+        for g in self:
+            for f in g.fields:
+                if f.is_turn:
+                    raise GuardFileError(g.at(f.name), f'field `{f.name}` reads "{TURN}": {how}, or map it to an argument')
+
     def check_tools(self, schemas: Mapping[str, Mapping[str, Any] | None]) -> None:
         """The start-up checks against the tools the agent has (name ->
         JSON Schema of its arguments, ``None`` when it has none): a guard

@@ -36,7 +36,7 @@ from pydantic_core import to_jsonable_python
 
 from . import _tool_guard as tg
 from ._async import AsyncClient
-from .guards import TURN, Guards, GuardFileError, Source, load
+from .guards import Guards, GuardFileError, Source, load
 
 __all__ = ["IdemGuard", "OutcomeUnknown"]
 
@@ -77,14 +77,7 @@ class IdemGuard:
         self.turn = turn
         self.on_answer = on_answer
         if turn is None:
-            for g in self.guards:
-                for f in g.fields:
-                    if f.is_turn:
-                        raise GuardFileError(
-                            g.at(f.name),
-                            f'field `{f.name}` reads "{TURN}": pass IdemGuard(..., turn=lambda ctx: ...), the conversation\'s turn '
-                            "from your run context, or map it to an argument",
-                        )
+            self.guards.refuse_turn("pass IdemGuard(..., turn=lambda ctx: ...), the conversation's turn from your run context")
 
     @overload
     def function_tool(self, func: Callable[..., Any], /) -> FunctionTool: ...

@@ -27,7 +27,7 @@ from pydantic_core import to_jsonable_python
 
 from . import _tool_guard as tg
 from ._async import AsyncClient
-from .guards import TURN, Guard, Guards, GuardFileError, Source, load
+from .guards import Guard, Guards, Source, load
 
 __all__ = ["IdemToolset", "OutcomeUnknown"]
 
@@ -91,14 +91,9 @@ class IdemToolset(WrapperToolset[AgentDepsT], Generic[AgentDepsT]):
         self.guards = load(guards, lookups=lookups)
         self.turn = turn
         if turn is None:
-            for g in self.guards:
-                for f in g.fields:
-                    if f.is_turn:
-                        raise GuardFileError(
-                            g.at(f.name),
-                            f'field `{f.name}` reads "{TURN}": pass IdemToolset(..., turn=lambda ctx: ...), the conversation\'s turn '
-                            "from your deps (the chat and the id of the user's message), or map it to an argument",
-                        )
+            self.guards.refuse_turn(
+                "pass IdemToolset(..., turn=lambda ctx: ...), the conversation's turn from your deps (the chat and the id of the user's message)"
+            )
         schemas = _schemas(wrapped)
         if schemas is not None:
             self.guards.check_tools(schemas)
