@@ -17,7 +17,7 @@
  */
 
 import type { Idem, Intent } from "./index.js";
-import { type Answer, type Guard, type GuardDeclaration, type IdemMeta, type ToolResult, GuardFileError, TURN, guardedCall, loadGuards } from "./guard.js";
+import { type Answer, type Guard, type GuardDeclaration, type IdemMeta, type ToolResult, GuardFileError, TURN, checkTools, guardedCall, jsonSchemaOf, loadGuards } from "./guard.js";
 
 export { GuardFileError, OutcomeUnknown } from "./guard.js";
 export type { GuardDeclaration, IdemMeta } from "./guard.js";
@@ -75,7 +75,8 @@ export class IdemToolError extends Error {
 }
 
 /**
- * The tool with its `execute` guarded: the first call records the intent
+ * The tool with its `execute` guarded (a guard naming an argument the
+ * tool's `inputSchema` does not declare throws `GuardFileError` here): the first call records the intent
  * from the input and runs `execute` once; a repeated or re-extracted call
  * gets the stored output under its own `toolCallId` (a string output with
  * idem's sentences appended, an object output with them in `_idem`);
@@ -88,6 +89,9 @@ export function idemTool<T extends object>(tool: T, guard: ToolGuard | undefined
   // `execute(input, { toolCallId, abortSignal })` does not.
   const run = (tool as { execute?: unknown }).execute;
   if (typeof run !== "function") throw new TypeError(`idemTool: tool ${guard.guard.tool} has no execute to guard`);
+  // The start-up check against the tool's input schema, when it can be read.
+  const schema = jsonSchemaOf((tool as { inputSchema?: unknown }).inputSchema);
+  if (schema !== undefined) checkTools(new Map([[guard.guard.tool, guard.guard]]), { [guard.guard.tool]: schema });
   const execute = async (input: Record<string, unknown>, options: ToolCallOptions): Promise<unknown> => {
     const answer = await guardedCall(
       guard.idem,

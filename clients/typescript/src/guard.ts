@@ -248,7 +248,28 @@ function guardOf(where: string, t: unknown, lookups: Record<string, (intent: Int
   return { tool, action, fields, keyArgument, leaseMs, onUncertain, errors, lookup, where };
 }
 
-type Schema = Record<string, unknown>;
+/** A JSON Schema document. */
+export type Schema = Record<string, unknown>;
+
+/** A tool's argument schema as JSON Schema: a zod 4 schema (its
+ *  `toJSONSchema()`), an AI SDK `jsonSchema(...)` (its `jsonSchema`), or
+ *  JSON Schema as given; `undefined` when it cannot be read (the checks
+ *  then wait for the tool's first call, or are skipped). */
+export function jsonSchemaOf(schema: unknown): Schema | undefined {
+  if (typeof schema !== "object" || schema === null) return undefined;
+  const s = schema as { toJSONSchema?: () => unknown; jsonSchema?: unknown; "~standard"?: unknown; type?: unknown; properties?: unknown };
+  if (typeof s.toJSONSchema === "function") {
+    try {
+      const out = s.toJSONSchema();
+      return isRecord(out) ? out : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  if (isRecord(s.jsonSchema)) return s.jsonSchema;
+  if (s["~standard"] !== undefined) return undefined;
+  return s.type !== undefined || s.properties !== undefined ? (schema as Schema) : undefined;
+}
 
 function resolve(schema: Schema, root: Schema, depth = 0): Schema[] {
   if (depth > 32) return [];

@@ -18,7 +18,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { createMiddleware } from "langchain";
 
 import type { Idem, Intent } from "./index.js";
-import { type Answer, type Guard, type GuardDeclaration, type ToolResult, TURN, checkTools, guardedCall, loadGuards } from "./guard.js";
+import { type Answer, type Guard, type GuardDeclaration, type Schema, type ToolResult, TURN, checkTools, guardedCall, jsonSchemaOf, loadGuards } from "./guard.js";
 
 export { GuardFileError, OutcomeUnknown } from "./guard.js";
 export type { GuardDeclaration, IdemMeta } from "./guard.js";
@@ -36,25 +36,6 @@ interface Request {
   tool?: { name: string; schema?: unknown } | undefined;
   state?: unknown;
   runtime?: { configurable?: { thread_id?: string } } | undefined;
-}
-
-type Schema = Record<string, unknown>;
-
-/** A tool's argument schema as JSON Schema: a zod schema (v4's
- *  `toJSONSchema`, v3's is not read), or JSON Schema as given. */
-function jsonSchemaOf(schema: unknown): Schema | undefined {
-  if (typeof schema !== "object" || schema === null) return undefined;
-  const s = schema as { toJSONSchema?: () => unknown; "~standard"?: unknown; type?: unknown; properties?: unknown };
-  if (typeof s.toJSONSchema === "function") {
-    try {
-      const out = s.toJSONSchema();
-      return typeof out === "object" && out !== null ? (out as Schema) : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  if (s["~standard"] !== undefined) return undefined;
-  return s.type !== undefined || s.properties !== undefined ? (schema as Schema) : undefined;
 }
 
 function schemas(tools: ReadonlyArray<{ name: string; schema?: unknown }>): Record<string, Schema | undefined> {

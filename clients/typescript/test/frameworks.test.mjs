@@ -13,7 +13,7 @@ import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { generateText, stepCountIs, tool as aiTool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { Idem } from "idem-client";
-import { idemGuards, idemTool, IdemToolError } from "idem-client/ai-sdk";
+import { GuardFileError as AiGuardFileError, idemGuards, idemTool, IdemToolError } from "idem-client/ai-sdk";
 import { GuardFileError, OutcomeUnknown, idemMiddleware } from "idem-client/langchain";
 import { createAgent, tool as lcTool, toolRetryMiddleware } from "langchain";
 import { z } from "zod";
@@ -243,6 +243,16 @@ for (const backend of backends()) {
       assert.equal(p.calls, 1);
       assert.equal((await ledger(server.url, token)).length, 1);
       assert.equal(outs.flat().filter((c) => c.type === "tool-result" && /already executed/.test(c.output)).length, 7);
+    });
+
+    test("a guard naming an argument the tool's inputSchema lacks is refused when the tool is wrapped", () => {
+      const idem = new Idem({ baseUrl: "http://127.0.0.1:9", token: "t" });
+      const guards = idemGuards(idem, [{ ...GUARD, key_argument: "idem_key" }]);
+      assert.throws(
+        () => idemTool(aiTool({ inputSchema: ARGS, execute: async () => "ok" }), guards.charge_pix),
+        (e) => e instanceof AiGuardFileError && /key_argument reads `idem_key`/.test(e.message),
+      );
+      assert.throws(() => idemTool(aiTool({ inputSchema: ARGS, execute: async () => "ok" }), guards.refund), /no guard for this tool/);
     });
 
     test("refuse: the model reads that the outcome is unknown, as an IdemToolError", async () => {
