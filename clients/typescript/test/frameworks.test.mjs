@@ -245,6 +245,42 @@ for (const backend of backends()) {
       assert.equal(outs.flat().filter((c) => c.type === "tool-result" && /already executed/.test(c.output)).length, 7);
     });
 
+    for (const said of ["executed", "not_executed", "cannot_tell"]) {
+      test(`on_uncertain lookup: the provider says ${said}`, async () => {
+        const token = server.newTenant(ref("ai"));
+        const p = psp(server, token, { failFirst: true });
+        const idem = new Idem({ baseUrl: server.url, token });
+        const asked = [];
+        const seen = {};
+        const lookup = async (intent) => {
+          asked.push(intent.key);
+          if (said === "executed") return { charge_id: "found", amount_cents: 18000 };
+          if (said === "not_executed") return undefined;
+          throw new Error("the PSP's lookup is down");
+        };
+        const guards = idemGuards(idem, [{ ...GUARD, on_uncertain: "lookup" }], { lookups: { charge_pix: lookup }, onAnswer: (id, meta) => (seen[id] = meta) });
+        const r = ref("lookup");
+        const [, second] = await run({ charge_pix: idemTool(aiTool({ inputSchema: ARGS, execute: (i) => p.charge(i) }), guards.charge_pix) }, { id: "a", input: args(r) }, { id: "b", input: args(r) });
+        assert.equal(asked.length, 1);
+        assert.equal((await ledger(server.url, token)).length, 1);
+        if (said === "executed") {
+          assert.equal(second.type, "tool-result");
+          assert.equal(JSON.parse(second.output).charge_id, "found");
+          assert.equal(checkMeta(seen.b).lookup, "executed");
+          assert.equal(p.calls, 1);
+        } else if (said === "not_executed") {
+          assert.equal(second.type, "tool-result");
+          assert.equal(p.calls, 2);
+          assert.equal(checkMeta(seen.b).reconciled, true);
+        } else {
+          assert.equal(second.type, "tool-error");
+          assert.match(second.error.message, /asking the provider did not tell/);
+          assert.equal(checkMeta(second.error.idem).lookup, "unknown");
+          assert.equal(p.calls, 1);
+        }
+      });
+    }
+
     test("a guard naming an argument the tool's inputSchema lacks is refused when the tool is wrapped", () => {
       const idem = new Idem({ baseUrl: "http://127.0.0.1:9", token: "t" });
       const guards = idemGuards(idem, [{ ...GUARD, key_argument: "idem_key" }]);
