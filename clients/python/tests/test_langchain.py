@@ -518,7 +518,8 @@ def test_on_uncertain_lookup_asks_the_provider_in_code(tenant: Tenant, said: str
         assert m.status == "success" and json.loads(str(m.content).split("\n\n")[0])["charge_id"] == "found"
         assert meta["reconciled"] is True and meta["lookup"] == "executed" and psp.calls == 1
     elif said == "not_executed":
-        assert m.status == "success" and psp.calls == 2 and meta["reconciled"] is True
+        # As the gateway: run again under the same key, not a reconciliation.
+        assert m.status == "success" and psp.calls == 2 and meta["reconciled"] is False and meta["lookup"] == "not_executed"
         assert len(tenant.charges()) == 1, "the resend carried the same key"
     else:
         assert m.status == "error" and meta["lookup"] == "unknown" and psp.calls == 1
@@ -587,3 +588,54 @@ def test_without_idem_the_node_retry_policy_charges_twice(tenant: Tenant) -> Non
     builder.add_edge("tools", END)
     builder.compile().invoke({"messages": [HumanMessage("pay"), charge_call(ref("node-bare"))]})
     assert len(tenant.charges()) == 2
+
+
+def test_a_resend_is_recorded_as_the_reconciliation_and_later_replays_say_so(tenant: Tenant) -> None:
+    psp = Psp(tenant.url, tenant.token, fail_first=True)
+    charge = psp.tool()
+    r = ref("resent")
+    agent = create_agent(
+        model(charge_call(r, call_id="a"), charge_call(r, call_id="b")),
+        tools=[charge],
+        middleware=[ToolRetryMiddleware(max_retries=1, initial_delay=0.01), IdemToolMiddleware(tenant.client(), [GUARD], tools=[charge])],
+    )
+    first, second = tool_messages(agent.invoke(ask()))
+    assert idem_of(first)["reconciled"] is True and idem_of(second)["replayed"] is True and idem_of(second)["reconciled"] is True
+    assert tenant.client().get_action(idem_of(first)["key"])["reconciled"] is True
+
+
+def test_a_resend_answered_with_an_error_stays_uncertain_and_says_so(tenant: Tenant) -> None:
+    from langchain_core.tools import tool
+
+    calls: list[str] = []
+
+    @tool
+    def charge_pix(customer_id: str, amount: str, pix_key: str, invoice_ref: str, idempotency_key: str = "") -> str:
+        """Charges."""
+        calls.append(idempotency_key)
+        if len(calls) == 1:
+            raise TimeoutError("no answer")
+        return "the payment was already processed"
+
+    from langgraph.prebuilt import ToolNode  # noqa: F401  (the tools node makes the error message)
+
+    r = ref("resend-error")
+    g = guard()
+    idem = IdemToolMiddleware(tenant.client(), [g], tools=[charge_pix])
+
+    def second_is_an_error(request: Any, handler: Any) -> Any:
+        out = handler(request)
+        if len(calls) == 2:
+            return ToolMessage(content=out.content, tool_call_id=out.tool_call_id, name=out.name, status="error")
+        return out
+
+    from langchain.agents.middleware import wrap_tool_call
+
+    as_error = wrap_tool_call(second_is_an_error)
+    agent = create_agent(model(charge_call(r)), tools=[charge_pix], middleware=[ToolRetryMiddleware(max_retries=1, initial_delay=0.01), idem, as_error])
+    [m] = tool_messages(agent.invoke(ask()))
+    assert m.status == "error" and len(calls) == 2 and calls[0] == calls[1]
+    assert "resending it under the same key was answered with the error above" in str(m.content)
+    meta = idem_of(m)
+    assert meta["source"] == "upstream" and meta["reconciled"] is False
+    assert tenant.client().get_action(meta["key"])["state"] == "uncertain"

@@ -519,6 +519,17 @@ function fromStored(doc: unknown): ToolResult {
   return { content: typeof doc === "string" ? doc : dumps(doc), isError: false };
 }
 
+/** A resend (`on_uncertain = "resend"`) answered with an error: the first
+ *  send's outcome is still unknown, so it is never recorded as the
+ *  reconciliation (a provider that refuses a replayed payment answers so
+ *  even when the first one settled). */
+class ResendRefused extends Error {
+  constructor(readonly result: ToolResult) {
+    const text = typeof result.content === "string" ? result.content : dumps(result.content);
+    super(`the resend was answered with an error, so the first send's outcome is still unknown: ${text.slice(0, 500)}`);
+  }
+}
+
 /** Thrown inside the effect when the framework answered with an error it
  *  made of an exception: the outcome is unknown (marked uncertain). */
 class ErrorResult extends Error {
@@ -561,6 +572,7 @@ export async function guardedCall(
   let paused: { e: unknown } | undefined;
   let lookupRaised: { e: unknown } | undefined;
   let resent = false;
+  let lookupSaid: "executed" | "not_executed" | undefined;
   const effect = async (intent: Intent): Promise<Record<string, unknown>> => {
     seen = intent;
     const frozen = frozenArguments(guard, intent, args);
@@ -577,15 +589,18 @@ export async function guardedCall(
       throw e;
     }
     result = r;
+    if (r.isError && resent) throw new ResendRefused(r);
     if (r.isError && guard.errors !== "final") throw new ErrorResult(r);
     return stored(r);
   };
   let reconcile: ((intent: Intent) => unknown) | undefined;
   if (guard.onUncertain === "resend") {
+    // The tool again under the same key, its answer recorded as the
+    // reconciliation (as the gateway's resend).
     reconcile = (intent) => {
       seen = intent;
       resent = true;
-      return undefined;
+      return effect(intent);
     };
   } else if (guard.onUncertain === "lookup" && guard.lookup !== undefined) {
     const lookup = guard.lookup;
@@ -599,9 +614,11 @@ export async function guardedCall(
         throw e;
       }
       if (found === undefined || found === null) {
-        resent = true;
+        // Not executed: the tool runs again, same key.
+        lookupSaid = "not_executed";
         return undefined;
       }
+      lookupSaid = "executed";
       return stored({ content: typeof found === "string" ? found : dumps(found), isError: false });
     };
   }
@@ -630,9 +647,10 @@ export async function guardedCall(
       executed: false,
     };
   }
-  if (result !== undefined && !out.reconciled) {
+  if (result !== undefined && (!out.reconciled || resent)) {
     const r: ToolResult = result;
-    return { result: r, idem: meta(out.key, out.attempt, { diverged: intent.diverged, reconciled, ...(r.isError ? { source: "upstream" } : {}) }), notes, executed: true };
+    const more: Partial<IdemMeta> = { ...(r.isError ? { source: "upstream" as const } : {}), ...(lookupSaid ? { lookup: lookupSaid } : {}) };
+    return { result: r, idem: meta(out.key, out.attempt, { diverged: intent.diverged, reconciled, ...more }), notes, executed: true };
   }
   return { result: fromStored(out.response), idem: meta(out.key, out.attempt, { diverged: intent.diverged, reconciled: true, lookup: "executed" }), notes, executed: false };
 }
@@ -663,6 +681,18 @@ function failed(guard: Guard, args: Record<string, unknown>, e: unknown, s: Seen
       "Do not retry it with a new reference (that would be a new charge); " +
       `it is in idem's work queue (/live), where a person settles it. Key ${key}.`;
     return { result: { content: text, isError: true }, idem: meta(key, attempt, { diverged, source: "idem", lookup: "unknown" }), notes: [], executed: false };
+  }
+  if (e instanceof Failed && s.resent && s.raised && e === s.raised.e) {
+    // The tool refused the resend: the client left the action uncertain (a
+    // resend's refusal says nothing about the first send).
+    e = new ResendRefused({ content: e.error, isError: true });
+  }
+  if (e instanceof ResendRefused) {
+    const note =
+      `idem: an earlier ${guard.tool} for ${ref} may have been executed, and resending it under the same key was answered with the error above ` +
+      "(a provider that refuses a replayed payment answers so even when the first one settled). Whether it was executed is unknown: " +
+      `do not retry it with a new reference or a new payment; it is in idem's work queue (/live), where a person settles it. Key ${key}.`;
+    return { result: e.result, idem: meta(key, attempt, { diverged, source: "upstream" }), notes: [note], executed: true };
   }
   if (s.paused) throw s.paused.e;
   if (e instanceof Failed && s.raised && e === s.raised.e) {

@@ -227,6 +227,8 @@ for (const backend of backends()) {
       assert.equal(second.type, "tool-result");
       assert.equal(second.toolCallId, "b");
       assert.equal(checkMeta(seen.b).reconciled, true);
+      assert.equal((await idem.getAction(seen.b.key)).reconciled, true, "the resend is recorded as the reconciliation");
+      assert.equal(checkMeta(seen.c).reconciled, true);
       assert.equal(third.toolCallId, "c");
       assert.match(third.output, /the amount you sent, 1800\.00, differs from the frozen intent's 180\.00/);
       assert.equal(checkMeta(seen.c).replayed, true);
@@ -271,7 +273,9 @@ for (const backend of backends()) {
         } else if (said === "not_executed") {
           assert.equal(second.type, "tool-result");
           assert.equal(p.calls, 2);
-          assert.equal(checkMeta(seen.b).reconciled, true);
+          // As the gateway: run again under the same key, not a reconciliation.
+          assert.equal(checkMeta(seen.b).reconciled, false);
+          assert.equal(seen.b.lookup, "not_executed");
         } else {
           assert.equal(second.type, "tool-error");
           assert.match(second.error.message, /asking the provider did not tell/);

@@ -100,6 +100,18 @@ class _Refused(Exception):
     pass
 
 
+class _ResendRefused(Exception):
+    """A resend (``on_uncertain = "resend"``) answered with an error: the
+    first send's outcome is still unknown, so it is never recorded as the
+    reconciliation (a provider that refuses a replayed payment answers so
+    even when the first one settled)."""
+
+    def __init__(self, result: ToolResult) -> None:
+        text = result.content if isinstance(result.content, str) else dumps(result.content)
+        super().__init__(f"the resend was answered with an error, so the first send's outcome is still unknown: {text[:500]}")
+        self.result = result
+
+
 class _ErrorResult(Exception):
     """The framework answered with an error it made of an exception: the
     outcome is unknown, so the client marks the action uncertain."""
@@ -290,6 +302,7 @@ class _Box:
     result: ToolResult | None = None
     raised: BaseException | None = None
     resent: bool = False
+    lookup_said: str | None = None
     lookup_raised: BaseException | None = None
     paused: BaseException | None = None
 
@@ -342,14 +355,12 @@ def _settled(run: _Run, out: Outcome[Any], updated_ms: int | None) -> Answer:
             meta(out.key, out.attempt, replayed=True, diverged=intent.diverged, reconciled=reconciled, source="upstream" if result.is_error else None),
             [*notes, replay_note(guard, intent.reference, updated_ms)],
         )
-    if box.result is not None and not out.reconciled:
+    if box.result is not None and (not out.reconciled or box.resent):
         r = box.result
-        return Answer(
-            r,
-            meta(out.key, out.attempt, diverged=intent.diverged, reconciled=reconciled, source="upstream" if r.is_error else None),
-            notes,
-            executed=True,
-        )
+        idem = meta(out.key, out.attempt, diverged=intent.diverged, reconciled=reconciled, source="upstream" if r.is_error else None)
+        if box.lookup_said:
+            idem["lookup"] = box.lookup_said
+        return Answer(r, idem, notes, executed=True)
     # Settled by the lookup: its answer stands for the tool's.
     return Answer(
         ToolResult.from_stored(out.response),
@@ -392,6 +403,8 @@ class _Run:
 
     def kept(self, result: ToolResult) -> dict[str, Any]:
         self.box.result = result
+        if result.is_error and self.box.resent:
+            raise _ResendRefused(result)
         if result.is_error and self.guard.errors != "final":
             raise _ErrorResult(result)
         return result.stored()
@@ -418,25 +431,34 @@ class _Run:
         idem = meta(key, attempt, diverged=diverged, source="idem")
         raise OutcomeUnknown(unknown_sentence(self.guard, ref, key, why), idem) from e
 
-    def reconcile(self, is_async: bool = False) -> Any:
+    def reconcile(self, effect: Callable[[Intent], Any], is_async: bool = False) -> Any:
+        """What the client calls when it finds the action uncertain: with
+        ``resend``, the tool again under the same key, its answer recorded
+        as the reconciliation (as the gateway's resend); with ``lookup``,
+        the provider asked."""
         g = self.guard
         if g.on_uncertain == "refuse":
             return None
         if g.on_uncertain == "resend":
 
-            def resend(intent: Intent) -> None:
+            def resend(intent: Intent) -> Any:
                 self.box.resent = True
-                return None
+                return effect(intent)
 
-            return resend
+            async def aresend(intent: Intent) -> Any:
+                self.box.resent = True
+                return await effect(intent)
+
+            return aresend if is_async else resend
         lookup = g.lookup
         assert lookup is not None
 
         def found_as(found: Any) -> Any:
             if found is None:
                 # Not executed: the tool runs again, same key.
-                self.box.resent = True
+                self.box.lookup_said = "not_executed"
                 return None
+            self.box.lookup_said = "executed"
             return ToolResult(found if isinstance(found, str) else dumps(found)).stored()
 
         def sync_lookup(intent: Intent) -> Any:
@@ -513,7 +535,7 @@ def call(
             lease_ms=guard.lease_ms,
             on_in_flight="wait",
             max_wait=guard.lease_ms / 1000 + 1,
-            reconcile=run.reconcile(),
+            reconcile=run.reconcile(effect),
         )
     except BaseException as e:
         return _failed(run, e)
@@ -552,7 +574,7 @@ async def acall(
             raise
         return run.kept(result)
 
-    reconcile = run.reconcile(is_async=True)
+    reconcile = run.reconcile(effect, is_async=True)
     try:
         out = await client.run(
             guard.action,
@@ -580,6 +602,21 @@ def _failed(run: _Run, e: BaseException) -> Answer:
         if not isinstance(e, Exception):
             raise e
         return run.lookup_unknown(e)
+    if isinstance(e, Failed) and box.resent and e is box.raised:
+        # The tool refused the resend: the client left the action uncertain
+        # (a resend's refusal says nothing about the first send).
+        e = _ResendRefused(ToolResult(e.error, True))
+    if isinstance(e, _ResendRefused):
+        intent = run.intent
+        key = intent.key if intent else ""
+        ref = intent.reference if intent else "this call"
+        note = (
+            f"idem: an earlier {run.guard.tool} for {ref} may have been executed, and resending it under the same key was answered with the error above "
+            "(a provider that refuses a replayed payment answers so even when the first one settled). Whether it was executed is unknown: "
+            f"do not retry it with a new reference or a new payment; it is in idem's work queue (/live), where a person settles it. Key {key}."
+        )
+        idem = meta(key, intent.attempt if intent else 0, diverged=bool(intent and intent.diverged), source="upstream")
+        return Answer(e.result, idem, [note], executed=True)
     if box.paused is not None:
         # The tool paused (a LangGraph interrupt) before any outcome: given
         # back as a retryable failure, so resuming runs it again.
