@@ -327,3 +327,56 @@ function scripted(messages) {
 function call(reference, amount = "180.00", id = "call_1") {
   return new AIMessage({ content: "", tool_calls: [{ name: "charge_pix", args: args(reference, amount), id, type: "tool_call" }] });
 }
+
+describe("LangGraph.js: a process killed mid-tool, the thread resumed from its checkpointer", () => {
+  let server;
+  before(async () => {
+    server = await serve(backends()[0]);
+  });
+  after(async () => {
+    await server?.stop();
+  });
+  for (const guarded of [true, false]) {
+    test(guarded ? "with idem: one charge" : "without idem: the resumed run charges again", async () => {
+      const { spawn } = await import("node:child_process");
+      const { existsSync, mkdtempSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const path = await import("node:path");
+      const dir = mkdtempSync(path.join(tmpdir(), "idem-lgjs-"));
+      const token = server.newTenant(ref("kill"));
+      const env = { ...process.env, IDEM_URL: server.url, IDEM_TOKEN: token, LC_CHECKPOINTS: path.join(dir, "checkpoints.json"), LC_MARKER: path.join(dir, "charged"), LC_REF: ref("killed"), LC_GUARDED: guarded ? "1" : "" };
+      const worker = new URL("./lc_worker.mjs", import.meta.url).pathname;
+      const start = spawn(process.execPath, [worker, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let err = "";
+      start.stderr.on("data", (c) => (err += c));
+      const deadline = Date.now() + 60_000;
+      while (!existsSync(env.LC_MARKER)) {
+        assert.equal(start.exitCode, null, `the worker exited before charging: ${err}`);
+        assert.ok(Date.now() < deadline, "the worker never charged");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      start.kill("SIGKILL");
+      await new Promise((r) => start.once("exit", r));
+      assert.equal((await ledger(server.url, token)).length, 1);
+      const resumed = await new Promise((resolve) => {
+        const p = spawn(process.execPath, [worker, "resume"], { env, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        let e = "";
+        p.stdout.on("data", (c) => (out += c));
+        p.stderr.on("data", (c) => (e += c));
+        p.on("exit", (code) => resolve({ code, out, e }));
+      });
+      assert.equal(resumed.code, 0, resumed.e);
+      const said = JSON.parse(resumed.out.trim().split("\n").at(-1));
+      if (!guarded) {
+        assert.equal((await ledger(server.url, token)).length, 2, "without idem the resumed run charged again");
+        return;
+      }
+      assert.equal((await ledger(server.url, token)).length, 1);
+      assert.equal(said.status, "success");
+      assert.equal(said.tool_call_id, "call_1");
+      assert.equal(said.idem.reconciled, true);
+      assert.equal(said.idem.attempt, 2);
+    });
+  }
+});
