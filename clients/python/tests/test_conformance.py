@@ -22,7 +22,7 @@ import pytest
 import idem_client
 from conftest import Tenant
 from faultproxy import FaultProxy
-from support import pix, psp_charge
+from support import pix
 
 HERE = Path(__file__).resolve().parent
 CONFORMANCE = HERE.parent.parent / "conformance"
