@@ -103,12 +103,26 @@ impl TestDb {
     }
 
     /// Drops the PostgreSQL schema (a SQLite directory goes with the value).
+    /// A server the test started may still be closing its connections, and
+    /// a transaction of theirs can hold a lock the drop waits on or
+    /// deadlocks with: the drop is tried again for a few seconds before the
+    /// test fails on it.
     pub async fn done(self) {
         if let Some((admin, schema)) = self.pg {
-            sqlx::query(&format!("drop schema {schema} cascade"))
-                .execute(&admin)
-                .await
-                .unwrap();
+            let drop = format!("drop schema {schema} cascade");
+            let mut tries = 0;
+            loop {
+                match sqlx::query(&drop).execute(&admin).await {
+                    Ok(_) => break,
+                    Err(e) if tries < 20 => {
+                        tries += 1;
+                        eprintln!("testkit: {drop} failed ({e}); trying again");
+                        // A teardown: blocking this worker a moment is harmless.
+                        std::thread::sleep(std::time::Duration::from_millis(250));
+                    }
+                    Err(e) => panic!("{drop}: {e}"),
+                }
+            }
         }
     }
 }
