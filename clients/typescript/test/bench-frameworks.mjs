@@ -3,7 +3,6 @@
 // test: run by hand, `node test/bench-frameworks.mjs [rounds]`; the file
 // name keeps it out of `node --test test/*.test.mjs`).
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
-import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { generateText, stepCountIs, tool as aiTool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { Idem } from "idem-client";
@@ -11,28 +10,13 @@ import { idemGuards, idemTool } from "idem-client/ai-sdk";
 import { idemMiddleware } from "idem-client/langchain";
 import { createAgent, tool as lcTool } from "langchain";
 import { z } from "zod";
+import { Scripted } from "./lc_support.mjs";
 import { backends, serve } from "./support.mjs";
 
 const rounds = Number(process.argv[2] ?? 300);
 const GUARD = { tool: "charge_pix", action: "pix.cobranca", key_argument: "idempotency_key", fields: { cliente_id: "customer_id", valor: "amount", chave_pix_destino: "pix_key", referencia_intencao: "invoice_ref" } };
 const ARGS = z.object({ customer_id: z.string(), amount: z.string(), pix_key: z.string(), invoice_ref: z.string(), idempotency_key: z.string().optional() });
 const args = (r) => ({ customer_id: "c-1", amount: "180.00", pix_key: "fulano@example.com", invoice_ref: r });
-
-class Scripted extends BaseChatModel {
-  constructor(replies) {
-    super({});
-    this.replies = replies;
-  }
-  _llmType() {
-    return "scripted";
-  }
-  bindTools() {
-    return this;
-  }
-  async _generate() {
-    return { generations: [{ text: "", message: this.replies.shift() ?? new AIMessage("done") }] };
-  }
-}
 
 const server = await serve(backends()[0]);
 const token = server.newTenant("bench");

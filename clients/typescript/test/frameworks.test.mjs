@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
-import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { generateText, stepCountIs, tool as aiTool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { Idem } from "idem-client";
@@ -17,6 +16,7 @@ import { GuardFileError as AiGuardFileError, idemGuards, idemTool, IdemToolError
 import { GuardFileError, OutcomeUnknown, idemMiddleware } from "idem-client/langchain";
 import { createAgent, tool as lcTool, toolRetryMiddleware } from "langchain";
 import { z } from "zod";
+import { Scripted } from "./lc_support.mjs";
 import { backends, ledger, serve } from "./support.mjs";
 
 const SCHEMA = JSON.parse(readFileSync(new URL("../../conformance/mcp-meta.schema.json", import.meta.url), "utf8"));
@@ -81,7 +81,7 @@ for (const backend of backends()) {
       p.tool = lcTool(async (input) => p.charge(input), { name: "charge_pix", description: "Charges a Pix payment.", schema: ARGS });
       return p;
     };
-    const model = (...calls) => scripted(calls);
+    const model = (...calls) => new Scripted(calls);
     const toolMessages = (out) => out.messages.filter((m) => ToolMessage.isInstance(m));
 
     test("without idem, the retry middleware charges twice", async () => {
@@ -309,19 +309,6 @@ for (const backend of backends()) {
       assert.equal(checkMeta(second.error.idem).source, "idem");
     });
   });
-}
-
-/** A LangChain fake chat model that answers with each scripted message in
- *  turn and takes tools (its bindTools returns itself). */
-function scripted(messages) {
-  const m = new FakeListChatModel({ responses: ["done"] });
-  const queue = [...messages];
-  m.bindTools = () => m;
-  m._generate = async () => {
-    const next = queue.shift() ?? new AIMessage("done");
-    return { generations: [{ text: typeof next.content === "string" ? next.content : "", message: next }] };
-  };
-  return m;
 }
 
 function call(reference, amount = "180.00", id = "call_1") {

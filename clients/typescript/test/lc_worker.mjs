@@ -7,12 +7,12 @@
 // front of the tool.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
-import { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { MemorySaver } from "@langchain/langgraph";
 import { Idem } from "idem-client";
 import { idemMiddleware } from "idem-client/langchain";
 import { createAgent, tool } from "langchain";
 import { z } from "zod";
+import { Scripted } from "./lc_support.mjs";
 
 const [mode] = process.argv.slice(2);
 const { IDEM_URL: url, IDEM_TOKEN: token, LC_CHECKPOINTS: file, LC_MARKER: marker, LC_REF: reference, LC_GUARDED: guarded } = process.env;
@@ -41,22 +41,6 @@ class FileSaver extends MemorySaver {
     const out = await super.putWrites(...a);
     this.save();
     return out;
-  }
-}
-
-class Scripted extends BaseChatModel {
-  constructor(replies) {
-    super({});
-    this.replies = replies;
-  }
-  _llmType() {
-    return "scripted";
-  }
-  bindTools() {
-    return this;
-  }
-  async _generate() {
-    return { generations: [{ text: "", message: this.replies.shift() ?? new AIMessage("done") }] };
   }
 }
 
