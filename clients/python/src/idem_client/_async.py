@@ -192,17 +192,14 @@ class AsyncClient:
             raise
         await _stop(renewer)
         try:
-            response = p.encode_response(result)
+            # Encoded once, here: a result that is not JSON is said before
+            # anything is sent.
+            body = p.encode(p.complete_body(intent.token, result))
         except (TypeError, ValueError) as e:
             await self._mark_uncertain(intent, "the effect's result is not JSON")
             raise TypeError(f"the effect's result must be JSON-serializable to be stored: {e}") from e
         try:
-            await self._call(
-                "POST",
-                p.action_path(intent.key, "complete"),
-                p.complete_body(intent.token, response),
-                "settle",
-            )
+            await self._call("POST", p.action_path(intent.key, "complete"), body, "settle")
         except OutcomeTooLarge as e:
             # The provider acted; its answer just cannot be kept. Uncertain,
             # so a person settles it; never read as bad input.
@@ -278,7 +275,7 @@ class AsyncClient:
         *,
         in_flight_ok: bool = False,
     ) -> dict[str, Any]:
-        content = None if body is None else p.encode(body)
+        content = None if body is None else body if isinstance(body, bytes) else p.encode(body)
         headers = p.with_trace(self._headers if body is None else self._json_headers)
         tries = 0
         while True:

@@ -26,9 +26,11 @@ from ._models import EventClaim, Intent, Outcome
 
 try:
     # `idem-client[otel]`: the caller's trace continues into idem's spans.
+    from opentelemetry import context as _otel_context
     from opentelemetry import propagate as _propagate
 except ImportError:  # pragma: no cover - the extra is not installed
     _propagate = None
+    _otel_context = None
 
 JSON = Any
 OnInFlight = Literal["wait", "raise"]
@@ -247,6 +249,11 @@ def encode(body: object) -> bytes:
     amount read from a payload (which this client reads as ``Decimal``) goes
     back as it came. A Decimal that is not finite is refused, as JSON has no
     such number."""
+    try:
+        # Most bodies hold no Decimal: one pass, no marks.
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except TypeError:
+        pass
     token = secrets.token_hex(12)
     numbers: dict[str, str] = {}
 
@@ -438,7 +445,11 @@ def with_trace(headers: dict[str, str]) -> dict[str, str]:
     it) when OpenTelemetry is installed and a span is current, so idem's
     spans join the caller's trace; ``headers`` itself otherwise. Never part
     of a key: idem reads it from the headers, never from the payload."""
-    if _propagate is None:
+    if _propagate is None or _otel_context is None:
+        return headers
+    if not _otel_context.get_current():
+        # An empty context (no span, no baggage): nothing to send, and the
+        # propagators are not asked (most calls of a worker without traces).
         return headers
     carrier: dict[str, str] = {}
     _propagate.inject(carrier)
