@@ -18,7 +18,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { createMiddleware } from "langchain";
 
 import type { Idem, Intent } from "./index.js";
-import { type Answer, type Guard, type GuardDeclaration, type Schema, type ToolResult, TURN, checkTools, guardedCall, jsonSchemaOf, loadGuards } from "./guard.js";
+import { type Answer, type Guard, type GuardDeclaration, type Schema, type ToolResult, Pointer, TURN, checkTools, guardedCall, jsonSchemaOf, loadGuards } from "./guard.js";
 
 export { GuardFileError, OutcomeUnknown } from "./guard.js";
 export type { GuardDeclaration, IdemMeta } from "./guard.js";
@@ -49,7 +49,13 @@ function refusedBySchema(guard: Guard, tool: Request["tool"], args: Record<strin
   const schema = tool?.schema as { safeParse?: (v: unknown) => { success: boolean } } | undefined;
   if (typeof schema?.safeParse !== "function") return tool === undefined;
   const filled = structuredClone(args);
-  if (guard.keyArgument !== undefined) filled[guard.keyArgument.replace(/^\//, "")] = "0".repeat(64);
+  if (guard.keyArgument !== undefined) {
+    try {
+      new Pointer(guard.keyArgument).set(filled, "0".repeat(64));
+    } catch {
+      // No place for it: the guard refuses the call before recording.
+    }
+  }
   return !schema.safeParse(filled).success;
 }
 

@@ -314,7 +314,7 @@ def _reference(e: ProblemError) -> tuple[str, str]:
     return intent.reference, intent.key
 
 
-def _mapped_error(guard: Guard, e: ProblemError, box: _Box) -> Answer | None:
+def _mapped_error(guard: Guard, e: ProblemError) -> Answer | None:
     """The answer for an error the client raised before the tool ran."""
     ref, key = _reference(e)
     intent = cast(Intent | None, e.intent)
@@ -369,18 +369,6 @@ def _settled(run: _Run, out: Outcome[Any], updated_ms: int | None) -> Answer:
     )
 
 
-def _after_effect(guard: Guard, e: BaseException, box: _Box, key: str, reference: str, attempt: int, diverged: bool) -> Answer:
-    """The tool ran and raised, or answered with an error: the client has
-    marked the action uncertain (or recorded a known failure)."""
-    if isinstance(e, Failed):
-        return Answer(ToolResult(e.error, True), meta(key, attempt, diverged=diverged, reconciled=box.resent, source="upstream"))
-    if isinstance(e, _ErrorResult):
-        why = "the tool answered with an error the framework made of an exception"
-        r = e.result
-        return Answer(r, meta(key, attempt, diverged=diverged, source="upstream"), [unknown_sentence(guard, reference, key, why)], executed=True)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 class _Run:
     """State shared by the sync and async drivers for one call."""
 
@@ -418,7 +406,15 @@ class _Run:
         attempt = intent.attempt if intent else 0
         diverged = intent.diverged if intent else False
         if isinstance(e, (Failed, _ErrorResult)):
-            answer = _after_effect(self.guard, e, self.box, key, ref, attempt, diverged)
+            # The tool ran: it refused (``Failed``, recorded as it says), or
+            # the framework made an error of an exception (marked uncertain).
+            if isinstance(e, Failed):
+                answer = Answer(ToolResult(e.error, True), meta(key, attempt, diverged=diverged, reconciled=self.box.resent, source="upstream"))
+            else:
+                why = "the tool answered with an error the framework made of an exception"
+                answer = Answer(
+                    e.result, meta(key, attempt, diverged=diverged, source="upstream"), [unknown_sentence(self.guard, ref, key, why)], executed=True
+                )
             note = self.divergence(intent) if intent else None
             if note:
                 answer.notes.insert(0, note)
@@ -640,7 +636,7 @@ def _failed(run: _Run, e: BaseException) -> Answer:
             note = f"idem: the result could not be recorded ({e}); {run.guard.tool} was executed once."
         return Answer(r, meta(key, intent.attempt if intent else 0, source="upstream" if r.is_error else None), [note], executed=True)
     if isinstance(e, ProblemError):
-        mapped = _mapped_error(run.guard, e, box)
+        mapped = _mapped_error(run.guard, e)
         if mapped is not None:
             if isinstance(e.intent, Intent):
                 note = run.divergence(e.intent)
