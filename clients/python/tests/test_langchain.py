@@ -639,3 +639,63 @@ def test_a_resend_answered_with_an_error_stays_uncertain_and_says_so(tenant: Ten
     meta = idem_of(m)
     assert meta["source"] == "upstream" and meta["reconciled"] is False
     assert tenant.client().get_action(meta["key"])["state"] == "uncertain"
+
+
+# -- hostile arguments: refused, nothing recorded, nothing run ---------------------
+
+
+def _deep(n: int) -> Any:
+    v: Any = "x"
+    for _ in range(n):
+        v = {"a": v}
+    return v
+
+
+# (what the model sends beside the charge's arguments, what the refusal says)
+HOSTILE = [
+    ({"note": "x" * (70 * 1024)}, "a guarded call takes at most 65536"),
+    ({"note": _deep(80)}, "nest deeper than 64 levels"),
+    ({"note": "bad\u0000byte"}, "holds a NUL character"),
+    ({"customer_id": "c-1\u0000"}, "holds a NUL character"),
+]
+
+
+@pytest.mark.parametrize("extra,says", HOSTILE, ids=["70KiB", "depth80", "nul-extra", "nul-field"])
+def test_hostile_arguments_are_refused_with_nothing_recorded_or_run(tenant: Tenant, extra: dict[str, Any], says: str) -> None:
+    from langchain_core.tools import tool
+
+    runs: list[int] = []
+
+    @tool
+    def charge_pix(customer_id: str, amount: str, pix_key: str, invoice_ref: str, idempotency_key: str = "", note: Any = None) -> str:
+        """Charges."""
+        runs.append(1)
+        return "charged"
+
+    r = ref("hostile")
+    call = charge_call(r)
+    call.tool_calls[0]["args"].update(extra)
+    agent = create_agent(model(call), tools=[charge_pix], middleware=[IdemToolMiddleware(tenant.client(), [GUARD], tools=[charge_pix])])
+    [m] = tool_messages(agent.invoke(ask()))
+    assert m.status == "error" and not runs
+    assert says in str(m.content) and idem_of(m)["key"] is None
+    assert tenant.client().get_intent("pix.cobranca", r) is None, "nothing was recorded"
+    # The store stays writable: the same reference, well formed, runs once.
+    agent = create_agent(model(charge_call(r, call_id="ok")), tools=[charge_pix], middleware=[IdemToolMiddleware(tenant.client(), [GUARD], tools=[charge_pix])])
+    [ok] = tool_messages(agent.invoke(ask()))
+    assert ok.status == "success" and runs == [1]
+
+
+def test_a_guard_file_over_its_bounds_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.toml"
+    big.write_text(GOOD + "#" * (65 * 1024))
+    with pytest.raises(GuardFileError) as e:
+        load(str(big))
+    assert "a guard file is at most 65536" in e.value.message
+    many = [{**GUARD, "tool": f"t{i}"} for i in range(65)]
+    with pytest.raises(GuardFileError) as e:
+        load(many)
+    assert "at most 64" in e.value.message
+    with pytest.raises(GuardFileError) as e:
+        load(str(tmp_path / "missing.toml"))
+    assert "cannot be read" in e.value.message

@@ -367,3 +367,79 @@ describe("LangGraph.js: a process killed mid-tool, the thread resumed from its c
     });
   }
 });
+
+describe("the guard declarations and hostile arguments, in TypeScript", () => {
+  const idem = new Idem({ baseUrl: "http://127.0.0.1:9", token: "t" });
+  // (what a reader writes instead, what the error says)
+  const MISTAKES = [
+    [{ on_uncertian: "resend" }, /did you mean `on_uncertain`/],
+    [{ on_uncertain: "retry" }, /"refuse", "resend" or "lookup"/],
+    [{ lease_ms: "30s" }, /whole number of milliseconds/],
+    [{ fields: { ...GUARD.fields, valor: "payload/amount" } }, /a JSON Pointer starting with `\/`/],
+    [{ fields: { ...GUARD.fields, valor: "meta:/x402~1payment/accepted/amount" } }, /Guard this tool with the MCP gateway/],
+    [{ key_argument: "invoice_ref" }, /overlaps field `referencia_intencao`/],
+    [{ action: "pix cobranca" }, /`action` names the catalog action/],
+    [{ on_uncertain: "lookup" }, /needs the function that asks the provider/],
+    [{ supersede_failed: true }, /POST \/v1\/intents/],
+    [{ freeze_meta: ["x402/payment"] }, /a tool run in-process has none/],
+    [{ fields: { ...GUARD.fields, valor: "amout" } }, /did you mean `amount`/],
+    [{ tool: "charge_pyx" }, /the agent does not have \(did you mean `charge_pix`\?\)/],
+  ];
+  for (const [change, says] of MISTAKES) {
+    test(`refused at start: ${JSON.stringify(change).slice(0, 60)}`, () => {
+      const lc = lcTool(async () => "ok", { name: "charge_pix", description: "Charges.", schema: ARGS });
+      assert.throws(() => idemMiddleware(idem, [{ ...GUARD, ...change }], { tools: [lc] }), (e) => e instanceof GuardFileError && says.test(e.message) && e.where === "guards[0]");
+    });
+  }
+  test("more than 64 guards, or none, is refused", () => {
+    assert.throws(() => idemGuards(idem, Array.from({ length: 65 }, (_, i) => ({ ...GUARD, tool: `t${i}` }))), /at most 64/);
+    assert.throws(() => idemGuards(idem, []), /nothing would be guarded/);
+  });
+
+  let server;
+  before(async () => {
+    server = await serve(backends()[0]);
+  });
+  after(async () => {
+    await server?.stop();
+  });
+  let deep = "x";
+  for (let i = 0; i < 80; i++) deep = { a: deep };
+  const HOSTILE = [
+    ["70 KiB", { note: "x".repeat(70 * 1024) }, /a guarded call takes at most 65536/],
+    ["80 levels deep", { note: deep }, /nest deeper than 64 levels/],
+    ["a NUL byte", { customer_id: "c-1\u0000" }, /holds a NUL character/],
+  ];
+  for (const [name, extra, says] of HOSTILE) {
+    test(`hostile arguments (${name}): refused, nothing recorded or run, the store still writable`, async () => {
+      const token = server.newTenant(ref("ai"));
+      const client = new Idem({ baseUrl: server.url, token });
+      let runs = 0;
+      const schema = ARGS.extend({ note: z.any().optional() });
+      const tools = { charge_pix: idemTool(aiTool({ inputSchema: schema, execute: async () => (runs++, "charged") }), idemGuards(client, [GUARD]).charge_pix) };
+      const r = ref("hostile");
+      const call = async (input) => {
+        const queue = [{ id: "c", input }];
+        const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
+        const model = new MockLanguageModelV4({
+          doGenerate: async () => {
+            const next = queue.shift();
+            if (!next) return { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop", raw: undefined }, usage, warnings: [] };
+            return { content: [{ type: "tool-call", toolCallId: next.id, toolName: "charge_pix", input: JSON.stringify(next.input) }], finishReason: { unified: "tool-calls", raw: undefined }, usage, warnings: [] };
+          },
+        });
+        const out = await generateText({ model, tools, prompt: "pay", stopWhen: stepCountIs(3) });
+        return out.steps.flatMap((s) => s.content.filter((c) => c.type === "tool-result" || c.type === "tool-error"))[0];
+      };
+      const refused = await call({ ...args(r), ...extra });
+      assert.equal(refused.type, "tool-error");
+      assert.match(refused.error.message, says);
+      assert.equal(refused.error.idem.key, null);
+      assert.equal(runs, 0);
+      assert.equal(await client.getIntent("pix.cobranca", r), null, "nothing was recorded");
+      const ok = await call(args(r));
+      assert.equal(ok.type, "tool-result");
+      assert.equal(runs, 1);
+    });
+  }
+});
