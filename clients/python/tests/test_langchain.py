@@ -699,3 +699,42 @@ def test_a_guard_file_over_its_bounds_is_refused(tmp_path: Path) -> None:
     with pytest.raises(GuardFileError) as e:
         load(str(tmp_path / "missing.toml"))
     assert "cannot be read" in e.value.message
+
+
+async def test_a_run_cancelled_mid_tool_leaves_the_action_uncertain_and_the_next_run_charges_once(tenant: Tenant) -> None:
+    """asyncio cancels the agent's task while the tool waits after the
+    provider charged: the cancellation goes on, the action is uncertain at
+    once (never completed, never lost), and the next run resends under the
+    same key."""
+    charged = asyncio.Event()
+    psp = Psp(tenant.url, tenant.token)
+    inner = psp.tool()
+    from langchain_core.tools import tool
+
+    slow = {"on": True}
+
+    @tool
+    async def charge_pix(customer_id: str, amount: str, pix_key: str, invoice_ref: str, idempotency_key: str = "") -> str:
+        """Charges a Pix payment."""
+        out = await asyncio.to_thread(inner.invoke, {"customer_id": customer_id, "amount": amount, "pix_key": pix_key, "invoice_ref": invoice_ref, "idempotency_key": idempotency_key})
+        if slow["on"]:
+            charged.set()
+            await asyncio.sleep(60)
+        return str(out)
+
+    r = ref("cancelled")
+    async with tenant.async_client() as client:
+        agent = create_agent(model(charge_call(r)), tools=[charge_pix], middleware=[IdemToolMiddleware(client, [GUARD], tools=[charge_pix])])
+        task = asyncio.create_task(agent.ainvoke(ask()))
+        await asyncio.wait_for(charged.wait(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        intent = await client.get_intent("pix.cobranca", r)
+        assert intent is not None
+        assert (await client.get_action(intent["key"]))["state"] == "uncertain"
+        slow["on"] = False
+        agent = create_agent(model(charge_call(r, call_id="again")), tools=[charge_pix], middleware=[IdemToolMiddleware(client, [GUARD], tools=[charge_pix])])
+        [m] = tool_messages(await agent.ainvoke(ask()))
+    assert m.status == "success" and idem_of(m)["reconciled"] is True
+    assert len(tenant.charges()) == 1
