@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -385,6 +386,20 @@ def test_a_lost_record_and_claim_answer_is_recovered_with_the_same_claim(tenant:
     assert not out.replayed and out.attempt == 1
     assert [s for m, p_, s in proxy.log if p_ == "/v1/intents"] == [201, 200], "the first answer was lost"
     assert len(tenant.charges()) == 1
+
+
+def test_attempt_ids_do_not_follow_the_random_module() -> None:
+    # Two workers that seed `random` alike (reproducible training runs, a
+    # test plugin) must still name their attempts apart: the server answers
+    # a held claim to its own attempt, so a shared id would run an effect
+    # twice.
+    from idem_client import _protocol  # pyright: ignore[reportPrivateUsage]
+
+    random.seed(7)
+    first = _protocol.new_attempt_id()
+    random.seed(7)
+    second = _protocol.new_attempt_id()
+    assert first != second and first.startswith("py-") and len(first) == 35
 
 
 def test_a_begin_repeated_by_its_attempt_gets_the_same_token(tenant: Tenant) -> None:

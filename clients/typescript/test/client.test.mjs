@@ -3,7 +3,8 @@
 // effect's signal aborted before a lease could be lost.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Idem, OutcomeTooLarge, ProblemError, Uncertain, Unprocessable, minorUnits } from "idem-client";
+import { createServer } from "node:http";
+import { Idem, OutcomeTooLarge, ProblemError, Uncertain, Unavailable, Unprocessable, minorUnits } from "idem-client";
 import { backends, faultProxy, ledger, pix, serve } from "./support.mjs";
 
 const [sqlite] = backends();
@@ -81,6 +82,37 @@ describe("bad input", () => {
     assert.throws(() => idem.once("pix.cobranca", () => 1, { onInFlight: "later" }), /onInFlight/);
     assert.equal(ran, 0);
     assert.deepEqual(await ledger(server.url, token), []);
+  });
+
+  test("timeoutMs that is not a positive number is refused naming it", () => {
+    for (const timeoutMs of [0, -1, Number.NaN, Infinity, "30000"]) {
+      assert.throws(() => new Idem({ baseUrl: server.url, token, timeoutMs }), /timeoutMs must be a positive number/);
+    }
+  });
+
+  test("a server that never answers: each try ends at timeoutMs, Unavailable, nothing ran", async () => {
+    // Accepts the connection and reads the request, never answers.
+    const held = [];
+    const mute = createServer((req) => held.push(req));
+    await new Promise((ok) => mute.listen(0, "127.0.0.1", ok));
+    try {
+      const idem = new Idem({ baseUrl: `http://127.0.0.1:${mute.address().port}`, token, timeoutMs: 200, maxRetries: 1 });
+      let ran = 0;
+      const started = Date.now();
+      await assert.rejects(idem.run("pix.cobranca", () => (ran += 1), pix(ref("mute"))), (e) => {
+        assert.ok(e instanceof Unavailable, String(e));
+        assert.match(e.detail, /did not answer within 200 ms/);
+        return true;
+      });
+      const took = Date.now() - started;
+      // Two tries of 200 ms (a tick of 20 ms late at most) and one backoff.
+      assert.ok(took >= 400 && took < 2500, `took ${took} ms`);
+      assert.equal(held.length, 2);
+      assert.equal(ran, 0);
+    } finally {
+      mute.closeAllConnections();
+      await new Promise((ok) => mute.close(ok));
+    }
   });
 
   test("an answer outside the protocol is named, never read as a success", async () => {

@@ -748,6 +748,63 @@ async fn text_responses_are_compressed_when_the_client_asks() {
 }
 
 #[tokio::test]
+async fn answers_that_fit_one_segment_go_uncompressed_even_when_asked() {
+    // httpx and Node's fetch ask for gzip on every call: compressing a
+    // guarded effect's few hundred bytes cost both ends a compressor.
+    let app = TestApp::sqlite().await;
+    let base = &app.base;
+    let token = common::tenant(&app.store, "gz").await;
+    let token = token.as_str();
+    let client = reqwest::Client::new();
+    let payload = serde_json::json!({
+        "cliente_id": "c-1", "valor": "180.00",
+        "chave_pix_destino": "fulano@example.com", "referencia_intencao": "gz-1"
+    });
+    let res = client
+        .post(format!("{base}/v1/intents"))
+        .bearer_auth(token)
+        .header("accept-encoding", "gzip, deflate, br")
+        .json(&serde_json::json!({"action": "pix.cobranca", "payload": payload, "claim": {"lease_ms": 30000}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert!(res.headers().get("content-encoding").is_none());
+    let doc: serde_json::Value = res.json().await.unwrap();
+    let res = client
+        .post(format!(
+            "{base}/v1/actions/{}/complete",
+            doc["key"].as_str().unwrap()
+        ))
+        .bearer_auth(token)
+        .header("accept-encoding", "gzip")
+        .json(&serde_json::json!({"token": doc["claim"]["token"], "response": {"ok": true}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().get("content-encoding").is_none());
+    // A problem document too; a large answer is still compressed.
+    let res = client
+        .get(format!("{base}/v1/actions/{}", "0".repeat(64)))
+        .bearer_auth(token)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    assert!(res.headers().get("content-encoding").is_none());
+    let res = client
+        .get(format!("{base}/v1/openapi.json"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-encoding"], "gzip");
+}
+
+#[tokio::test]
 async fn a_comparison_is_saved_under_one_short_link() {
     let app = TestApp::sqlite().await;
     let base = &app.base;

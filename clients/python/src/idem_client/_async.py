@@ -288,7 +288,7 @@ class AsyncClient:
                 tries += 1
                 continue
             retry = tries < self.max_retries
-            doc = p.read_answer(method, path, kind, r.status_code, r.text, r.headers, in_flight_ok, retry)
+            doc = p.read_answer(method, path, kind, r.status_code, r.content, r.headers, in_flight_ok, retry)
             if doc is not None:
                 return doc
             await asyncio.sleep(p.backoff(tries, p.retry_after_of(r.headers)))

@@ -12,10 +12,10 @@ backoff and jitter, ``Retry-After`` honoured.
 from __future__ import annotations
 
 import json
+import os
 import random
 import secrets
 import time
-import uuid
 from decimal import Decimal
 from typing import Any, Callable, Literal, Mapping, Union, cast
 from urllib.parse import quote
@@ -70,7 +70,11 @@ def retry_after_of(headers: Mapping[str, str]) -> float | None:
 def new_attempt_id() -> str:
     """A fresh name for one call's attempt. Random on purpose: it names the
     attempt, never the action (the key comes from the frozen intent)."""
-    return "py-" + uuid.uuid4().hex
+    # From the OS, never the `random` module: an application (or a test
+    # plugin) that seeds `random` the same in two workers would give both
+    # the same attempt id, and the server answers a held claim to its
+    # attempt, so both would run the effect.
+    return "py-" + os.urandom(16).hex()
 
 
 def check_candidate(candidate: object, reference: str | None) -> None:
@@ -281,7 +285,9 @@ def error_of(status: int, body: Any, headers: Mapping[str, str]) -> ProblemError
     return problem_from(status, body, retry_after_of(headers) or 0.0)
 
 
-def decode(text: str, status: int) -> Any:
+def decode(text: str | bytes, status: int) -> Any:
+    # Bytes as they came: idem answers UTF-8 JSON, which json.loads reads
+    # itself; httpx's `.text` would first work out a charset per answer.
     if not text:
         return None
     try:
@@ -379,7 +385,7 @@ def read_answer(
     path: str,
     kind: str,
     status: int,
-    text: str,
+    text: str | bytes,
     headers: Mapping[str, str],
     in_flight_ok: bool,
     may_retry: bool,
