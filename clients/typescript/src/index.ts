@@ -612,11 +612,8 @@ export class Idem {
         throw e;
       }
       if (found !== undefined) {
-        await this.call("POST", `/v1/actions/${intent.key}/reconcile`, {
-          token: heldToken(intent.token),
-          outcome: "completed",
-          response: JSON.parse(jsonText(found)) as unknown,
-        } satisfies Wire["ReconcileRequest"], "settle");
+        const members = { token: heldToken(intent.token), outcome: "completed" } satisfies Omit<Wire["ReconcileRequest"], "response">;
+        await this.call("POST", `/v1/actions/${intent.key}/reconcile`, withResponse(members, jsonText(found)), "settle");
         return { response: found as T, replayed: false, key: intent.key, attempt: intent.attempt, reconciled: true, intent };
       }
     }
@@ -655,10 +652,9 @@ export class Idem {
       await this.markUncertain(intent, "the effect's result is not JSON");
       throw new TypeError(`the effect's result must be JSON to be stored: ${String(e)}`);
     }
-    // Encoded once: the result's text goes into the body as it is.
-    const body = new Encoded(`{"token":${JSON.stringify(heldToken(intent.token))},"response":${response}}`);
+    const members = { token: heldToken(intent.token) } satisfies Omit<Wire["CompleteRequest"], "response">;
     try {
-      await this.call("POST", `/v1/actions/${intent.key}/complete`, body, "settle");
+      await this.call("POST", `/v1/actions/${intent.key}/complete`, withResponse(members, response), "settle");
     } catch (e) {
       // The provider acted; its answer just cannot be kept. Uncertain, so a
       // person settles it; never read as bad input.
@@ -774,6 +770,13 @@ export class Idem {
 
 function onceDefaults(o: OnceOptions): Required<Omit<OnceOptions, "reconcile">> {
   return { leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS, onInFlight: o.onInFlight ?? "wait", maxWaitMs: o.maxWaitMs ?? 60_000 };
+}
+
+/** A settling body: `members` and the effect's result as `response`, its
+ *  text spliced in as it was checked, so a result is encoded once. */
+function withResponse(members: Record<string, unknown>, response: string): Encoded {
+  const head = JSON.stringify(members);
+  return new Encoded(`${head.slice(0, -1)},"response":${response}}`);
 }
 
 /** `value` as JSON text; throws where `JSON.stringify` would give nothing
