@@ -44,5 +44,14 @@ case $backend in
     PGOPTIONS="-c client_min_messages=warning" psql "$pg/postgres" -v ON_ERROR_STOP=1 -qc "drop database if exists idem_effect_bare with (force)" -c "create database idem_effect_bare"
     store="$pg/idem_effect_bare" ;;
 esac
+if [ "$backend" = postgres ]; then
+  # A production database has been analyzed: autovacuum does it within a
+  # minute of the first 50 writes. A fresh one has not, and each pooled
+  # connection caches a generic plan made while the table was empty, which
+  # for a key lookup can be a scan of the tenant's whole `actions_updated`
+  # index (docs/PERFORMANCE.md). Write some rows, analyze, then measure.
+  target/release/examples/effect_bench --n 200 "${targets[@]}" >/dev/null
+  for side in a b; do psql "$pg/idem_effect_$side" -qc analyze; done
+fi
 echo "backend $backend; a = $a, b = $b; $n rounds"
 target/release/examples/effect_bench --n "$n" --store "$store" "${targets[@]}"

@@ -61,6 +61,7 @@
 
 mod backend;
 mod batch;
+mod checkpoint;
 mod clock;
 mod expiring;
 mod facts;
@@ -396,6 +397,9 @@ pub(crate) struct Inner {
     pub(crate) facts: facts::FactsCache,
     /// SQLite's writers in arrival order (unused on PostgreSQL).
     pub(crate) writers: write_queue::WriteQueue,
+    /// SQLite: the one connection that writes on a turn (see
+    /// [`write_queue::writer_pool`]); None on PostgreSQL.
+    pub(crate) sqlite_writer: Option<SqlitePool>,
     /// SQLite: the longest a transaction may hold the write lock.
     pub(crate) max_write_transaction: Duration,
     /// The last readiness probe and when it ran ([`Store::writable`]).
@@ -436,7 +440,7 @@ async fn relaxed_commit(c: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
 /// dropped `Transaction` queues its rollback on the connection's worker,
 /// so a connection that reads as in a transaction is asked once more after
 /// the worker has run what was queued.
-async fn released_outside_a_transaction(
+pub(crate) async fn released_outside_a_transaction(
     c: &mut sqlx::SqliteConnection,
 ) -> Result<bool, sqlx::Error> {
     use sqlx::Connection;
@@ -538,6 +542,8 @@ impl Store {
     /// ```
     #[tracing::instrument(skip_all, fields(backend))]
     pub async fn connect(url: &str, options: Options) -> Result<Self, Error> {
+        let mut sqlite_writer = None;
+        let mut checkpointer = None;
         let (db, target) = if url.starts_with("sqlite:") {
             tracing::Span::current().record("backend", "sqlite");
             let (url, sync) = sqlite_sync(url)?;
@@ -546,7 +552,10 @@ impl Store {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(sync)
                 .busy_timeout(Duration::from_secs(5))
-                .foreign_keys(true);
+                .foreign_keys(true)
+                // The store's own task checkpoints (see `checkpoint`).
+                .pragma("wal_autocheckpoint", checkpoint::BACKSTOP_PAGES.to_string());
+            checkpointer = Some(opts.clone());
             let pool = SqlitePoolOptions::new()
                 .max_connections(options.max_connections.clamp(1, 8))
                 // A local file does not drop connections; sqlx's default ping
@@ -555,6 +564,7 @@ impl Store {
                 .after_release(|c, _| Box::pin(released_outside_a_transaction(c)))
                 .connect_with(opts.clone())
                 .await?;
+            sqlite_writer = Some(write_queue::writer_pool(opts.clone()));
             (Db::Sqlite(pool), batch::Target::Sqlite(opts))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             tracing::Span::current().record("backend", "postgres");
@@ -618,6 +628,7 @@ impl Store {
                 tokens: tenants::token_cache(),
                 facts: facts::FactsCache::new(),
                 writers: gate,
+                sqlite_writer,
                 max_write_transaction: options.max_write_transaction,
                 readiness: tokio::sync::Mutex::new(None),
                 instance: maintenance::instance_name(),
@@ -632,6 +643,9 @@ impl Store {
                 .inner
                 .writers
                 .spawn_watchdog(Arc::downgrade(&store.inner), options.max_write_transaction);
+        }
+        if let Some(opts) = checkpointer {
+            checkpoint::spawn(Arc::downgrade(&store.inner), opts);
         }
         Ok(store)
     }
@@ -715,6 +729,9 @@ impl Store {
         }
         if let Err(e) = self.flush_stats().await {
             tracing::warn!(error = %e, "final statistics flush failed");
+        }
+        if let Some(w) = &self.inner.sqlite_writer {
+            w.close().await;
         }
         match &self.inner.db {
             Db::Sqlite(p) => p.close().await,
@@ -1299,6 +1316,49 @@ mod tests {
         store.flush_stats().await.unwrap();
         store.migrate().await.unwrap();
         store.flush_stats().await.unwrap();
+    }
+
+    /// Commits leave the WAL to the store's checkpoint task (a commit that
+    /// checkpoints pays two fsyncs): within a few of its ticks what was
+    /// committed is in the database file itself, which a reader that
+    /// ignores the WAL (`immutable`) sees, and a connection of the store's
+    /// checkpoints by itself only past the backstop.
+    #[tokio::test]
+    async fn the_wal_is_checkpointed_off_the_commit_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let store = Store::connect(&format!("sqlite://{}", path.display()), Options::admin())
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        for i in 0..20 {
+            let t = TenantId::try_from(format!("t{i}")).unwrap();
+            store.create_tenant(&t, "x").await.unwrap();
+        }
+        let Db::Sqlite(pool) = &store.inner.db else {
+            unreachable!()
+        };
+        let (pages,): (i64,) = sqlx::query_as("pragma wal_autocheckpoint")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(pages, i64::from(checkpoint::BACKSTOP_PAGES));
+        let file_only = format!("sqlite://{}?immutable=true", path.display());
+        let mut seen = -1;
+        for _ in 0..25 {
+            tokio::time::sleep(checkpoint::EVERY).await;
+            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&file_only)
+                .await
+                .unwrap();
+            seen = sqlx::query_as::<_, (i64,)>("select count(*) from tenants")
+                .fetch_one(&mut c)
+                .await
+                .map_or(-1, |r| r.0);
+            if seen == 20 {
+                break;
+            }
+        }
+        assert_eq!(seen, 20, "the database file has every committed tenant");
     }
 
     #[tokio::test]

@@ -36,9 +36,44 @@
 //! error instead of hanging.
 
 use crate::Error;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// The one connection writers use on their turn: every transaction and
+/// every outcome that queues run on it, so its page cache stays valid.
+///
+/// SQLite throws a connection's whole page cache away when it starts a
+/// transaction and finds that another connection wrote since its last one.
+/// sqlx hands idle connections out oldest first, so with writes spread over
+/// the pool every write found its cache stale and read the tables' and
+/// indexes' pages again from the file: one connection measured 15% less
+/// time per guarded effect than eight (docs/PERFORMANCE.md). Writes take
+/// turns anyway, so one connection costs them no concurrency; reads keep the
+/// rest of the pool. Waiting for it is waiting for a turn, with the same
+/// bound ([`BUSY_TIMEOUT`]).
+pub(crate) fn writer_pool(options: SqliteConnectOptions) -> SqlitePool {
+    SqlitePoolOptions::new()
+        .max_connections(1)
+        .test_before_acquire(false)
+        .acquire_timeout(BUSY_TIMEOUT)
+        .after_release(|c, _| Box::pin(crate::released_outside_a_transaction(c)))
+        .connect_lazy_with(options)
+}
+
+/// Takes the writers' connection (see [`writer_pool`]); a wait past the
+/// bound is the same refusal as a turn not given in time.
+pub(crate) async fn writer(
+    pool: &SqlitePool,
+) -> Result<sqlx::pool::PoolConnection<sqlx::Sqlite>, Error> {
+    pool.acquire().await.map_err(|e| match e {
+        sqlx::Error::PoolTimedOut => {
+            Error::Unavailable("the database is busy: no write turn in time".into())
+        }
+        e => Error::from(e),
+    })
+}
 
 /// How long a writer waits for its turn: SQLite's busy timeout, so a
 /// writer that would have got SQLITE_BUSY gets an error after the same wait.

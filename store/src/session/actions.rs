@@ -457,13 +457,19 @@ impl Session {
         // and one commit, where a transaction took four round trips.
         // On SQLite it still takes its write turn (a caller's transaction
         // holds one already): see `crate::write_queue`.
-        let _turn = if !self.explicit && self.store.backend() == crate::Backend::Sqlite {
-            self.exec().await?;
-            Some(self.store.inner.writers.turn().await?)
-        } else {
-            None
+        if self.explicit || self.store.backend() != crate::Backend::Sqlite {
+            return self.settle(tenant, key, token, outcome, reconciled).await;
+        }
+        self.take_writer().await?;
+        let turn = self.store.inner.writers.turn().await;
+        let settled = match turn {
+            Ok(_turn) => self.settle(tenant, key, token, outcome, reconciled).await,
+            Err(e) => Err(e),
         };
-        self.settle(tenant, key, token, outcome, reconciled).await
+        // The writers' connection goes back at once: this session may go on
+        // reading, and the next writer is waiting for it.
+        self.inner = Inner::Idle;
+        settled
     }
 
     async fn settle(

@@ -148,6 +148,25 @@ impl Session {
         })
     }
 
+    /// Holds the writers' connection ([`crate::write_queue::writer_pool`])
+    /// for an autocommit write on a SQLite write turn, in place of any
+    /// pooled connection held so far.
+    pub(crate) async fn take_writer(&mut self) -> Result<(), Error> {
+        let Some(pool) = self.store.inner.sqlite_writer.clone() else {
+            self.exec().await?;
+            return Ok(());
+        };
+        if !matches!(self.inner, Inner::SqliteTx(_)) {
+            self.inner = Inner::Idle;
+            let since = std::time::Instant::now();
+            let span = crate::observe::span(crate::observe::ACQUIRE, self.store.backend());
+            self.inner =
+                Inner::SqliteConn(crate::write_queue::writer(&pool).instrument(span).await?);
+            self.observe(crate::observe::ACQUIRE, since);
+        }
+        Ok(())
+    }
+
     /// Before a call that writes and counts: outside the caller's
     /// transaction, opens one for this call alone, so that its writes and
     /// its counts commit together or not at all. [`leave`](Self::leave)
@@ -362,32 +381,64 @@ async fn begin(store: &Store) -> Result<Inner, Error> {
 async fn open_transaction(store: &Store) -> Result<Inner, Error> {
     Ok(match &store.inner.db {
         crate::Db::Sqlite(p) => {
-            let (pool, gate) = (p.clone(), store.inner.writers.clone());
-            let opening = tokio::spawn(async move {
-                let conn = pool.acquire().await?;
-                let turn = gate.turn().await?;
-                // `Transaction::begin` is what `Pool::begin_with` runs on the
-                // connection it acquires; called here, the turn can be taken
-                // between the two.
-                let tx = Transaction::begin(conn, Some("begin immediate".into())).await?;
-                let held: Held<SqliteTx> = std::sync::Arc::new(tokio::sync::Mutex::new(None));
-                turn.hold(&held, |t: SqliteTx| {
-                    Box::pin(async move {
-                        if let Err(e) = t.tx.rollback().await {
-                            tracing::error!(error = %e, "rolling back a transaction held past its bound failed; its connection closes");
-                        }
-                    })
-                });
-                *held.lock().await = Some(SqliteTx { tx, _turn: turn });
-                Ok::<_, Error>(held)
+            let pool = store
+                .inner
+                .sqlite_writer
+                .clone()
+                .unwrap_or_else(|| p.clone());
+            let gate = store.inner.writers.clone();
+            let (mut reply, answer) =
+                tokio::sync::oneshot::channel::<Result<Held<SqliteTx>, Error>>();
+            tokio::spawn(async move {
+                // Until the transaction begins, a caller that left takes its
+                // place in line with it: a storm of clients that give up
+                // leaves no queue of openings that would each take the
+                // writers' connection and turn only to roll back.
+                let ready = tokio::select! {
+                    () = reply.closed() => return,
+                    ready = async {
+                        let conn = crate::write_queue::writer(&pool).await?;
+                        let turn = gate.turn().await?;
+                        Ok::<_, Error>((conn, turn))
+                    } => ready,
+                };
+                let opened = match ready {
+                    Ok(_) if reply.is_closed() => return,
+                    Ok((conn, turn)) => begin_immediate(conn, turn).await,
+                    Err(e) => Err(e),
+                };
+                // Sent to a caller that left, the transaction comes back and
+                // is dropped here, which rolls it back.
+                let _ = reply.send(opened);
             });
-            let held = opening
-                .await
-                .map_err(|e| Error::Unavailable(format!("opening a transaction failed: {e}")))??;
+            let held = answer.await.map_err(|_| {
+                Error::Unavailable("opening a transaction failed: its task ended".into())
+            })??;
             Inner::SqliteTx(held)
         }
         crate::Db::Postgres(p) => Inner::PgTx(p.begin().await?),
     })
+}
+
+/// Begins SQLite's IMMEDIATE transaction on `conn` during `turn`, where the
+/// watchdog can end it. `Transaction::begin` is what `Pool::begin_with` runs
+/// on the connection it acquires; called here, the turn is taken between
+/// the two.
+async fn begin_immediate(
+    conn: PoolConnection<Sqlite>,
+    turn: Turn,
+) -> Result<Held<SqliteTx>, Error> {
+    let tx = Transaction::begin(conn, Some("begin immediate".into())).await?;
+    let held: Held<SqliteTx> = std::sync::Arc::new(tokio::sync::Mutex::new(None));
+    turn.hold(&held, |t: SqliteTx| {
+        Box::pin(async move {
+            if let Err(e) = t.tx.rollback().await {
+                tracing::error!(error = %e, "rolling back a transaction held past its bound failed; its connection closes");
+            }
+        })
+    });
+    *held.lock().await = Some(SqliteTx { tx, _turn: turn });
+    Ok(held)
 }
 
 /// Commits or rolls back a SQLite transaction, unless the watchdog rolled
