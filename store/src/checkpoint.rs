@@ -15,8 +15,9 @@
 
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// How often the task checkpoints.
 pub(crate) const EVERY: Duration = Duration::from_millis(200);
@@ -26,16 +27,25 @@ pub(crate) const EVERY: Duration = Duration::from_millis(200);
 pub(crate) const BACKSTOP_PAGES: u32 = 10_000;
 
 /// Checkpoints the database of `options` every [`EVERY`] until `owner` is
-/// dropped. Failures are logged once per kind and retried on the next tick:
+/// dropped or `stop` is notified (the store closed: its connection closes
+/// too, so the last one to close checkpoints and removes the WAL as SQLite
+/// does). Failures are logged once in a row and retried on the next tick:
 /// a commit's own checkpoint past [`BACKSTOP_PAGES`] still bounds the WAL.
-pub(crate) fn spawn<T: Send + Sync + 'static>(owner: Weak<T>, options: SqliteConnectOptions) {
+pub(crate) fn spawn<T: Send + Sync + 'static>(
+    owner: Weak<T>,
+    options: SqliteConnectOptions,
+    stop: Arc<Notify>,
+) {
     tokio::spawn(async move {
         let mut conn = None;
         let mut failing = false;
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = stop.notified() => break,
+            }
             if owner.strong_count() == 0 {
                 break;
             }

@@ -400,6 +400,8 @@ pub(crate) struct Inner {
     /// SQLite: the one connection that writes on a turn (see
     /// [`write_queue::writer_pool`]); None on PostgreSQL.
     pub(crate) sqlite_writer: Option<SqlitePool>,
+    /// SQLite: tells the checkpoint task the store closed.
+    checkpoint_stop: Arc<tokio::sync::Notify>,
     /// SQLite: the longest a transaction may hold the write lock.
     pub(crate) max_write_transaction: Duration,
     /// The last readiness probe and when it ran ([`Store::writable`]).
@@ -629,6 +631,7 @@ impl Store {
                 facts: facts::FactsCache::new(),
                 writers: gate,
                 sqlite_writer,
+                checkpoint_stop: Arc::default(),
                 max_write_transaction: options.max_write_transaction,
                 readiness: tokio::sync::Mutex::new(None),
                 instance: maintenance::instance_name(),
@@ -645,7 +648,11 @@ impl Store {
                 .spawn_watchdog(Arc::downgrade(&store.inner), options.max_write_transaction);
         }
         if let Some(opts) = checkpointer {
-            checkpoint::spawn(Arc::downgrade(&store.inner), opts);
+            checkpoint::spawn(
+                Arc::downgrade(&store.inner),
+                opts,
+                store.inner.checkpoint_stop.clone(),
+            );
         }
         Ok(store)
     }
@@ -730,6 +737,8 @@ impl Store {
         if let Err(e) = self.flush_stats().await {
             tracing::warn!(error = %e, "final statistics flush failed");
         }
+        // Stored as a permit when the task is not waiting.
+        self.inner.checkpoint_stop.notify_one();
         if let Some(w) = &self.inner.sqlite_writer {
             w.close().await;
         }
@@ -1359,6 +1368,17 @@ mod tests {
             }
         }
         assert_eq!(seen, 20, "the database file has every committed tenant");
+        // Closed, the store closes the task's connection too: the last
+        // connection to close removes the WAL, as SQLite does.
+        store.close().await;
+        let wal = dir.path().join("c.db-wal");
+        for _ in 0..40 {
+            if !wal.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!wal.exists(), "a closed store left its WAL behind");
     }
 
     #[tokio::test]
