@@ -39,7 +39,9 @@ pub(crate) fn spawn<T: Send + Sync + 'static>(
     tokio::spawn(async move {
         let mut conn = None;
         let mut failing = false;
-        let mut tick = tokio::time::interval(EVERY);
+        // The first tick one period in, not at once: a CLI command that
+        // opens the store for a moment opens no connection for it.
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
