@@ -24,7 +24,7 @@ pub fn router(api: &ApiState) -> Router {
     let none: Guarded = std::sync::Arc::new(|_: &str| false);
     let mut routes = Router::new().merge(
         Router::new()
-            .route_service("/mcp", idem_mcp::streamable::service(own))
+            .route_service("/mcp", idem_mcp::streamable::own(own))
             .route_layer(from_fn_with_state(none, every_message_answered)),
     );
     for (name, gateway) in &api.mcp_gateways {
@@ -36,7 +36,7 @@ pub fn router(api: &ApiState) -> Router {
             Router::new()
                 .route_service(
                     &format!("/mcp/gateways/{name}"),
-                    idem_mcp::streamable::service(gateway.clone()),
+                    idem_mcp::streamable::gateway(gateway.clone()),
                 )
                 .route_layer(from_fn_with_state(guarded, every_message_answered))
                 .route_layer(from_fn_with_state(tenants, its_tenants_only)),

@@ -3,12 +3,14 @@
 //! the intent reference.
 
 use crate::{ActionType, Error};
+#[cfg(feature = "toml")]
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 /// The built-in catalog: the two actions of the reference article.
+#[cfg(feature = "toml")]
 pub const BUILTIN_TOML: &str = include_str!("../default-catalog.toml");
 
 /// A version of the normalization rules. Changing a rule changes every key,
@@ -90,6 +92,7 @@ impl Rule {
         "money_minor",
     ];
 
+    #[cfg(feature = "toml")]
     fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "raw_text" => Rule::RawText,
@@ -166,6 +169,7 @@ pub struct Catalog {
     actions: BTreeMap<String, ActionSpec>,
 }
 
+#[cfg(feature = "toml")]
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCatalog {
@@ -173,6 +177,7 @@ struct RawCatalog {
     actions: BTreeMap<String, RawAction>,
 }
 
+#[cfg(feature = "toml")]
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAction {
@@ -186,6 +191,7 @@ struct RawAction {
     fields: Vec<RawField>,
 }
 
+#[cfg(feature = "toml")]
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawField {
@@ -195,6 +201,7 @@ struct RawField {
 
 impl Catalog {
     /// The built-in catalog (`pix.cobranca` and `email.cobranca`, rules v1).
+    #[cfg(feature = "toml")]
     pub fn builtin() -> Self {
         // The built-in file is covered by a unit test; a failure here is a
         // build defect, not user input.
@@ -204,6 +211,7 @@ impl Catalog {
     /// Parses and checks a catalog. Unknown rules, actions without fields,
     /// fields without a rule, duplicate fields and unknown settings are
     /// refused with a message naming the action and field.
+    #[cfg(feature = "toml")]
     pub fn from_toml(text: &str) -> Result<Self, Error> {
         let raw: RawCatalog =
             toml::from_str(text).map_err(|e| Error::Catalog(e.message().to_owned()))?;

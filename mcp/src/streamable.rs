@@ -7,16 +7,60 @@
 //! check Host (so the transport's own Host list is off), Origin and the
 //! bearer token before a request reaches this service.
 
+use crate::{Gateway, IdemTools};
+use futures_util::future::BoxFuture;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// The largest JSON-RPC message accepted over HTTP, as the API's body bound.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
-/// `handler` as a Streamable HTTP service.
-pub fn service<H>(handler: H) -> StreamableHttpService<H, LocalSessionManager>
+/// A request as the server's router hands it to a mounted service.
+pub type Request = http::Request<axum_core::body::Body>;
+
+/// The transport's answer.
+pub type Response = http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>>;
+
+/// One MCP route's service, its handler's type erased.
+///
+/// rmcp's service is generic over its handler, and a release build compiles
+/// a generic where it is used, not where it is written: mounting
+/// `StreamableHttpService<H, _>` in the API crate compiled rmcp's whole
+/// service loop there as well as here. Built by [`own`] and [`gateway`],
+/// which are not generic, it is compiled once, in this crate.
+#[derive(Clone)]
+pub struct Service(Arc<dyn Fn(Request) -> BoxFuture<'static, Response> + Send + Sync>);
+
+impl tower_service::Service<Request> for Service {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let answer = (self.0)(req);
+        Box::pin(async move { Ok(answer.await) })
+    }
+}
+
+/// idem's own server (`/mcp`).
+pub fn own(tools: IdemTools) -> Service {
+    erased(tools)
+}
+
+/// A gateway (`/mcp/gateways/{name}`).
+pub fn gateway(gateway: Gateway) -> Service {
+    erased(gateway)
+}
+
+fn erased<H>(handler: H) -> Service
 where
     H: ServerHandler + Clone + Send + Sync + 'static,
 {
@@ -26,9 +70,18 @@ where
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         .disable_allowed_hosts();
-    StreamableHttpService::new(
+    let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
-    )
+    );
+    Service(Arc::new(move |req| {
+        let mut service = service.clone();
+        Box::pin(async move {
+            match tower_service::Service::call(&mut service, req).await {
+                Ok(answer) => answer,
+                Err(never) => match never {},
+            }
+        })
+    }))
 }
