@@ -33,20 +33,22 @@ pub type Response = http::Response<http_body_util::combinators::BoxBody<bytes::B
 /// service loop there as well as here. Built by [`own`] and [`gateway`],
 /// which are not generic, it is compiled once, in this crate.
 #[derive(Clone)]
-pub struct Service(Arc<dyn Fn(Request) -> BoxFuture<'static, Response> + Send + Sync>);
+pub struct Service(Arc<dyn Fn(Request) -> Answer + Send + Sync>);
+
+/// rmcp's own future for an answer, boxed by rmcp already.
+type Answer = BoxFuture<'static, Result<Response, Infallible>>;
 
 impl tower_service::Service<Request> for Service {
     type Response = Response;
     type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+    type Future = Answer;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request) -> Self::Future {
-        let answer = (self.0)(req);
-        Box::pin(async move { Ok(answer.await) })
+    fn call(&mut self, req: Request) -> Answer {
+        (self.0)(req)
     }
 }
 
@@ -76,12 +78,6 @@ where
         config,
     );
     Service(Arc::new(move |req| {
-        let mut service = service.clone();
-        Box::pin(async move {
-            match tower_service::Service::call(&mut service, req).await {
-                Ok(answer) => answer,
-                Err(never) => match never {},
-            }
-        })
+        tower_service::Service::call(&mut service.clone(), req)
     }))
 }
