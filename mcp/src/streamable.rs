@@ -8,13 +8,12 @@
 //! bearer token before a request reaches this service.
 
 use crate::{Gateway, IdemTools};
-use futures_util::future::BoxFuture;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use tower::util::BoxCloneSyncService;
 
 /// The largest JSON-RPC message accepted over HTTP, as the API's body bound.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
@@ -32,25 +31,7 @@ pub type Response = http::Response<http_body_util::combinators::BoxBody<bytes::B
 /// `StreamableHttpService<H, _>` in the API crate compiled rmcp's whole
 /// service loop there as well as here. Built by [`own`] and [`gateway`],
 /// which are not generic, it is compiled once, in this crate.
-#[derive(Clone)]
-pub struct Service(Arc<dyn Fn(Request) -> Answer + Send + Sync>);
-
-/// rmcp's own future for an answer, boxed by rmcp already.
-type Answer = BoxFuture<'static, Result<Response, Infallible>>;
-
-impl tower_service::Service<Request> for Service {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Answer;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request) -> Answer {
-        (self.0)(req)
-    }
-}
+pub type Service = BoxCloneSyncService<Request, Response, Infallible>;
 
 /// idem's own server (`/mcp`).
 pub fn own(tools: IdemTools) -> Service {
@@ -77,7 +58,5 @@ where
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    Service(Arc::new(move |req| {
-        tower_service::Service::call(&mut service.clone(), req)
-    }))
+    BoxCloneSyncService::new(service)
 }
